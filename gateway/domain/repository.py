@@ -1,0 +1,225 @@
+"""The ``LessonRepository`` boundary (seeds/design-hybrid-search.ko.wiki "내부 경계").
+
+Tools receive a repository through their context and never see MediaWiki
+details (tokens, continuation, API error codes). Two implementations exist:
+``gateway.wiki.repository.MediaWikiRepository`` (the real one) and
+``gateway.wiki.memory.InMemoryRepository`` (unit tests of domain rules only).
+
+Every list operation is bounded and reports ``partial``/``scanned``/
+``scan_limit`` so callers can tell an incomplete answer from an empty one.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from gateway.domain.model import LessonSnapshot
+
+#: MediaWiki returns at most this many page contents per request (DESIGN.md §4).
+SNAPSHOT_BATCH = 50
+
+
+class RepositoryError(Exception):
+    """Base class of repository failures. ``retryable`` tells callers whether a retry may help."""
+
+    retryable = False
+
+
+class WikiUnavailable(RepositoryError):
+    """MediaWiki could not be reached or kept failing (timeouts, 5xx, maxlag)."""
+
+    retryable = True
+
+
+class EditConflict(RepositoryError):
+    """The page's latest revision is not the expected base revision.
+
+    Attributes:
+        current_revision_id: the page's latest revision id (None when the page vanished).
+    """
+
+    def __init__(self, message: str, current_revision_id: int | None):
+        super().__init__(message)
+        self.current_revision_id = current_revision_id
+
+
+class PageExists(RepositoryError):
+    """A create-only save found the page already there."""
+
+    def __init__(self, message: str, current_revision_id: int | None):
+        super().__init__(message)
+        self.current_revision_id = current_revision_id
+
+
+class PageMissing(RepositoryError):
+    """The page to update does not exist."""
+
+
+class PermissionDenied(RepositoryError):
+    """The wiki account lacks a right needed for the operation (message names it)."""
+
+
+@dataclass(frozen=True)
+class ScanPage:
+    """One bounded page of a snapshot scan.
+
+    Attributes:
+        snapshots: Lessons in scan order.
+        next_cursor: opaque continuation, None at the end.
+        scanned: pages examined for this page of results.
+        scan_limit: the cap that applied.
+        partial: True when the cap stopped the scan before the end.
+    """
+
+    snapshots: tuple[LessonSnapshot, ...]
+    next_cursor: str | None
+    scanned: int
+    scan_limit: int
+    partial: bool = False
+
+
+@dataclass(frozen=True)
+class FullTextHit:
+    """A full-text candidate: Lesson id and 0-based rank in MediaWiki's ranking."""
+
+    id: str
+    rank: int
+
+
+@dataclass(frozen=True)
+class FullTextResult:
+    """Ranked full-text candidates (bounded)."""
+
+    hits: tuple[FullTextHit, ...]
+    scanned: int
+    scan_limit: int
+    partial: bool = False
+
+
+@dataclass(frozen=True)
+class RelationEdge:
+    """A stored relation: ``source`` --relation--> ``target`` (ids without namespace)."""
+
+    source: str
+    relation: str
+    target: str
+    note: str = ""
+    created_by: str = ""
+    created_at: str = ""
+
+
+@dataclass(frozen=True)
+class EdgesResult:
+    """Relation edges touching one Lesson, both directions as requested (bounded)."""
+
+    outgoing: tuple[RelationEdge, ...]
+    incoming: tuple[RelationEdge, ...]
+    scanned: int
+    scan_limit: int
+    partial: bool = False
+
+
+@dataclass(frozen=True)
+class RevisionInfo:
+    """Metadata of one revision of a Lesson page (content not included)."""
+
+    revision_id: int
+    parent_id: int
+    user: str
+    timestamp: str
+    comment: str
+    sha1: str = ""
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    """Outcome of a page save.
+
+    Attributes:
+        revision_id: the page's latest revision id after the call.
+        timestamp: that revision's timestamp (UTC ISO-8601).
+        nochange: True when MediaWiki saw identical content and made no revision.
+        parent_revision_id: the revision MediaWiki based the save on.
+    """
+
+    revision_id: int
+    timestamp: str
+    nochange: bool = False
+    parent_revision_id: int | None = None
+
+
+@dataclass(frozen=True)
+class RevisionPage:
+    """One bounded page of a Lesson's revision history, newest first."""
+
+    revisions: tuple[RevisionInfo, ...]
+    next_cursor: str | None
+    scanned: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+class LessonRepository(abc.ABC):
+    """Abstract store of Lesson pages. All ids are bare Lesson ids (``[a-z0-9_-]+``)."""
+
+    # ---- reads ---------------------------------------------------------
+    @abc.abstractmethod
+    def get_snapshot(self, lesson_id: str) -> LessonSnapshot | None:
+        """Latest revision of ``Lesson:<id>`` decoded, or None when absent.
+
+        Raises WikiUnavailable; a page that does not parse raises
+        ``gateway.wiki.codec.PageFormatError``.
+        """
+
+    @abc.abstractmethod
+    def get_snapshots(self, lesson_ids: Sequence[str]) -> dict[str, LessonSnapshot]:
+        """Latest snapshots for many ids, fetched in batches of SNAPSHOT_BATCH; absent ids omitted.
+
+        Pages that do not parse are omitted too (they are reported by the auditor).
+        """
+
+    @abc.abstractmethod
+    def scan_snapshots(self, cursor: str | None, limit: int) -> ScanPage:
+        """Bounded scan of all Lessons in a stable order (``limit`` ≤ SNAPSHOT_BATCH)."""
+
+    @abc.abstractmethod
+    def list_recent(self, cursor: str | None, limit: int) -> ScanPage:
+        """Lessons newest first by last edit, bounded; used for empty-query listings."""
+
+    @abc.abstractmethod
+    def search_full_text(self, query: str, limit: int) -> FullTextResult:
+        """MediaWiki full-text candidates (``list=search``, ``srwhat=text``, Lesson namespace)."""
+
+    @abc.abstractmethod
+    def find_relation_edges(self, lesson_id: str, *, outgoing: bool = True, incoming: bool = True,
+                            limit: int = 500) -> EdgesResult:
+        """Stored relation edges of one Lesson without reading every Lesson."""
+
+    @abc.abstractmethod
+    def list_revisions(self, lesson_id: str, cursor: str | None, limit: int) -> RevisionPage:
+        """Revision metadata of one Lesson page, newest first, bounded."""
+
+    @abc.abstractmethod
+    def get_revision_text(self, revision_id: int) -> str | None:
+        """Raw wikitext of one revision, None when it does not exist."""
+
+    @abc.abstractmethod
+    def exists(self, lesson_ids: Sequence[str]) -> set[str]:
+        """The subset of ``lesson_ids`` whose pages exist."""
+
+    # ---- writes --------------------------------------------------------
+    @abc.abstractmethod
+    def save_page(self, lesson_id: str, wikitext: str, summary: str, *,
+                  base_revision_id: int | None) -> SaveResult:
+        """Save ``Lesson:<id>``.
+
+        ``base_revision_id=None`` creates the page and raises PageExists when it
+        is already there. Otherwise the save must apply ONLY if the page's latest
+        revision is still ``base_revision_id``: any concurrent change raises
+        EditConflict with the current revision id, never a merged revision.
+        """
+
+    # ---- health --------------------------------------------------------
+    @abc.abstractmethod
+    def check_login(self) -> bool:
+        """True when the configured account can log in right now (bounded time)."""
