@@ -21,9 +21,18 @@ SNAPSHOT_BATCH = 50
 
 
 class RepositoryError(Exception):
-    """Base class of repository failures. ``retryable`` tells callers whether a retry may help."""
+    """Base class of repository failures. ``retryable`` tells callers whether a retry may help.
+
+    ``wiki_code`` keeps the MediaWiki API error code (e.g. ``"maxlag"``,
+    ``"protectedpage"``, ``"http-503"``) when the failure came from the wiki,
+    else None. ``maybe_applied`` is True only for a write whose outcome is
+    unknown (the request may have reached MediaWiki before the connection
+    failed); callers must re-read before retrying such a write.
+    """
 
     retryable = False
+    wiki_code: str | None = None
+    maybe_applied = False
 
 
 class WikiUnavailable(RepositoryError):
@@ -57,7 +66,18 @@ class PageMissing(RepositoryError):
 
 
 class PermissionDenied(RepositoryError):
-    """The wiki account lacks a right needed for the operation (message names it)."""
+    """The wiki account lacks a right needed for the operation (message names it).
+
+    Also raised when the configured bot password is refused at login
+    (``wiki_code`` = the login result, e.g. ``"Failed"``).
+    """
+
+
+class WikiApiError(RepositoryError):
+    """MediaWiki rejected a request for a reason none of the classes above covers.
+
+    ``wiki_code`` holds the API error code (e.g. ``"badvalue"``, ``"invalidtitle"``).
+    """
 
 
 @dataclass(frozen=True)
