@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "sync.generate",
     "sync.devwiki",
     "sync.push",
+    "sync.serve",
 )
 
 

@@ -1,0 +1,186 @@
+"""Flask application factory for the gateway (STYLE.md: ``create_app(config)``, no import-time side effects).
+
+``create_app`` wires one :class:`GatewayState` per process into
+``app.extensions["s3rm"]``: the configuration, the tool registry (schemas
+loaded from ``S3RM_SCHEMA_DIR``), the dispatcher, the MCP protocol handler,
+metrics, the health probes and the Lesson repository.
+
+The repository is built by ``repository_factory(config)`` — once per process,
+lazily on first use by a tool (so a wiki that is down at start-up does not
+stop the server from booting; readiness reports it). If building fails, the
+tool call gets a retryable ``backend_unavailable`` error and the next call
+tries again.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from gateway.config import GatewayConfig
+from gateway.health import WikiLoginProbe
+from gateway.health import bp as health_bp
+from gateway.metrics import Metrics
+from gateway.tools.base import ToolError, ToolSpec, utc_now
+from gateway.tools.dispatcher import Dispatcher
+from gateway.tools.registry import ToolRegistry
+from gateway.transport import headers as rules
+from gateway.transport.http import bp as mcp_bp
+from gateway.transport.http import json_response
+from gateway.transport.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, error_body
+from gateway.transport.protocol import McpProtocol
+
+__all__ = ["create_app", "GatewayState", "LazyRepository", "RepositoryFactory"]
+
+log = logging.getLogger("s3rm.app")
+
+#: Builds the process-wide Lesson repository from the configuration.
+RepositoryFactory = Callable[[GatewayConfig], Any]
+
+
+class LazyRepository:
+    """A stand-in that builds the real repository on first attribute access, once per process.
+
+    Attribute access is forwarded to the real repository. A failing factory
+    raises :class:`~gateway.tools.base.ToolError` ``backend_unavailable``
+    (retryable) and is retried on the next access. Thread-safe.
+    """
+
+    def __init__(self, factory: RepositoryFactory, config: GatewayConfig):
+        self._factory = factory
+        self._config = config
+        self._lock = threading.Lock()
+        self._instance: Any = None
+
+    def resolve(self) -> Any:
+        """Return the real repository, building it if needed."""
+        if self._instance is None:
+            with self._lock:
+                if self._instance is None:
+                    try:
+                        self._instance = self._factory(self._config)
+                    except Exception as exc:
+                        log.error("repository factory failed exception=%s", type(exc).__name__)
+                        raise ToolError(
+                            "backend_unavailable",
+                            "The Lesson store (the wiki) is not reachable right now; retry shortly.",
+                            retryable=True,
+                        ) from None
+        return self._instance
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.resolve(), name)
+
+
+@dataclass
+class GatewayState:
+    """Per-process gateway wiring, stored in ``app.extensions["s3rm"]``."""
+
+    config: GatewayConfig
+    registry: ToolRegistry
+    dispatcher: Dispatcher
+    protocol: McpProtocol
+    metrics: Metrics
+    repository: Any
+    wiki_probe: Callable[[], bool]
+    clock: Callable[[], datetime]
+    admission_status: Callable[[], str]
+    semantic_status: Callable[[], str]
+
+
+def create_app(
+    config: GatewayConfig | None = None,
+    *,
+    repository_factory: RepositoryFactory | None = None,
+    wiki_probe: Callable[[], bool] | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    metrics: Metrics | None = None,
+    admission_status: Callable[[], str] | None = None,
+    semantic_status: Callable[[], str] | None = None,
+    specs: tuple[ToolSpec, ...] | None = None,
+) -> Flask:
+    """Build the gateway WSGI app.
+
+    * ``config`` — defaults to ``GatewayConfig.from_env()`` (raises ``ConfigError``).
+    * ``repository_factory(config) -> repository`` — the Lesson repository,
+      built lazily once per process (:class:`LazyRepository`); ``None`` leaves
+      ``ToolContext.repository`` as ``None``.
+    * ``wiki_probe() -> bool`` — readiness wiki check; defaults to
+      :class:`~gateway.health.WikiLoginProbe` (bot-password login, cached).
+    * ``clock`` — aware-UTC ``now`` for tools and the job-runner freshness check.
+    * ``admission_status`` / ``semantic_status`` — bounded status words for
+      health (defaults ``"ok"`` / ``"disabled"``).
+    * ``specs`` — the tools to serve; defaults to the ten tools of
+      :mod:`gateway.tools.registry` (tests pass variants with other handlers).
+
+    Raises :class:`~gateway.tools.registry.SchemaLoadError` when a tool schema
+    is missing or invalid.
+    """
+    config = config if config is not None else GatewayConfig.from_env()
+    metrics = metrics or Metrics()
+    registry = ToolRegistry.load(config.schema_dir, specs)
+    repository = LazyRepository(repository_factory, config) if repository_factory is not None else None
+    dispatcher = Dispatcher(registry, config=config, repository=repository, metrics=metrics, clock=clock)
+    state = GatewayState(
+        config=config,
+        registry=registry,
+        dispatcher=dispatcher,
+        protocol=McpProtocol(dispatcher),
+        metrics=metrics,
+        repository=repository,
+        wiki_probe=wiki_probe or WikiLoginProbe.from_config(config),
+        clock=clock,
+        admission_status=admission_status or (lambda: "ok"),
+        semantic_status=semantic_status or (lambda: "disabled"),
+    )
+
+    app = Flask("gateway")
+    app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
+    app.json.ensure_ascii = False
+    app.extensions["s3rm"] = state
+    app.register_blueprint(mcp_bp)
+    app.register_blueprint(health_bp)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected_error)
+    app.after_request(_security_headers)
+    return app
+
+
+def _is_mcp_path() -> bool:
+    return request.path == "/mcp" or request.path.startswith("/mcp/")
+
+
+def _http_error(exc: HTTPException) -> Response:
+    """Every HTTP error Flask/Werkzeug raises (404, 405, 413, ...) as JSON, never an HTML page."""
+    status = exc.code or 500
+    message = f"{exc.name}" if status != 404 else "Not Found: no such endpoint on this server"
+    if _is_mcp_path():
+        response = json_response(error_body(None, INVALID_REQUEST, message), status)
+    else:
+        code = exc.name.lower().replace(" ", "_") if exc.name else "http_error"
+        response = json_response({"error": {"code": code, "message": message}}, status)
+    valid = getattr(exc, "valid_methods", None)
+    if status == 405 and valid:
+        response.headers["Allow"] = ", ".join(valid)
+    return response
+
+
+def _unexpected_error(exc: Exception) -> Response:
+    """Any uncaught exception: a JSON 500 without details (logged by type only)."""
+    log.error("unhandled error path=%s exception=%s", request.path, type(exc).__name__)
+    if _is_mcp_path():
+        return json_response(error_body(None, INTERNAL_ERROR, "Internal error"), 500)
+    return json_response({"error": {"code": "internal_error", "message": "Internal error"}}, 500)
+
+
+def _security_headers(response: Response) -> Response:
+    for key, value in rules.security_headers(_is_mcp_path()).items():
+        response.headers.setdefault(key, value)
+    return response

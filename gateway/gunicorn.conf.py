@@ -1,0 +1,43 @@
+"""gunicorn settings for the gateway (used by ``s3rm serve``).
+
+ONE worker process with threads (gthread), on purpose: the derived search
+index, its background refresher and the cursor generations live in process
+memory and are built once per process lifespan (CHECKLIST R1; seeds
+"검색 구현"). Several processes would each build their own index and refuse
+each other's cursors. Scale with threads here; several processes or hosts
+only with shared state (a later design, DESIGN.md §5).
+
+Settings come from the same validated configuration as the app
+(``S3RM_BIND``, default 127.0.0.1:8080; ``S3RM_GUNICORN_THREADS``, default 8).
+"""
+from gateway.config import GatewayConfig
+
+_config = GatewayConfig.from_env()
+
+bind = [_config.bind]
+workers = 1
+worker_class = "gthread"
+threads = _config.gunicorn_threads
+# A tools/call reads the wiki with its own timeouts; 60 s bounds a stuck request.
+timeout = 60
+graceful_timeout = 30
+keepalive = 5
+# Request line and header limits: MCP requests are small JSON POSTs.
+limit_request_line = 8190
+limit_request_fields = 100
+limit_request_field_size = 16384
+# No access log by default (paths only, but keep logs minimal); errors to stderr.
+accesslog = None
+errorlog = "-"
+loglevel = "info"
+proc_name = "s3rm-gateway"
+logconfig_dict = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}},
+    "loggers": {
+        "s3rm": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
+        "gunicorn.error": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
+    },
+}

@@ -1,0 +1,28 @@
+"""Read tool ``audit_lessons`` (DESIGN.md §3; contract in ``schema/tools/audit_lessons.*.schema.json``).
+
+The handler is a placeholder until its implementation lands; the tool is
+listed with its full schemas and truthful annotations meanwhile.
+"""
+from mcp.types import ToolAnnotations
+
+from gateway.tools.base import ToolSpec, not_implemented_handler
+from gateway.tools.policy import describe
+
+__all__ = ["SPEC"]
+
+SPEC = ToolSpec(
+    name='audit_lessons',
+    title='Audit Lessons',
+    description=describe(
+        """Check up to 50 exact expectations about Lessons you wrote or depend on (revision id, content digest, up to 8 evidence ids, up to 8 relations each) without re-reading their bodies. Returns up to 20 results per page as ok, missing or mismatch with the position of the failed expectation; a cursor is refused when any target's revision changed between pages. Use it after changing several Lessons."""
+    ),
+    kind='read',
+    annotations=ToolAnnotations(
+        title='Audit Lessons',
+        readOnlyHint=True,
+        destructiveHint=False,
+        idempotentHint=True,
+        openWorldHint=False,
+    ),
+    handler=not_implemented_handler('audit_lessons'),
+)

@@ -1,0 +1,284 @@
+"""The tool contract: what a tool is, what it may use, how it fails, how big it may answer.
+
+* :class:`ToolSpec` — one MCP tool as a value (name, title, description, kind,
+  annotations, handler). Its JSON Schemas come from
+  ``S3RM_SCHEMA_DIR/tools/<name>.{input,output}.schema.json`` and are attached
+  by :mod:`gateway.tools.registry`.
+* :class:`ToolContext` — everything a handler may use (configuration, the
+  Lesson repository, the caller's principal, a clock, the output budget,
+  metrics). Handlers never build clients or read the environment.
+* :class:`ToolError` — the one way a handler reports an expected failure; the
+  dispatcher turns it into an ``isError`` result.
+* :class:`OutputBudget` — measures the exact UTF-8 size of the JSON-RPC response
+  that would carry a result, so tools can shrink pages before the dispatcher's
+  final byte-cap check (DESIGN.md §3 "Output limits", seeds "출력 제한").
+
+Contract sources: DESIGN.md §3, seeds/architecture.ko.wiki "출력 제한".
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, TypeVar
+
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gateway.config import GatewayConfig
+    from gateway.metrics import Metrics
+
+__all__ = [
+    "Handler",
+    "OutputBudget",
+    "Principal",
+    "ToolContext",
+    "ToolError",
+    "ToolSpec",
+    "encode_json",
+    "compact_json",
+    "error_payload",
+    "not_implemented_handler",
+    "failure_result",
+    "success_result",
+    "result_message",
+    "utc_now",
+]
+
+T = TypeVar("T")
+
+
+# ------------------------------------------------------------------ encoding
+def compact_json(obj: Any) -> str:
+    """Serialize ``obj`` as compact JSON text (``separators=(',', ':')``, non-ASCII kept).
+
+    This is the exact text placed in a tool result's ``content[0].text``.
+    """
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_json(obj: Any) -> bytes:
+    """Serialize ``obj`` as compact UTF-8 JSON bytes, the form every response body uses.
+
+    Lone surrogates (valid in JSON input, invalid in UTF-8) fall back to ASCII
+    escapes so encoding never fails.
+    """
+    text = compact_json(obj)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def result_message(request_id: str | int | None, result: CallToolResult) -> dict[str, Any]:
+    """Return the JSON-RPC response object (a dict) that carries ``result`` for ``request_id``."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "result": result.model_dump(by_alias=True, exclude_none=True, mode="json"),
+    }
+
+
+def error_payload(
+    code: str,
+    message: str,
+    *,
+    retryable: bool = False,
+    details: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Build the JSON error object every failed tool call returns.
+
+    Shape: ``{"error": {"code", "message", "retryable", [extra keys such as
+    field/rule], ["details"]}}``. Error codes are short snake_case strings.
+    """
+    err: dict[str, Any] = {"code": code, "message": message, "retryable": bool(retryable)}
+    err.update({k: v for k, v in extra.items() if v is not None})
+    if details:
+        err["details"] = details
+    return {"error": err}
+
+
+def success_result(obj: dict[str, Any]) -> CallToolResult:
+    """The CallToolResult for a successful call: ``structuredContent`` plus the same object as compact JSON text."""
+    return CallToolResult(content=[TextContent(type="text", text=compact_json(obj))], structuredContent=obj, isError=False)
+
+
+def failure_result(payload: dict[str, Any]) -> CallToolResult:
+    """The CallToolResult for a failed call: ``isError`` with the JSON error text and no ``structuredContent``."""
+    return CallToolResult(content=[TextContent(type="text", text=compact_json(payload))], isError=True)
+
+
+def utc_now() -> datetime:
+    """The default tool clock: the current time as an aware UTC datetime."""
+    return datetime.now(timezone.utc)
+
+
+# -------------------------------------------------------------------- errors
+class ToolError(Exception):
+    """An expected tool failure, reported to the client as an ``isError`` result.
+
+    ``code`` is a short snake_case error code (e.g. ``not_found``,
+    ``invalid_cursor``, ``revision_conflict``, ``not_implemented``); ``message``
+    tells the agent what to do next; ``retryable`` says whether the same call
+    may succeed later; ``details`` is an optional small JSON object (it is
+    dropped if the error itself would exceed the output cap). Never put
+    secrets in any of them.
+    """
+
+    def __init__(self, code: str, message: str, *, retryable: bool = False, details: dict[str, Any] | None = None):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+        self.details = details
+
+    def payload(self) -> dict[str, Any]:
+        """Return the JSON error object (see :func:`error_payload`)."""
+        return error_payload(self.code, self.message, retryable=self.retryable, details=self.details)
+
+
+# ----------------------------------------------------------------- principal
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling, as far as the transport can tell.
+
+    ``kind`` is ``anonymous`` (no or unverified credentials, token mode),
+    ``token`` (the shared write token was presented and verified) or ``ip``
+    (open mode: the client address, used only as a rate principal). ``subject``
+    is a short non-secret identifier (``shared-write-token``, an IP address or
+    ``""``). It is never a verified person (seeds: "확인된 신원은 아닙니다").
+    """
+
+    kind: Literal["anonymous", "token", "ip"] = "anonymous"
+    subject: str = ""
+
+
+# -------------------------------------------------------------------- budget
+@dataclass(frozen=True)
+class OutputBudget:
+    """The UTF-8 byte cap on one tools/call response (``S3RM_OUTPUT_MAX_BYTES``).
+
+    Sizes are measured on the exact bytes the transport will send: the whole
+    JSON-RPC response (envelope with this request's id, ``structuredContent``
+    and the compact JSON text copy). Use it to shrink pages::
+
+        page, n = ctx.budget.fit_prefix(items, lambda part: {"results": part, ...})
+
+    ``cap_bytes``: the cap; ``request_id``: the JSON-RPC id the response echoes.
+    """
+
+    cap_bytes: int
+    request_id: str | int | None = None
+
+    def measure(self, obj: dict[str, Any]) -> int:
+        """Bytes of the full response that would carry ``obj`` as a successful result."""
+        return len(encode_json(result_message(self.request_id, success_result(obj))))
+
+    def measure_error(self, payload: dict[str, Any]) -> int:
+        """Bytes of the full response that would carry the error ``payload`` as an ``isError`` result."""
+        return len(encode_json(result_message(self.request_id, failure_result(payload))))
+
+    def fits(self, obj: dict[str, Any]) -> bool:
+        """True when ``obj`` as a successful result stays within the cap."""
+        return self.measure(obj) <= self.cap_bytes
+
+    def remaining_bytes(self, obj: dict[str, Any]) -> int:
+        """Cap minus the size ``obj`` would take (negative when over the cap)."""
+        return self.cap_bytes - self.measure(obj)
+
+    def fit_prefix(
+        self, items: Sequence[T], build: Callable[[Sequence[T]], dict[str, Any]]
+    ) -> tuple[dict[str, Any], int]:
+        """Return ``(build(items[:n]), n)`` for the largest ``n`` whose result fits.
+
+        ``build`` must produce a result object for any prefix (including the
+        empty one, e.g. with ``next_cursor`` pointing at item ``n``). Raises
+        :class:`ToolError` ``output_too_large`` when even the empty prefix does
+        not fit. Runs a binary search: O(log n) serializations.
+        """
+        best = build(items[:0])
+        if not self.fits(best):
+            raise ToolError(
+                "output_too_large",
+                f"even an empty page exceeds the {self.cap_bytes}-byte response cap; select fewer fields",
+            )
+        lo, hi = 0, len(items)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            candidate = build(items[:mid])
+            if self.fits(candidate):
+                lo, best = mid, candidate
+            else:
+                hi = mid - 1
+        return best, lo
+
+
+# ------------------------------------------------------------------ context
+@dataclass(frozen=True)
+class ToolContext:
+    """What a handler may use during one call (built by the dispatcher per call).
+
+    * ``config`` — the :class:`~gateway.config.GatewayConfig`.
+    * ``repository`` — the Lesson repository built once per process by the app
+      factory's ``repository_factory`` (``None`` when the server runs without one).
+    * ``principal`` — the caller (:class:`Principal`).
+    * ``clock`` — ``() -> datetime`` (aware UTC); use it instead of ``datetime.now``.
+    * ``budget`` — the :class:`OutputBudget` for this response.
+    * ``metrics`` — the process :class:`~gateway.metrics.Metrics` (counts and
+      latencies only; never query text or Lesson content).
+    * ``tool_name`` — the tool being called.
+    """
+
+    config: "GatewayConfig"
+    repository: Any
+    principal: Principal
+    clock: Callable[[], datetime]
+    budget: OutputBudget
+    metrics: "Metrics"
+    tool_name: str = ""
+
+
+#: A tool handler: validated arguments + context → result object (validated against the output schema).
+Handler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
+
+
+# --------------------------------------------------------------------- spec
+@dataclass(frozen=True)
+class ToolSpec:
+    """One MCP tool as a value (DESIGN.md §3).
+
+    ``name`` (snake_case, also the schema file stem), ``title`` (human label),
+    ``description`` (what it does plus the content policy, CHECKLIST R8),
+    ``kind`` (``"read"`` or ``"write"``; writes need the write token in token
+    mode), ``annotations`` (truthful MCP hints) and ``handler``.
+    """
+
+    name: str
+    title: str
+    description: str
+    kind: Literal["read", "write"]
+    annotations: ToolAnnotations
+    handler: Handler = field(compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("read", "write"):
+            raise ValueError(f"tool {self.name}: kind must be 'read' or 'write'")
+
+
+def not_implemented_handler(tool_name: str) -> Handler:
+    """Return a placeholder handler that always raises ``ToolError("not_implemented", ...)``.
+
+    Used by tool modules whose real handler has not landed yet; the tool is
+    still listed with its schemas and annotations.
+    """
+
+    def handler(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        raise ToolError(
+            "not_implemented",
+            f"{tool_name} is not available yet on this server; it is listed so clients see the full contract.",
+            retryable=False,
+        )
+
+    handler.__name__ = f"{tool_name}_not_implemented"
+    return handler

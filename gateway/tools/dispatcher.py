@@ -1,0 +1,272 @@
+"""The one place every tools/call goes through (DESIGN.md §3; STYLE.md "one dispatcher").
+
+For each call, in order:
+
+1. look the tool up — unknown → JSON-RPC ``-32602`` (:class:`JsonRpcError`);
+2. authorise it — an unauthorised write → :class:`~gateway.transport.auth.AuthError` (HTTP 401/403);
+3. validate the arguments against the tool's closed input schema — failure →
+   ``isError`` result ``invalid_argument`` naming ``field`` and ``rule``
+   (MCP 2025-11-25: input validation errors are tool execution errors);
+4. run the handler with a fresh :class:`~gateway.tools.base.ToolContext` —
+   :class:`~gateway.tools.base.ToolError` → ``isError`` with its code; any other
+   exception → ``internal_error`` (logged by exception type only);
+5. validate the result against the output schema — failure is a server bug →
+   ``internal_error`` without details (logged by schema rule and path only);
+6. enforce the UTF-8 byte cap on the whole response — over → ``output_too_large``.
+
+Success: ``structuredContent`` = the object and one text content holding the
+same object as compact JSON. Errors: ``isError: true``, the JSON error object
+as text, no ``structuredContent``. Logs and metrics carry the tool name,
+outcome code, latency and size — never arguments, query text or Lesson content.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from datetime import datetime
+from typing import Any, Callable
+
+from jsonschema.exceptions import ValidationError, best_match
+from mcp.types import CallToolResult
+
+from gateway.config import GatewayConfig
+from gateway.metrics import Metrics
+from gateway.tools.base import (
+    OutputBudget,
+    ToolContext,
+    ToolError,
+    encode_json,
+    error_payload,
+    failure_result,
+    result_message,
+    success_result,
+    utc_now,
+)
+from gateway.tools.registry import ToolEntry, ToolRegistry
+from gateway.transport.auth import Credentials, authorize
+from gateway.transport.jsonrpc import INVALID_PARAMS, JsonRpcError
+
+__all__ = ["Dispatcher", "describe_validation_error"]
+
+log = logging.getLogger("s3rm.tools")
+
+_MAX_ENUM_SHOWN = 20
+
+
+class Dispatcher:
+    """Runs tools/call requests against a :class:`ToolRegistry`.
+
+    ``repository`` is handed to every :class:`ToolContext` unchanged (the app
+    factory passes a lazily built, process-wide repository or ``None``).
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        config: GatewayConfig,
+        repository: Any = None,
+        metrics: Metrics | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ):
+        self.registry = registry
+        self.config = config
+        self.repository = repository
+        self.metrics = metrics or Metrics()
+        self.clock = clock
+
+    def call(self, params: dict[str, Any], *, request_id: str | int | None, credentials: Credentials) -> CallToolResult:
+        """Handle the ``params`` of one tools/call request and return its ``CallToolResult``.
+
+        Raises :class:`JsonRpcError` (-32602) for an unknown tool or malformed
+        params and :class:`~gateway.transport.auth.AuthError` for an
+        unauthorised write; every other failure is an ``isError`` result.
+        """
+        name = params.get("name")
+        if not isinstance(name, str) or not name:
+            raise JsonRpcError(INVALID_PARAMS, 'tools/call needs "name": the tool to call', request_id=request_id)
+        entry = self.registry.get(name)
+        if entry is None:
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                f"Unknown tool: {name[:80]!r}. Call tools/list for the available tools.",
+                request_id=request_id,
+            )
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise JsonRpcError(INVALID_PARAMS, '"arguments" must be a JSON object', request_id=request_id)
+
+        principal = authorize(entry.spec.kind, credentials, self.config)
+        budget = OutputBudget(self.config.output_max_bytes, request_id)
+        started = time.perf_counter()
+        outcome, result = self._run(entry, arguments, principal, budget)
+        elapsed = time.perf_counter() - started
+        size = len(encode_json(result_message(request_id, result)))
+        self.metrics.incr("tool_calls", tool=name, outcome=outcome)
+        self.metrics.observe("tool_call_seconds", elapsed, tool=name)
+        log.info("tool call tool=%s outcome=%s ms=%.1f bytes=%d", name, outcome, elapsed * 1000, size)
+        return result
+
+    # ------------------------------------------------------------------ steps
+    def _run(self, entry: ToolEntry, arguments: dict[str, Any], principal, budget: OutputBudget):
+        spec = entry.spec
+        error = best_match(entry.input_validator.iter_errors(arguments))
+        if error is not None:
+            field, rule, message = describe_validation_error(error)
+            return "invalid_argument", self._failure(
+                budget, error_payload("invalid_argument", message, field=field, rule=rule)
+            )
+
+        ctx = ToolContext(
+            config=self.config,
+            repository=self.repository,
+            principal=principal,
+            clock=self.clock,
+            budget=budget,
+            metrics=self.metrics,
+            tool_name=spec.name,
+        )
+        try:
+            obj = spec.handler(arguments, ctx)
+        except ToolError as exc:
+            return exc.code, self._failure(budget, exc.payload())
+        except Exception as exc:  # a bug: never leak its text or stack to the client
+            log.error("tool handler failed tool=%s exception=%s", spec.name, type(exc).__name__)
+            return "internal_error", self._internal(budget)
+
+        if not isinstance(obj, dict):
+            log.error("tool handler returned %s, not an object tool=%s", type(obj).__name__, spec.name)
+            return "internal_error", self._internal(budget)
+        out_error = best_match(entry.output_validator.iter_errors(obj))
+        if out_error is not None:
+            log.error(
+                "tool result violates its output schema tool=%s rule=%s path=%s",
+                spec.name,
+                out_error.validator,
+                _field_path(list(out_error.absolute_path)) or "(root)",
+            )
+            return "internal_error", self._internal(budget)
+
+        try:
+            size = budget.measure(obj)
+        except (TypeError, ValueError) as exc:
+            log.error("tool result is not JSON-serialisable tool=%s exception=%s", spec.name, type(exc).__name__)
+            return "internal_error", self._internal(budget)
+        if size > budget.cap_bytes:
+            self.metrics.incr("output_cap_hits", tool=spec.name)
+            return "output_too_large", self._failure(
+                budget,
+                error_payload(
+                    "output_too_large",
+                    f"The result would be {size} bytes, over this server's {budget.cap_bytes}-byte response cap. "
+                    "Ask for less: a smaller limit, fewer fields or compact detail.",
+                    details={"limit_bytes": budget.cap_bytes},
+                ),
+            )
+        return "ok", success_result(obj)
+
+    def _failure(self, budget: OutputBudget, payload: dict[str, Any]) -> CallToolResult:
+        if budget.measure_error(payload) > budget.cap_bytes:
+            payload = {"error": {k: v for k, v in payload["error"].items() if k != "details"}}
+        if budget.measure_error(payload) > budget.cap_bytes:
+            code = payload["error"].get("code", "internal_error")
+            payload = error_payload(code, "The error description exceeds the response cap.")
+        return failure_result(payload)
+
+    def _internal(self, budget: OutputBudget) -> CallToolResult:
+        return self._failure(
+            budget,
+            error_payload(
+                "internal_error",
+                "The server failed while handling this call; this is a server bug, not a problem with your input.",
+                retryable=False,
+            ),
+        )
+
+
+def _field_path(parts: list[Any]) -> str:
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _closed_extras(error: ValidationError) -> list[str]:
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    known = set(schema.get("properties", {}))
+    patterns = list(schema.get("patternProperties", {}))
+    extras = [k for k in instance if k not in known and not any(re.search(p, k) for p in patterns)]
+    return sorted(extras)
+
+
+def describe_validation_error(error: ValidationError) -> tuple[str, str, str]:
+    """Return ``(field, rule, message)`` for one jsonschema error, without echoing the offending value.
+
+    ``field`` is the dotted path of the failing argument (``filters.confidence``,
+    ``initial_evidence[0].url``; ``""`` for the arguments object itself),
+    ``rule`` the JSON Schema keyword that failed (``enum``, ``required``,
+    ``additionalProperties``, ``type``, ``maxLength``, ...).
+    """
+    rule = str(error.validator)
+    value = error.validator_value
+    path = list(error.absolute_path)
+    if rule == "required":
+        instance = error.instance if isinstance(error.instance, dict) else {}
+        missing = [p for p in value if p not in instance] or list(value)
+        field = _field_path(path + [missing[0]])
+        return field, rule, f"{field}: this field is required"
+    if rule in ("additionalProperties", "unevaluatedProperties"):
+        extras = _closed_extras(error)
+        field = _field_path(path + extras[:1]) if extras else _field_path(path)
+        allowed = sorted(error.schema.get("properties", {})) if isinstance(error.schema, dict) else []
+        hint = f" Accepted fields here: {', '.join(allowed)}." if allowed else ""
+        return field, rule, f"{field or 'arguments'}: unknown field (not accepted by this tool).{hint}"
+    field = _field_path(path)
+    where = field or "arguments"
+    if rule == "type":
+        kinds = value if isinstance(value, list) else [value]
+        text = f"must be of type {' or '.join(map(str, kinds))}"
+    elif rule == "enum":
+        shown = ", ".join(json.dumps(v, ensure_ascii=False) for v in list(value)[:_MAX_ENUM_SHOWN])
+        text = f"must be one of: {shown}"
+    elif rule == "const":
+        text = f"must equal {json.dumps(value, ensure_ascii=False)}"
+    elif rule in ("minLength", "maxLength"):
+        text = f"must be at {'least' if rule == 'minLength' else 'most'} {value} characters long"
+    elif rule in ("minItems", "maxItems"):
+        text = f"must have at {'least' if rule == 'minItems' else 'most'} {value} items"
+    elif rule in ("minProperties", "maxProperties"):
+        text = f"must have at {'least' if rule == 'minProperties' else 'most'} {value} fields"
+    elif rule == "minimum":
+        text = f"must be ≥ {value}"
+    elif rule == "maximum":
+        text = f"must be ≤ {value}"
+    elif rule == "exclusiveMinimum":
+        text = f"must be > {value}"
+    elif rule == "exclusiveMaximum":
+        text = f"must be < {value}"
+    elif rule == "multipleOf":
+        text = f"must be a multiple of {value}"
+    elif rule == "pattern":
+        text = f"must match the pattern {value}"
+    elif rule == "format":
+        text = f"must be a valid {value}"
+    elif rule == "uniqueItems":
+        text = "items must be unique"
+    elif rule in ("oneOf", "anyOf"):
+        text = "does not match any of the accepted forms"
+    elif rule == "not":
+        text = "has a value that is not allowed here"
+    elif rule == "dependentRequired":
+        text = "needs its companion fields"
+    else:
+        text = f"violates the '{rule}' rule"
+    return field, rule, f"{where}: {text}"

@@ -1,0 +1,28 @@
+"""Read tool ``find_analogies`` (DESIGN.md §3; contract in ``schema/tools/find_analogies.*.schema.json``).
+
+The handler is a placeholder until its implementation lands; the tool is
+listed with its full schemas and truthful annotations meanwhile.
+"""
+from mcp.types import ToolAnnotations
+
+from gateway.tools.base import ToolSpec, not_implemented_handler
+from gateway.tools.policy import describe
+
+__all__ = ["SPEC"]
+
+SPEC = ToolSpec(
+    name='find_analogies',
+    title='Find analogous Lessons',
+    description=describe(
+        """Find Lessons analogous to a source Lesson: stored analogous_to relations (score 1.0) plus lexical candidates ranked by Jaccard similarity of normalised words and Korean 2- and 3-character n-grams, each with its shared_terms. Candidates are suggestions only; record a real analogy with link_lessons."""
+    ),
+    kind='read',
+    annotations=ToolAnnotations(
+        title='Find analogous Lessons',
+        readOnlyHint=True,
+        destructiveHint=False,
+        idempotentHint=True,
+        openWorldHint=False,
+    ),
+    handler=not_implemented_handler('find_analogies'),
+)

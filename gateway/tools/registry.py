@@ -1,0 +1,155 @@
+"""The ten MCP tools and their JSON Schemas (DESIGN.md §3).
+
+:data:`TOOL_MODULES` lists exactly the ten tool modules; each exposes ``SPEC``
+(a :class:`~gateway.tools.base.ToolSpec`). :meth:`ToolRegistry.load` attaches
+the generated, closed draft-2020-12 schemas from
+``<schema_dir>/tools/<name>.input.schema.json`` and
+``<schema_dir>/tools/<name>.output.schema.json`` and precompiles validators.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from mcp.types import Tool
+
+from gateway.tools.base import ToolSpec
+
+__all__ = ["READ_TOOLS", "WRITE_TOOLS", "TOOL_MODULES", "SchemaLoadError", "ToolEntry", "ToolRegistry", "load_specs"]
+
+#: The five read tools, public in token mode.
+READ_TOOLS = ("search_lessons", "get_lesson", "audit_lessons", "find_related_lessons", "find_analogies")
+#: The five write tools, which need the write token in token mode.
+WRITE_TOOLS = ("create_lesson_draft", "link_lessons", "attach_evidence", "record_evidence_verification", "revise_lesson")
+#: Module of each tool, in the order tools/list returns them.
+TOOL_MODULES = tuple(f"gateway.tools.{name}" for name in READ_TOOLS + WRITE_TOOLS)
+
+
+#: Format assertions (date-time, email, ...) checked on inputs and outputs.
+_FORMATS = Draft202012Validator.FORMAT_CHECKER
+
+
+class SchemaLoadError(RuntimeError):
+    """A tool's schema file is missing, not JSON, not a valid draft-2020-12 schema, or not closed.
+
+    The message names the file; the server refuses to start rather than serve
+    an unvalidated tool.
+    """
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    """A tool ready to serve: its spec, both schemas and their compiled validators."""
+
+    spec: ToolSpec
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    input_validator: Draft202012Validator = field(compare=False, repr=False)
+    output_validator: Draft202012Validator = field(compare=False, repr=False)
+
+    def to_mcp(self) -> Tool:
+        """The tool as listed by tools/list (``mcp.types.Tool``)."""
+        return Tool(
+            name=self.spec.name,
+            title=self.spec.title,
+            description=self.spec.description,
+            inputSchema=self.input_schema,
+            outputSchema=self.output_schema,
+            annotations=self.spec.annotations,
+        )
+
+
+def load_specs() -> tuple[ToolSpec, ...]:
+    """Import the ten tool modules and return their ``SPEC`` values in listing order."""
+    specs = []
+    for module_name in TOOL_MODULES:
+        spec = importlib.import_module(module_name).SPEC
+        expected = module_name.rsplit(".", 1)[1]
+        if spec.name != expected:
+            raise RuntimeError(f"{module_name}.SPEC.name is {spec.name!r}, expected {expected!r}")
+        want_kind = "read" if expected in READ_TOOLS else "write"
+        if spec.kind != want_kind:
+            raise RuntimeError(f"{module_name}.SPEC.kind must be {want_kind!r}")
+        specs.append(spec)
+    return tuple(specs)
+
+
+def _load_schema(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SchemaLoadError(f"{path}: schema file is missing (run the schema generator)") from None
+    except OSError as exc:
+        raise SchemaLoadError(f"{path}: cannot read schema ({type(exc).__name__})") from None
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        raise SchemaLoadError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(schema, dict):
+        raise SchemaLoadError(f"{path}: a schema must be a JSON object")
+    declared = schema.get("$schema")
+    if declared is not None and "2020-12" not in str(declared):
+        raise SchemaLoadError(f"{path}: $schema must be draft 2020-12")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise SchemaLoadError(f"{path}: invalid JSON Schema ({exc.message})") from None
+    if schema.get("type") != "object":
+        raise SchemaLoadError(f'{path}: MCP tool schemas must have "type": "object" at the top level')
+    if schema.get("additionalProperties") is not False and schema.get("unevaluatedProperties") is not False:
+        raise SchemaLoadError(f"{path}: schema must be closed (additionalProperties: false)")
+    return schema
+
+
+class ToolRegistry:
+    """The served tools by name. Build with :meth:`load`; immutable afterwards."""
+
+    def __init__(self, entries: list[ToolEntry]):
+        self._entries = {entry.spec.name: entry for entry in entries}
+
+    @classmethod
+    def load(cls, schema_dir: Path, specs: tuple[ToolSpec, ...] | None = None) -> "ToolRegistry":
+        """Attach ``schema_dir/tools/<name>.{input,output}.schema.json`` to each spec.
+
+        ``specs`` defaults to :func:`load_specs` (the ten tools). Raises
+        :class:`SchemaLoadError` naming the first bad file.
+        """
+        tools_dir = Path(schema_dir) / "tools"
+        entries = []
+        for spec in specs if specs is not None else load_specs():
+            input_schema = _load_schema(tools_dir / f"{spec.name}.input.schema.json")
+            output_schema = _load_schema(tools_dir / f"{spec.name}.output.schema.json")
+            entries.append(
+                ToolEntry(
+                    spec=spec,
+                    input_schema=input_schema,
+                    output_schema=output_schema,
+                    input_validator=Draft202012Validator(input_schema, format_checker=_FORMATS),
+                    output_validator=Draft202012Validator(output_schema, format_checker=_FORMATS),
+                )
+            )
+        return cls(entries)
+
+    def get(self, name: str) -> ToolEntry | None:
+        """The entry for tool ``name``, or ``None`` when no such tool is served."""
+        return self._entries.get(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Tool names in listing order."""
+        return tuple(self._entries)
+
+    def __iter__(self) -> Iterator[ToolEntry]:
+        return iter(self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def list_tools(self) -> list[Tool]:
+        """All tools as ``mcp.types.Tool`` values, in listing order."""
+        return [entry.to_mcp() for entry in self]

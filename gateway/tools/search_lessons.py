@@ -1,0 +1,28 @@
+"""Read tool ``search_lessons`` (DESIGN.md §3; contract in ``schema/tools/search_lessons.*.schema.json``).
+
+The handler is a placeholder until its implementation lands; the tool is
+listed with its full schemas and truthful annotations meanwhile.
+"""
+from mcp.types import ToolAnnotations
+
+from gateway.tools.base import ToolSpec, not_implemented_handler
+from gateway.tools.policy import describe
+
+__all__ = ["SPEC"]
+
+SPEC = ToolSpec(
+    name='search_lessons',
+    title='Search Lessons',
+    description=describe(
+        """Search the lab's research Lessons. With a query, runs full-text search over every Lesson field (title weighted highest) and returns a small page of compact results: id, title, one-line reusable_lesson, record_origin, confidence and a short evidence citation. An empty query lists Lessons newest first. Narrow with filters (confidence, record_origin, review_state, updated range) or a named scope; select extra fields with `fields` (e.g. citations); page with `limit` (max 20) and the opaque `cursor` from the previous page (restart from the first page when a cursor is refused). `partial`, `scanned` and `scan_limit` tell whether the scan was complete."""
+    ),
+    kind='read',
+    annotations=ToolAnnotations(
+        title='Search Lessons',
+        readOnlyHint=True,
+        destructiveHint=False,
+        idempotentHint=True,
+        openWorldHint=False,
+    ),
+    handler=not_implemented_handler('search_lessons'),
+)

@@ -1,0 +1,202 @@
+"""The ``/mcp`` endpoint: stateless Streamable HTTP with JSON responses (no SSE, no sessions).
+
+Order of checks for ``POST /mcp`` (each failure is a JSON body, never HTML):
+
+===========================================  =======  ==========================
+rule                                         status   JSON-RPC code
+===========================================  =======  ==========================
+Host not exactly allowlisted                 421      -32600
+Origin present and not allowlisted           403      -32600
+body larger than S3RM_MAX_BODY_BYTES         413      -32600
+Accept does not admit application/json       406      -32600
+Content-Type not application/json (UTF-8)    415      -32600
+body not UTF-8 JSON                          400      -32700
+batch array / not a JSON-RPC message         400      -32600
+MCP-Protocol-Version present, unsupported    400      -32600
+notification or client response              202      (empty body)
+unknown method                               200      -32601
+unknown tool / bad params                    200      -32602
+write without token / wrong token            401/403  -32001
+===========================================  =======  ==========================
+
+``GET`` and ``DELETE`` (and any other method) → 405 with ``Allow: POST``: the
+server offers no SSE stream and no sessions to terminate (MCP transports:
+"MUST ... return HTTP 405"). ``OPTIONS`` answers CORS preflights for
+allowlisted origins on ``/mcp`` and ``/mcp/*``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from flask import Blueprint, Response, current_app, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from gateway.tools.base import encode_json
+from gateway.transport import headers as rules
+from gateway.transport.auth import AuthError, Credentials
+from gateway.transport.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    UNAUTHORIZED,
+    JsonRpcError,
+    classify,
+    error_body,
+)
+
+__all__ = ["bp", "empty_response", "json_response", "rpc_error_response"]
+
+log = logging.getLogger("s3rm.transport")
+
+bp = Blueprint("mcp", __name__)
+
+_OTHER_METHODS = ["GET", "DELETE", "PUT", "PATCH"]
+
+
+def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """A compact UTF-8 JSON response (``Content-Type: application/json``)."""
+    response = Response(encode_json(obj), status=status, mimetype="application/json")
+    for key, value in (headers or {}).items():
+        response.headers[key] = value
+    return response
+
+
+def rpc_error_response(err: JsonRpcError, request_id: str | int | None = None) -> Response:
+    """The HTTP response carrying ``err`` as a JSON-RPC error object with ``err.http_status``."""
+    rid = err.request_id if err.request_id is not None else request_id
+    return json_response(error_body(rid, err.code, err.message, err.data), err.http_status)
+
+
+def empty_response(status: int) -> Response:
+    """A response with no body and no Content-Type (202 for notifications, 204 for preflights)."""
+    response = Response(status=status)
+    response.headers.remove("Content-Type")
+    return response
+
+
+def _state():
+    return current_app.extensions["s3rm"]
+
+
+@bp.before_request
+def _check_host_and_origin():
+    """Host (421) and Origin (403) apply to every /mcp and /mcp/* request, preflights included."""
+    config = _state().config
+    try:
+        rules.check_host(request.headers.get("Host"), config)
+        rules.check_origin(request.headers.get("Origin"), config)
+    except JsonRpcError as err:
+        return rpc_error_response(err)
+    return None
+
+
+@bp.after_request
+def _add_cors(response: Response) -> Response:
+    if request.method != "OPTIONS":
+        for key, value in rules.cors_headers(request.headers.get("Origin"), _state().config).items():
+            response.headers[key] = value
+    response.vary.add("Origin")
+    return response
+
+
+@bp.route("/mcp", methods=["POST", "OPTIONS", *_OTHER_METHODS], provide_automatic_options=False)
+def mcp_endpoint():
+    """The MCP endpoint: POST carries one JSON-RPC message; OPTIONS is a preflight; the rest get 405."""
+    if request.method == "OPTIONS":
+        return _preflight(None)
+    if request.method != "POST":
+        return _not_allowed()
+    try:
+        return _handle_post(_state())
+    except JsonRpcError as err:
+        return rpc_error_response(err)
+
+
+def _read_body(limit: int) -> bytes:
+    if request.content_length is not None and request.content_length > limit:
+        raise _too_large(limit)
+    try:
+        body = request.get_data(cache=False)
+    except RequestEntityTooLarge:
+        raise _too_large(limit) from None
+    if len(body) > limit:
+        raise _too_large(limit)
+    return body
+
+
+def _too_large(limit: int) -> JsonRpcError:
+    return JsonRpcError(
+        INVALID_REQUEST, f"Payload Too Large: the request body exceeds {limit} bytes", http_status=413
+    )
+
+
+def _parse(body: bytes) -> Any:
+    try:
+        return json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise JsonRpcError(PARSE_ERROR, "Parse error: the body is not valid UTF-8", http_status=400) from None
+    except (ValueError, RecursionError):
+        raise JsonRpcError(PARSE_ERROR, "Parse error: the body is not valid JSON", http_status=400) from None
+
+
+def _handle_post(state) -> Response:
+    config = state.config
+    body = _read_body(config.max_body_bytes)
+    rules.check_accept(request.headers.get("Accept"))
+    rules.check_content_type(request.headers.get("Content-Type"))
+    message = classify(_parse(body))
+    # initialize negotiates its version in the body; every other message carries the header.
+    if message.method != "initialize":
+        rules.check_protocol_version(request.headers.get("MCP-Protocol-Version"), message.id)
+    if message.kind != "request":
+        return empty_response(202)
+
+    credentials = Credentials(authorization=request.headers.get("Authorization"), remote_addr=request.remote_addr)
+    try:
+        result = state.protocol.handle(message, credentials)
+    except AuthError as err:
+        extra = {"WWW-Authenticate": 'Bearer realm="s3rm-write"'} if err.status == 401 else {}
+        body = error_body(message.id, UNAUTHORIZED, err.message, {"code": err.reason})
+        return json_response(body, err.status, extra)
+    except JsonRpcError as err:
+        return rpc_error_response(err, message.id)
+    except Exception as exc:  # a bug outside the tool dispatcher
+        log.error("MCP request failed method=%s exception=%s", message.method, type(exc).__name__)
+        return json_response(error_body(message.id, INTERNAL_ERROR, "Internal error"), 500)
+    return json_response({"jsonrpc": "2.0", "id": message.id, "result": result})
+
+
+def _not_allowed() -> Response:
+    """405 for GET (no SSE stream is offered), DELETE (no sessions exist) and anything else."""
+    err = JsonRpcError(
+        INVALID_REQUEST,
+        "Method Not Allowed: this MCP endpoint is stateless and answers POST only",
+        http_status=405,
+    )
+    response = rpc_error_response(err)
+    response.headers["Allow"] = "POST"
+    return response
+
+
+@bp.route("/mcp/<path:rest>", methods=["OPTIONS"], provide_automatic_options=False)
+def mcp_subpath_preflight(rest: str):
+    """CORS preflight for ``/mcp/*`` (gateway JSON the browser reads lives there, CHECKLIST B1)."""
+    return _preflight(rest)
+
+
+def _preflight(rest: str | None) -> Response:
+    """CORS preflight: 204 with the allowed methods and headers for an allowlisted Origin.
+
+    (A disallowed Origin was already refused with 403 by the Origin check.)
+    Without an Origin this is a plain OPTIONS: 204 with ``Allow``.
+    """
+    origin = request.headers.get("Origin")
+    response = empty_response(204)
+    if origin is None:
+        response.headers["Allow"] = "POST, OPTIONS" if rest is None else "GET, OPTIONS"
+        return response
+    for key, value in rules.preflight_headers(origin).items():
+        response.headers[key] = value
+    return response
