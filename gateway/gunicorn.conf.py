@@ -31,11 +31,15 @@ accesslog = None
 errorlog = "-"
 loglevel = "info"
 proc_name = "s3rm-gateway"
+# gunicorn >= 24 opens a shared runtime control socket by default; the gateway
+# needs none, and test instances on free ports must not share one.
+control_socket_disable = True
 logconfig_dict = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}},
+    "root": {"level": "WARNING", "handlers": ["stderr"]},
     "loggers": {
         "s3rm": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
         "gunicorn.error": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
