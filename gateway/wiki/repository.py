@@ -1,0 +1,442 @@
+"""``MediaWikiRepository``: the real :class:`~gateway.domain.repository.LessonRepository`.
+
+Reads and writes ``Lesson:<id>`` pages through :class:`~gateway.wiki.client.WikiClient`
+(Action API, ``formatversion=2``). Contract: seeds/design-hybrid-search.ko.wiki
+"내부 경계" and "기준 저장소 재검증", DESIGN.md §2–§5.
+
+Namespace handling: requests always use the canonical English prefix
+``Lesson:``; responses are recognised by namespace id 3000 (from the schema
+source) and whatever prefix the wiki returns (the content language is Korean
+and a localised namespace name or alias is possible) is stripped after the
+first colon.
+
+How each operation stays bounded:
+
+* ``get_snapshots`` — ``prop=revisions`` (``ids|timestamp|content|user``,
+  ``rvslots=main``) for at most :data:`SNAPSHOT_BATCH` titles per request,
+  following ``rvcontinue`` when MediaWiki caps a large result.
+* ``scan_snapshots`` — ``list=allpages`` in the Lesson namespace (``apcontinue``
+  is the cursor), then one ``get_snapshots`` batch.
+* ``list_recent`` — ``list=allrevisions`` (``arvnamespace=3000``, newest first,
+  which reads ``rev_timestamp`` index order — no full scan) and keeps a page
+  only at the revision that is still its latest, so every Lesson appears once
+  in a walk, ordered by its last edit. ``recentchanges`` was rejected: it
+  forgets edits older than ``$wgRCMaxAge`` (90 days by default). The cursor is
+  the ``arvcontinue`` value of the next revision to examine
+  (``<YYYYMMDDHHMMSS>|<rev id>``), so pages that stop mid-batch resume exactly.
+* ``search_full_text`` — ``list=search`` with ``srwhat=text`` (the page-title
+  default would miss every field) in namespace 3000; the query string is
+  MediaWiki search syntax built by :mod:`gateway.retrieval.lexical`.
+* ``find_relation_edges`` — outgoing edges from the page's own wikitext;
+  incoming edges from the link tables (``list=backlinks`` in namespace 3000:
+  ``Template:Lesson relation`` renders ``[[Lesson:<to>]]``) or, when siteinfo
+  lists SemanticMediaWiki, ``action=ask`` on ``Relation to``; the candidate
+  pages are then read in batches of 50 and only their relations that really
+  point at the Lesson are kept. ``limit`` caps the candidate pages read
+  (``partial`` when more exist).
+
+Errors: every method raises the classes of :mod:`gateway.domain.repository`
+(WikiUnavailable, PermissionDenied, EditConflict, PageExists, PageMissing,
+WikiApiError) with the MediaWiki code in ``wiki_code``.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from datetime import datetime
+from typing import Any, Iterable, Sequence
+
+from gateway.domain.model import LessonSnapshot
+from gateway.domain.repository import (
+    SNAPSHOT_BATCH,
+    EdgesResult,
+    EditConflict,
+    FullTextHit,
+    FullTextResult,
+    LessonRepository,
+    PageExists,
+    PageMissing,
+    RelationEdge,
+    RevisionInfo,
+    RevisionPage,
+    SaveResult,
+    ScanPage,
+    WikiApiError,
+)
+from gateway.domain.schema import Schema, load_schema
+from gateway.wiki.client import WikiClient
+from gateway.wiki.codec import PageFormatError, parse_page
+
+__all__ = ["MediaWikiRepository", "repository_factory", "snapshot_edges"]
+
+log = logging.getLogger(__name__)
+
+_ARV_CURSOR = re.compile(r"^[0-9]{14}\|[0-9]+$")
+#: Revisions ``list_recent`` may examine per call for every Lesson it returns (bounded walk).
+RECENT_SCAN_FACTOR = 4
+#: Upper bound of ``srlimit`` (MediaWiki's own maximum for ordinary accounts).
+SEARCH_MAX = 500
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _unique(ids: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for i in ids:
+        seen.setdefault(i, None)
+    return list(seen)
+
+
+class MediaWikiRepository(LessonRepository):
+    """Lesson pages on a MediaWiki (plain or with SMW).
+
+    Args:
+        client: the shared :class:`WikiClient` (logged in as the ``agent`` bot password).
+        schema: the schema source (namespace id/name, record templates).
+    """
+
+    def __init__(self, client: WikiClient, schema: Schema | None = None):
+        self.client = client
+        self.schema = schema or load_schema()
+        self.ns_id = self.schema.namespace_id
+        self.prefix = self.schema.namespace + ":"
+
+    @classmethod
+    def from_config(cls, config) -> "MediaWikiRepository":
+        """Build from a :class:`~gateway.config.GatewayConfig` (wiki URL, bot password, timeout)."""
+        client = WikiClient(config.wiki_api_url, config.wiki_username, config.wiki_password,
+                            timeout=config.wiki_timeout_seconds)
+        return cls(client, load_schema(config.schema_dir / "lesson.toml"))
+
+    # ------------------------------------------------------------ titles
+    def title(self, lesson_id: str) -> str:
+        """``Lesson:<id>`` (canonical English prefix)."""
+        return self.prefix + lesson_id
+
+    def lesson_id(self, page: dict[str, Any]) -> str | None:
+        """Lesson id of an API page/row object (``ns`` + ``title``), None outside the namespace."""
+        if page.get("ns") != self.ns_id:
+            return None
+        title = str(page.get("title", ""))
+        return title.split(":", 1)[1] if ":" in title else title
+
+    # ------------------------------------------------------------- reads
+    def get_snapshot(self, lesson_id: str) -> LessonSnapshot | None:
+        """Latest revision of ``Lesson:<id>`` decoded; None when absent; PageFormatError when malformed."""
+        pages = self._fetch_latest([lesson_id])
+        page = pages.get(lesson_id)
+        if page is None:
+            return None
+        return self._snapshot(lesson_id, page)
+
+    def get_snapshots(self, lesson_ids: Sequence[str]) -> dict[str, LessonSnapshot]:
+        """Latest snapshots for ``lesson_ids`` (batches of 50); absent or malformed pages are omitted."""
+        out: dict[str, LessonSnapshot] = {}
+        for lesson_id, page in self._fetch_latest(_unique(lesson_ids)).items():
+            try:
+                out[lesson_id] = self._snapshot(lesson_id, page)
+            except PageFormatError:
+                log.info("skipping a Lesson page that does not parse")
+        return out
+
+    def scan_snapshots(self, cursor: str | None, limit: int) -> ScanPage:
+        """All Lessons in title order, ``limit`` (≤ 50) per call; cursor = MediaWiki ``apcontinue``."""
+        limit = max(1, min(int(limit), SNAPSHOT_BATCH))
+        params = {"action": "query", "list": "allpages", "apnamespace": self.ns_id, "aplimit": limit}
+        if cursor:
+            params["apcontinue"] = cursor
+        data = self.client.get(params)
+        ids = [i for i in (self.lesson_id(p) for p in data.get("query", {}).get("allpages", [])) if i]
+        snaps = self.get_snapshots(ids)
+        next_cursor = data.get("continue", {}).get("apcontinue")
+        return ScanPage(snapshots=tuple(snaps[i] for i in ids if i in snaps), next_cursor=next_cursor,
+                        scanned=len(ids), scan_limit=limit, partial=False)
+
+    def list_recent(self, cursor: str | None, limit: int) -> ScanPage:
+        """Up to ``limit`` Lessons newest first by last edit, examining ≤ RECENT_SCAN_FACTOR×limit revisions.
+
+        ``partial`` is True when the revision budget ran out before ``limit``
+        Lessons were found (the cursor still continues the walk).
+        Raises WikiApiError (``badcontinue``) for a malformed cursor.
+        """
+        limit = max(1, min(int(limit), SNAPSHOT_BATCH))
+        budget = limit * RECENT_SCAN_FACTOR
+        if cursor is not None and not _ARV_CURSOR.match(cursor):
+            exc = WikiApiError("list_recent: malformed continuation")
+            exc.wiki_code = "badcontinue"
+            raise exc
+        found: list[LessonSnapshot] = []
+        scanned = 0
+        next_cursor = cursor
+        exhausted = False
+        while len(found) < limit and scanned < budget and not exhausted:
+            params = {"action": "query", "list": "allrevisions", "arvnamespace": self.ns_id,
+                      "arvdir": "older", "arvprop": "ids|timestamp", "arvlimit": min(SNAPSHOT_BATCH, budget - scanned)}
+            if next_cursor:
+                params["arvcontinue"] = next_cursor
+            data = self.client.get(params)
+            revs = []
+            for page in data.get("query", {}).get("allrevisions", []):
+                lesson_id = self.lesson_id(page)
+                for rev in page.get("revisions", []):
+                    if lesson_id:
+                        revs.append((rev.get("timestamp", ""), int(rev["revid"]), lesson_id))
+            revs.sort(key=lambda r: (r[0], r[1]), reverse=True)
+            if not revs:
+                exhausted = True
+                next_cursor = None
+                break
+            snaps = self.get_snapshots([r[2] for r in revs])
+            for index, (ts, revid, lesson_id) in enumerate(revs):
+                snap = snaps.get(lesson_id)
+                scanned += 1
+                if snap is not None and snap.revision_id == revid:
+                    found.append(snap)
+                if len(found) >= limit:
+                    nxt = revs[index + 1] if index + 1 < len(revs) else None
+                    next_cursor = _arv_cursor(nxt[0], nxt[1]) if nxt else data.get("continue", {}).get("arvcontinue")
+                    break
+            else:
+                next_cursor = data.get("continue", {}).get("arvcontinue")
+                if next_cursor is None:
+                    exhausted = True
+        partial = len(found) < limit and not exhausted
+        return ScanPage(snapshots=tuple(found), next_cursor=None if exhausted else next_cursor,
+                        scanned=scanned, scan_limit=budget, partial=partial)
+
+    def search_full_text(self, query: str, limit: int) -> FullTextResult:
+        """Ranked ids for MediaWiki search syntax ``query`` (``list=search``, ``srwhat=text``, ns 3000).
+
+        ``limit`` (1..500) caps the hits read; ``partial`` is True when
+        MediaWiki reports more hits than were read.
+        """
+        limit = max(1, min(int(limit), SEARCH_MAX))
+        data = self.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
+                                "srnamespace": self.ns_id, "srlimit": limit, "srprop": "",
+                                "srinfo": "totalhits"})
+        query_data = data.get("query", {})
+        ids = _unique(i for i in (self.lesson_id(h) for h in query_data.get("search", [])) if i)
+        total = query_data.get("searchinfo", {}).get("totalhits")
+        more = "continue" in data or (isinstance(total, int) and total > len(ids))
+        return FullTextResult(hits=tuple(FullTextHit(i, rank) for rank, i in enumerate(ids)),
+                              scanned=len(ids), scan_limit=limit, partial=bool(more))
+
+    def find_relation_edges(self, lesson_id: str, *, outgoing: bool = True, incoming: bool = True,
+                            limit: int = 500) -> EdgesResult:
+        """Stored relation edges of ``lesson_id`` (see module doc); ``limit`` caps incoming candidates."""
+        out_edges: tuple[RelationEdge, ...] = ()
+        in_edges: list[RelationEdge] = []
+        scanned, partial = 0, False
+        if outgoing:
+            snap = self.get_snapshot(lesson_id)
+            if snap is not None:
+                out_edges = tuple(snapshot_edges(snap))
+                scanned += 1
+        if incoming:
+            sources, partial = self._incoming_candidates(lesson_id, limit)
+            snaps = self.get_snapshots(sources)
+            scanned += len(sources)
+            for source in sources:
+                snap = snaps.get(source)
+                if snap is not None:
+                    in_edges.extend(e for e in snapshot_edges(snap) if e.target == lesson_id)
+        return EdgesResult(outgoing=out_edges, incoming=tuple(in_edges), scanned=scanned,
+                           scan_limit=(limit if incoming else 0) + (1 if outgoing else 0), partial=partial)
+
+    def list_revisions(self, lesson_id: str, cursor: str | None, limit: int) -> RevisionPage:
+        """Revision metadata newest first (``rvlimit`` ≤ 500); cursor = MediaWiki ``rvcontinue``."""
+        params = {"action": "query", "prop": "revisions", "titles": self.title(lesson_id),
+                  "rvprop": "ids|timestamp|user|comment|sha1", "rvlimit": max(1, min(int(limit), 500)),
+                  "rvdir": "older"}
+        if cursor:
+            params["rvcontinue"] = cursor
+        data = self.client.get(params)
+        revisions: list[RevisionInfo] = []
+        for page in data.get("query", {}).get("pages", []):
+            for rev in page.get("revisions", []):
+                revisions.append(RevisionInfo(
+                    revision_id=int(rev["revid"]), parent_id=int(rev.get("parentid", 0)),
+                    user=str(rev.get("user", "")), timestamp=str(rev.get("timestamp", "")),
+                    comment=str(rev.get("comment", "")), sha1=str(rev.get("sha1", ""))))
+        return RevisionPage(revisions=tuple(revisions), next_cursor=data.get("continue", {}).get("rvcontinue"),
+                            scanned=len(revisions))
+
+    def get_revision_text(self, revision_id: int) -> str | None:
+        """Wikitext of one revision (any page), None when MediaWiki does not know it."""
+        data = self.client.get({"action": "query", "prop": "revisions", "revids": int(revision_id),
+                                "rvprop": "content", "rvslots": "main"})
+        for page in data.get("query", {}).get("pages", []):
+            for rev in page.get("revisions", []):
+                return _content(rev)
+        return None
+
+    def exists(self, lesson_ids: Sequence[str]) -> set[str]:
+        """Ids whose pages exist (``prop=info``, 50 titles per request)."""
+        found: set[str] = set()
+        for chunk in _chunks(_unique(lesson_ids), SNAPSHOT_BATCH):
+            data = self.client.get({"action": "query", "prop": "info",
+                                    "titles": "|".join(self.title(i) for i in chunk)})
+            for page in data.get("query", {}).get("pages", []):
+                lesson_id = self.lesson_id(page)
+                if lesson_id and not page.get("missing") and not page.get("invalid"):
+                    found.add(lesson_id)
+        return found
+
+    def latest_revision_id(self, lesson_id: str) -> int | None:
+        """The page's latest revision id, None when it does not exist (``prop=info``)."""
+        data = self.client.get({"action": "query", "prop": "info", "titles": self.title(lesson_id)})
+        for page in data.get("query", {}).get("pages", []):
+            if not page.get("missing") and page.get("lastrevid"):
+                return int(page["lastrevid"])
+        return None
+
+    # ------------------------------------------------------------- write
+    def save_page(self, lesson_id: str, wikitext: str, summary: str, *,
+                  base_revision_id: int | None) -> SaveResult:
+        """Save ``Lesson:<id>`` with ``action=edit`` — the ONE place that writes pages.
+
+        * ``base_revision_id=None`` → ``createonly``; an existing page raises
+          PageExists (with its current revision id).
+        * otherwise → ``nocreate`` + ``baserevid``: the latest revision is checked
+          first and a different one raises EditConflict; MediaWiki's own
+          ``editconflict`` also raises EditConflict with the current id. If
+          MediaWiki reports a parent other than the base (it auto-merged a
+          concurrent edit), EditConflict is raised too, carrying the merged
+          revision id — callers treat that as a conflict, never as success.
+          Hardening (replay markers, seal checks) lives in the write path.
+        * identical content → ``SaveResult(nochange=True)`` with the base revision.
+
+        Raises PageMissing (``nocreate`` on a vanished page), PermissionDenied,
+        WikiUnavailable (``maybe_applied`` when the outcome is unknown).
+        """
+        params: dict[str, Any] = {"action": "edit", "title": self.title(lesson_id), "text": wikitext,
+                                  "summary": summary, "contentmodel": "wikitext", "watchlist": "nochange"}
+        if base_revision_id is None:
+            params["createonly"] = True
+        else:
+            current = self.latest_revision_id(lesson_id)
+            if current is None:
+                raise _with_code(PageMissing(f"Lesson {lesson_id} does not exist"), "missingtitle")
+            if current != base_revision_id:
+                raise _with_code(EditConflict(f"Lesson {lesson_id} changed since revision {base_revision_id}",
+                                              current_revision_id=current), "editconflict")
+            params["nocreate"] = True
+            params["baserevid"] = base_revision_id
+        try:
+            data = self.client.post(params, token="csrf")
+        except PageExists as exc:
+            raise _with_code(PageExists(str(exc), self.latest_revision_id(lesson_id)), exc.wiki_code) from None
+        except EditConflict as exc:
+            raise _with_code(EditConflict(str(exc), self.latest_revision_id(lesson_id)), exc.wiki_code) from None
+        edit = data.get("edit", {})
+        if edit.get("result") != "Success":
+            raise _with_code(WikiApiError(f"edit of Lesson {lesson_id} was not accepted"),
+                             str(edit.get("result") or "editfailed"))
+        if edit.get("nochange"):
+            return SaveResult(revision_id=int(base_revision_id or self.latest_revision_id(lesson_id) or 0),
+                              timestamp=str(edit.get("newtimestamp", "")), nochange=True,
+                              parent_revision_id=base_revision_id)
+        new_id, parent = int(edit["newrevid"]), int(edit.get("oldrevid") or 0) or None
+        if base_revision_id is not None and parent != base_revision_id:
+            raise _with_code(EditConflict(f"Lesson {lesson_id} was merged with a concurrent edit",
+                                          current_revision_id=new_id), "editconflict-merged")
+        return SaveResult(revision_id=new_id, timestamp=str(edit.get("newtimestamp", "")),
+                          parent_revision_id=parent)
+
+    # ------------------------------------------------------------ health
+    def check_login(self) -> bool:
+        """True when the bot password logs in right now (bounded by the client timeout, ≤ 5 s)."""
+        return self.client.check_login()
+
+    # --------------------------------------------------------- internals
+    def _fetch_latest(self, lesson_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """id → latest revision object (with content) for existing pages, 50 titles per request."""
+        out: dict[str, dict[str, Any]] = {}
+        for chunk in _chunks(list(lesson_ids), SNAPSHOT_BATCH):
+            params: dict[str, Any] = {"action": "query", "prop": "revisions",
+                                      "titles": "|".join(self.title(i) for i in chunk),
+                                      "rvprop": "ids|timestamp|content|user", "rvslots": "main"}
+            while True:
+                data = self.client.get(params)
+                for page in data.get("query", {}).get("pages", []):
+                    lesson_id = self.lesson_id(page)
+                    revs = page.get("revisions") or []
+                    if lesson_id and revs and not page.get("missing") and _content(revs[0]) is not None:
+                        out[lesson_id] = revs[0]
+                cont = data.get("continue", {})
+                if "rvcontinue" not in cont:
+                    break
+                params = {**params, **cont}  # MediaWiki capped the result size: fetch the rest
+        return out
+
+    def _snapshot(self, lesson_id: str, rev: dict[str, Any]) -> LessonSnapshot:
+        text = _content(rev) or ""
+        page = parse_page(text, self.schema)
+        return LessonSnapshot(id=lesson_id, revision_id=int(rev["revid"]), timestamp=str(rev.get("timestamp", "")),
+                              page=page, wikitext=text)
+
+    def _incoming_candidates(self, lesson_id: str, limit: int) -> tuple[list[str], bool]:
+        """Ids of pages that may store a relation to ``lesson_id`` (at most ``limit``) and whether more exist."""
+        if self.client.has_extension("SemanticMediaWiki"):
+            return self._incoming_via_ask(lesson_id, limit)
+        sources: list[str] = []
+        params: dict[str, Any] = {"action": "query", "list": "backlinks", "bltitle": self.title(lesson_id),
+                                  "blnamespace": self.ns_id, "bllimit": min(500, limit + 1)}
+        while True:
+            data = self.client.get(params)
+            for row in data.get("query", {}).get("backlinks", []):
+                source = self.lesson_id(row)
+                if source and source != lesson_id and source not in sources:
+                    sources.append(source)
+            cont = data.get("continue", {})
+            if len(sources) > limit or "blcontinue" not in cont:
+                break
+            params = {**params, **cont}
+        return sources[:limit], len(sources) > limit
+
+    def _incoming_via_ask(self, lesson_id: str, limit: int) -> tuple[list[str], bool]:
+        relation_to = self.schema.relation.field("to").property
+        query = f"[[{relation_to}::{self.title(lesson_id)}]]|limit={limit + 1}"
+        data = self.client.get({"action": "ask", "query": query})
+        sources: list[str] = []
+        for key in (data.get("query", {}).get("results") or {}):
+            title = key.split("#", 1)[0]  # subobjects are "Lesson:x#relation-…"
+            if title.startswith(self.prefix) or ":" in title:
+                source = title.split(":", 1)[1]
+                if source != lesson_id and source not in sources:
+                    sources.append(source)
+        return sources[:limit], len(sources) > limit
+
+
+def snapshot_edges(snap: LessonSnapshot) -> list[RelationEdge]:
+    """The relations stored on ``snap`` as edges; ``source`` is the page's own id (the storing page)."""
+    return [RelationEdge(source=snap.id, relation=r.get("relation", ""), target=r.get("to", ""),
+                         note=r.get("note", ""), created_by=r.get("created_by", ""),
+                         created_at=r.get("created_at", "")) for r in snap.page.relations]
+
+
+def _content(rev: dict[str, Any]) -> str | None:
+    main = (rev.get("slots") or {}).get("main") or {}
+    if main.get("texthidden") or main.get("missing"):
+        return None
+    content = main.get("content", rev.get("content"))
+    return content if isinstance(content, str) else None
+
+
+def _arv_cursor(timestamp: str, revid: int) -> str:
+    """``arvcontinue`` value for a revision: ``YYYYMMDDHHMMSS|revid`` from an ISO-8601 timestamp."""
+    ts = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").strftime("%Y%m%d%H%M%S")
+    return f"{ts}|{revid}"
+
+
+def _with_code(exc, code: str | None):
+    exc.wiki_code = code
+    return exc
+
+
+def repository_factory(config) -> MediaWikiRepository:
+    """``create_app(repository_factory=...)`` hook: the process-wide MediaWiki repository."""
+    return MediaWikiRepository.from_config(config)
