@@ -25,8 +25,9 @@ What is encoded (everything else stays literal so the page stays readable):
 or non-characters as numeric references; ``~``, ``'`` and ``_`` when they
 touch a twin (signatures, bold/italic, ``__MAGIC__``); the ``:`` after a URL
 scheme name (free external links); the first character when it is one of
-`` *#:;=-`` or whitespace, and trailing whitespace (MediaWiki trims named
-parameters); combining marks, conjoining jamo and NFC-unstable characters
+`` *#:;=-``, whitespace or a combining character (it would compose with
+the ``=`` before the value under NFC), and trailing whitespace (MediaWiki
+trims named parameters); combining marks, conjoining jamo and NFC-unstable characters
 when the value is not already in NFC.
 """
 from __future__ import annotations
@@ -108,7 +109,9 @@ def encode_value(value: str) -> str:
             out.append(_ALWAYS[ch])
         elif _is_control_or_nonchar(ch):
             out.append(_ref(ch))
-        elif i == 0 and (ch in _LEADING or ch.isspace()):
+        elif i == 0 and (ch in _LEADING or ch.isspace() or _nfc_sensitive(ch)):
+            # a leading combining mark would compose with the "=" before the
+            # value under NFC ("=" + U+0338 becomes "≠") and break the parameter
             out.append(_ref(ch))
         elif i >= trailing_from:
             out.append(_ref(ch))
