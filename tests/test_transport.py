@@ -718,3 +718,28 @@ def test_readyz_with_the_real_dev_wiki(dev_wiki, schema_dir):
     bad = dict(env, S3RM_WIKI_PASSWORD="definitely-wrong-password")
     r = create_app(GatewayConfig.from_env(bad)).test_client().get("/readyz")
     assert r.status_code == 503 and assert_json(r)["checks"]["wiki"] == "fail"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+    ],
+)
+def test_no_oauth_metadata_is_advertised(client, path):
+    # docs/transport.md: token/open modes are not OAuth; discovery ends in a JSON 404
+    r = client.get(path, headers={"Host": HOST})
+    assert r.status_code == 404 and assert_json(r)["error"]["code"] == "not_found"
+
+
+def test_head_on_mcp_is_405(client):
+    r = client.head("/mcp", headers={"Host": HOST})
+    assert r.status_code == 405 and r.headers["Allow"] == "POST"
+
+
+def test_notification_with_unsupported_version_header_is_400(client):
+    r = post(client, rpc("notifications/initialized", id_=None), {"MCP-Protocol-Version": "2024-11-05"})
+    assert r.status_code == 400 and assert_json(r)["id"] is None
