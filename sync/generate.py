@@ -21,12 +21,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gateway.domain.schema import Schema, SchemaError, load_schema, schema_dir
+from gateway.domain.schema import Schema, SchemaError, parse_schema, schema_dir
 from sync.pages import PAGE_DIRS, WikiCapabilities, page_relpath, render_schema_pages
 from sync.toolschemas import render_tool_schemas
+
+__all__ = ["GENERATED_DIRS", "CheckResult", "WikiCapabilities", "check_output", "register", "render_generated_files",
+           "render_schema_pages", "render_tool_schemas", "run", "write_output"]
 
 #: Folders (relative to the schema folder) owned by the generator.
 GENERATED_DIRS = tuple(sorted(set(PAGE_DIRS.values()) | {"tools"}))
@@ -102,12 +106,21 @@ def _source_path(arg: str | None) -> Path:
     return schema_dir() / "lesson.toml"
 
 
+def read_schema(source: Path) -> Schema:
+    """Load the schema source fresh from disk (bypassing ``load_schema``'s cache).
+
+    Raises OSError when unreadable, SchemaError (or tomllib.TOMLDecodeError) when malformed.
+    """
+    with source.open("rb") as fh:
+        return parse_schema(tomllib.load(fh), source)
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``s3rm schema generate``; returns the exit code."""
     source = _source_path(getattr(args, "schema", None))
     try:
-        schema = load_schema(source)
-    except (OSError, SchemaError) as exc:
+        schema = read_schema(source)
+    except (OSError, SchemaError, tomllib.TOMLDecodeError, KeyError) as exc:
         print(f"s3rm schema generate: cannot load {source}: {exc}", file=sys.stderr)
         return 2
     root = source.parent
