@@ -472,9 +472,18 @@ def _parse(site, text: str, title: str) -> dict:
                      disablelimitreport=1, formatversion=2)["parse"]
 
 
-@pytest.mark.wiki
-def test_plain_pages_parse_cleanly_in_the_wiki(dev_wiki):
+@pytest.fixture(scope="module")
+def wiki_site(dev_wiki):
+    """The test wiki, logged in as the sync account, with the plain variant saved (as sync push would)."""
     site = dev_wiki.site("sync")
+    for title, text in PLAIN.items():
+        site.pages[title].edit(text, summary="test_generate: plain schema pages")
+    return site
+
+
+@pytest.mark.wiki
+def test_plain_pages_parse_cleanly_in_the_wiki(wiki_site):
+    site = wiki_site
     for title, text in PLAIN.items():
         parsed = _parse(site, text, title)
         html = parsed["text"]
@@ -484,13 +493,11 @@ def test_plain_pages_parse_cleanly_in_the_wiki(dev_wiki):
 
 
 @pytest.mark.wiki
-def test_sample_lesson_renders_in_the_wiki(dev_wiki):
+def test_sample_lesson_renders_in_the_wiki(wiki_site):
     from gateway.domain.model import LessonPage
     from gateway.wiki.codec import serialize_page
 
-    site = dev_wiki.site("sync")
-    for title, text in PLAIN.items():
-        site.pages[title].edit(text, summary="test_generate: plain schema templates")
+    site = wiki_site
     lesson_fields = {f.name: "" for f in SCHEMA.lesson.fields}
     lesson_fields.update(LESSON_CORE)
     lesson_fields.update({

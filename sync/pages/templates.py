@@ -287,7 +287,7 @@ def summary_template(schema: Schema, caps: WikiCapabilities) -> str:
         "<noinclude>" + banner_call(schema) + "\n"
         "홈 화면 '최근 메모' 목록의 한 줄을 그리는 틀입니다. SMW 질의 "
         "<code>format=plainlist</code>와 <code>template=" + schema.meta.get("summary_template", "S3RM lesson summary")
-        + "</code>로 부릅니다.\n\n"
+        + "</code>로 부르며, 문서 이름이 링크 없는 글자로 오도록 <code>link=none</code>을 함께 줍니다.\n\n"
         "* <code>1</code>: 메모 문서 이름(<code>Lesson:…</code>)\n"
         f"* <code>{title_p}</code> 또는 <code>2</code>: 제목\n"
         f"* <code>{conf_p}</code> 또는 <code>3</code>: 신뢰도\n"
