@@ -424,8 +424,9 @@ def _search_lessons_output(F: Fields) -> dict:
         **_retrieval_props(F),
         **scan_props(),
         "scope": _scope_out(),
-        "truncated": array("Names of fields shortened to fit the response byte cap.",
-                           {"type": "string", "enum": _search_fields(F)}, unique=True),
+        "truncated": array("Names of fields shortened (text ends with an explicit truncation marker) to fit "
+                           "the response byte cap; select fewer fields or use get_lesson for the full text.",
+                           {"type": "string", "enum": _search_fields(F) + ["citation"]}, unique=True),
     }
     return obj(props, [p for p in props if p != "truncated"], "Search results.")
 
@@ -459,6 +460,9 @@ def _get_lesson_output(F: Fields) -> dict:
         "citations": _sub_page("Evidence of the Lesson.", _citation_item(F)),
         "verifications": _sub_page("Verification records of the Lesson.", _verification_item(F)),
         "relations": _sub_page("Relations stored on or pointing at the Lesson.", _relation_item(F)),
+        "truncated": array("Lesson fields shortened (text ends with an explicit truncation marker) to fit the "
+                           "response byte cap; request them alone with `fields` to get more.",
+                           {"type": "string", "enum": F.core_fields()}, unique=True),
     }, ["id", "revision_id", "content_digest", "lesson", "citations", "verifications", "relations"],
         "One Lesson with paged citations, verification records and relations.")
 
