@@ -48,11 +48,14 @@ class PageFormatError(ValueError):
 
 
 # URL schemes MediaWiki 1.39 recognises for free external links ($wgUrlProtocols).
+# Matched without a word boundary on purpose: MediaWiki looks for the boundary
+# in the *encoded* text, where a reference such as "&#95;" ends in ";" and so
+# creates one ("__http://x" is not a link, "&#95;&#95;http://x" would be).
 _SCHEMES = (
     "bitcoin|ftp|ftps|geo|git|gopher|http|https|irc|ircs|magnet|mailto|matrix|mms|news|nntp|"
     "redis|sftp|sip|sips|sms|ssh|svn|tel|telnet|urn|worldwind|xmpp"
 )
-_SCHEME_COLON = re.compile(rf"(?i)\b(?:{_SCHEMES}):")
+_SCHEME_COLON = re.compile(rf"(?i)(?:{_SCHEMES}):")
 _ALWAYS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "{": "&#123;", "}": "&#125;",
            "[": "&#91;", "]": "&#93;"}
 _TWIN = {"~", "'", "_"}
@@ -83,11 +86,15 @@ def _nfc_sensitive(ch: str) -> bool:
     return unicodedata.normalize("NFC", ch) != ch
 
 
-def encode_value(value: str) -> str:
+def encode_value(value: str, *, url: bool = False) -> str:
     """Encode a field value as inert wikitext; inverse of :func:`decode_value`.
 
     Args:
         value: any Unicode string (may be empty).
+        url: the value is a URL field (schema type ``url``, validated as
+            http/https on input): its scheme colon stays literal so the
+            template renders it as an external link. Everything else is
+            still encoded.
     Returns:
         Wikitext on a single line that renders as ``value``.
     Raises:
@@ -100,7 +107,7 @@ def encode_value(value: str) -> str:
     except UnicodeEncodeError:
         raise ValueError("text contains a lone surrogate code point, which cannot be stored") from None
     not_nfc = unicodedata.normalize("NFC", value) != value
-    scheme_colons = {m.end() - 1 for m in _SCHEME_COLON.finditer(value)}
+    scheme_colons = set() if url else {m.end() - 1 for m in _SCHEME_COLON.finditer(value)}
     last = len(value) - 1
     trailing_from = len(value.rstrip("".join(_PHP_TRIM)))
     out = []
@@ -226,9 +233,9 @@ def _params(node: Template, rec) -> dict[str, str]:
     return values
 
 
-def _call(template: str, names: tuple[str, ...], values: dict[str, str]) -> str:
-    lines = ["{{" + template]
-    lines.extend(f"|{name}={encode_value(values.get(name, ''))}" for name in names)
+def _call(rec, values: dict[str, str]) -> str:
+    lines = ["{{" + rec.template]
+    lines.extend(f"|{f.name}={encode_value(values.get(f.name, ''), url=f.type == 'url')}" for f in rec.fields)
     lines.append("}}")
     return "\n".join(lines)
 
@@ -254,7 +261,7 @@ def serialize_page(page: LessonPage, schema: Schema | None = None) -> str:
             unknown = set(values) - set(rec.field_names)
             if unknown:
                 raise ValueError(f"{rec.kind} has unknown fields {sorted(unknown)}")
-            parts.append(_call(rec.template, rec.field_names, values))
+            parts.append(_call(rec, values))
     if page.extra_wikitext:
         parts.append(page.extra_wikitext)
     return "\n".join(parts) + "\n"
