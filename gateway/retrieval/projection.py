@@ -1,0 +1,275 @@
+"""ProjectionBuilder v1: deterministic retrieval text of a Lesson, its hashes and filter scalars.
+
+One Lesson is never embedded as a whole. Projection v1 has three facets, each
+built from fixed fields in a fixed order (seeds/design-hybrid-search.ko.wiki
+"검색용 표현"; the ``facet`` keys of ``schema/lesson.toml``):
+
+=============  ================================================  ==============================
+facet          fields (in this order)                            used to find
+=============  ================================================  ==============================
+situation      question, context, observation                    similar problems, symptoms
+approach       attempt                                           methods already tried
+mechanism      interpretation, reusable_lesson, applicability    causes, principles, conditions
+=============  ================================================  ==============================
+
+Text rules, in order, for every field value:
+
+1. Unicode NFKC;
+2. the versioned wiki-markup sanitizer :data:`SANITIZER_VERSION` (display
+   markup removed; link labels, template bodies and URLs kept as plain text;
+   nothing is fetched);
+3. whitespace runs collapsed to one space, ends stripped.
+
+A facet is ``"<field>: <value>"`` lines joined by ``"\\n"``; empty values are
+left out. A facet longer than ``facet_char_cap`` (4,000) characters keeps its
+head (2/3 of the room) and tail (1/3) around :data:`ELISION` and records the
+cut in :class:`FacetTruncation` — a truncation nobody sees is what went wrong
+for others (seeds/context-memory-mcp-til.ko.txt "잘린 벡터").
+
+Title, evidence, verification records, relations, author, reviewer and time
+stamps are never embedded. ``retrieval_hash`` covers the projection identity
+and the facet texts; ``metadata_hash`` covers confidence, record_origin,
+author, review_state, created_at, updated_at and whether structured evidence
+exists, so a metadata-only change updates filter scalars without re-embedding
+(CHECKLIST H5).
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+from gateway.domain.model import LessonPage, LessonSnapshot
+from gateway.domain.schema import Schema, load_schema
+from gateway.retrieval.profiles import FACETS
+
+__all__ = [
+    "PROJECTION_VERSION",
+    "SANITIZER_VERSION",
+    "FACET_CHAR_CAP",
+    "QUERY_CHAR_CAP",
+    "ELISION",
+    "FACETS",
+    "V1_LAYOUT",
+    "FacetTruncation",
+    "LessonMetadata",
+    "ProjectionDocument",
+    "ProjectionBuilder",
+    "ProjectionError",
+    "normalize_text",
+    "normalize_query",
+    "sanitize_markup",
+]
+
+PROJECTION_VERSION = "s3rm-projection-v1"
+SANITIZER_VERSION = "wikimarkup-v1"
+FACET_CHAR_CAP = 4000
+#: Marker placed where a facet was cut (counted in the cap).
+ELISION = " … "
+#: Query cap in characters (the tool schemas accept at most 500).
+QUERY_CHAR_CAP = 1000
+
+#: The frozen v1 facet layout. A schema whose ``facet`` keys disagree needs a new projection version.
+V1_LAYOUT: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "situation": ("question", "context", "observation"),
+    "approach": ("attempt",),
+    "mechanism": ("interpretation", "reusable_lesson", "applicability"),
+})
+
+#: Lesson fields hashed into ``metadata_hash`` (seeds "검색용 표현"), plus evidence presence.
+METADATA_FIELDS = ("confidence", "record_origin", "author", "review_state", "created_at", "updated_at")
+
+
+class ProjectionError(ValueError):
+    """The schema's facet layout differs from the projection version's frozen layout."""
+
+
+# ------------------------------------------------------------------ sanitizer
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+_WIKILINK = re.compile(r"\[\[([^\[\]|]*)(?:\|([^\[\]]*))?\]\]")
+_EXTLINK = re.compile(r"\[(?:https?:)?//[^\s\[\]]+(?:\s+([^\[\]]*))?\]")
+_EMPHASIS = re.compile(r"'{2,5}")
+_HEADING = re.compile(r"^\s*(=+)\s*(.*?)\s*\1\s*$", re.M)
+_LIST_MARK = re.compile(r"^[ \t]*[*#:;]+[ \t]*", re.M)
+_BEHAVIOUR = re.compile(r"__[A-Z]+__")
+_SIGNATURE = re.compile(r"~{3,5}")
+_BRACES = re.compile(r"\{\{\{?|\}\}\}?|\{\||\|\}")
+_WS = re.compile(r"\s+")
+
+
+def sanitize_markup(text: str) -> str:
+    """Remove MediaWiki display markup from ``text`` (sanitizer ``wikimarkup-v1``).
+
+    Keeps the words a reader would see: ``[[a|b]]`` → ``b``, ``[[a]]`` → ``a``,
+    ``[https://x label]`` → ``label``, ``<tag>x</tag>`` → ``x``; drops comments,
+    bold/italic quotes, heading ``=`` runs, list markers, behaviour switches,
+    signatures and template/table braces; unescapes HTML entities. Never
+    fetches anything. Changing these rules needs a new SANITIZER_VERSION.
+    """
+    text = _COMMENT.sub(" ", text)
+    text = _WIKILINK.sub(lambda m: m.group(2) if m.group(2) is not None else m.group(1), text)
+    text = _EXTLINK.sub(lambda m: m.group(1) or " ", text)
+    text = _TAG.sub(" ", text)
+    text = _HEADING.sub(r"\2", text)
+    text = _LIST_MARK.sub("", text)
+    text = _EMPHASIS.sub("", text)
+    text = _BEHAVIOUR.sub(" ", text)
+    text = _SIGNATURE.sub(" ", text)
+    text = _BRACES.sub(" ", text)
+    return html.unescape(text)
+
+
+def normalize_text(value: str) -> str:
+    """NFKC, sanitize, collapse whitespace: the normal form of one field value."""
+    return _WS.sub(" ", sanitize_markup(unicodedata.normalize("NFKC", value or ""))).strip()
+
+
+def normalize_query(query: str, cap: int = QUERY_CHAR_CAP) -> str:
+    """NFKC and whitespace collapse of a query (no markup rules), cut to ``cap`` characters."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", query or "")).strip()[:cap]
+
+
+# ------------------------------------------------------------------- values
+@dataclass(frozen=True)
+class FacetTruncation:
+    """A facet cut to the cap: ``chars`` before, ``kept_chars`` after (both in code points)."""
+
+    facet: str
+    chars: int
+    kept_chars: int
+
+    @property
+    def dropped_chars(self) -> int:
+        """Characters of the original that no vector sees."""
+        return self.chars - (self.kept_chars - len(ELISION))
+
+
+@dataclass(frozen=True)
+class LessonMetadata:
+    """Filter scalars of one Lesson and their hash (no body text; CHECKLIST H10)."""
+
+    confidence: str
+    record_origin: str
+    review_state: str
+    created_at: str
+    updated_at: str
+    evidence_present: bool
+    metadata_hash: str
+
+
+@dataclass(frozen=True)
+class ProjectionDocument:
+    """The retrieval view of one Lesson at one revision.
+
+    Attributes:
+        lesson_id: Lesson id.
+        revision_id: source revision (0 when built from a bare page).
+        projection_version: :data:`PROJECTION_VERSION`.
+        facets: ``((facet, text), ...)`` in :data:`FACETS` order; text may be ``""``.
+        retrieval_hash: ``"sha256:" + hex`` over projection identity and facet texts.
+        metadata: the Lesson's :class:`LessonMetadata`.
+        truncation: one :class:`FacetTruncation` per cut facet.
+    """
+
+    lesson_id: str
+    revision_id: int
+    projection_version: str
+    facets: tuple[tuple[str, str], ...]
+    retrieval_hash: str
+    metadata: LessonMetadata
+    truncation: tuple[FacetTruncation, ...] = ()
+
+    def text(self, facet: str) -> str:
+        """Text of ``facet`` (KeyError when unknown)."""
+        for name, text in self.facets:
+            if name == facet:
+                return text
+        raise KeyError(facet)
+
+    @property
+    def truncated_mask(self) -> int:
+        """Bit i set when facet ``FACETS[i]`` was cut."""
+        cut = {t.facet for t in self.truncation}
+        return sum(1 << i for i, f in enumerate(FACETS) if f in cut)
+
+
+def _sha(obj) -> str:
+    blob = json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+
+class ProjectionBuilder:
+    """Builds :class:`ProjectionDocument` values (pure, thread-safe, deterministic).
+
+    ``facet_char_cap`` comes from the embedding profile (4,000 for both shipped
+    profiles). Raises :class:`ProjectionError` at construction when the
+    schema's facet keys do not match :data:`V1_LAYOUT`.
+    """
+
+    version = PROJECTION_VERSION
+
+    def __init__(self, schema: Schema | None = None, facet_char_cap: int = FACET_CHAR_CAP):
+        schema = schema or load_schema()
+        layout = {facet: tuple(f.name for f in schema.lesson.fields if f.facet == facet) for facet in FACETS}
+        stray = [f.name for f in schema.lesson.fields if f.facet and f.facet not in FACETS]
+        if layout != dict(V1_LAYOUT) or stray:
+            raise ProjectionError(
+                f"schema facet layout {layout} (stray: {stray}) differs from {PROJECTION_VERSION}; "
+                "bump the projection version")
+        if facet_char_cap < 64:
+            raise ValueError("facet_char_cap must be at least 64")
+        self.facet_char_cap = facet_char_cap
+        self._layout = V1_LAYOUT
+
+    def identity(self) -> dict:
+        """What makes two builders produce the same text (part of the generation hash)."""
+        return {"version": self.version, "sanitizer": SANITIZER_VERSION, "facet_char_cap": self.facet_char_cap,
+                "layout": {k: list(v) for k, v in self._layout.items()}, "elision": ELISION,
+                "head_share": "2/3"}
+
+    # --------------------------------------------------------------- build
+    def build(self, lesson_id: str, page: LessonPage, revision_id: int = 0) -> ProjectionDocument:
+        """Project one decoded page: three facets, each ≤ ``facet_char_cap`` code points."""
+        facets: list[tuple[str, str]] = []
+        cuts: list[FacetTruncation] = []
+        for facet in FACETS:
+            lines = []
+            for name in self._layout[facet]:
+                value = normalize_text(page.fields.get(name, ""))
+                if value:
+                    lines.append(f"{name}: {value}")
+            text = "\n".join(lines)
+            if len(text) > self.facet_char_cap:
+                cuts.append(FacetTruncation(facet, len(text), self.facet_char_cap))
+                text = self._cut(text)
+            facets.append((facet, text))
+        retrieval_hash = _sha({"projection": self.identity(), "facets": dict(facets)})
+        return ProjectionDocument(lesson_id=lesson_id, revision_id=revision_id, projection_version=self.version,
+                                  facets=tuple(facets), retrieval_hash=retrieval_hash,
+                                  metadata=self.metadata(page), truncation=tuple(cuts))
+
+    def build_snapshot(self, snapshot: LessonSnapshot) -> ProjectionDocument:
+        """Project a repository snapshot (keeps its revision id)."""
+        return self.build(snapshot.id, snapshot.page, snapshot.revision_id)
+
+    def _cut(self, text: str) -> str:
+        room = self.facet_char_cap - len(ELISION)
+        head = room * 2 // 3
+        tail = room - head
+        return text[:head] + ELISION + text[len(text) - tail:]
+
+    @staticmethod
+    def metadata(page: LessonPage) -> LessonMetadata:
+        """Filter scalars and ``metadata_hash`` of a page (the author enters the hash only)."""
+        values = {name: page.fields.get(name, "") or "" for name in METADATA_FIELDS}
+        present = bool(page.evidence)
+        digest = _sha({**values, "evidence_present": present})
+        return LessonMetadata(confidence=values["confidence"], record_origin=values["record_origin"],
+                              review_state=values["review_state"], created_at=values["created_at"],
+                              updated_at=values["updated_at"], evidence_present=present, metadata_hash=digest)

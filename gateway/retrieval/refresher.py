@@ -1,0 +1,419 @@
+"""The ONE background worker that builds and refreshes the semantic index, and the semantic status.
+
+Contract: seeds/design-hybrid-search.ko.wiki "1단계 구현 범위", "동기화와
+일관성", "장애 동작"; CHECKLIST H1, H2, H5, H7, W5, R1.
+
+One :class:`IndexRefresher` per process (gunicorn runs one worker process
+with threads, CHECKLIST R1) owns one daemon thread. It is woken by:
+
+* **prewarm** — :meth:`start` queues a full build at process start;
+* **dirty hints** — :meth:`hint_dirty` after an MCP create or core revise
+  (and :meth:`queue_reembed` / :meth:`queue_cleanup` from hybrid revalidation:
+  a stale hash or a missing page); the worker re-reads just those Lessons;
+* **due reconcile** — :meth:`maybe_reconcile`, called by every hybrid
+  request, queues a full reconcile once ``S3RM_SEMANTIC_RECONCILE_SECONDS``
+  passed since the last one (how browser edits are discovered; there is no
+  timer poll).
+
+None of these calls blocks or waits; no request ever waits for a refresh.
+
+A refresh reads fresh snapshots (full scan in batches of 50, or the dirty
+ids), projects them with the generation's :class:`ProjectionBuilder`, and
+diffs against the current snapshot: a new or changed ``retrieval_hash`` is
+re-embedded; an equal hash with another revision or metadata only updates the
+record (no embedding); an indexed id that no longer exists is removed. An
+unchanged reconcile makes zero embedding calls. If any needed embedding
+fails, nothing is swapped (all-or-nothing, H1): the old snapshot keeps
+serving and the status becomes ``degraded`` (``unavailable`` without one).
+Before the first activation (and after any failure) the provider is probed
+against the pinned profile; a mismatch blocks activation (H7).
+
+Status (H2), computed by :meth:`SemanticState.status`:
+
+* ``disabled`` — provider disabled;
+* ``unavailable`` — profile mismatch, or no snapshot and the last build failed;
+* ``building`` — no snapshot yet (legacy answers meanwhile);
+* ``degraded`` — a snapshot serves but the last refresh failed (failed ids unresolved);
+* ``stale`` — a snapshot serves but known changes are pending, a stale hash
+  was seen since the last success, or the last full reconcile is older than
+  ``S3RM_SEMANTIC_MAX_LAG_SECONDS``;
+* ``ready`` — otherwise.
+
+Logs and metrics carry counts, durations, generation and error codes only.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from gateway.domain.repository import SNAPSHOT_BATCH, LessonRepository, RepositoryError
+from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, ProviderProfileMismatch
+from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
+from gateway.retrieval.profiles import FACETS
+from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument
+from gateway.retrieval.settings import RetrievalSettings
+
+__all__ = ["IndexRefresher", "SemanticState", "RefreshOutcome", "record_of"]
+
+log = logging.getLogger("s3rm.semantic")
+
+#: Upper bound of scan batches in one full reconcile (50 × 20,000 = one million Lessons).
+MAX_SCAN_BATCHES = 20000
+#: After a failed refresh, the next hybrid request may start a reconcile after this many seconds.
+FAILURE_RETRY_SECONDS = 30.0
+
+
+def record_of(doc: ProjectionDocument) -> IndexRecord:
+    """The index record of a projection (ids, revision, hashes, times, filter scalars; H10)."""
+    meta = doc.metadata
+    return IndexRecord(lesson_id=doc.lesson_id, revision_id=doc.revision_id, retrieval_hash=doc.retrieval_hash,
+                       metadata_hash=meta.metadata_hash, created_at=epoch_seconds(meta.created_at),
+                       updated_at=epoch_seconds(meta.updated_at), confidence=meta.confidence,
+                       record_origin=meta.record_origin, review_state=meta.review_state,
+                       truncated_mask=doc.truncated_mask)
+
+
+@dataclass
+class RefreshOutcome:
+    """What one refresh did (counts only)."""
+
+    kind: str
+    examined: int = 0
+    embedded: int = 0
+    metadata_only: int = 0
+    removed: int = 0
+    swapped: bool = False
+    error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class SemanticState:
+    """Mutable semantic state, guarded by the refresher's lock. Times are ``clock()`` seconds."""
+
+    enabled: bool
+    snapshot: IndexSnapshot | None = None
+    profile_verified: bool = False
+    profile_mismatch: bool = False
+    last_error: str | None = None
+    failed_ids: frozenset[str] = frozenset()
+    pending_ids: set[str] = field(default_factory=set)
+    full_pending: bool = False
+    running: str | None = None
+    last_reconcile_at: float | None = None
+    last_reconcile_started: float | None = None
+    last_attempt_at: float | None = None
+    stale_seen: bool = False
+    canonical_count: int | None = None
+    builds: int = 0
+    failures: int = 0
+    last_outcome: RefreshOutcome | None = None
+
+    def status(self, now: float, max_lag: float) -> str:
+        """The semantic_status value (module docstring, CHECKLIST H2)."""
+        if not self.enabled:
+            return "disabled"
+        if self.profile_mismatch:
+            return "unavailable"
+        if self.snapshot is None:
+            return "unavailable" if self.last_error else "building"
+        if self.last_error:
+            return "degraded"
+        lagging = self.last_reconcile_at is None or now - self.last_reconcile_at > max_lag
+        if self.pending_ids or self.stale_seen or lagging:
+            return "stale"
+        return "ready"
+
+
+class IndexRefresher:
+    """Owns the current :class:`IndexSnapshot` of one generation and the single worker thread.
+
+    Args:
+        repository: the Lesson repository (reads only).
+        provider: the embedding provider (shared admission gate with queries).
+        builder: projection builder of this generation.
+        generation: generation id (:func:`gateway.retrieval.profiles.generation_id`).
+        settings: reconcile interval and max lag.
+        clock: monotonic seconds (injectable).
+        metrics: optional ``gateway.metrics.Metrics``.
+    """
+
+    def __init__(self, repository: LessonRepository, provider: EmbeddingProvider, builder: ProjectionBuilder,
+                 generation: str, settings: RetrievalSettings, *, clock: Callable[[], float] = time.monotonic,
+                 metrics: Any = None):
+        self.repository = repository
+        self.provider = provider
+        self.builder = builder
+        self.generation = generation
+        self.settings = settings
+        self.clock = clock
+        self.metrics = metrics
+        self.dims = provider.profile.dims
+        self._cond = threading.Condition()
+        self._state = SemanticState(enabled=provider.enabled)
+        self._thread: threading.Thread | None = None
+        self._stop = False
+        self._idle = threading.Event()
+        self._idle.set()
+
+    # ------------------------------------------------------------ control
+    def start(self) -> bool:
+        """Start the worker once and queue the prewarm build; False when disabled or already started."""
+        with self._cond:
+            if not self._state.enabled or self._thread is not None:
+                return False
+            self._state.full_pending = True
+            self._idle.clear()
+            self._thread = threading.Thread(target=self._run, name="s3rm-semantic-refresher", daemon=True)
+            self._thread.start()
+            return True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Ask the worker to stop after its current step and wait up to ``timeout`` seconds."""
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def hint_dirty(self, lesson_id: str) -> None:
+        """Queue one Lesson for refresh (after an MCP create or core revise). Never raises (W5)."""
+        try:
+            self._queue([lesson_id])
+        except Exception:  # pragma: no cover - a hint must never fail a write
+            log.exception("dirty hint failed")
+
+    def queue_reembed(self, lesson_ids: Iterable[str]) -> None:
+        """Revalidation saw stale retrieval hashes: refresh these and report ``stale`` until done (H5)."""
+        ids = list(lesson_ids)
+        if ids:
+            with self._cond:
+                self._state.stale_seen = True
+            self._queue(ids)
+
+    def queue_cleanup(self, lesson_ids: Iterable[str]) -> None:
+        """Revalidation found these pages missing: remove their vectors on the next refresh (H5)."""
+        self._queue(list(lesson_ids))
+
+    def queue_metadata(self, lesson_ids: Iterable[str]) -> None:
+        """Metadata-only changes: refresh filter scalars without re-embedding (H5)."""
+        self._queue(list(lesson_ids))
+
+    def maybe_reconcile(self) -> bool:
+        """Queue a full reconcile when the interval has passed since the last one started; never blocks."""
+        with self._cond:
+            st = self._state
+            if not st.enabled or self._thread is None or st.full_pending or st.running == "full":
+                return False
+            last = st.last_reconcile_started
+            interval = self.settings.reconcile_seconds
+            if st.last_error:  # degraded/unavailable: retry sooner, still bounded
+                interval = min(interval, FAILURE_RETRY_SECONDS)
+            if last is not None and self.clock() - last < interval:
+                return False
+            st.full_pending = True
+            self._idle.clear()
+            self._cond.notify_all()
+            return True
+
+    def request_reconcile(self) -> None:
+        """Queue a full reconcile now (admin/bench use; requests use :meth:`maybe_reconcile`)."""
+        with self._cond:
+            if self._state.enabled:
+                self._state.full_pending = True
+                self._idle.clear()
+                self._cond.notify_all()
+
+    def _queue(self, ids: list[str]) -> None:
+        with self._cond:
+            if not self._state.enabled or not ids:
+                return
+            self._state.pending_ids.update(ids)
+            self._idle.clear()
+            self._cond.notify_all()
+
+    # ------------------------------------------------------------ reading
+    def current(self) -> IndexSnapshot | None:
+        """The active snapshot (immutable; None before the first successful build)."""
+        return self._state.snapshot
+
+    def status(self) -> str:
+        """Current semantic_status (H2)."""
+        with self._cond:
+            return self._state.status(self.clock(), self.settings.max_lag_seconds)
+
+    def mark_stale_seen(self) -> None:
+        """Record that a request saw a hash mismatch (status ``stale`` until the next success)."""
+        with self._cond:
+            self._state.stale_seen = True
+
+    def health(self) -> dict[str, Any]:
+        """Counts and states for ``/readyz`` (no configuration values, no content)."""
+        with self._cond:
+            st = self._state
+            now = self.clock()
+            snap = st.snapshot
+            out: dict[str, Any] = {
+                "status": st.status(now, self.settings.max_lag_seconds),
+                "indexed": len(snap) if snap is not None else 0,
+                "lessons": st.canonical_count,
+                "pending": len(st.pending_ids),
+                "failed": len(st.failed_ids),
+                "truncated": snap.truncated_count if snap is not None else 0,
+                "refreshing": st.running is not None,
+                "last_reconcile_age_seconds": None if st.last_reconcile_at is None
+                else round(now - st.last_reconcile_at, 1),
+                "error": st.last_error,
+            }
+        stats = self.provider.stats()
+        out["breaker"] = stats.get("breaker")
+        out["queue"] = {k: stats[k] for k in ("in_use", "waiting", "rejected") if k in stats}
+        return out
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until no refresh is queued or running (tests and benchmarks only; requests never call it)."""
+        return self._idle.wait(timeout)
+
+    # ------------------------------------------------------------- worker
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stop and not self._state.full_pending and not self._state.pending_ids:
+                    self._idle.set()
+                    self._cond.wait()
+                if self._stop:
+                    self._idle.set()
+                    return
+                st = self._state
+                if st.full_pending or st.snapshot is None:
+                    kind, ids = "full", set(st.pending_ids)
+                    st.full_pending = False
+                    st.last_reconcile_started = self.clock()
+                else:
+                    kind, ids = "dirty", set(st.pending_ids)
+                st.pending_ids.clear()
+                st.running = kind
+                st.last_attempt_at = self.clock()
+            try:
+                outcome = self._refresh(kind, ids)
+            except Exception as exc:  # defensive: the worker must survive anything
+                log.exception("semantic refresh crashed")
+                outcome = self._fail(RefreshOutcome(kind), exc, ids)
+            with self._cond:
+                self._state.running = None
+                self._state.last_outcome = outcome
+            self._observe(outcome)
+
+    def _refresh(self, kind: str, ids: set[str]) -> RefreshOutcome:
+        started = self.clock()
+        outcome = RefreshOutcome(kind)
+        needed: set[str] = set(ids)
+        try:
+            if not self._state.profile_verified:
+                self.provider.probe()
+                with self._cond:
+                    self._state.profile_verified = True
+            fresh = self._scan_all() if kind == "full" else self.repository.get_snapshots(sorted(ids))
+            base = self._state.snapshot or IndexSnapshot.empty(self.generation, self.dims)
+            docs = {lesson_id: self.builder.build_snapshot(snap) for lesson_id, snap in fresh.items()}
+            upserts, metadata = self._diff(base, docs)
+            needed |= {doc.lesson_id for doc in upserts}
+            removed = [i for i in base.ids if i not in fresh] if kind == "full" else \
+                sorted(i for i in ids if i not in fresh and i in base)
+            vectors = self._embed(upserts)
+        except (EmbeddingError, RepositoryError) as exc:
+            return self._fail(outcome, exc, needed)
+        entries = [IndexEntry(record_of(doc), vectors[doc.lesson_id]) for doc in upserts]
+        outcome.examined = len(docs)
+        outcome.embedded, outcome.metadata_only, outcome.removed = len(entries), len(metadata), len(removed)
+        changed = bool(entries or metadata or removed) or self._state.snapshot is None
+        new = base.apply(entries, removed, [record_of(d) for d in metadata]) if changed else base
+        with self._cond:
+            st = self._state
+            st.snapshot = new
+            st.profile_mismatch = False
+            st.last_error = None
+            st.failed_ids = frozenset()
+            st.stale_seen = False
+            st.builds += 1
+            if kind == "full":
+                st.last_reconcile_at = self.clock()
+                st.canonical_count = len(fresh)
+        outcome.swapped = changed
+        outcome.seconds = self.clock() - started
+        return outcome
+
+    def _scan_all(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        cursor: str | None = None
+        for _ in range(MAX_SCAN_BATCHES):
+            page = self.repository.scan_snapshots(cursor, SNAPSHOT_BATCH)
+            for snap in page.snapshots:
+                out[snap.id] = snap
+            cursor = page.next_cursor
+            if not cursor:
+                return out
+        raise RepositoryError("full reconcile exceeded its scan bound")
+
+    @staticmethod
+    def _diff(base: IndexSnapshot, docs: dict[str, ProjectionDocument]):
+        """Split fresh projections into (new or changed retrieval_hash, metadata/revision-only change)."""
+        upserts, metadata = [], []
+        for lesson_id in sorted(docs):
+            doc = docs[lesson_id]
+            record = base.record(lesson_id)
+            if record is None or record.retrieval_hash != doc.retrieval_hash:
+                upserts.append(doc)
+            elif record.revision_id != doc.revision_id or record.metadata_hash != doc.metadata.metadata_hash:
+                metadata.append(doc)
+        return upserts, metadata
+
+    def _embed(self, docs: list[ProjectionDocument]) -> dict[str, dict[str, Any]]:
+        """Embed every non-empty facet of ``docs`` in one batched call; empty facets get zero vectors."""
+        import numpy as np
+
+        texts, slots = [], []
+        for doc in docs:
+            for facet in FACETS:
+                text = doc.text(facet)
+                if text:
+                    texts.append(text)
+                    slots.append((doc.lesson_id, facet))
+        matrix = self.provider.embed_documents(texts) if texts else np.zeros((0, self.dims), np.float32)
+        out: dict[str, dict[str, Any]] = {d.lesson_id: {f: np.zeros(self.dims, np.float32) for f in FACETS}
+                                          for d in docs}
+        for row, (lesson_id, facet) in enumerate(slots):
+            out[lesson_id][facet] = matrix[row]
+        return out
+
+    def _fail(self, outcome: RefreshOutcome, exc: Exception, ids: Iterable[str]) -> RefreshOutcome:
+        """Keep the old snapshot; record the failure (H1) or the profile mismatch (H7)."""
+        outcome.error = getattr(exc, "code", None) or type(exc).__name__
+        mismatch = isinstance(exc, ProviderProfileMismatch)
+        with self._cond:
+            st = self._state
+            st.last_error = outcome.error
+            st.failed_ids = frozenset(st.failed_ids | set(ids))
+            st.failures += 1
+            st.profile_verified = False
+            st.profile_mismatch = st.profile_mismatch or mismatch
+        if mismatch:
+            log.error("semantic index blocked: the served model does not match the profile (generation=%s)",
+                      self.generation)
+        else:
+            log.warning("semantic refresh failed (kind=%s code=%s generation=%s)", outcome.kind, outcome.error,
+                        self.generation)
+        return outcome
+
+    def _observe(self, outcome: RefreshOutcome) -> None:
+        if self.metrics is None:
+            return
+        labels = {"kind": outcome.kind, "outcome": outcome.error or "ok"}
+        self.metrics.incr("semantic_refreshes", **labels)
+        self.metrics.observe("semantic_refresh_seconds", outcome.seconds, kind=outcome.kind)
+        self.metrics.incr("semantic_embedded_lessons", outcome.embedded, kind=outcome.kind)
+        self.metrics.incr("semantic_metadata_updates", outcome.metadata_only, kind=outcome.kind)
+        self.metrics.incr("semantic_removed_lessons", outcome.removed, kind=outcome.kind)
