@@ -753,21 +753,34 @@ def _cmdline(pid: int) -> list[str]:
     return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
 
 
+def _proc_state(pid: int) -> str | None:
+    """The one-letter state of ``pid`` from /proc (``"Z"`` for zombies), None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def _running(pid_file: Path, marker: str) -> int | None:
     """Return the pid in ``pid_file`` if that process is alive and its command line
-    contains ``marker`` (guards against recycled pids), else None."""
+    contains ``marker`` (guards against recycled pids), else None.
+
+    Right after exec, /proc/PID/cmdline reads empty for a few milliseconds (the
+    kernel has not set up the new argv yet); an empty read is retried, and a
+    live process whose command line stays unreadable counts as running.
+    """
     pid = _read_pid(pid_file)
     if pid is None:
         return None
-    cmd = _cmdline(pid)
-    if not cmd or marker not in " ".join(cmd):
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                return None
-    except (OSError, IndexError):
-        return None
+    for _ in range(50):
+        state = _proc_state(pid)
+        if state is None or state in ("Z", "X"):
+            return None
+        cmd = _cmdline(pid)
+        if cmd:
+            return pid if marker in " ".join(cmd) else None
+        time.sleep(0.02)
     return pid
 
 
@@ -893,6 +906,26 @@ def jobrunner_freshness(state_file: Path) -> tuple[bool, float | None, dict[str,
         return False, None, {}
     age = (_dt.datetime.now(_dt.timezone.utc) - ts).total_seconds()
     return bool(data.get("ok")), age, data
+
+
+def pending_jobs(wiki_dir: Path) -> int:
+    """Return the number of jobs queued or running (rows of the job table).
+
+    Exact, unlike ``siteinfo`` statistics and ``showJobs.php``, which use a
+    size cache of up to a minute. Raises :class:`DevWikiError` if the job
+    queue database cannot be read.
+    """
+    path = Path(wiki_dir) / "data" / f"{DB_NAME}_jobqueue.sqlite"
+    try:
+        if not path.is_file():
+            raise sqlite3.OperationalError("file not found")
+        con = sqlite3.connect(path, timeout=30)
+        try:
+            return int(con.execute("SELECT COUNT(*) FROM job").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        raise DevWikiError(f"cannot read the job queue {path}: {exc}") from None
 
 
 def _wait_jobrunner(wiki: DevWiki, timeout: float = 30.0) -> None:

@@ -1,0 +1,49 @@
+"""Shared pytest fixtures.
+
+``dev_wiki`` (session scope): a REAL MediaWiki for this test session only,
+served on a free loopback port (never the interactive 8081 wiki). The first
+run installs a template into ``<repo>/.dev/test-wiki-template`` (about 10 s);
+every session then copies that template into a temporary directory and starts
+``php -S`` plus the job runner on it (a few seconds), and stops both at the
+end. It yields a :class:`sync.devwiki.DevWiki`::
+
+    wiki.api_url, wiki.index_url, wiki.server_url, wiki.host, wiki.port, wiki.dir
+    wiki.sync      Credentials("S3Admin@sync", …)     site JS/CSS, interface pages
+    wiki.agent     Credentials("S3Agent@gateway", …)  pages only (the gateway)
+    wiki.importer  Credentials("S3Import@import", …)  pages only (data import)
+    wiki.admin     Credentials("S3Admin", …)          main login, for browsers
+    wiki.jobrunner_state_file                         {"last_run_at", "ok", …}
+    wiki.site("agent"|"sync"|"import"|Credentials)    logged-in mwclient.Site
+    wiki.env()                                        S3RM_WIKI_* variables
+
+Tests using it should carry ``@pytest.mark.wiki``. If PHP or MediaWiki is not
+installed the fixture ERRORS (it never skips): CI must run the real wiki.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from sync import devwiki
+
+
+@pytest.fixture(scope="session")
+def dev_wiki(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devwiki.DevWiki]:
+    """A running throw-away copy of the test wiki (see the module docstring)."""
+    target = tmp_path_factory.mktemp("dev-wiki") / "wiki"
+    try:
+        wiki = devwiki.start_test_wiki(target)
+    except devwiki.DevWikiError as exc:
+        pytest.fail(f"cannot start the test MediaWiki: {exc}", pytrace=False)
+    try:
+        yield wiki
+    finally:
+        devwiki.down(target, quiet=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses ``dev_wiki`` with ``wiki`` (so ``-m "not wiki"`` works)."""
+    for item in items:
+        if "dev_wiki" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.wiki)

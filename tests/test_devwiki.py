@@ -1,0 +1,210 @@
+"""The development MediaWiki (sync/devwiki.py) against a real wiki (``dev_wiki``).
+
+Tests that use ``dev_wiki`` get the ``wiki`` marker from tests/conftest.py.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import time
+import uuid
+
+import mwclient
+import pytest
+from mwclient.errors import APIError, LoginError
+
+from sync import cli, devwiki
+
+ROLES = {"sync": "S3Admin", "agent": "S3Agent", "import": "S3Import"}
+
+
+def _content(site: mwclient.Site, title: str) -> str | None:
+    """Current wikitext of ``title`` read straight from the API (None if missing)."""
+    res = site.api("query", prop="revisions", titles=title, rvprop="content",
+                   rvslots="main", formatversion="2")
+    page = res["query"]["pages"][0]
+    if page.get("missing"):
+        return None
+    return page["revisions"][0]["slots"]["main"]["content"]
+
+
+def _edit(site: mwclient.Site, title: str, text: str) -> dict:
+    """Raw action=edit (no client-side permission guessing); returns the edit result."""
+    return site.post("edit", title=title, text=text, summary="test", token=site.get_token("csrf"))["edit"]
+
+
+def _wait_for(predicate, timeout: float = 20.0, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+@pytest.mark.parametrize("role", sorted(ROLES))
+def test_bot_password_login_works(dev_wiki: devwiki.DevWiki, role: str) -> None:
+    site = dev_wiki.site(role)
+    assert site.logged_in
+    assert site.username == ROLES[role]
+    assert dev_wiki.account(role).username.startswith(ROLES[role] + "@")
+
+
+def test_wrong_bot_password_is_refused(dev_wiki: devwiki.DevWiki) -> None:
+    wrong = devwiki.Credentials(dev_wiki.agent.username, "x" * 32)
+    with pytest.raises(LoginError):
+        dev_wiki.site(wrong)
+
+
+def test_wiki_uses_its_own_free_port(dev_wiki: devwiki.DevWiki) -> None:
+    assert dev_wiki.port != devwiki.DEFAULT_PORT
+    assert dev_wiki.api_url == f"http://127.0.0.1:{dev_wiki.port}/api.php"
+    assert dev_wiki.index_url == f"http://127.0.0.1:{dev_wiki.port}/index.php"
+    assert dev_wiki.server_url == f"http://127.0.0.1:{dev_wiki.port}"
+
+
+def test_agent_creates_lesson_page_and_reads_it_back(dev_wiki: devwiki.DevWiki) -> None:
+    agent = dev_wiki.site("agent")
+    title = f"Lesson:test_page_{uuid.uuid4().hex[:8]}"
+    text = "{{Lesson\n|title=첫 교훈\n|question=왜?\n}}\n"
+    assert _edit(agent, title, text)["result"] == "Success"
+    # a fresh, anonymous client sees the saved text
+    assert _content(dev_wiki.site(login=False), title) == text.rstrip("\n")
+    assert _edit(agent, title, text + "more\n")["result"] == "Success"
+    assert _content(agent, title) == (text + "more").rstrip("\n")
+
+
+def test_agent_cannot_edit_site_js(dev_wiki: devwiki.DevWiki) -> None:
+    agent = dev_wiki.site("agent")
+    before = _content(agent, "MediaWiki:Common.js")
+    with pytest.raises(APIError) as err:
+        _edit(agent, "MediaWiki:Common.js", "alert('agent');")
+    assert err.value.code in {"protectednamespace-interface", "sitejsprotected", "permissiondenied"}
+    assert _content(agent, "MediaWiki:Common.js") == before
+
+
+def test_import_account_cannot_edit_site_css(dev_wiki: devwiki.DevWiki) -> None:
+    with pytest.raises(APIError):
+        _edit(dev_wiki.site("import"), "MediaWiki:Common.css", "body { color: red }")
+
+
+def test_sync_account_edits_site_js_and_css(dev_wiki: devwiki.DevWiki) -> None:
+    sync = dev_wiki.site("sync")
+    marker = uuid.uuid4().hex
+    js = f"// s3rm sync test {marker}\nmw.log('ok');"
+    css = f"/* s3rm sync test {marker} */\nbody {{ margin: 0; }}"
+    assert _edit(sync, "MediaWiki:Common.js", js)["result"] == "Success"
+    assert _edit(sync, "MediaWiki:Common.css", css)["result"] == "Success"
+    assert _content(sync, "MediaWiki:Common.js") == js
+    assert _content(sync, "MediaWiki:Common.css") == css
+
+
+def test_lesson_namespace_is_3000_content_and_case_sensitive(dev_wiki: devwiki.DevWiki) -> None:
+    info = devwiki.siteinfo(dev_wiki.api_url)
+    ns = {n["id"]: n for n in info["namespaces"].values()}
+    assert ns[3000]["canonical"] == "Lesson"
+    assert ns[3000]["name"] == "Lesson"
+    assert ns[3000]["case"] == "case-sensitive"
+    assert ns[3000]["content"] is True
+    assert ns[3001]["canonical"] == "Lesson talk"
+
+
+def test_lesson_titles_keep_lowercase(dev_wiki: devwiki.DevWiki) -> None:
+    agent = dev_wiki.site("agent")
+    result = _edit(agent, "Lesson:abc_def", "lowercase id")
+    assert result["title"] == "Lesson:abc def"
+    res = agent.api("query", titles="Lesson:abc_def|Lesson:Abc_def", formatversion="2")
+    pages = {p["title"]: p for p in res["query"]["pages"]}
+    assert "missing" not in pages["Lesson:abc def"]
+    assert pages["Lesson:Abc def"].get("missing") is True
+
+
+def test_content_language_is_korean(dev_wiki: devwiki.DevWiki) -> None:
+    general = devwiki.siteinfo(dev_wiki.api_url)["general"]
+    assert general["lang"] == "ko"
+    assert general["server"] == dev_wiki.server_url
+    assert general["generator"].startswith("MediaWiki 1.39")
+
+
+def test_parserfunctions_is_loaded(dev_wiki: devwiki.DevWiki) -> None:
+    info = devwiki.siteinfo(dev_wiki.api_url)
+    assert "ParserFunctions" in {e["name"] for e in info["extensions"]}
+    html = dev_wiki.site(login=False).api(
+        "parse", text="{{#if: x | yes-branch | no-branch}}", contentmodel="wikitext",
+        prop="text", formatversion="2")["parse"]["text"]
+    assert "yes-branch" in html and "no-branch" not in html
+
+
+def test_saved_text_is_searchable_in_lesson_namespace(dev_wiki: devwiki.DevWiki) -> None:
+    agent = dev_wiki.site("agent")
+    word = "zq" + uuid.uuid4().hex[:12]
+    _edit(agent, f"Lesson:search_{word}", f"교훈 본문 {word} 끝")
+
+    def hits():
+        return agent.api("query", list="search", srsearch=word, srwhat="text",
+                         srnamespace=devwiki.LESSON_NS)["query"]["search"]
+
+    found = _wait_for(hits, timeout=15)
+    assert [h["title"] for h in found] == [f"Lesson:search {word}"]
+
+
+def test_job_runner_is_fresh_and_drains_the_queue(dev_wiki: devwiki.DevWiki) -> None:
+    ok, age, data = devwiki.jobrunner_freshness(dev_wiki.jobrunner_state_file)
+    assert ok and age is not None and age < 15, data
+    assert data["last_run_at"].endswith("Z")
+    agent = dev_wiki.site("agent")
+    _edit(agent, "Lesson:job_probe", "[[Lesson:abc_def]] queues link jobs")
+
+    # the edit queued link/cache jobs; $wgJobRunRate = 0, so only the runner drains them
+    assert _wait_for(lambda: devwiki.pending_jobs(dev_wiki.dir) == 0, timeout=30, interval=0.5)
+    after = devwiki.jobrunner_freshness(dev_wiki.jobrunner_state_file)
+    assert after[0] and after[1] is not None and after[1] < 15
+    assert devwiki.status(dev_wiki.dir).healthy
+
+
+def test_state_and_env_files_are_private(dev_wiki: devwiki.DevWiki) -> None:
+    for name in ("state.json", "env"):
+        mode = stat.S_IMODE(os.stat(dev_wiki.dir / name).st_mode)
+        assert mode == 0o600, (name, oct(mode))
+    env_text = (dev_wiki.dir / "env").read_text()
+    for key, value in dev_wiki.env().items():
+        assert f"export {key}=" in env_text
+    assert dev_wiki.env()["S3RM_WIKI_USERNAME"] == "S3Agent@gateway"
+    assert devwiki.wiki_from_state(dev_wiki.dir) == dev_wiki
+
+
+def test_second_up_is_fast_and_keeps_the_server(dev_wiki: devwiki.DevWiki) -> None:
+    pid_file = dev_wiki.dir / "run" / "server.pid"
+    before = pid_file.read_text()
+    t0 = time.monotonic()
+    again = devwiki.up(dev_wiki.dir, dev_wiki.port, install_packages=False, quiet=True)
+    assert time.monotonic() - t0 < 5
+    assert again == dev_wiki
+    assert pid_file.read_text() == before
+
+
+def test_cli_status_reports_healthy_wiki(dev_wiki: devwiki.DevWiki, capsys) -> None:
+    assert cli.main(["dev", "wiki", "status", "--dir", str(dev_wiki.dir)]) == 0
+    out = capsys.readouterr().out
+    assert f"{dev_wiki.server_url}/  answers" in out
+
+
+def test_cli_rejects_bad_port_without_traceback(tmp_path, capsys, monkeypatch) -> None:
+    assert cli.main(["dev", "wiki", "up", "--dir", str(tmp_path / "w"), "--port", "http"]) == 2
+    assert "--port='http' is not a port number" in capsys.readouterr().err
+    monkeypatch.setenv(devwiki.PORT_ENV, "70000")
+    assert cli.main(["dev", "wiki", "up", "--dir", str(tmp_path / "w")]) == 2
+    assert f"{devwiki.PORT_ENV}=70000 is out of range" in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
+
+
+def test_cli_status_of_missing_wiki_fails(tmp_path, capsys) -> None:
+    assert cli.main(["dev", "wiki", "status", "--dir", str(tmp_path / "none")]) == 1
+    assert "not installed" in capsys.readouterr().out
+
+
+def test_reset_refuses_foreign_directory(tmp_path, capsys) -> None:
+    (tmp_path / "precious.txt").write_text("keep me")
+    assert cli.main(["dev", "wiki", "reset", "--dir", str(tmp_path), "--port", "1"]) == 2
+    assert "refusing to delete" in capsys.readouterr().err
+    assert (tmp_path / "precious.txt").exists()
