@@ -22,10 +22,13 @@ from typing import Any, Callable
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
+from gateway.admission import Admission
 from gateway.config import GatewayConfig
 from gateway.health import WikiLoginProbe
 from gateway.health import bp as health_bp
 from gateway.metrics import Metrics
+from gateway.metrics import bp as metrics_bp
+from gateway.ratelimit import RateLimiter
 from gateway.tools.base import ToolError, ToolSpec, utc_now
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
@@ -93,6 +96,12 @@ class GatewayState:
     clock: Callable[[], datetime]
     admission_status: Callable[[], str]
     semantic_status: Callable[[], str]
+    #: :class:`gateway.admission.Admission` (per-class slots and queues) or ``None``
+    admission: Any = None
+    #: :class:`gateway.ratelimit.RateLimiter` (open mode) or ``None``
+    rate_limiter: Any = None
+    #: ``() -> dict`` of the hybrid layer's P2 status values, or ``None`` (reported absent)
+    semantic_stats: Callable[[], dict] | None = None
 
 
 def create_app(
@@ -105,6 +114,7 @@ def create_app(
     admission_status: Callable[[], str] | None = None,
     semantic_status: Callable[[], str] | None = None,
     specs: tuple[ToolSpec, ...] | None = None,
+    semantic_stats: Callable[[], dict] | None = None,
 ) -> Flask:
     """Build the gateway WSGI app.
 
@@ -116,7 +126,10 @@ def create_app(
       :class:`~gateway.health.WikiLoginProbe` (bot-password login, cached).
     * ``clock`` — aware-UTC ``now`` for tools and the job-runner freshness check.
     * ``admission_status`` / ``semantic_status`` — bounded status words for
-      health (defaults ``"ok"`` / ``"disabled"``).
+      health (defaults: the process :class:`~gateway.admission.Admission`'s
+      status / ``"disabled"``).
+    * ``semantic_stats`` — ``() -> dict`` of the hybrid layer's observability
+      values for ``/metrics`` (absent when ``None``).
     * ``specs`` — the tools to serve; defaults to the ten tools of
       :mod:`gateway.tools.registry` (tests pass variants with other handlers).
 
@@ -127,7 +140,10 @@ def create_app(
     metrics = metrics or Metrics()
     registry = ToolRegistry.load(config.schema_dir, specs)
     repository = LazyRepository(repository_factory, config) if repository_factory is not None else None
-    dispatcher = Dispatcher(registry, config=config, repository=repository, metrics=metrics, clock=clock)
+    admission = Admission.from_config(config, metrics=metrics)
+    dispatcher = Dispatcher(
+        registry, config=config, repository=repository, metrics=metrics, clock=clock, admission=admission
+    )
     state = GatewayState(
         config=config,
         registry=registry,
@@ -137,8 +153,11 @@ def create_app(
         repository=repository,
         wiki_probe=wiki_probe or WikiLoginProbe.from_config(config),
         clock=clock,
-        admission_status=admission_status or (lambda: "ok"),
+        admission_status=admission_status or admission.status,
         semantic_status=semantic_status or (lambda: "disabled"),
+        admission=admission,
+        rate_limiter=RateLimiter.from_config(config, metrics=metrics) if config.write_auth_mode == "open" else None,
+        semantic_stats=semantic_stats,
     )
 
     app = Flask("gateway")
@@ -147,6 +166,7 @@ def create_app(
     app.extensions["s3rm"] = state
     app.register_blueprint(mcp_bp)
     app.register_blueprint(health_bp)
+    app.register_blueprint(metrics_bp)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected_error)
     app.after_request(_security_headers)

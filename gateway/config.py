@@ -34,7 +34,17 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _HOST_PORT = re.compile(r"^(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)(?::[0-9]{1,5})?$")
 _SCOPE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _MAX_SCOPES = 16
-_SECRET_FIELDS = ("write_token_sha256", "wiki_password", "cursor_secret", "revision_hmac_keys")
+_SECRET_FIELDS = (
+    "write_token_sha256",
+    "wiki_password",
+    "cursor_secret",
+    "revision_hmac_keys",
+    "proxy_secret",
+    "metrics_token_sha256",
+)
+_HEX16 = re.compile(r"^[0-9a-f]{16}$")
+#: gunicorn threads kept free of admitted and queued tool calls (health probes, fast 429s).
+ADMISSION_RESERVED_THREADS = 1
 _REDACTED = "<redacted>"
 
 
@@ -81,7 +91,22 @@ class GatewayConfig:
     schema_dir: Path = DEFAULT_SCHEMA_DIR
     retrieval_default_mode: str = "legacy"
     bind: str = "127.0.0.1:8080"
-    gunicorn_threads: int = 8
+    gunicorn_threads: int = 16
+    # admission control (gateway/admission.py): per-class slots, queue places, queue wait
+    admission_read_concurrency: int = 8
+    admission_read_queue: int = 5
+    admission_read_timeout_seconds: float = 2.0
+    admission_write_concurrency: int = 1
+    admission_write_queue: int = 1
+    admission_write_timeout_seconds: float = 5.0
+    admission_semantic_concurrency: int = 2
+    # per-principal token buckets in open mode (gateway/ratelimit.py)
+    rate_limit_per_second: float = 5.0
+    rate_limit_burst: int = 30
+    rate_limit_max_principals: int = 10000
+    proxy_secret: str = ""
+    metrics_token_sha256: str = ""
+    search_scope_principals: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -146,6 +171,18 @@ class GatewayConfig:
         if not re.match(r"^(?:\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$", bind) and not bind.startswith("unix:"):
             raise ConfigError("S3RM_BIND", "must be HOST:PORT (e.g. 127.0.0.1:8080) or unix:PATH")
 
+        threads = _number(get, "S3RM_GUNICORN_THREADS", cls.gunicorn_threads, int, 1, 256)
+        admission = _admission(get, threads)
+        scopes = _parse_scopes(get("S3RM_SEARCH_SCOPES_JSON"))
+        proxy_secret = env.get("S3RM_PROXY_SECRET") or ""
+        if proxy_secret and len(proxy_secret.encode("utf-8")) < 16:
+            raise ConfigError("S3RM_PROXY_SECRET", "must be at least 16 bytes long")
+        metrics_digest = get("S3RM_METRICS_TOKEN_SHA256").lower()
+        if metrics_digest and not _HEX64.match(metrics_digest):
+            raise ConfigError(
+                "S3RM_METRICS_TOKEN_SHA256", "must be the 64-character hex SHA-256 digest of the metrics token"
+            )
+
         return cls(
             public_url=public_url,
             allowed_hosts=frozenset(public_host_forms) | extra_hosts,
@@ -164,11 +201,18 @@ class GatewayConfig:
             cursor_secret_ephemeral=ephemeral,
             revision_hmac_keys=MappingProxyType(hmac_keys),
             revision_hmac_active_key_id=active,
-            search_scopes=_parse_scopes(get("S3RM_SEARCH_SCOPES_JSON")),
+            search_scopes=scopes,
             schema_dir=Path(get("S3RM_SCHEMA_DIR", str(DEFAULT_SCHEMA_DIR))),
             retrieval_default_mode=mode_default,
             bind=bind,
-            gunicorn_threads=_number(get, "S3RM_GUNICORN_THREADS", 8, int, 1, 256),
+            gunicorn_threads=threads,
+            **admission,
+            rate_limit_per_second=_number(get, "S3RM_RATE_LIMIT_PER_SECOND", 5.0, float, 0.01, 10000.0),
+            rate_limit_burst=_number(get, "S3RM_RATE_LIMIT_BURST", 30, int, 1, 100000),
+            rate_limit_max_principals=_number(get, "S3RM_RATE_LIMIT_MAX_PRINCIPALS", 10000, int, 16, 1000000),
+            proxy_secret=proxy_secret,
+            metrics_token_sha256=metrics_digest,
+            search_scope_principals=_parse_scope_principals(get("S3RM_SEARCH_SCOPE_PRINCIPALS_JSON"), scopes),
         )
 
     # ------------------------------------------------------------- helpers
@@ -312,3 +356,86 @@ def _parse_scopes(raw: str) -> Mapping[str, Mapping[str, Any]]:
         if not isinstance(filters, dict):
             raise ConfigError(name, f"scope {scope!r} must map to a JSON object of filters")
     return MappingProxyType({k: MappingProxyType(dict(v)) for k, v in data.items()})
+
+
+def _admission(get, threads: int) -> dict[str, Any]:
+    """Admission limits; unset counts are derived from ``threads`` so they always fit.
+
+    Every admitted or queued read/write call holds one gunicorn thread, so the
+    sum of read and write slots and queue places must leave
+    :data:`ADMISSION_RESERVED_THREADS` threads free for health probes and
+    immediate 429 answers (no thread exhaustion, issue 8). Defaults for
+    ``threads`` = T: usable U = max(2, T - 1); writes 1 slot + 1 queue place
+    (more from T >= 24); reads two thirds of the rest as slots, the remainder
+    as queue places. Explicit values that do not fit raise :class:`ConfigError`.
+    """
+    usable = max(2, threads - ADMISSION_RESERVED_THREADS)
+    write_default = max(1, usable // 16)
+    rest = max(1, usable - 2 * write_default)
+    read_default = max(1, (rest * 2) // 3)
+    read_queue_default = max(0, rest - read_default)
+    out = {
+        "admission_read_concurrency": _number(get, "S3RM_ADMISSION_READ_CONCURRENCY", read_default, int, 1, 256),
+        "admission_read_queue": _number(get, "S3RM_ADMISSION_READ_QUEUE", read_queue_default, int, 0, 1024),
+        "admission_read_timeout_seconds": _number(
+            get, "S3RM_ADMISSION_READ_TIMEOUT_SECONDS", 2.0, float, 0.01, 120.0
+        ),
+        "admission_write_concurrency": _number(get, "S3RM_ADMISSION_WRITE_CONCURRENCY", write_default, int, 1, 64),
+        "admission_write_queue": _number(get, "S3RM_ADMISSION_WRITE_QUEUE", write_default, int, 0, 1024),
+        "admission_write_timeout_seconds": _number(
+            get, "S3RM_ADMISSION_WRITE_TIMEOUT_SECONDS", 5.0, float, 0.01, 120.0
+        ),
+        "admission_semantic_concurrency": _number(get, "S3RM_ADMISSION_SEMANTIC_CONCURRENCY", 2, int, 1, 64),
+    }
+    held = (
+        out["admission_read_concurrency"]
+        + out["admission_read_queue"]
+        + out["admission_write_concurrency"]
+        + out["admission_write_queue"]
+    )
+    explicit = any(
+        get(name)
+        for name in (
+            "S3RM_ADMISSION_READ_CONCURRENCY",
+            "S3RM_ADMISSION_READ_QUEUE",
+            "S3RM_ADMISSION_WRITE_CONCURRENCY",
+            "S3RM_ADMISSION_WRITE_QUEUE",
+        )
+    )
+    if explicit and held > threads - ADMISSION_RESERVED_THREADS:
+        raise ConfigError(
+            "S3RM_GUNICORN_THREADS",
+            f"read+write admission slots and queue places ({held}) must leave at least "
+            f"{ADMISSION_RESERVED_THREADS} of the {threads} gunicorn threads free; raise the threads or lower "
+            "S3RM_ADMISSION_{READ,WRITE}_{CONCURRENCY,QUEUE}",
+        )
+    if out["admission_semantic_concurrency"] > out["admission_read_concurrency"]:
+        out["admission_semantic_concurrency"] = out["admission_read_concurrency"]
+    return out
+
+
+def _parse_scope_principals(raw: str, scopes: Mapping[str, Any]) -> Mapping[str, frozenset[str]]:
+    """``S3RM_SEARCH_SCOPE_PRINCIPALS_JSON``: scope name → list of 16-hex principal hashes.
+
+    A principal hash is the first 16 hex characters of SHA-256 of the token (or
+    of a subject): never a raw credential. Every scope named must exist in
+    ``S3RM_SEARCH_SCOPES_JSON``; an empty list locks the scope for everyone.
+    """
+    name = "S3RM_SEARCH_SCOPE_PRINCIPALS_JSON"
+    if not raw:
+        return MappingProxyType({})
+    data = _parse_json(name, raw)
+    if not isinstance(data, dict):
+        raise ConfigError(name, "must be a JSON object mapping scope names to lists of principal hashes")
+    out: dict[str, frozenset[str]] = {}
+    for scope, hashes in data.items():
+        if scope not in scopes:
+            raise ConfigError(name, f"names scope {scope[:64]!r}, which S3RM_SEARCH_SCOPES_JSON does not define")
+        if not isinstance(hashes, list) or not all(isinstance(h, str) and _HEX16.match(h.lower()) for h in hashes):
+            raise ConfigError(
+                name,
+                f"scope {scope!r} must map to a list of 16-hex-character principal hashes "
+                "(the first 16 hex of SHA-256 of the token or subject), never raw credentials",
+            )
+        out[scope] = frozenset(h.lower() for h in hashes)
+    return MappingProxyType(out)

@@ -8,7 +8,7 @@ each other's cursors. Scale with threads here; several processes or hosts
 only with shared state (a later design, DESIGN.md §5).
 
 Settings come from the same validated configuration as the app
-(``S3RM_BIND``, default 127.0.0.1:8080; ``S3RM_GUNICORN_THREADS``, default 8).
+(``S3RM_BIND``, default 127.0.0.1:8080; ``S3RM_GUNICORN_THREADS``, default 16; admission limits derive from it).
 """
 from gateway.config import GatewayConfig
 

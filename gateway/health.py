@@ -11,7 +11,9 @@ MCP 연결"; CHECKLIST R3):
 
 Otherwise 503. Bodies hold bounded status words only — never configuration
 values, URLs, account names or Lesson content. Admission and semantic state
-are reported but never fail readiness (a semantic outage must not, R3).
+are reported but never fail readiness (a semantic outage must not, R3):
+``admission`` (``ok`` | ``saturated``), ``admission_classes`` (``read``,
+``write``, ``semantic`` → ``ok`` | ``busy`` | ``saturated``) and ``semantic``.
 """
 from __future__ import annotations
 
@@ -45,6 +47,8 @@ bp = Blueprint("health", __name__)
 #: Bounded vocabularies of every status field.
 JOBRUNNER_STATES = ("ok", "stale", "missing", "failed", "invalid")
 ADMISSION_STATES = ("ok", "saturated", "unknown")
+#: Per-class admission words (``admission_classes``: read, write, semantic).
+ADMISSION_CLASS_STATES = ("ok", "busy", "saturated", "unknown")
 SEMANTIC_STATES = ("disabled", "building", "ready", "stale", "degraded", "unavailable", "unknown")
 _FUTURE_SKEW_SECONDS = 60
 _PROBE_TIMEOUT_CAP_SECONDS = 3.0
@@ -193,6 +197,11 @@ def readiness(state) -> tuple[int, dict]:
         "admission": _bounded(state.admission_status(), ADMISSION_STATES),
         "semantic": _bounded(state.semantic_status(), SEMANTIC_STATES),
     }
+    admission = getattr(state, "admission", None)
+    if admission is not None:
+        body["admission_classes"] = {
+            name: _bounded(word, ADMISSION_CLASS_STATES) for name, word in admission.class_states().items()
+        }
     return (200 if ready else 503), body
 
 

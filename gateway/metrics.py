@@ -1,22 +1,67 @@
-"""In-process metrics: counters and latency summaries with bounded labels.
+"""In-process metrics (counters, latency summaries) and the ``GET /metrics`` JSON endpoint.
 
-Labels are restricted to short identifiers (tool name, outcome code, stage);
-never query text, arguments or Lesson content (DESIGN.md §4 "Privacy",
-CHECKLIST P2). Thread-safe; one instance per process.
+Labels are restricted to short identifiers (tool name, outcome code, stage,
+class, cause); never query text, arguments or Lesson content (DESIGN.md §4
+"Privacy", CHECKLIST P2, seeds/design-hybrid-search.ko.wiki "관측 항목" and
+"보안과 개인정보"). Thread-safe; one :class:`Metrics` per process.
+
+``GET /metrics`` (not under ``/mcp``, so the ``domain`` profile's Caddy never
+forwards it) answers only
+
+* a **loopback peer** (the socket address, never a forwarded header), e.g.
+  ``curl http://127.0.0.1:8080/metrics`` on the host or inside the container, or
+* a caller sending ``Authorization: Bearer <token>`` whose SHA-256 equals
+  ``S3RM_METRICS_TOKEN_SHA256`` (constant-time compare) — for a scraper on
+  another host.
+
+Anyone else gets a JSON 404 (the endpoint's existence is not advertised).
+Body shape (every value a number, a bounded word, ``null`` when absent)::
+
+    {"process": {...}, "admission": {"read": {...}, "write": {...}, "semantic": {...}},
+     "rate_limit": {...} | null, "observability": {<P2 item>: value | null, ...},
+     "semantic": {...} | null, "counters": [...], "timings": [...]}
+
+``observability`` names every CHECKLIST P2 item; values come from the
+process counters and from the hybrid layer's status callable
+(``create_app(semantic_stats=...)``); an item nobody reports yet is ``null``.
 """
 from __future__ import annotations
 
+import bisect
+import hashlib
+import hmac
+import ipaddress
+import os
+import resource
 import threading
+import time
 from collections import defaultdict
-from typing import Any
+from typing import Any, Callable, Mapping
 
-__all__ = ["Metrics"]
+from flask import Blueprint, current_app, request
+
+__all__ = ["Metrics", "bp", "P2_ITEMS", "observability", "metrics_allowed"]
 
 _MAX_LABEL_LEN = 64
+#: Latency histogram bucket upper bounds (seconds) for p50/p95 estimates.
+_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_STARTED = time.monotonic()
 
 
 def _key(name: str, labels: dict[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
     return name, tuple(sorted((k, str(v)[:_MAX_LABEL_LEN]) for k, v in labels.items()))
+
+
+def _quantile(buckets: list[int], count: int, q: float) -> float | None:
+    if count == 0:
+        return None
+    rank = q * count
+    seen = 0
+    for bound, n in zip(_BUCKETS + (float("inf"),), buckets):
+        seen += n
+        if seen >= rank:
+            return bound if bound != float("inf") else _BUCKETS[-1]
+    return _BUCKETS[-1]
 
 
 class Metrics:
@@ -25,7 +70,8 @@ class Metrics:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counters: dict[Any, int] = defaultdict(int)
-        self._timings: dict[Any, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])  # count, sum, max
+        # count, sum, max, bucket counts
+        self._timings: dict[Any, list] = defaultdict(lambda: [0, 0.0, 0.0, [0] * (len(_BUCKETS) + 1)])
 
     def incr(self, name: str, amount: int = 1, **labels: str) -> None:
         """Add ``amount`` to counter ``name`` with the given short labels."""
@@ -39,14 +85,27 @@ class Metrics:
             entry[0] += 1
             entry[1] += seconds
             entry[2] = max(entry[2], seconds)
+            entry[3][bisect.bisect_left(_BUCKETS, seconds)] += 1
 
     def snapshot(self) -> dict[str, list[dict[str, Any]]]:
-        """Return a JSON-friendly copy: ``{"counters": [...], "timings": [...]}``."""
+        """Return a JSON-friendly copy: ``{"counters": [...], "timings": [...]}``.
+
+        A timing is ``{"name", "labels", "count", "sum_seconds", "max_seconds",
+        "p50_seconds", "p95_seconds"}`` (quantiles are histogram bucket bounds).
+        """
         with self._lock:
             counters = [{"name": n, "labels": dict(l), "value": v} for (n, l), v in self._counters.items()]
             timings = [
-                {"name": n, "labels": dict(l), "count": c, "sum_seconds": s, "max_seconds": m}
-                for (n, l), (c, s, m) in self._timings.items()
+                {
+                    "name": n,
+                    "labels": dict(l),
+                    "count": c,
+                    "sum_seconds": s,
+                    "max_seconds": m,
+                    "p50_seconds": _quantile(b, c, 0.5),
+                    "p95_seconds": _quantile(b, c, 0.95),
+                }
+                for (n, l), (c, s, m, b) in self._timings.items()
             ]
         return {"counters": counters, "timings": timings}
 
@@ -54,3 +113,166 @@ class Metrics:
         """Current value of one counter (0 when never incremented)."""
         with self._lock:
             return self._counters.get(_key(name, labels), 0)
+
+    def total(self, name: str, **match: str) -> int:
+        """Sum of counter ``name`` over every label set that includes ``match``."""
+        want = {k: str(v) for k, v in match.items()}
+        with self._lock:
+            return sum(
+                v for (n, labels), v in self._counters.items()
+                if n == name and all(dict(labels).get(k) == val for k, val in want.items())
+            )
+
+    def by_label(self, name: str, label: str) -> dict[str, int]:
+        """Counter ``name`` summed per value of ``label`` (e.g. fallbacks per cause)."""
+        out: dict[str, int] = defaultdict(int)
+        with self._lock:
+            for (n, labels), v in self._counters.items():
+                if n == name:
+                    out[dict(labels).get(label, "")] += v
+        return dict(out)
+
+
+# --------------------------------------------------------------- P2 view
+#: Every CHECKLIST P2 observability item → where its value comes from.
+#: ``("semantic", key)`` reads the hybrid layer's status dict; ``("counter", name, label)``
+#: sums a process counter per label; ``("timing", name)`` the latency summaries per stage.
+P2_ITEMS: Mapping[str, tuple] = {
+    "recent_changes_lag_seconds": ("semantic", "recent_changes_lag_seconds"),
+    "unprocessed_revisions": ("semantic", "pending"),
+    "last_poll_age_seconds": ("semantic", "last_poll_age_seconds"),
+    "last_reconcile_age_seconds": ("semantic", "last_reconcile_age_seconds"),
+    "lessons_canonical": ("semantic", "lessons"),
+    "lessons_indexed": ("semantic", "indexed"),
+    "active_generation": ("semantic", "generation"),
+    "missing_count": ("semantic", "missing"),
+    "orphan_count": ("semantic", "orphans"),
+    "stale_hash_count": ("semantic", "stale_hashes"),
+    "latency_by_stage": ("timing", "stage_seconds"),
+    "embedding_queue_depth": ("semantic", "queue.waiting"),
+    "embedding_rejections": ("semantic", "queue.rejected"),
+    "embedding_timeouts": ("counter", "embedding_errors", "code"),
+    "breaker_state": ("semantic", "breaker"),
+    "fallbacks_by_cause": ("counter", "semantic_fallbacks", "cause"),
+    "candidates_dropped_by_hash": ("counter", "candidates_dropped", "reason"),
+    "candidates_dropped_by_filter": ("counter", "candidates_filtered", "tool"),
+    "build_progress": ("semantic", "build_progress"),
+    "build_failures": ("counter", "semantic_refreshes", "outcome"),
+    "active_model": ("semantic", "model"),
+    "projection_version": ("semantic", "projection_version"),
+    "ranking_version": ("semantic", "ranking_version"),
+    "cursor_invalidations": ("counter", "cursor_invalidations", "reason"),
+    "byte_cap_hits": ("counter", "output_cap_hits", "tool"),
+    "admission_rejections": ("counter", "admission_rejections", "reason"),
+}
+
+
+def _dig(data: Mapping[str, Any] | None, dotted: str) -> Any:
+    cur: Any = data
+    for part in dotted.split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return None
+        cur = cur[part]
+    return _bounded(cur)
+
+
+def _bounded(value: Any) -> Any:
+    """Numbers, booleans and short words pass; anything else (text, containers) is dropped to ``None``."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return value[:_MAX_LABEL_LEN]
+    if isinstance(value, Mapping):
+        return {str(k)[:_MAX_LABEL_LEN]: _bounded(v) for k, v in list(value.items())[:64]}
+    return None
+
+
+def observability(metrics: Metrics, semantic: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The P2 view: one entry per :data:`P2_ITEMS` name, ``None`` when nothing reports it."""
+    out: dict[str, Any] = {}
+    for item, source in P2_ITEMS.items():
+        if source[0] == "semantic":
+            out[item] = _dig(semantic, source[1])
+        elif source[0] == "counter":
+            values = metrics.by_label(source[1], source[2])
+            out[item] = values or None
+        else:
+            stages = [t for t in metrics.snapshot()["timings"] if t["name"] == source[1]]
+            out[item] = {
+                t["labels"].get("stage", ""): {k: t[k] for k in ("count", "p50_seconds", "p95_seconds", "max_seconds")}
+                for t in stages
+            } or None
+    return out
+
+
+# -------------------------------------------------------------- endpoint
+bp = Blueprint("metrics", __name__)
+
+
+def _is_loopback(addr: str | None) -> bool:
+    try:
+        return ipaddress.ip_address((addr or "").strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def metrics_allowed(remote_addr: str | None, authorization: str | None, token_sha256: str) -> bool:
+    """True for a loopback socket peer, or a Bearer token matching ``S3RM_METRICS_TOKEN_SHA256``."""
+    if _is_loopback(remote_addr):
+        return True
+    if not token_sha256 or not authorization:
+        return False
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return False
+    digest = hashlib.sha256(token.strip().encode("utf-8", "surrogatepass")).hexdigest()
+    return hmac.compare_digest(digest, token_sha256)
+
+
+def _rss_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _safe_call(fn: Callable[[], Any] | None) -> Any:
+    if fn is None:
+        return None
+    try:
+        return fn()
+    except Exception:  # a failing status hook must not fail the metrics endpoint
+        return None
+
+
+@bp.route("/metrics", methods=["GET"])
+def metrics_endpoint():
+    """JSON metrics for operators (loopback or metrics token only; see the module docstring)."""
+    from gateway.transport.http import json_response  # local: avoids an import cycle at module load
+
+    state = current_app.extensions["s3rm"]
+    if not metrics_allowed(request.remote_addr, request.headers.get("Authorization"),
+                           state.config.metrics_token_sha256):
+        return json_response({"error": {"code": "not_found", "message": "Not Found: no such endpoint on this server"}},
+                             404)
+    metrics: Metrics = state.metrics
+    semantic = _safe_call(getattr(state, "semantic_stats", None))
+    semantic = semantic if isinstance(semantic, Mapping) else None
+    admission = getattr(state, "admission", None)
+    limiter = getattr(state, "rate_limiter", None)
+    snap = metrics.snapshot()
+    body = {
+        "process": {
+            "uptime_seconds": round(time.monotonic() - _STARTED, 1),
+            "rss_bytes": _rss_bytes(),
+            "threads": threading.active_count(),
+        },
+        "admission": admission.snapshot() if admission is not None else None,
+        "rate_limit": {"principals": len(limiter), "rejected": limiter.rejected} if limiter is not None else None,
+        "observability": observability(metrics, semantic),
+        "semantic": _bounded(semantic) if semantic is not None else None,
+        "counters": snap["counters"],
+        "timings": snap["timings"],
+    }
+    return json_response(body, 200)

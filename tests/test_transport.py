@@ -705,7 +705,13 @@ def test_readyz_reports_bounded_admission_and_semantic_state(schema_dir, tmp_pat
     r = client.get("/readyz")
     body = assert_json(r)
     assert r.status_code == 200  # a semantic problem never fails readiness
-    assert body == {"status": "ok", "checks": {"wiki": "ok", "jobrunner": "ok"}, "admission": "ok", "semantic": "unknown"}
+    assert body == {
+        "status": "ok",
+        "checks": {"wiki": "ok", "jobrunner": "ok"},
+        "admission": "ok",
+        "admission_classes": {"read": "ok", "write": "ok", "semantic": "ok"},
+        "semantic": "unknown",
+    }
 
 
 def test_readyz_with_the_real_dev_wiki(dev_wiki, schema_dir):

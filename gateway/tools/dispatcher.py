@@ -4,6 +4,9 @@ For each call, in order:
 
 1. look the tool up — unknown → JSON-RPC ``-32602`` (:class:`JsonRpcError`);
 2. authorise it — an unauthorised write → :class:`~gateway.transport.auth.AuthError` (HTTP 401/403);
+   then take a slot of its admission class (``read``/``write``,
+   :mod:`gateway.admission`) — over capacity →
+   :class:`~gateway.admission.AdmissionRejected` (HTTP 429/503, ``Retry-After``);
 3. validate the arguments against the tool's closed input schema — failure →
    ``isError`` result ``invalid_argument`` naming ``field`` and ``rule``
    (MCP 2025-11-25: input validation errors are tool execution errors);
@@ -70,12 +73,15 @@ class Dispatcher:
         repository: Any = None,
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = utc_now,
+        admission: Any = None,
     ):
         self.registry = registry
         self.config = config
         self.repository = repository
         self.metrics = metrics or Metrics()
         self.clock = clock
+        #: :class:`gateway.admission.Admission` or ``None`` (no admission control, unit tests)
+        self.admission = admission
 
     def call(self, params: dict[str, Any], *, request_id: str | int | None, credentials: Credentials) -> CallToolResult:
         """Handle the ``params`` of one tools/call request and return its ``CallToolResult``.
@@ -103,7 +109,11 @@ class Dispatcher:
         principal = authorize(entry.spec.kind, credentials, self.config)
         budget = OutputBudget(self.config.output_max_bytes, request_id)
         started = time.perf_counter()
-        outcome, result = self._run(entry, arguments, principal, budget)
+        if self.admission is None:
+            outcome, result = self._run(entry, arguments, principal, budget)
+        else:
+            with self.admission.slot(entry.spec.kind):
+                outcome, result = self._run(entry, arguments, principal, budget)
         elapsed = time.perf_counter() - started
         size = len(encode_json(result_message(request_id, result)))
         self.metrics.incr("tool_calls", tool=name, outcome=outcome)

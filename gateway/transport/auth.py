@@ -6,6 +6,14 @@
   No header → :class:`AuthError` 401; a wrong token (or an empty configured
   digest, i.e. writes disabled) → 403.
 * ``open`` mode: every tool is public; the principal is the client address.
+
+Search-scope ACL (seeds/architecture.ko.wiki "검색 구현"; issue 8):
+``S3RM_SEARCH_SCOPE_PRINCIPALS_JSON`` maps a scope to the short hashes of the
+principals allowed to use it. :func:`principal_hash` is the first 16 hex of
+SHA-256 of the verified credential (for the shared write token that is the
+first 16 hex of ``S3RM_MCP_WRITE_TOKEN_SHA256``); anonymous callers and bare
+client addresses have none. :func:`check_scope_access` is what
+``search_lessons`` and ``find_analogies`` call before anything else.
 """
 from __future__ import annotations
 
@@ -14,9 +22,16 @@ import hmac
 from dataclasses import dataclass
 
 from gateway.config import GatewayConfig
-from gateway.tools.base import Principal
+from gateway.tools.base import Principal, ToolError
 
-__all__ = ["AuthError", "Credentials", "authorize", "bearer_token"]
+__all__ = [
+    "AuthError",
+    "Credentials",
+    "authorize",
+    "bearer_token",
+    "principal_hash",
+    "check_scope_access",
+]
 
 _TOKEN_SUBJECT = "shared-write-token"
 
@@ -81,3 +96,39 @@ def authorize(kind: str, credentials: Credentials, config: GatewayConfig) -> Pri
     if not config.write_token_sha256:
         raise AuthError(403, "writes_disabled", "Writes are disabled on this server (no write token is configured).")
     raise AuthError(403, "invalid_token", "The write token was not accepted.")
+
+
+def principal_hash(principal: Principal, config: GatewayConfig) -> str | None:
+    """The 16-hex ACL identity of a verified principal, or ``None`` for anonymous/address-only callers.
+
+    ``token`` principals hash to the first 16 hex characters of the write
+    token's SHA-256 (``S3RM_MCP_WRITE_TOKEN_SHA256[:16]``); raw credentials
+    are never stored or compared.
+    """
+    if principal.kind == "token" and config.write_token_sha256:
+        return config.write_token_sha256[:16]
+    return None
+
+
+def check_scope_access(scope: str | None, principal: Principal, config: GatewayConfig) -> None:
+    """Refuse a search scope the caller may not use (no-op for ``None`` or a scope without an ACL).
+
+    Raises :class:`~gateway.tools.base.ToolError`:
+    ``scope_requires_authentication`` for an anonymous caller of an ACL'd
+    scope, ``scope_forbidden`` when the caller's :func:`principal_hash` is not
+    listed. Neither is retryable; neither names who is allowed.
+    """
+    if scope is None:
+        return
+    allowed = config.search_scope_principals.get(scope)
+    if allowed is None:
+        return
+    identity = principal_hash(principal, config)
+    if identity is None:
+        raise ToolError(
+            "scope_requires_authentication",
+            f"The search scope {scope!r} is restricted: call with a credential that this server accepts "
+            "(Authorization: Bearer <token>), or search without this scope.",
+        )
+    if identity not in allowed:
+        raise ToolError("scope_forbidden", f"This credential may not use the search scope {scope!r}.")

@@ -17,7 +17,13 @@ notification or client response              202      (empty body)
 unknown method                               200      -32601
 unknown tool / bad params                    200      -32602
 write without token / wrong token            401/403  -32001
+open mode: principal over its rate limit     429      -32003 (Retry-After)
+read/write class queue full / wait timed out 429/503  -32003 (Retry-After)
 ===========================================  =======  ==========================
+
+In ``open`` mode every request is charged to its principal's token bucket
+(:mod:`gateway.ratelimit`); the principal is the verified write token or the
+client address, taken from the proxy's header only with the proxy secret.
 
 ``GET`` and ``DELETE`` (and any other method) → 405 with ``Allow: POST``: the
 server offers no SSE stream and no sessions to terminate (MCP transports:
@@ -33,9 +39,10 @@ from typing import Any
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from gateway.ratelimit import client_address, principal_key
 from gateway.tools.base import encode_json
 from gateway.transport import headers as rules
-from gateway.transport.auth import AuthError, Credentials
+from gateway.transport.auth import AuthError, Credentials, authorize
 from gateway.transport.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -64,9 +71,14 @@ def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = 
 
 
 def rpc_error_response(err: JsonRpcError, request_id: str | int | None = None) -> Response:
-    """The HTTP response carrying ``err`` as a JSON-RPC error object with ``err.http_status``."""
+    """The HTTP response carrying ``err`` as a JSON-RPC error object with ``err.http_status``.
+
+    Extra headers the error defines (``err.headers``, e.g. ``Retry-After`` of
+    a 429/503) are copied onto the response.
+    """
     rid = err.request_id if err.request_id is not None else request_id
-    return json_response(error_body(rid, err.code, err.message, err.data), err.http_status)
+    return json_response(error_body(rid, err.code, err.message, err.data), err.http_status,
+                         getattr(err, "headers", None))
 
 
 def empty_response(status: int) -> Response:
@@ -143,6 +155,13 @@ def _parse(body: bytes) -> Any:
 
 def _handle_post(state) -> Response:
     config = state.config
+    credentials = Credentials(
+        authorization=request.headers.get("Authorization"),
+        remote_addr=client_address(request.headers, request.remote_addr, config.proxy_secret),
+    )
+    if config.write_auth_mode == "open" and state.rate_limiter is not None:
+        principal = authorize("read", credentials, config)  # never raises for kind "read"
+        state.rate_limiter.check(principal_key(principal.kind, principal.subject))
     body = _read_body(config.max_body_bytes)
     rules.check_accept(request.headers.get("Accept"))
     rules.check_content_type(request.headers.get("Content-Type"))
@@ -153,7 +172,6 @@ def _handle_post(state) -> Response:
     if message.kind != "request":
         return empty_response(202)
 
-    credentials = Credentials(authorization=request.headers.get("Authorization"), remote_addr=request.remote_addr)
     try:
         result = state.protocol.handle(message, credentials)
     except AuthError as err:

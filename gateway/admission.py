@@ -1,0 +1,368 @@
+"""Admission control: bounded concurrency and queues per class (read, write, semantic).
+
+Contract: issue 8 ("Admission control"), CHECKLIST P1 and R3,
+seeds/design-hybrid-search.ko.wiki "자원 격리" and "장애 동작".
+
+Three independent classes, each with its own limits (``GatewayConfig``):
+
+===========  ==============================  ===========================================
+class        limits                          over capacity
+===========  ==============================  ===========================================
+``read``     S3RM_ADMISSION_READ_*           queue full → HTTP 429; wait ran out → 503
+``write``    S3RM_ADMISSION_WRITE_*          queue full → HTTP 429; wait ran out → 503
+``semantic`` S3RM_ADMISSION_SEMANTIC_*       never waits, never an HTTP error: a first
+                                             page falls back to legacy at once (P1); a
+                                             continued hybrid cursor gets the retryable
+                                             tool error ``semantic_saturated``
+===========  ==============================  ===========================================
+
+A 429/503 is :class:`AdmissionRejected`, a :class:`~gateway.transport.jsonrpc.JsonRpcError`
+with code :data:`OVERLOADED` (-32003), ``data = {"code": "queue_full" |
+"queue_timeout", "class": "read" | "write", "retryable": true,
+"retry_after_seconds": n}`` and a ``Retry-After: n`` header. The classes
+share nothing, so saturating one never delays another. A semantic call also
+holds a read slot (it is a read), but never waits for a semantic slot.
+
+The hybrid path (owned by the retrieval layer) asks for a semantic slot with
+:func:`semantic_permit`; the dispatcher publishes the process
+:class:`Admission` for the duration of each tool call in a context variable,
+so handlers need no extra argument::
+
+    with semantic_permit(continuing=cursor is not None) as admitted:
+        if not admitted:          # first page only: answer from legacy now
+            return legacy_page(..., fallback_cause="saturated")
+        ...                        # hybrid work
+
+``semantic_permit`` also reports saturation of the embedding provider's own
+shared gate when the retrieval layer attached its stats
+(:meth:`Admission.attach_semantic_gate`). The wiki connection pool is not a
+shared bottleneck: :class:`~gateway.wiki.client.WikiClient` keeps one HTTP
+session per thread, so connections never outnumber the gunicorn threads,
+which exceed read + write concurrency plus queue places
+(``GatewayConfig`` enforces it).
+
+Logs and metrics carry class names, counts and reasons only.
+"""
+from __future__ import annotations
+
+import contextvars
+import logging
+import math
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Mapping
+
+from gateway.tools.base import ToolError
+from gateway.transport.jsonrpc import JsonRpcError
+
+__all__ = [
+    "OVERLOADED",
+    "CLASSES",
+    "Admission",
+    "AdmissionClass",
+    "AdmissionRejected",
+    "semantic_permit",
+    "semantic_saturated",
+    "current_admission",
+]
+
+log = logging.getLogger("s3rm.admission")
+
+#: JSON-RPC error code of every 429/503 answered by admission control or rate limiting.
+OVERLOADED = -32003
+#: The admission classes, in reporting order.
+CLASSES = ("read", "write", "semantic")
+
+_CURRENT: contextvars.ContextVar["Admission | None"] = contextvars.ContextVar("s3rm_admission", default=None)
+
+
+class AdmissionRejected(JsonRpcError):
+    """A read or write call refused before it ran: 429 (queue full) or 503 (queue wait timed out).
+
+    ``headers`` holds ``Retry-After`` (whole seconds); the JSON-RPC error body
+    carries ``data.code`` (``queue_full`` | ``queue_timeout`` | ``rate_limited``),
+    ``data.class``, ``data.retryable`` (always true) and ``data.retry_after_seconds``.
+    """
+
+    def __init__(self, klass: str, reason: str, status: int, retry_after: int, message: str):
+        super().__init__(
+            OVERLOADED,
+            message,
+            http_status=status,
+            data={"code": reason, "class": klass, "retryable": True, "retry_after_seconds": retry_after},
+        )
+        self.klass = klass
+        self.reason = reason
+        self.retry_after = retry_after
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class AdmissionClass:
+    """One class: ``concurrency`` slots plus at most ``queue`` callers waiting up to ``timeout_seconds``.
+
+    :meth:`acquire` admits, queues or raises :class:`AdmissionRejected`;
+    :meth:`try_acquire` never waits (the semantic class). A newcomer never
+    overtakes callers already waiting for a free slot. Thread-safe; counters
+    only grow.
+    """
+
+    def __init__(self, name: str, concurrency: int, queue: int, timeout_seconds: float, *,
+                 monotonic: Callable[[], float] = time.monotonic):
+        if concurrency < 1 or queue < 0 or timeout_seconds <= 0:
+            raise ValueError("concurrency must be ≥ 1, queue ≥ 0 and timeout > 0")
+        self.name = name
+        self.concurrency = concurrency
+        self.queue = queue
+        self.timeout_seconds = timeout_seconds
+        self._monotonic = monotonic
+        self._cond = threading.Condition()
+        self._in_use = 0
+        self._waiting = 0
+        self.admitted = 0
+        self.queued = 0
+        self.rejected_full = 0
+        self.rejected_timeout = 0
+        self.max_wait_seconds = 0.0
+
+    # ------------------------------------------------------------ acquire
+    @property
+    def retry_after(self) -> int:
+        """Seconds a refused caller should wait: the queue timeout rounded up, at least 1."""
+        return max(1, math.ceil(self.timeout_seconds))
+
+    def acquire(self) -> None:
+        """Take a slot, waiting in the bounded queue; raise :class:`AdmissionRejected` (429/503) otherwise."""
+        with self._cond:
+            if self._in_use < self.concurrency and self._waiting == 0:
+                self._in_use += 1
+                self.admitted += 1
+                return
+            if self._waiting >= self.queue:
+                self.rejected_full += 1
+                raise AdmissionRejected(
+                    self.name, "queue_full", 429, self.retry_after,
+                    f"Too Many Requests: the server is at capacity for {self.name} calls; "
+                    f"retry after {self.retry_after} s",
+                )
+            self._waiting += 1
+            self.queued += 1
+            started = self._monotonic()
+            deadline = started + self.timeout_seconds
+            try:
+                while self._in_use >= self.concurrency:
+                    remaining = deadline - self._monotonic()
+                    if remaining <= 0:
+                        self.rejected_timeout += 1
+                        raise AdmissionRejected(
+                            self.name, "queue_timeout", 503, self.retry_after,
+                            f"Service Unavailable: no {self.name} slot became free within "
+                            f"{self.timeout_seconds:g} s; retry after {self.retry_after} s",
+                        )
+                    self._cond.wait(remaining)
+                self._in_use += 1
+                self.admitted += 1
+                self.max_wait_seconds = max(self.max_wait_seconds, self._monotonic() - started)
+            finally:
+                self._waiting -= 1
+
+    def try_acquire(self) -> bool:
+        """Take a free slot without waiting; ``False`` when all slots are busy (nothing is queued)."""
+        with self._cond:
+            if self._in_use < self.concurrency:
+                self._in_use += 1
+                self.admitted += 1
+                return True
+            self.rejected_full += 1
+            return False
+
+    def release(self) -> None:
+        """Return a slot (exactly once per successful acquire)."""
+        with self._cond:
+            self._in_use = max(0, self._in_use - 1)
+            self._cond.notify()
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """``with cls.slot():`` — acquire (may raise :class:`AdmissionRejected`), always release."""
+        self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+    # -------------------------------------------------------------- state
+    def saturated(self) -> bool:
+        """True when every slot is busy and the queue is full (the next caller is refused)."""
+        with self._cond:
+            return self._in_use >= self.concurrency and self._waiting >= self.queue
+
+    def stats(self) -> dict[str, Any]:
+        """Counts only: ``in_use``, ``waiting``, ``admitted``, ``queued``, ``rejected_full``,
+        ``rejected_timeout``, ``max_wait_seconds`` and the bounded ``state`` word
+        (``ok`` | ``busy`` | ``saturated``). Limits are configuration and are not included."""
+        with self._cond:
+            if self._in_use >= self.concurrency and self._waiting >= self.queue:
+                state = "saturated"
+            elif self._in_use >= self.concurrency:
+                state = "busy"
+            else:
+                state = "ok"
+            return {
+                "state": state,
+                "in_use": self._in_use,
+                "waiting": self._waiting,
+                "admitted": self.admitted,
+                "queued": self.queued,
+                "rejected_full": self.rejected_full,
+                "rejected_timeout": self.rejected_timeout,
+                "max_wait_seconds": round(self.max_wait_seconds, 4),
+            }
+
+
+class Admission:
+    """The process's three admission classes (one instance per process, built by ``create_app``).
+
+    ``metrics`` (optional :class:`~gateway.metrics.Metrics`) receives
+    ``admission_rejections{class,reason}`` and ``semantic_fallbacks{cause}``.
+    """
+
+    def __init__(self, read: AdmissionClass, write: AdmissionClass, semantic: AdmissionClass, *,
+                 metrics: Any = None):
+        self.classes: dict[str, AdmissionClass] = {"read": read, "write": write, "semantic": semantic}
+        self.metrics = metrics
+        self._gate_stats: Callable[[], Mapping[str, Any]] | None = None
+
+    @classmethod
+    def from_config(cls, config, *, metrics: Any = None) -> "Admission":
+        """Build the three classes from ``GatewayConfig`` (``admission_*`` fields)."""
+        return cls(
+            AdmissionClass("read", config.admission_read_concurrency, config.admission_read_queue,
+                           config.admission_read_timeout_seconds),
+            AdmissionClass("write", config.admission_write_concurrency, config.admission_write_queue,
+                           config.admission_write_timeout_seconds),
+            # the semantic class never queues; its timeout only feeds Retry-After-style hints
+            AdmissionClass("semantic", config.admission_semantic_concurrency, 0, 1.0),
+            metrics=metrics,
+        )
+
+    # ------------------------------------------------------- read / write
+    @contextmanager
+    def slot(self, kind: str) -> Iterator[None]:
+        """Hold a ``read`` or ``write`` slot for one tool call; raises :class:`AdmissionRejected`."""
+        klass = self.classes[kind]
+        try:
+            klass.acquire()
+        except AdmissionRejected as exc:
+            self._count("admission_rejections", **{"class": kind, "reason": exc.reason})
+            log.warning("admission refused class=%s reason=%s", kind, exc.reason)
+            raise
+        token = _CURRENT.set(self)
+        try:
+            yield
+        finally:
+            _CURRENT.reset(token)
+            klass.release()
+
+    # ----------------------------------------------------------- semantic
+    def attach_semantic_gate(self, stats: Callable[[], Mapping[str, Any]]) -> None:
+        """Let :meth:`semantic_saturated` see the embedding provider's shared gate.
+
+        ``stats()`` returns the retrieval layer's gate counts with at least
+        ``in_use``, ``slots``, ``waiting`` and ``queue_limit`` (as
+        ``gateway.retrieval.embedding.AdmissionGate.stats``).
+        """
+        self._gate_stats = stats
+
+    def _gate_saturated(self) -> bool:
+        if self._gate_stats is None:
+            return False
+        try:
+            s = self._gate_stats()
+            return s["in_use"] >= s["slots"] and s["waiting"] >= s["queue_limit"]
+        except Exception:  # a broken stats hook must never fail a read
+            return False
+
+    def semantic_saturated(self) -> bool:
+        """True when the semantic class or the embedding gate cannot take one more caller now."""
+        sem = self.classes["semantic"]
+        with sem._cond:
+            own = sem._in_use >= sem.concurrency
+        return own or self._gate_saturated()
+
+    @contextmanager
+    def semantic(self, *, continuing: bool = False) -> Iterator[bool]:
+        """Yield ``True`` with a semantic slot held, or ``False`` at once when saturated (first page).
+
+        With ``continuing=True`` (a hybrid cursor was already issued) saturation
+        raises :class:`~gateway.tools.base.ToolError` ``semantic_saturated``
+        (retryable) instead, so the order of a paged result never changes (P1).
+        """
+        klass = self.classes["semantic"]
+        admitted = not self._gate_saturated() and klass.try_acquire()
+        if not admitted:
+            self._count("semantic_fallbacks", cause="saturated")
+            if continuing:
+                self._count("cursor_invalidations", reason="semantic_saturated")
+                raise ToolError(
+                    "semantic_saturated",
+                    "Semantic search is at capacity right now; retry this page shortly, or restart from the "
+                    "first page (which falls back to full-text search when semantic capacity is short).",
+                    retryable=True,
+                )
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            klass.release()
+
+    # -------------------------------------------------------------- state
+    def status(self) -> str:
+        """``saturated`` when the read or write class is refusing callers, else ``ok`` (health word)."""
+        if self.classes["read"].saturated() or self.classes["write"].saturated():
+            return "saturated"
+        return "ok"
+
+    def class_states(self) -> dict[str, str]:
+        """Bounded state word per class (``ok`` | ``busy`` | ``saturated``) for /healthz and /readyz."""
+        states = {name: klass.stats()["state"] for name, klass in self.classes.items()}
+        if states["semantic"] != "saturated" and self.semantic_saturated():
+            states["semantic"] = "saturated"
+        return states
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """Counts per class for the metrics endpoint (no limits, no request content)."""
+        out = {name: klass.stats() for name, klass in self.classes.items()}
+        out["semantic"]["state"] = self.class_states()["semantic"]
+        return out
+
+    def _count(self, name: str, **labels: str) -> None:
+        if self.metrics is not None:
+            self.metrics.incr(name, **labels)
+
+
+# ------------------------------------------------------------ module API
+def current_admission() -> Admission | None:
+    """The :class:`Admission` of the tool call running in this thread (``None`` outside one)."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def semantic_permit(*, continuing: bool = False) -> Iterator[bool]:
+    """The hybrid path's entry point: see :meth:`Admission.semantic`.
+
+    Outside an admitted tool call (unit tests, scripts) it yields ``True``.
+    """
+    admission = _CURRENT.get()
+    if admission is None:
+        yield True
+        return
+    with admission.semantic(continuing=continuing) as admitted:
+        yield admitted
+
+
+def semantic_saturated() -> bool:
+    """True when a semantic request made now would be refused (lets a caller skip work early)."""
+    admission = _CURRENT.get()
+    return admission.semantic_saturated() if admission is not None else False
