@@ -50,7 +50,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path

@@ -208,3 +208,12 @@ def test_reset_refuses_foreign_directory(tmp_path, capsys) -> None:
     assert cli.main(["dev", "wiki", "reset", "--dir", str(tmp_path), "--port", "1"]) == 2
     assert "refusing to delete" in capsys.readouterr().err
     assert (tmp_path / "precious.txt").exists()
+
+
+def test_missing_mediawiki_is_a_clear_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(devwiki, "MW_ROOT", tmp_path / "no-mediawiki")
+    with pytest.raises(devwiki.DevWikiError, match="MediaWiki not found"):
+        devwiki.check_php()
+    with pytest.raises(devwiki.DevWikiError, match="MediaWiki not found"):
+        devwiki.start_test_wiki(tmp_path / "wiki", template_dir=tmp_path / "template")
+    assert not (tmp_path / "template").exists()
