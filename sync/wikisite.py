@@ -1,0 +1,594 @@
+"""The sync account's connection to a MediaWiki and what that wiki can do.
+
+``sync push|diff|check`` talk to the wiki through :class:`WikiSite`, a thin
+layer over ``mwclient.Site`` that adds exactly what sync needs:
+
+* **Settings** (:func:`resolve_settings`): the Action API URL from
+  ``--api-url`` or ``S3RM_WIKI_API_URL``; the login from
+  ``S3RM_SYNC_USERNAME`` / ``S3RM_SYNC_PASSWORD``. Any of the three that is
+  not set is read from the dev wiki's ``.dev/wiki/env`` file (written by
+  ``s3rm dev wiki up``), and the caller is told which ones came from there.
+* **Capabilities** (:class:`SiteInfo`): from ``meta=siteinfo``
+  (``siprop=general|namespaces|namespacealiases|extensions``): whether
+  Semantic MediaWiki and Page Forms are installed, and the wiki's namespaces
+  with their canonical (English), localized (e.g. Korean ``틀``) and alias
+  names.
+* **Titles by identity** (:class:`TitleKey`): we always *send* canonical
+  English titles (``Template:Lesson``), while a Korean wiki *answers* with
+  ``틀:Lesson``. Titles are therefore compared by namespace id plus the
+  normalized page name, never as localized strings (CHECKLIST S5).
+* **Reads and edits** (:meth:`WikiSite.fetch`, :meth:`WikiSite.edit`):
+  batched ``prop=revisions`` reads (50 titles a request) and edits whose API
+  failures become :class:`SyncError` subclasses with a message for humans
+  (a missing right is named, e.g. ``editsitejs``).
+
+Nothing here prints; callers decide what to show.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import unicodedata
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import mwclient
+import mwclient.errors
+import requests
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: ``export`` lines written by ``s3rm dev wiki up`` (git-ignored).
+DEV_ENV_FILE = REPO_ROOT / ".dev" / "wiki" / "env"
+
+API_URL_ENV = "S3RM_WIKI_API_URL"
+USERNAME_ENV = "S3RM_SYNC_USERNAME"
+PASSWORD_ENV = "S3RM_SYNC_PASSWORD"
+
+#: Titles per ``prop=revisions`` request (the API limit for ordinary accounts).
+BATCH_SIZE = 50
+USER_AGENT = "s3rm-sync/0.1 (S3 Research Memory; https://github.com/)"
+
+#: Extension names (as siteinfo lists them, compared case- and space-insensitively).
+SMW_EXTENSIONS = frozenset({"semanticmediawiki"})
+PAGEFORMS_EXTENSIONS = frozenset({"pageforms", "semanticforms"})
+
+#: Namespaces that only exist when an extension defines them: canonical name →
+#: (capability name, human name of the extension).
+EXTENSION_NAMESPACES: Mapping[str, tuple[str, str]] = {
+    "Property": ("smw", "Semantic MediaWiki"),
+    "Concept": ("smw", "Semantic MediaWiki"),
+    "Form": ("pageforms", "Page Forms"),
+}
+
+#: Which group grants a right by default (used in error messages only).
+RIGHT_GROUPS: Mapping[str, str] = {
+    "editsitejs": "interface-admin",
+    "editsitecss": "interface-admin",
+    "editsitejson": "interface-admin or sysop",
+    "editinterface": "interface-admin or sysop",
+    "edit": "user",
+    "createpage": "user",
+    "writeapi": "user",
+}
+#: Bot-password grant that carries a right (a bot password only has the rights of its grants).
+RIGHT_GRANTS: Mapping[str, str] = {
+    "editsitejs": "editsiteconfig (Edit sitewide and user CSS/JS)",
+    "editsitecss": "editsiteconfig (Edit sitewide and user CSS/JS)",
+    "editsitejson": "editsiteconfig (Edit sitewide and user CSS/JS)",
+    "editinterface": "editinterface (Edit the MediaWiki namespace and sitewide/user JSON)",
+    "edit": "editpage (Edit existing pages)",
+    "createpage": "createeditmovepage (Create, edit, and move pages)",
+}
+#: Edit API error codes that mean "this account lacks a right" → that right.
+ERROR_RIGHTS: Mapping[str, str] = {
+    "sitejsprotected": "editsitejs",
+    "sitecssprotected": "editsitecss",
+    "sitejsonprotected": "editsitejson",
+    "protectednamespace-interface": "editinterface",
+    "cantcreate": "createpage",
+    "noedit": "edit",
+    "noedit-anon": "edit",
+    "writeapidenied": "writeapi",
+}
+
+_PHP_TRIM = " \t\n\r\0\x0b"
+#: What MediaWiki folds into one space in titles (Title::newFromText / MediaWikiTitleCodec).
+_TITLE_SPACES = re.compile("[ _\u00a0\u1680\u180e\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+
+
+# --------------------------------------------------------------------------
+# errors
+
+
+class SyncError(Exception):
+    """A sync operation failed; ``str(exc)`` is the message for humans.
+
+    ``exit_code`` is what the CLI returns: 1 for a failed operation, 2 for
+    configuration problems (settings, login, rights).
+    """
+
+    exit_code = 1
+
+
+class SyncConfigError(SyncError):
+    """Missing or wrong settings: API URL, credentials, unreachable wiki (exit 2)."""
+
+    exit_code = 2
+
+
+class MissingRightsError(SyncError):
+    """The sync account lacks rights needed for some pages (exit 2).
+
+    ``missing`` maps each missing right to the titles that need it.
+    """
+
+    exit_code = 2
+
+    def __init__(self, username: str, missing: Mapping[str, Iterable[str]]):
+        self.username = username
+        self.missing = {right: sorted(titles) for right, titles in missing.items()}
+        super().__init__(describe_missing_rights(username, self.missing))
+
+
+class EditFailedError(SyncError):
+    """The wiki refused one edit for a reason other than rights (``code`` is the API code)."""
+
+    def __init__(self, title: str, code: str, info: str):
+        self.title, self.code, self.info = title, code, info
+        super().__init__(f"editing {title} failed: {code}: {info}")
+
+
+def describe_missing_rights(username: str, missing: Mapping[str, Iterable[str]]) -> str:
+    """Human text naming each missing right, who grants it and which pages need it."""
+    lines = [f"the account {username!r} lacks rights that sync needs:"]
+    for right in sorted(missing):
+        titles = sorted(missing[right])
+        shown = ", ".join(titles[:5]) + (f" and {len(titles) - 5} more" if len(titles) > 5 else "")
+        group = RIGHT_GROUPS.get(right)
+        grant = RIGHT_GRANTS.get(right)
+        how = f" (granted to the {group} group" + (f"; a bot password also needs the grant {grant}" if grant else "") \
+            + ")" if group else ""
+        lines.append(f"  - `{right}`{how}: needed for {shown}")
+    lines.append("use the sync account (S3RM_SYNC_USERNAME, e.g. S3Admin@sync in the dev wiki), "
+                 "which is in the interface-admin group")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# settings
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """Where and as whom sync connects.
+
+    ``from_env_file`` names the variables read from ``env_file`` because they
+    were not set in the environment (empty when everything came from there).
+    """
+
+    api_url: str
+    username: str
+    password: str = field(repr=False)
+    from_env_file: tuple[str, ...] = ()
+    env_file: Path | None = None
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse ``export NAME=value`` / ``NAME=value`` lines (shell quoting) into a dict.
+
+    Comments and blank lines are ignored; a missing file gives ``{}``.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export "):].strip()
+        name, sep, value = line.partition("=")
+        if not sep or not name.isidentifier():
+            continue
+        try:
+            parts = shlex.split(value, posix=True)
+        except ValueError:
+            continue
+        out[name] = parts[0] if parts else ""
+    return out
+
+
+def resolve_settings(api_url: str | None = None, environ: Mapping[str, str] | None = None,
+                     env_file: Path | None = DEV_ENV_FILE) -> ConnectionSettings:
+    """Work out the API URL and the sync login.
+
+    Precedence per value: the ``api_url`` argument (``--api-url``), then the
+    environment (``S3RM_WIKI_API_URL``, ``S3RM_SYNC_USERNAME``,
+    ``S3RM_SYNC_PASSWORD``), then ``env_file`` (the dev wiki's ``env``).
+
+    Raises:
+        SyncConfigError: a value is found nowhere (the message says where to set it).
+    """
+    environ = os.environ if environ is None else environ
+    file_values = read_env_file(env_file) if env_file else {}
+    values: dict[str, str] = {}
+    from_file: list[str] = []
+    for name in (API_URL_ENV, USERNAME_ENV, PASSWORD_ENV):
+        if name == API_URL_ENV and api_url:
+            values[name] = api_url
+        elif environ.get(name):
+            values[name] = environ[name]
+        elif file_values.get(name):
+            values[name] = file_values[name]
+            from_file.append(name)
+    missing = [n for n in (API_URL_ENV, USERNAME_ENV, PASSWORD_ENV) if n not in values]
+    if missing:
+        where = f" or in {env_file}" if env_file else ""
+        raise SyncConfigError(
+            "sync needs " + ", ".join(missing) + f" (set them in the environment{where}; "
+            "`s3rm dev wiki up` writes the dev wiki's values to .dev/wiki/env)")
+    return ConnectionSettings(values[API_URL_ENV], values[USERNAME_ENV], values[PASSWORD_ENV],
+                              tuple(from_file), Path(env_file) if from_file and env_file else None)
+
+
+def split_api_url(api_url: str) -> tuple[str, str, str]:
+    """Split ``http://host:port/w/api.php`` into ``("http", "host:port", "/w/")`` for mwclient.
+
+    Raises:
+        SyncConfigError: not an http(s) URL ending in ``api.php``.
+    """
+    parts = urllib.parse.urlsplit(api_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise SyncConfigError(f"wiki API URL {api_url!r} is not an http(s) URL")
+    path = parts.path or "/"
+    if path.endswith("/api.php"):
+        path = path[: -len("api.php")]
+    elif not path.endswith("/"):
+        raise SyncConfigError(f"wiki API URL {api_url!r} must end in /api.php")
+    return parts.scheme, parts.netloc, path
+
+
+# --------------------------------------------------------------------------
+# namespaces, titles and capabilities
+
+
+def _fold(name: str) -> str:
+    """Namespace-name comparison form: underscores as spaces, single spaces, case-folded."""
+    return " ".join(name.replace("_", " ").split()).casefold()
+
+
+def _ext_fold(name: str) -> str:
+    return "".join(ch for ch in name.casefold() if ch.isalnum())
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """One namespace of the wiki: ``id``, ``canonical`` English name, localized ``name``,
+    ``case`` (``first-letter`` or ``case-sensitive``), ``aliases`` and the right
+    (``protection``, e.g. ``editinterface``) that editing any page in it needs.
+    """
+
+    id: int
+    canonical: str
+    name: str
+    case: str = "first-letter"
+    aliases: tuple[str, ...] = ()
+    protection: str | None = None
+
+    def prefix(self) -> str:
+        """The localized prefix the wiki shows (``틀:``; empty for the main namespace)."""
+        return f"{self.name}:" if self.name else ""
+
+
+@dataclass(frozen=True, order=True)
+class TitleKey:
+    """A page's identity independent of language: namespace id + normalized name."""
+
+    ns: int
+    name: str
+
+
+@dataclass(frozen=True)
+class SiteInfo:
+    """What sync needs to know about a wiki, from ``meta=siteinfo``.
+
+    Attributes:
+        generator: e.g. ``"MediaWiki 1.39.17"``; ``lang``: content language code.
+        extensions: installed extension names as siteinfo lists them.
+        namespaces: id → :class:`Namespace`.
+        smw / pageforms: Semantic MediaWiki / Page Forms installed.
+    """
+
+    generator: str
+    lang: str
+    extensions: tuple[str, ...]
+    namespaces: Mapping[int, Namespace]
+    smw: bool
+    pageforms: bool
+
+    @classmethod
+    def from_query(cls, query: Mapping) -> "SiteInfo":
+        """Build from the ``query`` member of a siteinfo response (formatversion 1 or 2)."""
+        general = query.get("general", {})
+        aliases: dict[int, list[str]] = {}
+        for alias in query.get("namespacealiases", []):
+            aliases.setdefault(int(alias["id"]), []).append(alias.get("alias") or alias.get("*", ""))
+        namespaces = {}
+        for raw in query.get("namespaces", {}).values():
+            ns_id = int(raw["id"])
+            local = raw.get("name", raw.get("*", ""))
+            namespaces[ns_id] = Namespace(
+                id=ns_id, canonical=raw.get("canonical", local if ns_id else ""), name=local,
+                case=raw.get("case", "first-letter"), aliases=tuple(aliases.get(ns_id, ())),
+                protection=raw.get("namespaceprotection"),
+            )
+        ext_names = tuple(e.get("name", "") for e in query.get("extensions", []))
+        folded = {_ext_fold(n) for n in ext_names}
+        return cls(
+            generator=general.get("generator", ""), lang=general.get("lang", ""),
+            extensions=ext_names, namespaces=namespaces,
+            smw=bool(folded & SMW_EXTENSIONS), pageforms=bool(folded & PAGEFORMS_EXTENSIONS),
+        )
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """Capability names in the vocabulary of ``sync.variants`` (``smw``, ``pageforms``)."""
+        return frozenset(name for name, present in (("smw", self.smw), ("pageforms", self.pageforms)) if present)
+
+    def describe(self) -> str:
+        """One line: version, language and the two extensions."""
+        yes = {True: "yes", False: "no"}
+        return (f"{self.generator or 'MediaWiki'}, content language {self.lang or '?'}; "
+                f"Semantic MediaWiki: {yes[self.smw]}; Page Forms: {yes[self.pageforms]}")
+
+    def namespace_for_prefix(self, prefix: str) -> Namespace | None:
+        """The namespace whose canonical, localized or alias name is ``prefix``, else None."""
+        want = _fold(prefix)
+        if not want:
+            return None
+        for ns in self.namespaces.values():
+            if ns.id == 0:
+                continue
+            if want in (_fold(ns.canonical), _fold(ns.name)) or want in {_fold(a) for a in ns.aliases}:
+                return ns
+        return None
+
+    def namespace_by_canonical(self, canonical: str) -> Namespace | None:
+        """The namespace with exactly this canonical name (main namespace for ``""``), else None."""
+        if not canonical:
+            return self.namespaces.get(0)
+        want = _fold(canonical)
+        for ns in self.namespaces.values():
+            if ns.id and _fold(ns.canonical) == want:
+                return ns
+        return None
+
+    def key(self, title: str) -> TitleKey:
+        """Identity of ``title`` on this wiki (prefix resolved in any language, name normalized)."""
+        prefix, sep, rest = title.partition(":")
+        ns = self.namespace_for_prefix(prefix) if sep else None
+        if ns is None:
+            return TitleKey(0, normalize_name(title, self.namespaces[0].case if 0 in self.namespaces else "first-letter"))
+        return TitleKey(ns.id, normalize_name(rest, ns.case))
+
+    def key_in(self, ns_id: int, title: str) -> TitleKey:
+        """Identity of a title the wiki returned together with its namespace id."""
+        ns = self.namespaces.get(ns_id)
+        name = title
+        if ns is not None and ns.id != 0:
+            prefix, sep, rest = title.partition(":")
+            if sep and self.namespace_for_prefix(prefix) is ns:
+                name = rest
+        return TitleKey(ns_id, normalize_name(name, ns.case if ns else "first-letter"))
+
+    def display(self, key: TitleKey) -> str:
+        """The title as this wiki shows it (localized prefix), e.g. ``틀:Lesson``."""
+        ns = self.namespaces.get(key.ns)
+        return (ns.prefix() if ns else f"{{ns {key.ns}}}:") + key.name
+
+
+def normalize_name(name: str, case: str = "first-letter") -> str:
+    """MediaWiki's page-name normalization: NFC, runs of ``_`` and space-like
+    characters become one space, trimmed, first letter upper-cased when the
+    namespace's case rule is ``first-letter``."""
+    name = _TITLE_SPACES.sub(" ", unicodedata.normalize("NFC", name)).strip(" ")
+    if case == "first-letter" and name:
+        name = name[0].upper() + name[1:]
+    return name
+
+
+def normalize_text(text: str) -> str:
+    """What MediaWiki stores when ``text`` is saved, short of the pre-save transform.
+
+    The web request layer normalises all input to NFC; the save path removes
+    U+0000, turns CRLF and CR into LF, and strips trailing whitespace (PHP
+    ``rtrim``: space, tab, LF, CR, NUL, vertical tab) from the end of the page.
+    Comparing this with the stored text tells whether a save would change it.
+    """
+    text = unicodedata.normalize("NFC", text).replace("\0", "")
+    return text.rstrip(_PHP_TRIM).replace("\r\n", "\n").replace("\r", "\n")
+
+
+# --------------------------------------------------------------------------
+# the connection
+
+
+@dataclass(frozen=True)
+class RemotePage:
+    """A page as the wiki has it now.
+
+    ``exists`` is False for a missing page (``text`` is then ``""``);
+    ``title`` is the wiki's (localized) title; ``revid``/``timestamp`` belong
+    to the latest revision.
+    """
+
+    key: TitleKey
+    title: str
+    exists: bool
+    text: str = ""
+    revid: int | None = None
+    timestamp: str | None = None
+    content_model: str | None = None
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """Outcome of one edit: ``changed`` False when MediaWiki saw no change."""
+
+    title: str
+    changed: bool
+    new_revid: int | None = None
+
+
+class WikiSite:
+    """A logged-in connection for the sync account.
+
+    Build it with :func:`connect`. ``info`` is the wiki's :class:`SiteInfo`;
+    ``username`` the login name (bot passwords: ``User@app``).
+    """
+
+    def __init__(self, site: mwclient.Site, info: SiteInfo, username: str, api_url: str):
+        self.site = site
+        self.info = info
+        self.username = username
+        self.api_url = api_url
+        self._rights: frozenset[str] | None = None
+
+    # -- low level ---------------------------------------------------------
+    def _call(self, action: str, **params) -> dict:
+        """POST one API request; connection problems become SyncConfigError."""
+        try:
+            return self.site.post(action, **params)
+        except (requests.exceptions.ConnectionError, requests.exceptions.Timeout,
+                mwclient.errors.MaximumRetriesExceeded) as exc:
+            raise SyncConfigError(f"cannot reach the wiki at {self.api_url}: {exc}") from None
+        except requests.exceptions.HTTPError as exc:
+            raise SyncError(f"the wiki at {self.api_url} answered with HTTP error: {exc}") from None
+
+    # -- account -----------------------------------------------------------
+    def rights(self) -> frozenset[str]:
+        """The rights this session has (for a bot password: limited by its grants)."""
+        if self._rights is None:
+            data = self._call("query", meta="userinfo", uiprop="rights|groups", formatversion=2)
+            self._rights = frozenset(data["query"]["userinfo"].get("rights", []))
+        return self._rights
+
+    def required_rights(self, key: TitleKey, create: bool) -> set[str]:
+        """Rights an edit of ``key`` needs: ``edit``, ``createpage`` for new pages,
+        the namespace's protection right (``editinterface`` for MediaWiki:) and
+        ``editsitejs`` / ``editsitecss`` / ``editsitejson`` for site scripts,
+        styles and JSON in the MediaWiki namespace.
+        """
+        needed = {"edit"}
+        if create:
+            needed.add("createpage")
+        ns = self.info.namespaces.get(key.ns)
+        if ns is not None and ns.protection:
+            needed.update(r for r in ns.protection.split(",") if r)
+        if key.ns == 8:
+            for suffix, right in ((".js", "editsitejs"), (".css", "editsitecss"), (".json", "editsitejson")):
+                if key.name.lower().endswith(suffix):
+                    needed.add(right)
+        return needed
+
+    # -- reading -----------------------------------------------------------
+    def fetch(self, titles: Iterable[str]) -> dict[TitleKey, RemotePage]:
+        """Current content of ``titles`` (canonical or localized), keyed by :class:`TitleKey`.
+
+        Reads in batches of :data:`BATCH_SIZE` with ``prop=revisions``
+        (``rvslots=main``). Missing pages come back with ``exists=False``.
+
+        Raises:
+            SyncError: the wiki calls a title invalid, or the request fails.
+        """
+        titles = list(dict.fromkeys(titles))
+        out: dict[TitleKey, RemotePage] = {}
+        for start in range(0, len(titles), BATCH_SIZE):
+            batch = titles[start:start + BATCH_SIZE]
+            data = self._call("query", prop="revisions", rvprop="content|ids|timestamp|contentmodel",
+                              rvslots="main", titles="|".join(batch), formatversion=2)
+            for page in data.get("query", {}).get("pages", []):
+                if page.get("invalid"):
+                    raise SyncError(f"the wiki rejects the title {page.get('title')!r}: "
+                                    f"{page.get('invalidreason', 'invalid title')}")
+                key = self.info.key_in(int(page["ns"]), page["title"])
+                if page.get("missing"):
+                    out[key] = RemotePage(key, page["title"], False)
+                    continue
+                rev = page["revisions"][0]
+                slot = rev.get("slots", {}).get("main", rev)
+                out[key] = RemotePage(key, page["title"], True, slot.get("content", ""),
+                                      rev.get("revid"), rev.get("timestamp"), slot.get("contentmodel"))
+        return out
+
+    # -- writing -----------------------------------------------------------
+    def edit(self, title: str, text: str, summary: str, *, create: bool,
+             basetimestamp: str | None = None) -> EditResult:
+        """Save ``text`` to ``title`` (``create``: the page must not exist yet; else it must).
+
+        Raises:
+            MissingRightsError: the wiki refused for lack of a right (named).
+            EditFailedError: any other refusal (edit conflict, spam filter, …).
+        """
+        params = dict(title=title, text=text, summary=summary, bot=1, formatversion=2,
+                      errorformat="plaintext", uselang="en", token=self.site.get_token("csrf"))
+        if create:
+            params["createonly"] = 1
+        else:
+            params["nocreate"] = 1
+            if basetimestamp:
+                params["basetimestamp"] = basetimestamp
+        try:
+            data = self._call("edit", **params)
+        except mwclient.errors.APIError as exc:  # errorformat=bc style, in case a proxy rewrote it
+            data = {"errors": [{"code": exc.code or "", "text": exc.info or ""}]}
+        errors = data.get("errors") or []
+        if errors:
+            missing = {ERROR_RIGHTS[e.get("code", "")]: [title] for e in errors if e.get("code") in ERROR_RIGHTS}
+            if missing:
+                raise MissingRightsError(self.username, missing)
+            first = errors[0]
+            raise EditFailedError(title, first.get("code", "?"), first.get("text", ""))
+        result = data.get("edit", {})
+        if result.get("result") != "Success":
+            raise EditFailedError(title, str(result.get("result")), str(result))
+        return EditResult(title, not result.get("nochange", False), result.get("newrevid"))
+
+
+def connect(settings: ConnectionSettings, *, timeout: float = 30.0) -> WikiSite:
+    """Open a logged-in :class:`WikiSite` for ``settings``.
+
+    Raises:
+        SyncConfigError: bad URL, wiki unreachable, not a MediaWiki API, or login refused.
+    """
+    scheme, host, path = split_api_url(settings.api_url)
+    try:
+        site = mwclient.Site(host, path=path, scheme=scheme, clients_useragent=USER_AGENT,
+                             max_retries=2, retry_timeout=2, connection_options={"timeout": timeout})
+    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout,
+            mwclient.errors.MaximumRetriesExceeded) as exc:
+        raise SyncConfigError(f"cannot reach the wiki at {settings.api_url}: {exc}") from None
+    except (requests.exceptions.HTTPError, mwclient.errors.InvalidResponse, mwclient.errors.APIError,
+            ValueError) as exc:
+        raise SyncConfigError(f"{settings.api_url} does not answer like a MediaWiki Action API: "
+                              f"{type(exc).__name__}: {str(exc)[:200]}") from None
+    try:
+        site.login(settings.username, settings.password)
+    except mwclient.errors.LoginError as exc:
+        reason = ""
+        if len(exc.args) > 1 and isinstance(exc.args[1], Mapping):
+            reason = exc.args[1].get("reason") or exc.args[1].get("result") or ""
+        raise SyncConfigError(f"the wiki refused the login of {settings.username!r}"
+                              + (f": {reason}" if reason else "")) from None
+    data = site.get("query", meta="siteinfo", siprop="general|namespaces|namespacealiases|extensions",
+                    formatversion=2)
+    return WikiSite(site, SiteInfo.from_query(data["query"]), settings.username, settings.api_url)
+
+
+#: Factory type used by the CLI (tests may swap it).
+Connector = Callable[[ConnectionSettings], WikiSite]
