@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
@@ -363,7 +363,3 @@ def _penalty(cand: FusedResult, context: list[FusedResult], vectors: Mapping[str
         origin_part = config.origin_penalty * max(0.0, 2.0 * share - 1.0)
     return facet_part + origin_part
 
-
-def with_score(result: FusedResult, score: float) -> FusedResult:
-    """Copy of ``result`` with another score (used by callers that cap or round scores)."""
-    return replace(result, score=score)

@@ -55,6 +55,7 @@ from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot, epoc
 from gateway.retrieval.profiles import FACETS
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument
 from gateway.retrieval.settings import RetrievalSettings
+from gateway.tools.base import ToolError
 
 __all__ = ["IndexRefresher", "SemanticState", "RefreshOutcome", "record_of"]
 
@@ -324,7 +325,7 @@ class IndexRefresher:
             removed = [i for i in base.ids if i not in fresh] if kind == "full" else \
                 sorted(i for i in ids if i not in fresh and i in base)
             vectors = self._embed(upserts)
-        except (EmbeddingError, RepositoryError) as exc:
+        except (EmbeddingError, RepositoryError, ToolError) as exc:
             return self._fail(outcome, exc, needed)
         entries = [IndexEntry(record_of(doc), vectors[doc.lesson_id]) for doc in upserts]
         outcome.examined = len(docs)
