@@ -90,6 +90,9 @@ class ScanPage:
         scanned: pages examined for this page of results.
         scan_limit: the cap that applied.
         partial: True when the cap stopped the scan before the end.
+        item_cursors: for ``list_recent``, one continuation per snapshot that
+            resumes the walk AT that snapshot (so a caller that returns only a
+            prefix can continue exactly after it); empty for other scans.
     """
 
     snapshots: tuple[LessonSnapshot, ...]
@@ -97,6 +100,7 @@ class ScanPage:
     scanned: int
     scan_limit: int
     partial: bool = False
+    item_cursors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

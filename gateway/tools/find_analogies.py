@@ -1,11 +1,12 @@
 """Read tool ``find_analogies`` (DESIGN.md §3; contract in ``schema/tools/find_analogies.*.schema.json``).
 
-The handler is a placeholder until its implementation lands; the tool is
-listed with its full schemas and truthful annotations meanwhile.
+The handler lives in :mod:`gateway.tools.read_analogies` (behaviour, errors and
+contract sources are documented there).
 """
 from mcp.types import ToolAnnotations
 
-from gateway.tools.base import ToolSpec, not_implemented_handler
+from gateway.tools.base import ToolSpec
+from gateway.tools.read_analogies import handle
 from gateway.tools.policy import describe
 
 __all__ = ["SPEC"]
@@ -24,5 +25,5 @@ SPEC = ToolSpec(
         idempotentHint=True,
         openWorldHint=False,
     ),
-    handler=not_implemented_handler('find_analogies'),
+    handler=handle,
 )

@@ -1,11 +1,12 @@
 """Read tool ``search_lessons`` (DESIGN.md §3; contract in ``schema/tools/search_lessons.*.schema.json``).
 
-The handler is a placeholder until its implementation lands; the tool is
-listed with its full schemas and truthful annotations meanwhile.
+The handler lives in :mod:`gateway.tools.read_search` (behaviour, errors and
+contract sources are documented there).
 """
 from mcp.types import ToolAnnotations
 
-from gateway.tools.base import ToolSpec, not_implemented_handler
+from gateway.tools.base import ToolSpec
+from gateway.tools.read_search import handle
 from gateway.tools.policy import describe
 
 __all__ = ["SPEC"]
@@ -24,5 +25,5 @@ SPEC = ToolSpec(
         idempotentHint=True,
         openWorldHint=False,
     ),
-    handler=not_implemented_handler('search_lessons'),
+    handler=handle,
 )

@@ -115,18 +115,20 @@ class InMemoryRepository(LessonRepository):
                         next_cursor=rest[0] if rest else None, scanned=len(batch), scan_limit=limit)
 
     def list_recent(self, cursor: str | None, limit: int) -> ScanPage:
-        """Newest first by (latest revision timestamp, revision id); cursor = ``"<revid>"`` to continue below."""
+        """Newest first by latest revision id; cursor = ``"<revid>"`` resumes at that revision."""
         limit = max(1, min(int(limit), SNAPSHOT_BATCH))
         with self._lock:
             latest = sorted(((revs[-1].timestamp, revs[-1].revision_id, i) for i, revs in self._pages.items()),
-                            reverse=True)
+                            key=lambda row: row[1], reverse=True)  # revision ids grow with time here
         if cursor is not None:
             below = int(cursor)
             latest = [row for row in latest if row[1] <= below]
         batch, rest = latest[:limit], latest[limit:]
         snaps = self.get_snapshots([row[2] for row in batch])
-        return ScanPage(snapshots=tuple(snaps[row[2]] for row in batch if row[2] in snaps),
-                        next_cursor=str(rest[0][1]) if rest else None, scanned=len(batch), scan_limit=limit)
+        kept = [row for row in batch if row[2] in snaps]
+        return ScanPage(snapshots=tuple(snaps[row[2]] for row in kept),
+                        next_cursor=str(rest[0][1]) if rest else None, scanned=len(batch), scan_limit=limit,
+                        item_cursors=tuple(str(row[1]) for row in kept))
 
     def search_full_text(self, query: str, limit: int) -> FullTextResult:
         limit = max(1, min(int(limit), 500))

@@ -169,6 +169,7 @@ class MediaWikiRepository(LessonRepository):
             exc.wiki_code = "badcontinue"
             raise exc
         found: list[LessonSnapshot] = []
+        resume: list[str] = []
         scanned = 0
         next_cursor = cursor
         exhausted = False
@@ -195,6 +196,7 @@ class MediaWikiRepository(LessonRepository):
                 scanned += 1
                 if snap is not None and snap.revision_id == revid:
                     found.append(snap)
+                    resume.append(_arv_cursor(ts, revid))
                 if len(found) >= limit:
                     nxt = revs[index + 1] if index + 1 < len(revs) else None
                     next_cursor = _arv_cursor(nxt[0], nxt[1]) if nxt else data.get("continue", {}).get("arvcontinue")
@@ -205,7 +207,7 @@ class MediaWikiRepository(LessonRepository):
                     exhausted = True
         partial = len(found) < limit and not exhausted
         return ScanPage(snapshots=tuple(found), next_cursor=None if exhausted else next_cursor,
-                        scanned=scanned, scan_limit=budget, partial=partial)
+                        scanned=scanned, scan_limit=budget, partial=partial, item_cursors=tuple(resume))
 
     def search_full_text(self, query: str, limit: int) -> FullTextResult:
         """Ranked ids for MediaWiki search syntax ``query`` (``list=search``, ``srwhat=text``, ns 3000).

@@ -1,0 +1,255 @@
+"""Legacy retrieval (``retrieval_mode=legacy``): full text, listing and lexical analogies.
+
+Contract: DESIGN.md §4, seeds/architecture.ko.wiki "검색 구현",
+seeds/design-hybrid-search.ko.wiki "기준 저장소 재검증", CHECKLIST R4/R7.
+
+Search (ranking version :data:`RANKING_VERSION`):
+
+1. The query becomes MediaWiki search terms (:mod:`gateway.retrieval.lexical`:
+   Korean stems as prefix terms). One ``list=search`` call ANDs all terms.
+   When it yields fewer than :data:`FALLBACK_THRESHOLD` hits and the query has
+   several terms, up to :data:`FALLBACK_TERMS` single-term searches (longest
+   terms first) add Lessons matching only some terms, merged round-robin.
+   At most :data:`SEARCH_SCAN_LIMIT` candidate ids are kept (``partial`` when
+   more existed).
+2. Fresh snapshots of the candidates are read in batches of 50; vanished pages
+   drop out and the structured filters (and scope) are applied to the CURRENT
+   values — filters decide membership, never order.
+3. Score (0–1), computed from the fetched snapshot so the template's ``title``
+   field — which MediaWiki only sees as body text, the page title being the id
+   — is weighted high (R4)::
+
+       score = 0.50 · (share of query terms found in the title field)
+             + 0.35 · (share of query terms found in the other text fields)
+             + 0.15 · 1 / (1 + MediaWiki rank)
+
+   The MediaWiki rank term keeps the backend's own order (CirrusSearch ranks
+   by relevance; the SQL backends return page-id order) as the smallest
+   contribution and a tiebreak. Order: score desc, MediaWiki rank, id.
+   ``min_score`` drops hits below it after scoring.
+4. Stable order → offset pagination → byte-cap fitting (in the tool).
+
+Listing (empty query): newest first by last edit through the repository's
+``list_recent`` walk, filters applied, at most :data:`LISTING_SCAN_LIMIT`
+Lessons examined per call; every listed Lesson scores 1.0 (``min_score`` has
+no effect on listings).
+
+Analogies (:data:`ANALOGY_RANKING_VERSION`): stored ``analogous_to`` relations
+in either direction score 1.0 (basis ``stored_relation``); lexical candidates
+come from single-term full-text searches of the source's
+:data:`ANALOGY_TERMS` most salient terms (title words weigh 3×), at most
+:data:`ANALOGY_SCAN_LIMIT` ids, and score the Jaccard similarity of their
+feature sets (words, Korean stems, Korean 2-/3-character n-grams) over the
+analogy projection (title and the seven claim/body fields), with
+``shared_terms``.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from gateway.domain.model import LessonPage, LessonSnapshot
+from gateway.domain.repository import LessonRepository
+from gateway.retrieval import lexical
+from gateway.retrieval.filters import SearchFilters
+
+__all__ = [
+    "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "search", "listing", "analogies",
+    "analogy_projection", "projection_hash",
+]
+
+RANKING_VERSION = "legacy-v1"
+ANALOGY_RANKING_VERSION = "legacy-analogy-v1"
+SEARCH_SCAN_LIMIT = 100
+FALLBACK_THRESHOLD = 20
+FALLBACK_TERMS = 6
+LISTING_SCAN_LIMIT = 200
+ANALOGY_TERMS = 6
+ANALOGY_PER_TERM = 20
+ANALOGY_SCAN_LIMIT = 60
+W_TITLE, W_BODY, W_RANK = 0.50, 0.35, 0.15
+
+#: Lesson fields that make up the analogy projection (title first).
+ANALOGY_FIELDS = ("title", "question", "attempt", "context", "observation", "interpretation",
+                  "reusable_lesson", "applicability")
+#: Text fields searched as "body" for the score (besides the title).
+BODY_FIELDS = ANALOGY_FIELDS[1:] + ("evidence",)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One result: the fresh snapshot, its 0–1 score, basis and (analogies) shared terms."""
+
+    snapshot: LessonSnapshot
+    score: float
+    basis: str
+    shared_terms: tuple[str, ...] = ()
+    resume: str | None = None  # listing only: repository cursor resuming AT this Lesson
+
+
+@dataclass(frozen=True)
+class RankedList:
+    """A bounded, ordered result list plus scan accounting."""
+
+    items: tuple[Ranked, ...]
+    scanned: int
+    scan_limit: int
+    partial: bool
+    next_resume: str | None = None  # listing only: continuation after the last examined Lesson
+
+
+# ------------------------------------------------------------------ search
+def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limit: int) -> tuple[list[str], bool]:
+    first = repo.search_full_text(lexical.mediawiki_query(terms), scan_limit)
+    ids = [h.id for h in first.hits]
+    partial = first.partial
+    if len(terms) > 1 and len(ids) < FALLBACK_THRESHOLD:
+        chosen = sorted(terms, key=lambda t: (-len(t.text), t.text))[:FALLBACK_TERMS]
+        lists = []
+        for term in chosen:
+            result = repo.search_full_text(term.syntax(), scan_limit)
+            partial = partial or result.partial
+            lists.append([h.id for h in result.hits])
+        seen = set(ids)
+        for group in _round_robin(lists):
+            if group not in seen:
+                if len(ids) >= scan_limit:
+                    partial = True
+                    break
+                seen.add(group)
+                ids.append(group)
+    return ids[:scan_limit], partial
+
+
+def _round_robin(lists: list[list[str]]) -> Iterable[str]:
+    for depth in range(max((len(x) for x in lists), default=0)):
+        for items in lists:
+            if depth < len(items):
+                yield items[depth]
+
+
+def _field_words(page: LessonPage, names: Iterable[str]) -> set[str]:
+    out: set[str] = set()
+    for name in names:
+        out.update(lexical.words(page.fields.get(name, "")))
+    return out
+
+
+def _body_words(page: LessonPage) -> set[str]:
+    out = _field_words(page, BODY_FIELDS)
+    for item in page.evidence:
+        out.update(lexical.words(item.get("citation", "") + " " + item.get("note", "")))
+    return out
+
+
+def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int) -> float:
+    """The legacy-v1 score of ``page`` at MediaWiki rank ``rank`` (see module doc)."""
+    title, body = _field_words(page, ("title",)), _body_words(page)
+    n = len(terms) or 1
+    in_title = sum(lexical.term_matches(t, title) for t in terms) / n
+    in_body = sum(lexical.term_matches(t, body) for t in terms) / n
+    return round(W_TITLE * in_title + W_BODY * in_body + W_RANK / (1 + rank), 6)
+
+
+def search(repo: LessonRepository, query: str, filters: SearchFilters, min_score: float = 0.0,
+           scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
+    """Full-text search → fresh snapshots → filters → legacy-v1 order (complete list, unpaged)."""
+    terms = lexical.query_terms(query)
+    if not terms:
+        return RankedList((), 0, scan_limit, False)
+    ids, partial = _candidates(repo, terms, scan_limit)
+    snaps = repo.get_snapshots(ids)
+    ranked = []
+    for rank, lesson_id in enumerate(ids):
+        snap = snaps.get(lesson_id)
+        if snap is None or not filters.matches(snap.page):
+            continue
+        score = relevance(terms, snap.page, rank)
+        if score >= min_score:
+            ranked.append((score, rank, lesson_id, snap))
+    ranked.sort(key=lambda row: (-row[0], row[1], row[2]))
+    items = tuple(Ranked(snap, score, "full_text") for score, _, _, snap in ranked)
+    return RankedList(items, len(ids), scan_limit, partial)
+
+
+# ----------------------------------------------------------------- listing
+def listing(repo: LessonRepository, filters: SearchFilters, resume: str | None, want: int,
+            scan_limit: int = LISTING_SCAN_LIMIT) -> RankedList:
+    """Up to ``want`` Lessons newest first from repository cursor ``resume``, filters applied.
+
+    Each item carries the cursor that resumes AT it; ``next_resume`` continues
+    after the last Lesson examined (None at the end of the wiki).
+    """
+    found: list[Ranked] = []
+    scanned = 0
+    cursor = resume
+    partial = False
+    while len(found) < want:
+        if scanned >= scan_limit:
+            partial = True
+            break
+        page = repo.list_recent(cursor, min(50, scan_limit - scanned))
+        for index, snap in enumerate(page.snapshots):
+            scanned += 1
+            if filters.matches(snap.page):
+                found.append(Ranked(snap, 1.0, "listing", resume=page.item_cursors[index]))
+                if len(found) >= want:
+                    after = page.item_cursors[index + 1] if index + 1 < len(page.snapshots) else page.next_cursor
+                    return RankedList(tuple(found), scanned, scan_limit, False, after)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return RankedList(tuple(found), scanned, scan_limit, partial, cursor)
+
+
+# --------------------------------------------------------------- analogies
+def analogy_projection(page: LessonPage) -> str:
+    """The text compared for analogies: the values of ANALOGY_FIELDS, one per line, in a fixed order."""
+    return "\n".join(page.fields.get(name, "") for name in ANALOGY_FIELDS)
+
+
+def projection_hash(page: LessonPage) -> str:
+    """SHA-256 hex of the normalised analogy projection (bound into find_analogies cursors, R5)."""
+    text = lexical.normalize(analogy_projection(page))
+    return hashlib.sha256(f"{ANALOGY_RANKING_VERSION}\n{text}".encode("utf-8")).hexdigest()
+
+
+def analogies(repo: LessonRepository, source: LessonSnapshot, stored_ids: Sequence[str], filters: SearchFilters,
+              min_score: float = 0.0) -> RankedList:
+    """Stored analogous_to partners (1.0) then lexical candidates by Jaccard (complete list, unpaged)."""
+    source_features = lexical.features(analogy_projection(source.page))
+    weighted = [(source.page.fields.get("title", ""), 3.0)]
+    weighted += [(source.page.fields.get(name, ""), 1.0) for name in ANALOGY_FIELDS[1:]]
+    terms = lexical.salient_terms(weighted, ANALOGY_TERMS)
+    stored = [i for i in dict.fromkeys(stored_ids) if i != source.id]
+    candidates: list[str] = []
+    partial = False
+    lists = []
+    for term in terms:
+        result = repo.search_full_text(term.syntax(), ANALOGY_PER_TERM)
+        partial = partial or result.partial
+        lists.append([h.id for h in result.hits])
+    for lesson_id in _round_robin(lists):
+        if lesson_id == source.id or lesson_id in stored or lesson_id in candidates:
+            continue
+        if len(candidates) >= ANALOGY_SCAN_LIMIT:
+            partial = True
+            break
+        candidates.append(lesson_id)
+    snaps = repo.get_snapshots(stored + candidates)
+    ranked: list[Ranked] = []
+    for lesson_id in stored + candidates:
+        snap = snaps.get(lesson_id)
+        if snap is None or not filters.matches(snap.page):
+            continue
+        other = lexical.features(analogy_projection(snap.page))
+        shared = tuple(lexical.shared_terms(source_features, other))
+        if lesson_id in stored:
+            ranked.append(Ranked(snap, 1.0, "stored_relation", shared))
+            continue
+        score = round(lexical.jaccard(source_features, other), 6)
+        if score > 0 and score >= min_score:
+            ranked.append(Ranked(snap, score, "lexical", shared))
+    ranked.sort(key=lambda r: (-r.score, r.basis != "stored_relation", r.snapshot.id))
+    return RankedList(tuple(ranked), len(stored) + len(candidates), len(stored) + ANALOGY_SCAN_LIMIT, partial)

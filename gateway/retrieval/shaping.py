@@ -1,0 +1,115 @@
+"""Shaping Lesson data into tool results: truncation markers and schema conformance.
+
+Every read result is checked against the tool's published output schema
+(``<schema_dir>/tools/<tool>.output.schema.json``) record by record, so a
+browser-edited page holding an out-of-vocabulary or over-long value can never
+turn a read into a server error:
+
+* a string longer than its ``maxLength`` is shortened and ends with the
+  explicit marker :func:`marker` (``…[truncated: N more characters]``); the
+  field name is reported so tools can list it in ``truncated`` — unless the
+  caller asked for no truncation (``citation_detail=full``), then
+  :class:`ItemTooLarge` is raised;
+* an optional property whose value still violates its schema is dropped;
+* a record whose required property violates its schema is skipped (None).
+"""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+__all__ = ["ItemTooLarge", "Conformer", "conformer", "marker", "truncate_text", "one_line"]
+
+_FORMATS = Draft202012Validator.FORMAT_CHECKER
+
+
+class ItemTooLarge(Exception):
+    """A value exceeds its schema's maxLength and truncation was not allowed (``field`` names it)."""
+
+    def __init__(self, field: str):
+        super().__init__(field)
+        self.field = field
+
+
+def marker(omitted: int) -> str:
+    """The explicit truncation marker appended to shortened text."""
+    return f" …[truncated: {omitted} more characters]"
+
+
+def truncate_text(text: str, max_chars: int) -> tuple[str, bool]:
+    """``text`` cut to at most ``max_chars`` characters including the marker; (value, was_truncated)."""
+    if len(text) <= max_chars:
+        return text, False
+    keep = max(0, max_chars - len(marker(len(text))))
+    return text[:keep] + marker(len(text) - keep), True
+
+
+def one_line(text: str, max_chars: int = 240) -> tuple[str, bool]:
+    """First non-empty line of ``text``, whitespace collapsed, at most ``max_chars`` (marker included)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    first = " ".join(lines[0].split()) if lines else ""
+    short, cut = truncate_text(first, max_chars)
+    return short, cut or len(lines) > 1
+
+
+class Conformer:
+    """Conforms records to one object schema (see module doc)."""
+
+    def __init__(self, schema: dict[str, Any]):
+        self.schema = schema
+        self.properties: dict[str, dict] = schema.get("properties", {})
+        self.required = set(schema.get("required", ()))
+        self._validators = {name: Draft202012Validator(sub, format_checker=_FORMATS)
+                            for name, sub in self.properties.items()}
+
+    def max_length(self, name: str) -> int | None:
+        """``maxLength`` of string property ``name`` (None when unbounded or not a string)."""
+        return self.properties.get(name, {}).get("maxLength")
+
+    def fix(self, record: dict[str, Any], *, allow_truncation: bool = True,
+            truncated: set[str] | None = None) -> dict[str, Any] | None:
+        """A conforming copy of ``record`` (unknown keys dropped), or None when a required value is invalid.
+
+        Shortened field names are added to ``truncated``. Raises ItemTooLarge
+        when ``allow_truncation`` is False and a string exceeds its maxLength.
+        """
+        out: dict[str, Any] = {}
+        for name, value in record.items():
+            if name not in self.properties:
+                continue
+            limit = self.max_length(name)
+            if isinstance(value, str) and limit is not None and len(value) > limit:
+                if not allow_truncation:
+                    raise ItemTooLarge(name)
+                value, _ = truncate_text(value, limit)
+                if truncated is not None:
+                    truncated.add(name)
+            if self._validators[name].is_valid(value):
+                out[name] = value
+            elif name in self.required:
+                return None
+        if not self.required.issubset(out):
+            return None
+        return out
+
+
+@functools.lru_cache(maxsize=64)
+def _load(path: str) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=128)
+def conformer(schema_dir: str, tool: str, *pointer: str) -> Conformer:
+    """Conformer for the object at ``pointer`` inside ``tool``'s output schema.
+
+    ``pointer`` is a path of property names; ``"[]"`` steps into array items,
+    e.g. ``conformer(d, "search_lessons", "results", "[]")``.
+    """
+    node = _load(str(Path(schema_dir) / "tools" / f"{tool}.output.schema.json"))
+    for step in pointer:
+        node = node["items"] if step == "[]" else node["properties"][step]
+    return Conformer(node)

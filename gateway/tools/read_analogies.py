@@ -1,0 +1,72 @@
+"""``find_analogies`` handler, legacy mode (DESIGN.md §4; seeds "검색 구현", "페이지 나누기와 cursor"; R5).
+
+Input: ``id``, ``limit``, ``cursor``, ``min_score``, ``retrieval_mode``, ``scope``.
+
+Results: stored ``analogous_to`` partners in either direction (score 1.0,
+basis ``stored_relation``), then lexical candidates scored by Jaccard
+similarity of NFKC word / Korean stem / Korean 2- and 3-gram features, each
+with ``shared_terms`` (:func:`gateway.retrieval.legacy.analogies`). Scope
+filters apply to every result. ``hybrid_v1`` is answered in legacy mode
+(``effective_mode=legacy``, ``semantic_status=disabled``).
+
+The cursor fingerprint binds the source id, the source revision and the hash
+of the source's analogy projection (CHECKLIST R5) besides the request
+(min_score, scope, modes, ranking version, generation): after the source
+Lesson changes, old cursors are refused.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.retrieval import legacy
+from gateway.retrieval.shaping import conformer
+from gateway.tools.base import ToolContext, ToolError
+from gateway.tools.read_common import (DEFAULT_LIMIT, Pager, fit_page, read_tool, repository, retrieval_state,
+                                       scope_filters)
+from gateway.wiki.repository import snapshot_edges
+
+__all__ = ["handle"]
+
+TOOL = "find_analogies"
+GENERATION = "legacy"
+
+
+@read_tool
+def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Run ``find_analogies`` (see module doc)."""
+    repo = repository(ctx)
+    source_id = arguments["id"]
+    limit = int(arguments.get("limit", DEFAULT_LIMIT))
+    min_score = float(arguments.get("min_score", 0.0))
+    scope = arguments.get("scope")
+    filters = scope_filters(arguments, ctx)
+    modes = retrieval_state(arguments, ctx)
+    source = repo.get_snapshot(source_id)
+    if source is None:
+        raise ToolError("not_found", f"No Lesson with id {source_id!r}; use search_lessons to find ids.")
+    pager = Pager(ctx, TOOL, {
+        "source_id": source_id, "source_revision_id": source.revision_id,
+        "source_projection_hash": legacy.projection_hash(source.page), "min_score": min_score, "scope": scope,
+        "filters": filters.canonical(), "effective_mode": modes["effective_mode"],
+        "ranking_version": legacy.ANALOGY_RANKING_VERSION, "generation": GENERATION,
+    })
+    offset = pager.offset(arguments.get("cursor"))
+    edges = repo.find_relation_edges(source_id, outgoing=False, incoming=True, limit=500)
+    stored = [e.target for e in snapshot_edges(source) if e.relation == "analogous_to"]
+    stored += [e.source for e in edges.incoming if e.relation == "analogous_to"]
+    ranked = legacy.analogies(repo, source, stored, filters, min_score)
+    fix = conformer(str(ctx.config.schema_dir), TOOL, "results", "[]")
+    window = [fix.fix({"id": r.snapshot.id, "title": r.snapshot.page.fields.get("title", ""), "score": r.score,
+                       "basis": r.basis, "shared_terms": list(r.shared_terms)})
+              for r in ranked.items[offset:offset + limit]]
+
+    def build(part) -> dict[str, Any]:
+        return {"source_id": source_id, "source_revision_id": source.revision_id,
+                "results": [i for i in part if i is not None],
+                "next_cursor": pager.next_offset(offset, len(part), len(ranked.items)),
+                **modes, "ranking_version": legacy.ANALOGY_RANKING_VERSION,
+                "partial": ranked.partial or edges.partial, "scanned": ranked.scanned + edges.scanned,
+                "scan_limit": ranked.scan_limit + edges.scan_limit, "scope": scope}
+
+    result, _ = fit_page(ctx.budget, window, build)
+    return result

@@ -1,0 +1,104 @@
+"""``audit_lessons`` handler (DESIGN.md §3; seeds "출력 제한").
+
+Input: ``expectations`` (1–50; each ``id`` plus optional ``revision_id``,
+``content_digest``, ``evidence_ids`` (≤ 8) and ``relations`` (≤ 8 ``{relation,
+to}`` stored on the Lesson)), ``limit`` (default and max 20), ``cursor``.
+
+Every call reads ALL target Lessons fresh (one batch of ≤ 50) and returns the
+outcomes of expectations ``[offset, offset+n)`` in request order:
+``ok`` | ``missing`` (no such page) | ``mismatch`` with ``failed`` listing
+each failed expectation and, for list expectations, the failing item's
+``index``. A page that exists but cannot be parsed is a ``mismatch`` on every
+given expectation. ``current_revision_id`` is the Lesson's latest revision.
+
+The cursor binds the expectation list and the revision ids of ALL targets as
+read for the first page: if any target changed between pages the cursor is
+refused (``invalid_cursor``) so an audit never mixes two states of the wiki.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from gateway.domain.digests import content_digest
+from gateway.domain.model import LessonSnapshot
+from gateway.domain.schema import load_schema
+from gateway.retrieval.cursors import invalid_cursor
+from gateway.tools.base import ToolContext
+from gateway.tools.read_common import Pager, fit_page, read_tool, repository
+
+__all__ = ["handle"]
+
+TOOL = "audit_lessons"
+DEFAULT_AUDIT_LIMIT = 20
+SCALARS = ("revision_id", "content_digest")
+LISTS = ("evidence_ids", "relations")
+
+
+def _failures(expect: dict[str, Any], snap: LessonSnapshot | None) -> list[dict[str, Any]]:
+    """Failed expectations of one target (every given expectation when ``snap`` is None)."""
+    failed: list[dict[str, Any]] = []
+    page = snap.page if snap else None
+    for key in SCALARS:
+        if key not in expect:
+            continue
+        actual = None if snap is None else (snap.revision_id if key == "revision_id" else content_digest(page))
+        if actual != expect[key]:
+            failed.append({"expectation": key, "index": None})
+    if "evidence_ids" in expect:
+        present = {e.get("id") for e in page.evidence} if page else set()
+        failed += [{"expectation": "evidence_ids", "index": i}
+                   for i, eid in enumerate(expect["evidence_ids"]) if eid not in present]
+    if "relations" in expect:
+        stored = {(r.get("relation"), r.get("to")) for r in page.relations} if page else set()
+        failed += [{"expectation": "relations", "index": i}
+                   for i, rel in enumerate(expect["relations"]) if (rel["relation"], rel["to"]) not in stored]
+    return failed
+
+
+def _state_digest(revisions: dict[str, int | None]) -> str:
+    body = json.dumps(sorted(revisions.items()), separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+@read_tool
+def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Run ``audit_lessons`` (see module doc)."""
+    repo = repository(ctx)
+    expectations = arguments["expectations"]
+    limit = int(arguments.get("limit", DEFAULT_AUDIT_LIMIT))
+    ids = list(dict.fromkeys(e["id"] for e in expectations))
+    snaps = repo.get_snapshots(ids)
+    unparsable = repo.exists([i for i in ids if i not in snaps]) if len(snaps) < len(ids) else set()
+    revisions = {i: (snaps[i].revision_id if i in snaps else None) for i in ids}
+    state = _state_digest({**revisions, **{i: -1 for i in unparsable}})
+
+    pager = Pager(ctx, TOOL, {"expectations": expectations, "schema": load_schema().meta["schema_version"]})
+    position = pager.position(arguments.get("cursor"), {"o": 0, "s": state})
+    offset = position.get("o") if isinstance(position, dict) else None
+    if not isinstance(offset, int) or offset < 0:
+        raise invalid_cursor("The cursor is malformed.")
+    if position.get("s") != state:
+        raise invalid_cursor("A Lesson in this audit changed since the first page was read.")
+
+    def outcome(index: int) -> dict[str, Any]:
+        expect = expectations[index]
+        snap = snaps.get(expect["id"])
+        if snap is None and expect["id"] not in unparsable:
+            return {"position": index, "id": expect["id"], "status": "missing", "current_revision_id": None,
+                    "failed": []}
+        failed = _failures(expect, snap)
+        return {"position": index, "id": expect["id"], "status": "mismatch" if failed else "ok",
+                "current_revision_id": snap.revision_id if snap else None, "failed": failed}
+
+    window = [outcome(i) for i in range(offset, min(offset + limit, len(expectations)))]
+
+    def build(part) -> dict[str, Any]:
+        nxt = offset + len(part)
+        return {"results": list(part),
+                "next_cursor": pager.cursor({"o": nxt, "s": state}) if nxt < len(expectations) else None,
+                "partial": False, "scanned": len(ids), "scan_limit": 50}
+
+    result, _ = fit_page(ctx.budget, window, build)
+    return result

@@ -1,0 +1,70 @@
+"""Record views shared by the read tools (citations, verification records, relations).
+
+Shapes follow the generated output schemas (``schema/tools/*.output.schema.json``):
+
+* citation (compact): ``id, citation, url?, kind, verification_basis, digest,
+  current_verdict``; full adds ``note, added_by, added_at`` (CHECKLIST R6).
+  ``digest`` is :func:`gateway.domain.digests.evidence_digest` — what
+  ``record_evidence_verification.expected_evidence_digest`` must equal (R2);
+  ``current_verdict`` is the latest verification's outcome, ``ambiguous`` for
+  equal/reversed timestamps, ``none`` without records (W2).
+* verification record: every schema field, ``claim_fields`` as a list.
+* relation: stored ``from``/``relation``/``to``/``note``/provenance plus
+  ``direction`` (seen from the requested Lesson) and ``symmetric``
+  (``analogous_to``: shown from both ends; the stored endpoints stay explicit).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.domain.digests import evidence_digest
+from gateway.domain.model import LessonPage
+from gateway.domain.repository import RelationEdge
+from gateway.domain.schema import Schema
+from gateway.domain.verdicts import AMBIGUOUS, claim_fields_of, current_verdicts
+
+__all__ = ["citation_item", "citation_items", "verification_item", "relation_item", "symmetric_relations",
+           "VERDICT_VALUES"]
+
+VERDICT_VALUES = frozenset({"supports", "contradicts", "inconclusive", "none", "ambiguous"})
+_COMPACT = ("id", "citation", "url", "kind", "verification_basis")
+_FULL_EXTRA = ("note", "added_by", "added_at")
+
+
+def citation_item(evidence: dict[str, str], verdict: str, detail: str = "compact",
+                  schema: Schema | None = None) -> dict[str, Any]:
+    """One citation view; ``detail`` is ``compact`` or ``full``; empty optional values are omitted."""
+    names = _COMPACT + (_FULL_EXTRA if detail == "full" else ())
+    item: dict[str, Any] = {n: evidence.get(n, "") for n in names if evidence.get(n, "") or n in ("id", "citation")}
+    item["digest"] = evidence_digest(evidence, schema)
+    item["current_verdict"] = verdict if verdict in VERDICT_VALUES else AMBIGUOUS
+    return item
+
+
+def citation_items(page: LessonPage, detail: str = "compact", schema: Schema | None = None) -> list[dict[str, Any]]:
+    """Citation views of every evidence on ``page`` in page order."""
+    verdicts = current_verdicts(page)
+    return [citation_item(e, verdicts[e.get("id", "")].verdict if e.get("id", "") in verdicts else "none",
+                          detail, schema) for e in page.evidence]
+
+
+def verification_item(record: dict[str, str]) -> dict[str, Any]:
+    """One verification record view (``claim_fields`` split into a list)."""
+    item: dict[str, Any] = dict(record)
+    item["claim_fields"] = claim_fields_of(record)
+    return item
+
+
+def symmetric_relations(schema: Schema) -> frozenset[str]:
+    """Relation types shown from both ends (schema ``enums.relation.symmetric``)."""
+    return frozenset(schema.enum("relation").extra.get("symmetric", ()))
+
+
+def relation_item(edge: RelationEdge, direction: str, symmetric: frozenset[str]) -> dict[str, Any]:
+    """One relation view; ``direction`` is ``outgoing`` or ``incoming`` seen from the requested Lesson."""
+    item: dict[str, Any] = {"from": edge.source, "relation": edge.relation, "to": edge.target,
+                            "created_by": edge.created_by, "created_at": edge.created_at,
+                            "direction": direction, "symmetric": edge.relation in symmetric}
+    if edge.note:
+        item["note"] = edge.note
+    return item

@@ -1,0 +1,162 @@
+"""``search_lessons`` handler (issue 3; DESIGN.md §3–§4; seeds "출력 제한", "검색 구현").
+
+Input (validated by ``schema/tools/search_lessons.input.schema.json``):
+``query`` (empty → newest-first listing without calling search), ``filters``,
+``fields``, ``limit`` (default 5, max 20), ``cursor``, ``min_score``,
+``retrieval_mode``, ``scope``.
+
+Output: ``results`` (best first), ``next_cursor``, ``requested_mode`` /
+``effective_mode`` / ``ranking_version`` / ``semantic_status``, ``partial`` /
+``scanned`` / ``scan_limit``, ``scope``, and ``truncated`` when a field was
+shortened. Default result view: ``id, score, basis, title``, a one-line
+``reusable_lesson``, ``record_origin``, ``confidence`` and a short
+``citation`` (first evidence); ``fields`` replaces the view (``id``,
+``score`` and ``basis`` always come). Legacy scoring and ``min_score``:
+:mod:`gateway.retrieval.legacy`.
+
+Pagination: the cursor binds a fingerprint of (query, effective filters,
+fields, min_score, modes, ranking version, generation, scope); positions are
+offsets into the freshly recomputed ranking (search) or the repository's
+recency walk (listing). Pages shrink to the byte cap and the cursor advances
+only past what was returned.
+
+Errors: ``invalid_cursor``, ``unknown_scope``, ``invalid_argument``, plus the
+repository mappings of :mod:`gateway.tools.read_common`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.domain.model import LessonSnapshot
+from gateway.domain.schema import load_schema
+from gateway.retrieval import legacy
+from gateway.retrieval.cursors import invalid_cursor
+from gateway.retrieval.filters import SearchFilters
+from gateway.retrieval.shaping import conformer, one_line, truncate_text
+from gateway.tools.base import ToolContext
+from gateway.tools.read_common import (DEFAULT_LIMIT, Pager, fit_page, read_tool, repository, retrieval_state,
+                                       scope_filters)
+from gateway.tools.read_items import citation_items
+
+__all__ = ["handle", "DEFAULT_VIEW"]
+
+TOOL = "search_lessons"
+#: Legacy has no semantic index; its "generation" is the ranking recipe itself.
+GENERATION = "legacy"
+#: Fields of the default compact view (besides id, score and basis).
+DEFAULT_VIEW = ("title", "reusable_lesson", "record_origin", "confidence", "citation")
+ONE_LINE_CHARS = 240
+SHORT_CITATION_CHARS = 160
+CITATIONS_IN_HIT = 5
+
+
+def _hit(ranked: legacy.Ranked, fields: tuple[str, ...] | None, cap: int | None) -> tuple[dict[str, Any], set[str]]:
+    """The result object of one hit and the names of fields it shortened (``cap``: per-field char cap)."""
+    snap: LessonSnapshot = ranked.snapshot
+    page = snap.page
+    cut: set[str] = set()
+    item: dict[str, Any] = {"id": snap.id, "score": min(1.0, max(0.0, ranked.score)), "basis": ranked.basis}
+
+    def text(name: str, value: str, limit: int | None) -> str:
+        if limit is not None:
+            value, was_cut = truncate_text(value, limit)
+            if was_cut:
+                cut.add(name)
+        return value
+
+    if fields is None:
+        item["title"] = text("title", page.fields.get("title", ""), cap)
+        summary, was_cut = one_line(page.fields.get("reusable_lesson", ""), ONE_LINE_CHARS)
+        if was_cut:
+            cut.add("reusable_lesson")
+        item["reusable_lesson"] = text("reusable_lesson", summary, cap)
+        item["record_origin"] = page.fields.get("record_origin", "")
+        item["confidence"] = page.fields.get("confidence", "")
+        if page.evidence:
+            short, was_cut = one_line(page.evidence[0].get("citation", ""), SHORT_CITATION_CHARS)
+            if was_cut:
+                cut.add("citation")
+            item["citation"] = text("citation", short, cap)
+    else:
+        for name in fields:
+            if name == "id":
+                continue
+            if name == "revision_id":
+                item["revision_id"] = snap.revision_id
+            elif name == "citations":
+                item["citations"] = citation_items(page)[:CITATIONS_IN_HIT]
+            else:
+                item[name] = text(name, page.fields.get(name, ""), cap)
+    return item, cut
+
+
+class _Hits:
+    """Projects hits once per cap and tracks truncation for the returned prefix."""
+
+    def __init__(self, ctx: ToolContext, fields: tuple[str, ...] | None):
+        self.fields = fields
+        self.conform = conformer(str(ctx.config.schema_dir), TOOL, "results", "[]")
+        self.cite_conform = conformer(str(ctx.config.schema_dir), TOOL, "results", "[]", "citations", "[]")
+
+    def view(self, ranked: legacy.Ranked, cap: int | None = None) -> tuple[dict[str, Any], frozenset[str]]:
+        item, cut = _hit(ranked, self.fields, cap)
+        if "citations" in item:
+            item["citations"] = [c for c in (self.cite_conform.fix(c, truncated=cut) for c in item["citations"]) if c]
+        fixed = self.conform.fix(item, truncated=cut)
+        return (fixed if fixed is not None else {"id": item["id"], "score": item["score"], "basis": item["basis"]},
+                frozenset(cut))
+
+
+@read_tool
+def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Run ``search_lessons`` (see module doc)."""
+    repo = repository(ctx)
+    query = arguments.get("query", "") or ""
+    limit = int(arguments.get("limit", DEFAULT_LIMIT))
+    fields = tuple(arguments["fields"]) if arguments.get("fields") else None
+    scope = arguments.get("scope")
+    filters = SearchFilters.from_mapping(arguments.get("filters")).intersect(scope_filters(arguments, ctx))
+    min_score = float(arguments.get("min_score", 0.0))
+    modes = retrieval_state(arguments, ctx)
+    listing = not query.strip()
+    pager = Pager(ctx, TOOL, {
+        "query": query, "filters": filters.canonical(), "fields": list(fields) if fields else None,
+        "min_score": min_score, "effective_mode": modes["effective_mode"], "ranking_version": legacy.RANKING_VERSION,
+        "generation": GENERATION, "scope": scope, "listing": listing, "schema": load_schema().meta["schema_version"],
+    })
+    hits = _Hits(ctx, fields)
+
+    if listing:
+        position = pager.position(arguments.get("cursor"), {"rc": None})
+        resume = position.get("rc") if isinstance(position, dict) else ""
+        if resume is not None and not isinstance(resume, str):
+            raise invalid_cursor("The cursor is malformed.")
+        ranked = legacy.listing(repo, filters, resume, limit + 1)
+        window = list(ranked.items[:limit])
+
+        def next_cursor(n: int) -> str | None:
+            if n < len(ranked.items):
+                return pager.cursor({"rc": ranked.items[n].resume})
+            return pager.cursor({"rc": ranked.next_resume}) if ranked.next_resume else None
+    else:
+        offset = pager.offset(arguments.get("cursor"))
+        ranked = legacy.search(repo, query, filters, min_score)
+        window = list(ranked.items[offset:offset + limit])
+
+        def next_cursor(n: int) -> str | None:
+            return pager.next_offset(offset, n, len(ranked.items))
+
+    base = {**modes, "ranking_version": legacy.RANKING_VERSION, "partial": ranked.partial,
+            "scanned": ranked.scanned, "scan_limit": ranked.scan_limit, "scope": scope}
+    views = [hits.view(r) for r in window]
+
+    def build(part) -> dict[str, Any]:
+        out = {"results": [v for v, _ in part], "next_cursor": next_cursor(len(part)), **base}
+        cut = sorted(set().union(*(c for _, c in part))) if part else []
+        if cut:
+            out["truncated"] = cut
+        return out
+
+    # fit_page only ever shortens the first item of the page
+    result, _ = fit_page(ctx.budget, views, build, lambda _view, cap: hits.view(window[0], cap))
+    return result
