@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "sync.devwiki",
     "sync.push",
     "sync.serve",
+    "sync.evaluate",
 )
 
 
