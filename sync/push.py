@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
+from sync import wikisite
 from sync.pageset import DesiredPage, build_page_set
 from sync.wikisite import (
     EXTENSION_NAMESPACES,
-    ConnectionSettings,
     MissingRightsError,
     RemotePage,
     SyncError,
@@ -176,13 +176,14 @@ def _line(out: TextIO, status: str, plan: PagePlan, note: str = "") -> None:
 
 
 def push(wiki: WikiSite, plans: list[PagePlan], *, dry_run: bool = False,
-         out: TextIO = sys.stdout) -> PushReport:
+         out: TextIO | None = None) -> PushReport:
     """Apply ``plans``: edit every created/updated page, print one line per page.
 
     Raises:
         MissingRightsError: the account lacks a needed right (checked before any edit).
         EditFailedError: the wiki refused an edit (earlier edits stay).
     """
+    out = out or sys.stdout
     if not dry_run:
         check_rights(wiki, plans)
     counts = dict.fromkeys((CREATE, UPDATE, UNCHANGED, SKIP), 0)
@@ -243,17 +244,16 @@ class Session:
     plans: list[PagePlan]
 
 
-def open_session(args: argparse.Namespace, err: TextIO,
-                 connector: Callable[[ConnectionSettings], WikiSite] = connect) -> Session:
+def open_session(args: argparse.Namespace, err: TextIO) -> Session:
     """Resolve settings, connect, describe the wiki on ``err``, build and plan the page set.
 
     Raises:
         SyncError: settings, connection, sources or reads failed.
     """
-    settings = resolve_settings(args.api_url)
+    settings = resolve_settings(args.api_url, env_file=wikisite.DEV_ENV_FILE)
     if settings.from_env_file:
         err.write(f"sync: {', '.join(settings.from_env_file)} not set; using the values in {settings.env_file}\n")
-    wiki = connector(settings)
+    wiki = connect(settings)
     info = wiki.info
     err.write(f"sync: {settings.api_url} as {settings.username}: {info.describe()}\n")
     absent = [f"{ext} is not installed: no {ns}: pages"
@@ -272,7 +272,7 @@ def _skips(plans: list[PagePlan], err: TextIO) -> None:
             err.write(f"sync: not pushed: {plan.page.title} — {plan.reason}\n")
 
 
-def cmd_push(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``sync push``: returns 0 when every page is saved or unchanged."""
     session = open_session(args, err)
     out.write(("dry run — " if args.dry_run else "") + f"{len(session.plans)} page(s):\n")
@@ -284,7 +284,7 @@ def cmd_push(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = s
     return 0
 
 
-def cmd_diff(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def cmd_diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``sync diff``: unified diffs of differing pages on ``out``; always 0 unless sync fails."""
     session = open_session(args, err)
     _skips(session.plans, err)
@@ -292,7 +292,7 @@ def cmd_diff(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = s
     return 0
 
 
-def cmd_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``sync check``: 1 and the drifting titles when the wiki differs from the repository, else 0."""
     session = open_session(args, err)
     _skips(session.plans, err)
@@ -309,10 +309,11 @@ def cmd_check(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
     return 1
 
 
-def _handler(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+def _handler(command: Callable[[argparse.Namespace, TextIO, TextIO], int]) -> Callable[[argparse.Namespace], int]:
+    """Wrap a command: streams looked up at call time, SyncError → message + exit code (no traceback)."""
     def run(args: argparse.Namespace) -> int:
         try:
-            return command(args)
+            return command(args, sys.stdout, sys.stderr)
         except SyncError as exc:
             sys.stdout.flush()
             sys.stderr.write(f"sync: error: {exc}\n")

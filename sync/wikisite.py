@@ -33,7 +33,7 @@ import unicodedata
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 import mwclient
 import mwclient.errors
@@ -585,10 +585,10 @@ def connect(settings: ConnectionSettings, *, timeout: float = 30.0) -> WikiSite:
             reason = exc.args[1].get("reason") or exc.args[1].get("result") or ""
         raise SyncConfigError(f"the wiki refused the login of {settings.username!r}"
                               + (f": {reason}" if reason else "")) from None
-    data = site.get("query", meta="siteinfo", siprop="general|namespaces|namespacealiases|extensions",
-                    formatversion=2)
+    try:
+        data = site.get("query", meta="siteinfo", siprop="general|namespaces|namespacealiases|extensions",
+                        formatversion=2)
+    except (requests.exceptions.RequestException, mwclient.errors.MwClientError) as exc:
+        raise SyncConfigError(f"cannot read the siteinfo of {settings.api_url}: {exc}") from None
     return WikiSite(site, SiteInfo.from_query(data["query"]), settings.username, settings.api_url)
 
-
-#: Factory type used by the CLI (tests may swap it).
-Connector = Callable[[ConnectionSettings], WikiSite]
