@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "sync.push",
     "sync.serve",
     "sync.evaluate",
+    "sync.importer",
 )
 
 
