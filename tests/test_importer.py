@@ -13,9 +13,7 @@ from hooks_spec.checker import check_revision
 from sync.importer import Importer, build_new_page
 from sync.importers.cloud_incidents import NOT_RECORDED, map_row, read_records
 
-CSV = Path(__file__).resolve().parents[2] / "shared" / "data" / "cloud-incidents" / "cloud_incidents.csv"
-if not CSV.exists():  # the project sits beside ../shared
-    CSV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cloud-incidents" / "cloud_incidents.csv"
+CSV = Path(__file__).resolve().parents[1] / "data" / "cloud-incidents" / "cloud_incidents.csv"
 
 
 @pytest.fixture(scope="module")
