@@ -6,7 +6,8 @@ including the parts tests rely on:
 * revisions get increasing ids across all pages; the page's latest revision
   is what reads return; timestamps come from an injectable clock;
 * ``save_page`` raises PageExists / PageMissing / EditConflict (with the
-  current revision id) exactly like the MediaWiki implementation and reports
+  current revision id) exactly like the MediaWiki implementation, trims
+  trailing whitespace like MediaWiki's pre-save transform and reports
   ``nochange`` for identical text;
 * ``search_full_text`` understands the subset of MediaWiki search syntax the
   gateway sends: whitespace-separated terms, all required (AND, like
@@ -195,6 +196,7 @@ class InMemoryRepository(LessonRepository):
     # ------------------------------------------------------------ write
     def save_page(self, lesson_id: str, wikitext: str, summary: str, *,
                   base_revision_id: int | None) -> SaveResult:
+        wikitext = wikitext.rstrip(" \t\n\r\0\x0b")  # MediaWiki's pre-save transform trims the end
         with self._lock:
             revs = self._pages.get(lesson_id)
             if base_revision_id is None:
