@@ -16,6 +16,10 @@ Equality is judged on what MediaWiki *stores*: our text is normalised the way
 the save path does (NFC, LF line ends, trailing whitespace stripped — see
 :func:`sync.wikisite.normalize_text`) before comparing.
 
+The home page and the site script carry ``S3RM_MCP_PUBLIC_URL`` (see
+:mod:`sync.pageset`): run push, diff and check with the same value, or they
+report those two pages as changed.
+
 Capabilities: the wiki's siteinfo decides the variant (Semantic MediaWiki,
 Page Forms). Pages in a namespace the wiki does not have (``Property:``
 without SMW, ``Form:`` without Page Forms) are never sent — they would land

@@ -17,8 +17,10 @@ import io
 from pathlib import Path
 
 import pytest
+from lesson_samples import evidence, lesson, relation, verification
 
 from gateway.domain.schema import load_schema
+from gateway.wiki.codec import serialize_page
 from sync import cli, pageset, push, wikisite
 from sync.wikisite import ConnectionSettings, SiteInfo, TitleKey
 
@@ -317,3 +319,20 @@ def test_bad_settings_are_clear_errors(sync_env, monkeypatch, capsys) -> None:
     monkeypatch.setenv("S3RM_SYNC_PASSWORD", "x")
     code, out, err = run_cli(capsys, "diff", "--api-url", "http://127.0.0.1:9/api.php")
     assert code == 2 and "cannot reach the wiki" in err
+
+
+def test_pushed_pages_render_cleanly(first_push, dev_wiki) -> None:
+    """Every pushed wikitext page — and a Lesson using every record template — parses
+    without error output and shows no raw ``{{#…}}`` parser-function text."""
+    site = dev_wiki.site("agent")
+    sample = lesson("sync-render-check", evidence_items=[evidence("e1")],
+                    verifications=[verification("v1", "e1")], relations=[relation("sync-render-check", "supports", "x")])
+    site.post("edit", title="Lesson:sync-render-check", text=serialize_page(sample), summary="render check",
+              token=site.get_token("csrf"), formatversion=2)
+    titles = [p.title for p in first_push["pages"] if p.kind not in ("site-script", "site-style", "interface")]
+    for title in titles + ["Lesson:sync-render-check"]:
+        parsed = site.post("parse", page=title, prop="text|parsewarnings", disablelimitreport=1,
+                           formatversion=2)["parse"]
+        assert 'class="error' not in parsed["text"], title
+        assert "{{#" not in parsed["text"], title
+        assert not parsed.get("parsewarnings"), (title, parsed["parsewarnings"])
