@@ -46,15 +46,15 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from gateway.admission import semantic_permit
 from gateway.domain.model import LessonPage, LessonSnapshot
-from gateway.domain.repository import FullTextResult
 from gateway.domain.schema import load_schema
-from gateway.retrieval import lexical
+from gateway.retrieval import legacy, lexical
 from gateway.retrieval.duplicates import DuplicateChecker
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, build_provider
 from gateway.retrieval.filters import SearchFilters
@@ -85,8 +85,9 @@ __all__ = [
     "HybridList",
     "SemanticFallback",
     "RetrievalService",
-    "LexicalCandidate",
     "semantic_continuation_error",
+    "ModeChoice",
+    "choose_mode",
 ]
 
 log = logging.getLogger("s3rm.hybrid")
@@ -158,18 +159,6 @@ class HybridList:
     source_projection_hash: str | None = None
 
 
-@dataclass(frozen=True)
-class LexicalCandidate:
-    """A legacy lexical analogy candidate: id, Jaccard score, shared terms (in legacy order)."""
-
-    lesson_id: str
-    score: float
-    shared_terms: tuple[str, ...] = ()
-
-
-FullText = Callable[[str, int], FullTextResult]
-
-
 class RetrievalService:
     """The process-wide hybrid retrieval service (``ToolContext.retrieval``).
 
@@ -199,6 +188,17 @@ class RetrievalService:
         self._text_fields = tuple(f.name for f in load_schema().lesson.fields if f.type in ("text", "longtext"))
 
     # ------------------------------------------------------------ lifecycle
+    @classmethod
+    def from_env(cls, repository: Any, *, metrics: Any = None, environ: Mapping[str, str] | None = None
+                 ) -> "RetrievalService":
+        """Build the service from ``S3RM_EMBEDDING_*`` / ``S3RM_SEMANTIC_*`` (raises RetrievalConfigError)."""
+        return cls(RetrievalSettings.from_env(environ), repository, metrics=metrics)
+
+    def gate_stats(self) -> dict[str, Any]:
+        """Counts of the provider's shared admission gate (``in_use``, ``slots``, ``waiting``, ``queue_limit``)."""
+        gate = getattr(self.provider, "gate", None)
+        return gate.stats() if gate is not None else {"in_use": 0, "slots": 1, "waiting": 0, "queue_limit": 1}
+
     @property
     def enabled(self) -> bool:
         """True when an embedding provider is configured."""
@@ -268,12 +268,12 @@ class RetrievalService:
 
     # ------------------------------------------------------- search_lessons
     def search_lessons(self, repository: Any, *, query: str, filters: SearchFilters | None = None,
-                       min_score: float | None = None, continuation: bool = False,
-                       full_text: FullText | None = None) -> HybridList:
+                       min_score: float | None = None, continuation: bool = False) -> HybridList:
         """The bounded hybrid result list of ``search_lessons`` (module docstring steps 1–7).
 
-        ``full_text(query, limit)`` defaults to MediaWiki search with the
-        legacy query rewriting (:func:`gateway.retrieval.lexical.query_terms`).
+        The full-text channel IS the legacy ranking (:func:`gateway.retrieval.legacy.search`:
+        Korean stem prefixes, title weighted, fresh snapshots, filters), so exact
+        identifiers and error strings keep their legacy rank as one channel.
         Raises SemanticFallback (first page) or ToolError
         ``semantic_unavailable`` (continuation).
         """
@@ -292,13 +292,16 @@ class RetrievalService:
         partial = False
         try:
             t0 = time.monotonic()
-            ft = (full_text or self._default_full_text(repository))(q, cfg.channel_caps["full_text"])
+            ft = legacy.search(repository, query, filters, 0.0)
             self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="full_text")
         except BaseException:
             pending.cancel()
             raise
-        channel_hits["full_text"] = [(hit.id, RankContribution("full_text", hit.rank + 1)) for hit in ft.hits]
-        partial |= ft.partial or len(ft.hits) >= cfg.channel_caps["full_text"]
+        cap = cfg.channel_caps["full_text"]
+        channel_hits["full_text"] = [(r.snapshot.id, RankContribution("full_text", n, r.score))
+                                     for n, r in enumerate(ft.items[:cap], 1)]
+        partial |= ft.partial or len(ft.items) > cap
+        prefetched = {r.snapshot.id: r.snapshot for r in ft.items[:cap]}
         try:
             vectors = pending.result()
         except EmbeddingError as exc:
@@ -314,22 +317,21 @@ class RetrievalService:
             partial |= len(hits) >= cap
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
         return self._finish(repository, snap, channel_hits, operation="search_lessons", channels=SEARCH_CHANNELS,
-                            filters=filters, min_score=min_score, partial=partial, query=q)
+                            filters=filters, min_score=min_score, partial=partial, query=q, prefetched=prefetched)
 
     # ------------------------------------------------------- find_analogies
-    def find_analogies(self, repository: Any, *, source: LessonSnapshot, relation_ids: Sequence[str],
-                       lexical_candidates: Sequence[LexicalCandidate], filters: SearchFilters | None = None,
-                       min_score: float | None = None, continuation: bool = False,
-                       shared_terms_of: Callable[[LessonSnapshot], Sequence[str]] | None = None) -> HybridList:
+    def find_analogies(self, repository: Any, *, source: LessonSnapshot, stored_ids: Sequence[str],
+                       filters: SearchFilters | None = None, min_score: float | None = None,
+                       continuation: bool = False) -> HybridList:
         """The bounded hybrid list of ``find_analogies`` for a fresh ``source`` snapshot.
 
-        Channels: stored ``analogous_to`` relations (``relation_ids`` in legacy
-        order), the source's situation vs situation and mechanism vs mechanism
-        (cross-problem) similarity, and the legacy lexical candidates. The
-        source's vectors come from the index when its retrieval_hash is
-        current, else its two facets are embedded once (no retries).
-        ``shared_terms_of(candidate)`` supplies lexical evidence for
-        non-lexical results (default: none).
+        Channels: stored ``analogous_to`` partners (``stored_ids``) and lexical
+        Jaccard candidates, both exactly as legacy ranks them
+        (:func:`gateway.retrieval.legacy.analogies`), plus the source's
+        situation vs situation and mechanism vs mechanism (cross-problem)
+        similarity. The source's vectors come from the index when its
+        retrieval_hash is current, else its two facets are embedded once (no
+        retries). Every result keeps its ``shared_terms`` (lexical evidence).
         """
         filters = filters or SearchFilters()
         snap = self._usable_snapshot(continuation)
@@ -341,46 +343,42 @@ class RetrievalService:
         except EmbeddingError as exc:
             self._fallback(exc.code, self._status_after_failure(), continuation)
         self._observe("hybrid_stage_seconds", time.monotonic() - started, stage="embedding")
+        lg = legacy.analogies(repository, source, stored_ids, filters, 0.0)
         channel_hits: dict[str, list[tuple[str, RankContribution]]] = {}
-        partial = False
-        relation_cap = cfg.channel_caps["relation"]
-        rel = [i for i in dict.fromkeys(relation_ids) if i != source.id]
-        channel_hits["relation"] = [(i, RankContribution("relation", n, 1.0))
-                                    for n, i in enumerate(rel[:relation_cap], 1)]
-        partial |= len(rel) > relation_cap
-        lex_cap = cfg.channel_caps["lexical"]
-        lex = [c for c in lexical_candidates if c.lesson_id != source.id]
-        channel_hits["lexical"] = [(c.lesson_id, RankContribution("lexical", n, c.score))
-                                   for n, c in enumerate(lex[:lex_cap], 1)]
-        partial |= len(lex) > lex_cap
-        lexical_terms = {c.lesson_id: tuple(c.shared_terms) for c in lex[:lex_cap]}
+        partial = lg.partial
+        for channel, basis in (("relation", "stored_relation"), ("lexical", "lexical")):
+            items = [r for r in lg.items if r.basis == basis]
+            cap = cfg.channel_caps[channel]
+            channel_hits[channel] = [(r.snapshot.id, RankContribution(channel, n, r.score))
+                                     for n, r in enumerate(items[:cap], 1)]
+            partial |= len(items) > cap
+        prefetched = {r.snapshot.id: r.snapshot for r in lg.items}
+        terms = {r.snapshot.id: tuple(r.shared_terms) for r in lg.items}
         t0 = time.monotonic()
         allowed = snap.allowed_rows(_mask(filters))
         for facet in ("situation", "mechanism"):
             channel = f"source:{facet}"
             vec = source_vectors.get(facet)
-            if vec is None:
-                channel_hits[channel] = []
-                continue
-            cap = cfg.channel_caps[channel]
-            hits = snap.search(facet, vec, cap, allowed=allowed, exclude=(source.id,),
-                               min_score=self.calibration.semantic_floor)
+            hits = [] if vec is None else snap.search(facet, vec, cfg.channel_caps[channel], allowed=allowed,
+                                                      exclude=(source.id,), min_score=self.calibration.semantic_floor)
             channel_hits[channel] = self._semantic_votes(snap, channel, hits)
-            partial |= len(hits) >= cap
+            partial |= len(hits) >= cfg.channel_caps[channel]
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
         out = self._finish(repository, snap, channel_hits, operation="find_analogies", channels=ANALOGY_CHANNELS,
-                           filters=filters, min_score=min_score, partial=partial, query=None,
-                           exclude=source.id)
-        results = tuple(
-            HybridResult(r.snapshot, r.score, r.basis, r.channels,
-                         lexical_terms.get(r.snapshot.id)
-                         or (tuple(shared_terms_of(r.snapshot)) if shared_terms_of else ()))
-            for r in out.results
-        )
-        return HybridList(results=results, effective_mode=out.effective_mode, ranking_version=out.ranking_version,
-                          semantic_status=out.semantic_status, generation=out.generation, partial=out.partial,
-                          scanned=out.scanned, scan_limit=out.scan_limit, source_revision_id=source.revision_id,
-                          source_projection_hash=doc.retrieval_hash)
+                           filters=filters, min_score=min_score, partial=partial, query=None, exclude=source.id,
+                           prefetched=prefetched)
+        source_features = lexical.features(legacy.analogy_projection(source.page))
+
+        def shared(snapshot: LessonSnapshot) -> tuple[str, ...]:
+            if snapshot.id in terms:
+                return terms[snapshot.id]
+            other = lexical.features(legacy.analogy_projection(snapshot.page))
+            return tuple(lexical.shared_terms(source_features, other))
+
+        results = tuple(HybridResult(r.snapshot, r.score, r.basis, r.channels, shared(r.snapshot))
+                        for r in out.results)
+        return replace(out, results=results, source_revision_id=source.revision_id,
+                       source_projection_hash=doc.retrieval_hash)
 
     def _source_vectors(self, snap: IndexSnapshot, doc: ProjectionDocument) -> dict[str, np.ndarray]:
         """Situation and mechanism vectors of the source: from the index when current, else embedded."""
@@ -414,7 +412,8 @@ class RetrievalService:
     def _finish(self, repository: Any, snap: IndexSnapshot,
                 channel_hits: Mapping[str, list[tuple[str, RankContribution]]], *,
                 operation: str, channels: Sequence[str], filters: SearchFilters, min_score: float | None,
-                partial: bool, query: str | None, exclude: str | None = None) -> HybridList:
+                partial: bool, query: str | None, exclude: str | None = None,
+                prefetched: Mapping[str, LessonSnapshot] | None = None) -> HybridList:
         """Preliminary fusion, scan cap, canonical revalidation, final fusion (steps 5–7)."""
         cfg = self.ranking
         votes: dict[str, list[RankContribution]] = {}
@@ -426,7 +425,11 @@ class RetrievalService:
         examined = order[: cfg.scan_limit]
         partial |= len(order) > cfg.scan_limit
         t0 = time.monotonic()
-        fresh = repository.get_snapshots(examined)
+        known = dict(prefetched or {})
+        fresh = {i: known[i] for i in examined if i in known}
+        unread = [i for i in examined if i not in known]
+        if unread:
+            fresh.update(repository.get_snapshots(unread))
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="wiki_reads")
         t0 = time.monotonic()
         missing = [i for i in examined if i not in fresh]
@@ -483,14 +486,6 @@ class RetrievalService:
                           semantic_status=status, generation=self.generation, partial=partial,
                           scanned=len(examined), scan_limit=cfg.scan_limit)
 
-    def _default_full_text(self, repository: Any) -> FullText:
-        def run(query: str, limit: int) -> FullTextResult:
-            terms = lexical.query_terms(query)
-            if not terms:
-                return FullTextResult(hits=(), scanned=0, scan_limit=limit)
-            return repository.search_full_text(lexical.mediawiki_query(terms), limit)
-        return run
-
     # -------------------------------------------------------------- metrics
     def _count(self, name: str, amount: int = 1, **labels: str) -> None:
         if self.metrics is not None and amount:
@@ -517,3 +512,60 @@ def _mask(filters: SearchFilters) -> FilterMask | None:
         updated_after=epoch_seconds(filters.updated_after) if filters.updated_after else None,
         updated_before=epoch_seconds(filters.updated_before) if filters.updated_before else None,
     )
+
+
+# ------------------------------------------------------------- tool glue
+@dataclass(frozen=True)
+class ModeChoice:
+    """What a read tool serves for one page.
+
+    ``mode``: effective mode; ``semantic_status``: value to report; ``pager``:
+    the cursor pager whose fingerprint binds that mode, its ranking version and
+    generation; ``offset``: position decoded from the cursor; ``hybrid``: the
+    hybrid list (None: serve legacy with ``pager``).
+    """
+
+    mode: str
+    semantic_status: str
+    pager: Any
+    offset: int
+    hybrid: HybridList | None
+
+
+PagerFor = Callable[[str, str, str], Any]
+
+
+def choose_mode(service: "RetrievalService", cursor: str | None, pager_for: PagerFor,
+                legacy_ranking_version: str, run: Callable[[bool], HybridList]) -> ModeChoice:
+    """Decide hybrid vs legacy for one page of a tool that was asked for ``hybrid_v1``.
+
+    ``pager_for(mode, ranking_version, generation)`` builds the tool's pager;
+    ``run(continuation)`` produces the hybrid list. Rules (seeds "장애 동작",
+    "페이지 나누기와 cursor"; CHECKLIST P1):
+
+    * no cursor: try hybrid; on :class:`SemanticFallback` serve legacy (first
+      page only) and report the fallback's semantic status;
+    * a cursor issued by a hybrid page (same generation and ranking version):
+      hybrid again — a semantic failure is a retryable ``semantic_unavailable``
+      error, never a silent switch to legacy order;
+    * a cursor issued by a legacy fallback page: legacy continues;
+    * any other cursor (e.g. another generation): ``invalid_cursor`` (restart).
+    """
+    hybrid_pager = pager_for(HYBRID_MODE, service.ranking.version, service.generation)
+    legacy_pager = pager_for(LEGACY_MODE, legacy_ranking_version, "legacy")
+    offset = 0
+    if cursor is not None:
+        try:
+            offset = hybrid_pager.offset(cursor)
+        except ToolError:
+            offset = legacy_pager.offset(cursor)  # raises invalid_cursor when neither fingerprint fits
+            return ModeChoice(LEGACY_MODE, service.semantic_status(), legacy_pager, offset, None)
+    continuing = cursor is not None
+    with semantic_permit(continuing=continuing) as admitted:  # the semantic admission class (P1)
+        if not admitted:
+            return ModeChoice(LEGACY_MODE, service.semantic_status(), legacy_pager, 0, None)
+        try:
+            result = run(continuing)
+        except SemanticFallback as fallback:
+            return ModeChoice(LEGACY_MODE, fallback.semantic_status, legacy_pager, 0, None)
+    return ModeChoice(HYBRID_MODE, result.semantic_status, hybrid_pager, offset, result)
