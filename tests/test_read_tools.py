@@ -302,3 +302,151 @@ def test_wiki_failures_become_retryable_tool_errors():
 def test_malformed_page_is_a_clear_error(repo):
     repo.put_page("bad", "not a lesson page")
     assert Harness(repo).error("get_lesson", id="bad")["code"] == "malformed_lesson"
+
+
+# ====================================================================== real wiki, HTTP, official SDK
+import json  # noqa: E402
+import socket  # noqa: E402
+import threading  # noqa: E402
+
+import anyio  # noqa: E402
+import httpx  # noqa: E402
+from mcp import ClientSession  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from werkzeug.serving import make_server  # noqa: E402
+
+from gateway.app import create_app  # noqa: E402
+from gateway.config import GatewayConfig  # noqa: E402
+from gateway.tools.base import compact_json  # noqa: E402
+from gateway.wiki.repository import repository_factory  # noqa: E402
+from lesson_samples import agent_client, ensure_relation_template, write_pages  # noqa: E402
+
+WALK_TOKEN = "pagewalkwiki"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def wiki_data(dev_wiki):
+    """Lessons on the real wiki: 60 for the walk, Korean particle, title weighting, a 200 KB one, relations."""
+    client = agent_client(dev_wiki)
+    ensure_relation_template(client)
+    pages = {f"rt-walk-{i:02d}": lesson(f"rt-walk-{i:02d}", title=f"Walk {i}", observation=f"{WALK_TOKEN} item")
+             for i in range(60)}
+    pages["rt-particle"] = lesson("rt-particle", title="GPU 할당 실패", observation="메모리 단편화로 할당이 실패했다")
+    pages["rt-title"] = lesson("rt-title", title="Quokkaweighted findings")
+    for i in range(3):
+        pages[f"rt-body-{i}"] = lesson(f"rt-body-{i}", observation="quokkaweighted " * 5)
+    pages["rt-huge"] = lesson("rt-huge", title="huge rtbig", observation=BIG,
+                              evidence_items=[evidence("e1", note=BIG)],
+                              relations=[relation("rt-huge", "analogous_to", "rt-particle")])
+    pages["rt-source"] = lesson("rt-source", title="rtbig neighbour",
+                                relations=[relation("rt-source", "supports", "rt-huge")])
+    write_pages(client, pages)
+    return pages
+
+
+@pytest.fixture(scope="module")
+def gateway_url(dev_wiki, wiki_data):
+    """The Flask app with the MediaWiki repository, served over real HTTP (werkzeug, threaded)."""
+    port = _free_port()
+    env = {**dev_wiki.env(), "S3RM_MCP_PUBLIC_URL": f"http://127.0.0.1:{port}/mcp",
+           "S3RM_CURSOR_SECRET": "integration-cursor-secret-0123456789"}
+    app = create_app(GatewayConfig.from_env(env), repository_factory=repository_factory)
+    server = make_server("127.0.0.1", port, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{port}/mcp"
+    server.shutdown()
+
+
+def _session(url: str, body):
+    async def run():
+        async with httpx.AsyncClient(timeout=60) as http:
+            async with streamable_http_client(url, http_client=http) as (read, write, _):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    return await body(session)
+    return anyio.run(run)
+
+
+async def _ok(session, tool: str, **args) -> dict:
+    result = await session.call_tool(tool, args)   # the SDK validates structuredContent against outputSchema
+    assert not result.isError, result.content[0].text
+    assert len(compact_json(result.structuredContent).encode()) < 32768
+    return result.structuredContent
+
+
+async def _err(session, tool: str, **args) -> dict:
+    result = await session.call_tool(tool, args)
+    assert result.isError and result.structuredContent is None
+    return json.loads(result.content[0].text)["error"]
+
+
+def test_wiki_pagination_walk_and_cursor_refusals(gateway_url):
+    async def body(session):
+        seen, cursor, pages, first_cursor = [], None, 0, None
+        while True:
+            args = {"query": WALK_TOKEN, "limit": 7, **({"cursor": cursor} if cursor else {})}
+            page = await _ok(session, "search_lessons", **args)
+            seen += [r["id"] for r in page["results"]]
+            pages += 1
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+            first_cursor = first_cursor or cursor
+        assert sorted(seen) == [f"rt-walk-{i:02d}" for i in range(60)] and pages == 9
+        mismatched = await _err(session, "search_lessons", query="other words", cursor=first_cursor)
+        forged = await _err(session, "search_lessons", query=WALK_TOKEN, cursor=first_cursor[:-4] + "AAAA")
+        return mismatched, forged
+
+    mismatched, forged = _session(gateway_url, body)
+    assert mismatched["code"] == forged["code"] == "invalid_cursor"
+    assert "first page" in mismatched["message"]
+
+
+def test_wiki_korean_particle_and_title_weighting(gateway_url):
+    async def body(session):
+        particle = await _ok(session, "search_lessons", query="단편화")
+        titled = await _ok(session, "search_lessons", query="quokkaweighted")
+        return particle, titled
+
+    particle, titled = _session(gateway_url, body)
+    assert "rt-particle" in [r["id"] for r in particle["results"]]
+    assert titled["results"][0]["id"] == "rt-title" and len(titled["results"]) == 4
+
+
+def test_wiki_huge_lesson_stays_under_the_cap_in_every_tool(gateway_url):
+    async def body(session):
+        await _ok(session, "search_lessons", query="rtbig", fields=["observation", "citations", "title"])
+        got = await _ok(session, "get_lesson", id="rt-huge")
+        full = await _err(session, "get_lesson", id="rt-huge", citation_detail="full")
+        audit = await _ok(session, "audit_lessons", expectations=[{"id": "rt-huge", "revision_id": got["revision_id"],
+                                                                   "content_digest": got["content_digest"]}])
+        related = await _ok(session, "find_related_lessons", id="rt-huge")
+        analog = await _ok(session, "find_analogies", id="rt-huge")
+        listing = await _ok(session, "search_lessons", query="", limit=20, fields=["observation"])
+        return got, full, audit, related, analog, listing
+
+    got, full, audit, related, analog, listing = _session(gateway_url, body)
+    assert got["truncated"] == ["observation"] and "…[truncated:" in got["lesson"]["observation"]
+    assert full["code"] == "item_too_large" and full["details"]["list"] == "citations"
+    assert audit["results"][0]["status"] == "ok"
+    assert {(r["id"], r["direction"]) for r in related["results"]} == {("rt-particle", "outgoing"),
+                                                                       ("rt-source", "incoming")}
+    assert analog["results"][0]["id"] == "rt-particle" and analog["results"][0]["basis"] == "stored_relation"
+    assert listing["results"]
+
+
+def test_wiki_incoming_relation_in_get_lesson(gateway_url):
+    async def body(session):
+        return await _ok(session, "get_lesson", id="rt-particle", fields=["title"])
+
+    out = _session(gateway_url, body)
+    rels = out["relations"]["items"]
+    assert [(r["from"], r["to"], r["direction"], r["symmetric"]) for r in rels] == [
+        ("rt-huge", "rt-particle", "incoming", True)]
