@@ -1,0 +1,108 @@
+<?php
+/**
+ * LocalSettings for the S3RM production wiki, read entirely from the environment
+ * (compose.yaml x-wiki-env; deploy/env.example). Loaded through a one-line
+ * /var/www/html/LocalSettings.php written by s3rm-entrypoint after installation.
+ * Never edit settings in the container: change .env and recreate the service.
+ */
+if ( !defined( 'MEDIAWIKI' ) ) {
+	exit;
+}
+require_once __DIR__ . '/s3rm-server.php';
+
+function s3rm_env( string $name, ?string $default = null ): string {
+	$value = getenv( $name );
+	if ( $value === false || $value === '' ) {
+		if ( $default === null ) {
+			throw new RuntimeException( "s3rm: the environment variable $name is required" );
+		}
+		return $default;
+	}
+	return $value;
+}
+
+# ---------------------------------------------------------------- site
+$wgSitename = s3rm_env( 'MW_SITE_NAME', 'S3 연구 메모리' );
+$wgMetaNamespace = 'S3RM';
+$wgLanguageCode = 'ko';
+$wgLocaltimezone = 'UTC';
+$wgScriptPath = '';
+$wgResourceBasePath = $wgScriptPath;
+
+# Canonical links, e-mails and jobs always use MW_SERVER_URL; the optional direct entry
+# S3RM_WIKI_DIRECT_URL is chosen only for a request with exactly that Host (P3).
+$wgCanonicalServer = rtrim( s3rm_env( 'MW_SERVER_URL' ), '/' );
+$wgServer = s3rm_select_server(
+	$wgCanonicalServer, s3rm_env( 'S3RM_WIKI_DIRECT_URL', '' ), $_SERVER['HTTP_HOST'] ?? '', PHP_SAPI
+);
+
+# ------------------------------------------------------------ database
+$wgDBtype = 'mysql';
+$wgDBserver = s3rm_env( 'MW_DB_HOST', 'mariadb' );
+$wgDBname = s3rm_env( 'MW_DB_NAME', 's3rm_wiki' );
+$wgDBuser = s3rm_env( 'MW_DB_USER', 's3rm_wiki' );
+$wgDBpassword = s3rm_env( 'MW_DB_PASSWORD' );
+$wgDBprefix = '';
+$wgDBTableOptions = 'ENGINE=InnoDB, DEFAULT CHARSET=binary';
+# MySQL full-text search (the default engine): MariaDB keeps its default minimum word length (P6).
+$wgSearchType = null;
+
+$wgSecretKey = s3rm_env( 'MW_SECRET_KEY' );
+$wgUpgradeKey = s3rm_env( 'MW_UPGRADE_KEY' );
+$wgAuthenticationTokenVersion = '1';
+
+# ------------------------------------------------------------- caches
+$wgMainCacheType = CACHE_ACCEL;
+$wgSessionCacheType = CACHE_DB;
+$wgParserCacheType = CACHE_DB;
+$wgMessageCacheType = CACHE_ACCEL;
+# jobs run only in the jobrunner service, which records its freshness for /readyz
+$wgJobRunRate = 0;
+
+# --------------------------------------------------- Lesson namespace
+define( 'NS_LESSON', 3000 );
+define( 'NS_LESSON_TALK', 3001 );
+$wgExtraNamespaces[NS_LESSON] = 'Lesson';
+$wgExtraNamespaces[NS_LESSON_TALK] = 'Lesson_talk';
+$wgContentNamespaces[] = NS_LESSON;
+$wgNamespacesToBeSearchedDefault[NS_LESSON] = true;
+# Lesson ids are [a-z0-9_-]+ and never capitalised (DESIGN.md §2)
+$wgCapitalLinkOverrides[NS_LESSON] = false;
+$wgCapitalLinkOverrides[NS_LESSON_TALK] = false;
+
+# ---------------------------------------------------------- extensions
+wfLoadExtension( 'ParserFunctions' );
+wfLoadExtension( 'SemanticMediaWiki' );
+enableSemantics( parse_url( $wgCanonicalServer, PHP_URL_HOST ) );
+$smwgNamespacesWithSemanticLinks[NS_LESSON] = true;
+$smwgNamespacesWithSemanticLinks[NS_LESSON_TALK] = false;
+wfLoadExtension( 'PageForms' );
+
+# ------------------------------------------------ accounts and rights
+# Reading is public; writing needs a named account (seeds "용도와 범위").
+$wgGroupPermissions['*']['edit'] = false;
+$wgGroupPermissions['*']['createpage'] = false;
+$wgGroupPermissions['*']['createaccount'] = false;
+$wgEnableBotPasswords = true;
+$wgUseSiteJs = true;
+$wgUseSiteCss = true;
+$wgAllowSiteCSSOnRestrictedPages = true;
+
+# ------------------------------------------------------- reverse proxy
+# Caddy (profile "domain") sits in front; trust X-Forwarded-For only from these networks.
+$wgUsePrivateIPs = true;
+$wgCdnServersNoPurge = array_values( array_filter( array_map(
+	'trim', explode( ',', s3rm_env( 'MW_TRUSTED_PROXIES', '172.16.0.0/12' ) )
+) ) );
+
+# -------------------------------------------------------------- files
+$wgEnableUploads = true;
+$wgUploadDirectory = "$IP/images";
+$wgUploadPath = "$wgScriptPath/images";
+$wgFileExtensions = [ 'png', 'jpg', 'jpeg', 'gif', 'svg', 'pdf', 'csv', 'txt' ];
+$wgMaxUploadSize = 20 * 1024 * 1024;
+
+$wgEnableEmail = false;
+$wgEnableUserEmail = false;
+$wgShowExceptionDetails = false;
+$wgDiff3 = '/usr/bin/diff3';
