@@ -172,6 +172,7 @@ class WikiClient:
         self._local = threading.local()
         self._state_lock = threading.Lock()        # guards cookies, csrf token, session generation
         self._login_lock = threading.Lock()        # serialises logins
+        self._token_lock = threading.Lock()        # serialises CSRF token fetches
         self._cookies: dict[str, str] = {}
         self._csrf: str | None = None
         self._session_gen = 0                      # +1 after every successful login
@@ -240,9 +241,17 @@ class WikiClient:
     def token(self, kind: str = "csrf") -> str:
         """A token of ``kind`` (``csrf``, ``login``, …); CSRF tokens are cached per login."""
         if kind == "csrf":
-            with self._state_lock:
-                if self._csrf:
-                    return self._csrf
+            # One fetch at a time: MediaWiki creates the session's token secret
+            # lazily, so two concurrent first fetches race and one token ends up
+            # invalid (badtoken on the next edit).
+            with self._token_lock:
+                with self._state_lock:
+                    if self._csrf:
+                        return self._csrf
+                return self._fetch_token(kind)
+        return self._fetch_token(kind)
+
+    def _fetch_token(self, kind: str) -> str:
         data = self._call("GET", {"action": "query", "meta": "tokens", "type": kind}, token=None,
                           assert_user=kind != "login", idempotent=True)
         value = data.get("query", {}).get("tokens", {}).get(f"{kind}token")
@@ -308,8 +317,11 @@ class WikiClient:
             return
         with self._login_lock:
             with self._state_lock:
-                if seen_gen is not None and self._session_gen != seen_gen and self._logged_in_gen is not None:
-                    return  # someone else re-logged in meanwhile
+                if self._logged_in_gen is not None and (seen_gen is None or self._session_gen != seen_gen):
+                    # another thread logged in while we waited: the first-login path
+                    # (seen_gen None) must not log in twice, which would invalidate the
+                    # session and CSRF token that thread just obtained
+                    return
                 self._cookies.clear()
                 self._csrf = None
                 self._logged_in_gen = None
