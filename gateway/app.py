@@ -29,6 +29,7 @@ from gateway.health import bp as health_bp
 from gateway.metrics import Metrics
 from gateway.metrics import bp as metrics_bp
 from gateway.ratelimit import RateLimiter
+from gateway.retrieval.hybrid import RetrievalService
 from gateway.tools.base import ToolError, ToolSpec, utc_now
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
@@ -102,6 +103,8 @@ class GatewayState:
     rate_limiter: Any = None
     #: ``() -> dict`` of the hybrid layer's P2 status values, or ``None`` (reported absent)
     semantic_stats: Callable[[], dict] | None = None
+    #: :class:`gateway.retrieval.hybrid.RetrievalService` or ``None`` (no repository)
+    retrieval: Any = None
 
 
 def create_app(
@@ -115,6 +118,7 @@ def create_app(
     semantic_status: Callable[[], str] | None = None,
     specs: tuple[ToolSpec, ...] | None = None,
     semantic_stats: Callable[[], dict] | None = None,
+    retrieval: Any = None,
 ) -> Flask:
     """Build the gateway WSGI app.
 
@@ -130,6 +134,11 @@ def create_app(
       status / ``"disabled"``).
     * ``semantic_stats`` — ``() -> dict`` of the hybrid layer's observability
       values for ``/metrics`` (absent when ``None``).
+    * ``retrieval`` — the hybrid retrieval service; by default, when a
+      repository exists, :meth:`RetrievalService.from_env` builds it (provider
+      ``disabled`` unless ``S3RM_EMBEDDING_PROVIDER`` says otherwise) and starts
+      its ONE background refresher here, once per process (CHECKLIST R1).
+      It supplies ``semantic_status``/``semantic_stats`` unless those are given.
     * ``specs`` — the tools to serve; defaults to the ten tools of
       :mod:`gateway.tools.registry` (tests pass variants with other handlers).
 
@@ -141,8 +150,14 @@ def create_app(
     registry = ToolRegistry.load(config.schema_dir, specs)
     repository = LazyRepository(repository_factory, config) if repository_factory is not None else None
     admission = Admission.from_config(config, metrics=metrics)
+    if retrieval is None and repository is not None:
+        retrieval = RetrievalService.from_env(repository, metrics=metrics)
+        retrieval.start()
+    if retrieval is not None:
+        admission.attach_semantic_gate(retrieval.gate_stats)
     dispatcher = Dispatcher(
-        registry, config=config, repository=repository, metrics=metrics, clock=clock, admission=admission
+        registry, config=config, repository=repository, metrics=metrics, clock=clock, admission=admission,
+        retrieval=retrieval,
     )
     state = GatewayState(
         config=config,
@@ -154,10 +169,12 @@ def create_app(
         wiki_probe=wiki_probe or WikiLoginProbe.from_config(config),
         clock=clock,
         admission_status=admission_status or admission.status,
-        semantic_status=semantic_status or (lambda: "disabled"),
+        semantic_status=semantic_status
+        or (retrieval.semantic_status if retrieval is not None else (lambda: "disabled")),
         admission=admission,
         rate_limiter=RateLimiter.from_config(config, metrics=metrics) if config.write_auth_mode == "open" else None,
-        semantic_stats=semantic_stats,
+        semantic_stats=semantic_stats or (retrieval.health if retrieval is not None else None),
+        retrieval=retrieval,
     )
 
     app = Flask("gateway")

@@ -185,6 +185,19 @@ def _bounded(value: object, allowed: tuple[str, ...]) -> str:
     return value if isinstance(value, str) and value in allowed else "unknown"
 
 
+def _semantic_counts(state) -> dict | None:
+    """Integer counts of the semantic index (indexed, lessons, pending, failed) or None; never fails."""
+    stats = getattr(state, "semantic_stats", None)
+    if stats is None:
+        return None
+    try:
+        raw = stats()
+        return {k: raw[k] for k in ("indexed", "lessons", "pending", "failed")
+                if isinstance(raw.get(k), int) and not isinstance(raw.get(k), bool)}
+    except Exception:  # a semantic outage never fails health (R3)
+        return None
+
+
 def readiness(state) -> tuple[int, dict]:
     """Compute ``(http_status, body)`` for /healthz and /readyz from the app state."""
     config = state.config
@@ -197,6 +210,9 @@ def readiness(state) -> tuple[int, dict]:
         "admission": _bounded(state.admission_status(), ADMISSION_STATES),
         "semantic": _bounded(state.semantic_status(), SEMANTIC_STATES),
     }
+    semantic_counts = _semantic_counts(state)
+    if semantic_counts is not None:
+        body["semantic_index"] = semantic_counts
     admission = getattr(state, "admission", None)
     if admission is not None:
         body["admission_classes"] = {

@@ -228,6 +228,8 @@ class ToolContext:
     * ``metrics`` — the process :class:`~gateway.metrics.Metrics` (counts and
       latencies only; never query text or Lesson content).
     * ``tool_name`` — the tool being called.
+    * ``retrieval`` — the process :class:`~gateway.retrieval.hybrid.RetrievalService`
+      (hybrid search, dirty hints, duplicate candidates) or ``None``.
     """
 
     config: "GatewayConfig"
@@ -237,6 +239,7 @@ class ToolContext:
     budget: OutputBudget
     metrics: "Metrics"
     tool_name: str = ""
+    retrieval: Any = None
 
 
 #: A tool handler: validated arguments + context → result object (validated against the output schema).

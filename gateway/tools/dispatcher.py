@@ -74,6 +74,7 @@ class Dispatcher:
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = utc_now,
         admission: Any = None,
+        retrieval: Any = None,
     ):
         self.registry = registry
         self.config = config
@@ -82,6 +83,8 @@ class Dispatcher:
         self.clock = clock
         #: :class:`gateway.admission.Admission` or ``None`` (no admission control, unit tests)
         self.admission = admission
+        #: :class:`gateway.retrieval.hybrid.RetrievalService` or ``None`` (handed to every ToolContext)
+        self.retrieval = retrieval
 
     def call(self, params: dict[str, Any], *, request_id: str | int | None, credentials: Credentials) -> CallToolResult:
         """Handle the ``params`` of one tools/call request and return its ``CallToolResult``.
@@ -139,6 +142,7 @@ class Dispatcher:
             budget=budget,
             metrics=self.metrics,
             tool_name=spec.name,
+            retrieval=self.retrieval,
         )
         try:
             obj = spec.handler(arguments, ctx)
