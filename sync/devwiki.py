@@ -55,6 +55,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from sync.procs import read_pid as _read_pid, running as _running, stop as _stop
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Default directory of the interactive dev wiki (git-ignored via ``/.dev/``).
 DEFAULT_DIR = REPO_ROOT / ".dev" / "wiki"
@@ -737,78 +739,12 @@ def install(wiki_dir: Path, host: str, port: int, quiet: bool = False) -> dict[s
 # processes
 
 
-def _read_pid(pid_file: Path) -> int | None:
-    try:
-        return int(pid_file.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
-
-
-def _proc_state(pid: int) -> str | None:
-    """The one-letter state of ``pid`` from /proc (``"Z"`` for zombies), None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
-
-
-def _running(pid_file: Path, marker: str) -> int | None:
-    """Return the pid in ``pid_file`` if that process is alive and its command line
-    contains ``marker`` (guards against recycled pids), else None.
-
-    Right after exec, /proc/PID/cmdline reads empty for a few milliseconds (the
-    kernel has not set up the new argv yet); an empty read is retried, and a
-    live process whose command line stays unreadable counts as running.
-    """
-    pid = _read_pid(pid_file)
-    if pid is None:
-        return None
-    for _ in range(50):
-        state = _proc_state(pid)
-        if state is None or state in ("Z", "X"):
-            return None
-        cmd = _cmdline(pid)
-        if cmd:
-            return pid if marker in " ".join(cmd) else None
-        time.sleep(0.02)
-    return pid
-
-
 def _server_marker(wiki_dir: Path) -> str:
     return f"{MW_ROOT} {wiki_dir / 'router.php'}"
 
 
 def _jobrunner_marker(wiki_dir: Path) -> str:
     return f"jobrunner --dir {wiki_dir}"
-
-
-def _stop(pid_file: Path, marker: str, timeout: float = 10.0) -> bool:
-    """Terminate the process group led by the pid in ``pid_file``; return True if one ran."""
-    pid = _running(pid_file, marker)
-    if pid is None:
-        pid_file.unlink(missing_ok=True)
-        return False
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and _running(pid_file, marker) is not None:
-            time.sleep(0.05)
-        if _running(pid_file, marker) is None:
-            break
-    pid_file.unlink(missing_ok=True)
-    return True
 
 
 _ROUTER_PHP = """<?php

@@ -1,0 +1,91 @@
+"""Detached helper processes for the development stack (wiki, job runner, embedding server, gateway).
+
+Each process runs in its own session (process group) with a pid file; a
+*marker* (a substring of its command line) guards against recycled pids.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Mapping, Sequence
+
+
+def start(cmd: Sequence[str], *, pid_file: Path, log_file: Path, env: Mapping[str, str] | None = None,
+          cwd: Path | str | None = None) -> int:
+    """Start ``cmd`` detached (new session, stdin closed, output appended to ``log_file``); return its pid."""
+    pid_file.parent.mkdir(parents=True, exist_ok=True)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env) if env is not None else None,
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    pid_file.write_text(f"{proc.pid}\n")
+    return proc.pid
+
+
+def read_pid(pid_file: Path) -> int | None:
+    try:
+        return int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def _proc_state(pid: int) -> str | None:
+    """The one-letter state of ``pid`` from /proc (``"Z"`` for zombies), None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def running(pid_file: Path, marker: str) -> int | None:
+    """Return the pid in ``pid_file`` if that process is alive and its command line
+    contains ``marker`` (guards against recycled pids), else None.
+
+    Right after exec, /proc/PID/cmdline reads empty for a few milliseconds (the
+    kernel has not set up the new argv yet); an empty read is retried, and a
+    live process whose command line stays unreadable counts as running.
+    """
+    pid = read_pid(pid_file)
+    if pid is None:
+        return None
+    for _ in range(50):
+        state = _proc_state(pid)
+        if state is None or state in ("Z", "X"):
+            return None
+        cmd = _cmdline(pid)
+        if cmd:
+            return pid if marker in " ".join(cmd) else None
+        time.sleep(0.02)
+    return pid
+
+
+def stop(pid_file: Path, marker: str, timeout: float = 10.0) -> bool:
+    """Terminate the process group led by the pid in ``pid_file``; return True if one ran."""
+    pid = running(pid_file, marker)
+    if pid is None:
+        pid_file.unlink(missing_ok=True)
+        return False
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and running(pid_file, marker) is not None:
+            time.sleep(0.05)
+        if running(pid_file, marker) is None:
+            break
+    pid_file.unlink(missing_ok=True)
+    return True
