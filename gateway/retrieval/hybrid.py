@@ -158,6 +158,11 @@ class HybridList:
     source_revision_id: int | None = None
     source_projection_hash: str | None = None
 
+    @property
+    def items(self) -> tuple[HybridResult, ...]:
+        """Alias of ``results`` (same shape as ``gateway.retrieval.legacy.RankedList.items``)."""
+        return self.results
+
 
 class RetrievalService:
     """The process-wide hybrid retrieval service (``ToolContext.retrieval``).

@@ -19,10 +19,11 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.retrieval import legacy
+from gateway.retrieval.hybrid import choose_mode
 from gateway.retrieval.shaping import conformer
 from gateway.tools.base import ToolContext, ToolError
 from gateway.tools.read_common import (DEFAULT_LIMIT, Pager, fit_page, read_tool, repository, retrieval_state,
-                                       scope_filters)
+                                       scope_filters, wants_hybrid)
 from gateway.wiki.repository import snapshot_edges
 
 __all__ = ["handle"]
@@ -44,17 +45,37 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     source = repo.get_snapshot(source_id)
     if source is None:
         raise ToolError("not_found", f"No Lesson with id {source_id!r}; use search_lessons to find ids.")
-    pager = Pager(ctx, TOOL, {
+    request = {
         "source_id": source_id, "source_revision_id": source.revision_id,
         "source_projection_hash": legacy.projection_hash(source.page), "min_score": min_score, "scope": scope,
         "filters": filters.canonical(), "effective_mode": modes["effective_mode"],
         "ranking_version": legacy.ANALOGY_RANKING_VERSION, "generation": GENERATION,
-    })
-    offset = pager.offset(arguments.get("cursor"))
+    }
+    pager = Pager(ctx, TOOL, request)
+    ranking_version = legacy.ANALOGY_RANKING_VERSION
     edges = repo.find_relation_edges(source_id, outgoing=False, incoming=True, limit=500)
     stored = [e.target for e in snapshot_edges(source) if e.relation == "analogous_to"]
     stored += [e.source for e in edges.incoming if e.relation == "analogous_to"]
-    ranked = legacy.analogies(repo, source, stored, filters, min_score)
+    choice = None
+    if wants_hybrid(modes, ctx):  # hybrid_v1 (R5: the hybrid fingerprint also binds the generation's projection hash)
+        retrieval = ctx.retrieval
+        choice = choose_mode(
+            retrieval, arguments.get("cursor"),
+            lambda mode, version, generation: Pager(ctx, TOOL, {
+                **request, "effective_mode": mode, "ranking_version": version, "generation": generation,
+                **({"semantic_projection_hash": retrieval.projection(source_id, source).retrieval_hash}
+                   if mode == "hybrid_v1" else {})}),
+            legacy.ANALOGY_RANKING_VERSION,
+            lambda continuing: retrieval.find_analogies(repo, source=source, stored_ids=stored, filters=filters,
+                                                        min_score=min_score, continuation=continuing))
+        pager, offset = choice.pager, choice.offset
+        modes = {**modes, "effective_mode": choice.mode, "semantic_status": choice.semantic_status}
+    else:
+        offset = pager.offset(arguments.get("cursor"))
+    if choice is not None and choice.hybrid is not None:
+        ranked, ranking_version = choice.hybrid, choice.hybrid.ranking_version
+    else:
+        ranked = legacy.analogies(repo, source, stored, filters, min_score)
     fix = conformer(str(ctx.config.schema_dir), TOOL, "results", "[]")
     window = [fix.fix({"id": r.snapshot.id, "title": r.snapshot.page.fields.get("title", ""), "score": r.score,
                        "basis": r.basis, "shared_terms": list(r.shared_terms)})
@@ -64,7 +85,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return {"source_id": source_id, "source_revision_id": source.revision_id,
                 "results": [i for i in part if i is not None],
                 "next_cursor": pager.next_offset(offset, len(part), len(ranked.items)),
-                **modes, "ranking_version": legacy.ANALOGY_RANKING_VERSION,
+                **modes, "ranking_version": ranking_version,
                 "partial": ranked.partial or edges.partial, "scanned": ranked.scanned + edges.scanned,
                 "scan_limit": ranked.scan_limit + edges.scan_limit, "scope": scope}
 

@@ -120,13 +120,21 @@ def fit_page(budget: OutputBudget, items: Sequence[T], build: Callable[[Sequence
 
 
 def retrieval_state(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, str]:
-    """``requested_mode``/``effective_mode``/``semantic_status`` for a legacy-only server.
+    """``requested_mode``/``effective_mode``/``semantic_status`` of a legacy answer.
 
-    ``hybrid_v1`` is accepted and answered by the legacy engine until the
-    semantic index is wired in (``semantic_status=disabled``).
+    ``semantic_status`` is the hybrid layer's current state (``disabled`` without
+    one); handlers that serve ``hybrid_v1`` override the mode and status with
+    :func:`gateway.retrieval.hybrid.choose_mode`.
     """
     requested = arguments.get("retrieval_mode") or ctx.config.retrieval_default_mode
-    return {"requested_mode": requested, "effective_mode": "legacy", "semantic_status": "disabled"}
+    retrieval = getattr(ctx, "retrieval", None)
+    status = retrieval.semantic_status() if retrieval is not None else "disabled"
+    return {"requested_mode": requested, "effective_mode": "legacy", "semantic_status": status}
+
+
+def wants_hybrid(modes: dict[str, str], ctx: ToolContext) -> bool:
+    """True when ``hybrid_v1`` was requested and the server has a hybrid retrieval service."""
+    return modes["requested_mode"] == "hybrid_v1" and getattr(ctx, "retrieval", None) is not None
 
 
 def scope_filters(arguments: dict[str, Any], ctx: ToolContext) -> SearchFilters:
