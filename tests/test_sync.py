@@ -336,3 +336,13 @@ def test_pushed_pages_render_cleanly(first_push, dev_wiki) -> None:
         assert 'class="error' not in parsed["text"], title
         assert "{{#" not in parsed["text"], title
         assert not parsed.get("parsewarnings"), (title, parsed["parsewarnings"])
+
+
+def test_text_changed_by_the_pre_save_transform_is_reported(first_push) -> None:
+    """A source MediaWiki rewrites on save (here a ~~~~ signature) would be pushed again
+    on every run; push names it instead of hiding it."""
+    wiki = first_push["wiki"]
+    page = pageset.DesiredPage("Help:S3RM sync signature test", "signed ~~~~", "help", "test")
+    report = push.push(wiki, push.plan_sync(wiki, [page]), out=io.StringIO())
+    assert report.created == 1 and report.transformed == ("Help:S3RM sync signature test",)
+    assert push.plan_sync(wiki, [page])[0].action == push.UPDATE
