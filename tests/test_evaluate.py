@@ -10,6 +10,9 @@
   (``create_app``) served by a threaded WSGI server, with ``search_lessons``
   backed by a small in-memory slice of the imported corpus: dangling ids exit
   1, a clean run exits 0 with a complete report, tool errors exit 1.
+* On the real stack (``@pytest.mark.wiki``): a few cloud incidents imported by
+  ``sync.importer`` into the ``dev_wiki`` fixture as the import account, the
+  gateway app with the MediaWiki repository, ``s3rm evaluate`` over both modes.
 """
 from __future__ import annotations
 
@@ -33,9 +36,7 @@ from sync.importers.cloud_incidents import read_records
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY_FILE = REPO / "eval" / "cloud_incidents.queries.jsonl"
-CSV_PATH = REPO.parent / "shared" / "data" / "cloud-incidents" / "cloud_incidents.csv"
-
-needs_csv = pytest.mark.skipif(not CSV_PATH.is_file(), reason="shared cloud-incident CSV not present")
+CSV_PATH = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"   # vendored copy of shared/data
 
 
 # ------------------------------------------------------------------ metrics
@@ -155,14 +156,12 @@ def test_committed_query_file_is_balanced(committed_cases):
     assert any(c.analogous_ids for c in committed_cases)
 
 
-@needs_csv
 def test_every_expected_and_analogous_id_exists_in_the_imported_corpus(committed_cases):
     records, failures = read_records(CSV_PATH)
     assert not failures
     assert ev.dangling_ids(committed_cases, {r.lesson_id for r in records}) == []
 
 
-@needs_csv
 def test_english_paraphrases_copy_no_title_or_five_word_run():
     words = re.compile(r"[a-z0-9]+")
     with CSV_PATH.open(newline="", encoding="utf-8") as fh:
@@ -377,8 +376,6 @@ def fake_gateway(tmp_path):
 
 @pytest.fixture(scope="module")
 def sample_records():
-    if not CSV_PATH.is_file():
-        pytest.skip("shared cloud-incident CSV not present")
     records, _ = read_records(CSV_PATH)
     wanted = {"aws-6", "aws-9", "gcs-16029", "azure-20200614-1", "azure-20201214-1", "azure-20180820-1"}
     picked = [r for r in records if r.lesson_id in wanted]
@@ -451,3 +448,73 @@ def test_cli_unreachable_gateway_exits_1_naming_the_url(tmp_path, capsys):
     assert main(["evaluate", str(path), "--mcp-url", url, "--timeout", "5"]) == 1
     err = capsys.readouterr().err
     assert url in err and _all_queries_absent(err)
+
+
+# ------------------------------------------------ the real stack (dev wiki)
+E2E_IDS = ("aws-6", "aws-9", "gcs-16029", "azure-20200614-1", "azure-20201214-1", "azure-20180820-1",
+           "azure-20170601-1", "gcdc-21009")   # none of them among the first 12 rows test_importer imports
+E2E_QUERIES = [
+    {"query": "AADSTS90033", "expected_ids": ["azure-20200614-1", "azure-20201214-1"], "group": "exact"},
+    {"query": "RequestIsNotValidJson", "expected_ids": ["azure-20180820-1"], "group": "exact"},
+    {"query": "Signed URLs Google Cloud Storage", "expected_ids": ["gcs-16029"], "group": "exact"},
+    {"query": "Firefox users could not reach the Azure portal", "expected_ids": ["azure-20170601-1"],
+     "group": "en_paraphrase"},
+    {"query": "EC2 DNS resolution 장애", "expected_ids": ["aws-9"], "group": "mixed", "analogous_ids": ["aws-6"]},
+    {"query": "결제 안내 메일이 잘못 발송된 사고", "expected_ids": ["gcdc-21009"], "group": "ko"},
+]
+
+
+@pytest.fixture(scope="module")
+def real_gateway_url(dev_wiki):
+    """Import E2E_IDS as the import account, then serve the gateway app (MediaWiki repository) on a free port."""
+    from werkzeug.serving import make_server
+
+    from gateway.app import create_app
+    from gateway.config import GatewayConfig
+    from gateway.wiki.client import WikiClient
+    from gateway.wiki.repository import MediaWikiRepository, repository_factory
+    from sync.importer import Importer
+
+    records = [r for r in read_records(CSV_PATH)[0] if r.lesson_id in E2E_IDS]
+    account = dev_wiki.importer
+    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, account.username, account.password))
+    report = Importer(repo, account.username.split("@", 1)[0], "cloud-incidents").run(records, workers=1)
+    assert report.failed == [] and len(report.created) + len(report.unchanged) == len(E2E_IDS)
+    port = _free_port()
+    env = {**dev_wiki.env(), "S3RM_MCP_PUBLIC_URL": f"http://127.0.0.1:{port}/mcp",
+           "S3RM_CURSOR_SECRET": "evaluate-e2e-cursor-secret-0123456789"}
+    app = create_app(GatewayConfig.from_env(env), repository_factory=repository_factory)
+    server = make_server("127.0.0.1", port, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{port}/mcp"
+    server.shutdown()
+    thread.join(timeout=5)
+
+
+def test_real_stack_evaluate_imported_incidents(real_gateway_url, tmp_path, capsys):
+    path = _write_jsonl(tmp_path / "q.jsonl", E2E_QUERIES)
+    assert main(["evaluate", str(path), "--mcp-url", real_gateway_url]) == 0
+    out, err = capsys.readouterr()
+    assert all(q["query"] not in out + err for q in E2E_QUERIES)
+    report = json.loads(out)
+    assert report["corpus_size"] >= len(E2E_IDS)
+    for mode in ev.MODES:
+        data = report["modes"][mode]
+        assert data["errors"] == [] and data["overall"]["evaluated"] == len(E2E_QUERIES)
+        assert sum(data["effective_mode"].values()) == len(E2E_QUERIES)
+        assert data["overall"]["latency_ms"]["p50"] is not None
+        # every imported Lesson carries its post-mortem citation and an applicability text
+        assert data["overall"]["lacking_evidence"] == 0.0 or data["overall"]["results_returned"] == 0
+    legacy = report["modes"]["legacy"]
+    # quality is the evaluation's business, not this test's; one plain-word exact query must hit
+    assert 3 not in legacy["missed_lines"] and legacy["overall"]["recall@10"] > 0
+    assert legacy["overall"]["fallback"] == 0
+    hybrid = report["modes"]["hybrid_v1"]
+    assert hybrid["overall"]["fallback"] == hybrid["effective_mode"].get("legacy", 0)
+
+    dangling = _write_jsonl(tmp_path / "d.jsonl", E2E_QUERIES + [
+        {"query": "a vanished incident", "expected_ids": ["aws-6-never-imported"], "group": "exact"}])
+    assert main(["evaluate", str(dangling), "--mcp-url", real_gateway_url, "--modes", "legacy"]) == 1
+    err = capsys.readouterr().err
+    assert "line 7 expected id aws-6-never-imported" in err and "vanished" not in err
