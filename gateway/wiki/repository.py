@@ -43,10 +43,12 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+from collections import OrderedDict
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
-from gateway.domain.model import LessonSnapshot
+from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import (
     SNAPSHOT_BATCH,
     EdgesResult,
@@ -74,6 +76,8 @@ log = logging.getLogger(__name__)
 _ARV_CURSOR = re.compile(r"^[0-9]{14}\|[0-9]+$")
 #: Revisions ``list_recent`` may examine per call for every Lesson it returns (bounded walk).
 RECENT_SCAN_FACTOR = 4
+#: Decoded pages kept in memory (keyed by immutable revision id).
+PARSED_CACHE_SIZE = 4096
 #: Upper bound of ``srlimit`` (MediaWiki's own maximum for ordinary accounts).
 SEARCH_MAX = 500
 
@@ -103,6 +107,7 @@ class MediaWikiRepository(LessonRepository):
         self.schema = schema or load_schema()
         self.ns_id = self.schema.namespace_id
         self.prefix = self.schema.namespace + ":"
+        self._parsed = _ParsedPages()
 
     @classmethod
     def from_config(cls, config) -> "MediaWikiRepository":
@@ -376,8 +381,11 @@ class MediaWikiRepository(LessonRepository):
 
     def _snapshot(self, lesson_id: str, rev: dict[str, Any]) -> LessonSnapshot:
         text = _content(rev) or ""
-        page = parse_page(text, self.schema)
-        return LessonSnapshot(id=lesson_id, revision_id=int(rev["revid"]), timestamp=str(rev.get("timestamp", "")),
+        revid = int(rev["revid"])
+        page = self._parsed.get(revid, text)
+        if page is None:
+            page = self._parsed.put(revid, text, parse_page(text, self.schema))
+        return LessonSnapshot(id=lesson_id, revision_id=revid, timestamp=str(rev.get("timestamp", "")),
                               page=page, wikitext=text)
 
     def _incoming_candidates(self, lesson_id: str, limit: int) -> tuple[list[str], bool]:
@@ -411,6 +419,44 @@ class MediaWikiRepository(LessonRepository):
                 if source != lesson_id and source not in sources:
                     sources.append(source)
         return sources[:limit], len(sources) > limit
+
+
+class _ParsedPages:
+    """Thread-safe LRU of decoded pages keyed by revision id.
+
+    A revision's content never changes, so re-reading a revision (every search
+    re-reads its candidates fresh) can skip the wikitext parse. The content is
+    still fetched from MediaWiki each time (freshness) and compared, and each
+    hit returns fresh record dicts so callers cannot alter the cached page.
+    """
+
+    def __init__(self, size: int = PARSED_CACHE_SIZE):
+        self._size = size
+        self._lock = threading.Lock()
+        self._items: OrderedDict[int, tuple[str, LessonPage]] = OrderedDict()
+
+    def get(self, revid: int, text: str) -> LessonPage | None:
+        with self._lock:
+            hit = self._items.get(revid)
+            if hit is None or hit[0] != text:
+                return None
+            self._items.move_to_end(revid)
+        return _copy(hit[1])
+
+    def put(self, revid: int, text: str, page: LessonPage) -> LessonPage:
+        """Cache ``page`` and return a private copy of it for the caller."""
+        with self._lock:
+            self._items[revid] = (text, page)
+            self._items.move_to_end(revid)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return _copy(page)
+
+
+def _copy(page: LessonPage) -> LessonPage:
+    return LessonPage(fields=dict(page.fields), evidence=tuple(dict(e) for e in page.evidence),
+                      verifications=tuple(dict(v) for v in page.verifications),
+                      relations=tuple(dict(r) for r in page.relations), extra_wikitext=page.extra_wikitext)
 
 
 def snapshot_edges(snap: LessonSnapshot) -> list[RelationEdge]:

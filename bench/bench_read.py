@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Benchmark: read tools through the gateway vs the raw MediaWiki API calls they make.
+
+Not a test. Run against a running dev wiki (``s3rm dev wiki up``)::
+
+    python bench/bench_read.py                       # starts its own gateway (gunicorn) on a free port
+    python bench/bench_read.py --gateway http://127.0.0.1:8080/mcp   # or measure a running one
+    python bench/bench_read.py --wiki-dir .dev/wiki --seed 150 --rounds 40
+
+What it does, in one run:
+
+1. Seeds up to ``--seed`` imported Lessons from the cloud-incident corpus
+   (``shared/data/cloud-incidents``) with the agent account, if missing.
+2. For each case (several ``search_lessons`` queries and ``get_lesson`` ids),
+   records the exact MediaWiki API requests the tool makes by running its
+   handler once in-process over a recording client.
+3. For ``--rounds`` rounds, interleaved (order alternating each round): times
+   the tool call through the gateway (JSON-RPC ``tools/call`` over HTTP, keep-alive)
+   and times the same MediaWiki requests replayed raw (a logged-in
+   ``requests`` session: HTTP round trips plus JSON decoding, sequential).
+4. Prints median and p95 per tool for both paths and the gateway/raw ratios
+   (target: ≤ 1.5×).
+
+Nothing here logs query text or Lesson content beyond the fixed benchmark queries.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import requests
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from gateway.config import GatewayConfig  # noqa: E402
+from gateway.domain.model import LessonPage  # noqa: E402
+from gateway.metrics import Metrics  # noqa: E402
+from gateway.tools.base import OutputBudget, Principal, ToolContext, utc_now  # noqa: E402
+from gateway.tools.registry import load_specs  # noqa: E402
+from gateway.wiki.client import WikiClient  # noqa: E402
+from gateway.wiki.codec import serialize_page  # noqa: E402
+from gateway.wiki.repository import MediaWikiRepository, repository_factory  # noqa: E402
+
+CORPUS = REPO.parent / "shared" / "data" / "cloud-incidents" / "cloud_incidents.csv"
+SEARCHES = ["network outage", "DNS resolution", "configuration change", "storage latency", "authentication",
+            "power failure"]
+PROTOCOL = "2025-11-25"
+
+
+def wsgi_app():
+    """gunicorn factory: the gateway app with the MediaWiki repository (``bench_read:wsgi_app()``)."""
+    from gateway.app import create_app
+    return create_app(repository_factory=repository_factory)
+
+
+class RecordingClient(WikiClient):
+    """A WikiClient that remembers every GET it sends (the calls a tool makes)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls: list[dict[str, Any]] = []
+
+    def get(self, params, *, assert_user=True):
+        self.calls.append(dict(params))
+        return super().get(params, assert_user=assert_user)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def seed(client: WikiClient, count: int) -> list[str]:
+    """Write up to ``count`` incident Lessons that are missing; return their ids."""
+    from sync.importers.cloud_incidents import read_records
+    records, _ = read_records(CORPUS)
+    records = records[:count]
+    repo = MediaWikiRepository(client)
+    present = repo.exists([r.lesson_id for r in records])
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for r in records:
+        if r.lesson_id in present:
+            continue
+        fields = {**r.fields, "record_origin": "imported", "author": "S3Agent", "reviewer": "",
+                  "review_state": "Draft", "created_at": now, "updated_at": now}
+        ev = {**r.evidence, "id": r.evidence.get("id") or "source", "added_by": "S3Agent", "added_at": now}
+        repo.save_page(r.lesson_id, serialize_page(LessonPage(fields=fields, evidence=(ev,))), "bench seed",
+                       base_revision_id=None)
+    return [r.lesson_id for r in records]
+
+
+def record_calls(env: dict[str, str], tool: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """The MediaWiki requests one call of ``tool`` makes (handler run in-process)."""
+    config = GatewayConfig.from_env(env)
+    client = RecordingClient(config.wiki_api_url, config.wiki_username, config.wiki_password)
+    client.login()
+    client.calls.clear()
+    spec = {s.name: s for s in load_specs()}[tool]
+    ctx = ToolContext(config=config, repository=MediaWikiRepository(client), principal=Principal(), clock=utc_now,
+                      budget=OutputBudget(config.output_max_bytes, 1), metrics=Metrics(), tool_name=tool)
+    spec.handler(arguments, ctx)
+    return [c for c in client.calls if c.get("meta") not in ("tokens", "siteinfo")]  # both cached per process
+
+
+class Raw:
+    """Replays recorded MediaWiki requests over a logged-in plain requests session."""
+
+    def __init__(self, api_url: str, username: str, password: str):
+        self.api = api_url
+        self.s = requests.Session()
+        token = self.s.get(api_url, params={"action": "query", "meta": "tokens", "type": "login",
+                                            "format": "json"}).json()["query"]["tokens"]["logintoken"]
+        r = self.s.post(api_url, data={"action": "login", "lgname": username, "lgpassword": password,
+                                       "lgtoken": token, "format": "json"}).json()
+        assert r["login"]["result"] == "Success", "bot-password login failed"
+
+    def run(self, calls: list[dict[str, Any]]) -> float:
+        started = time.perf_counter()
+        for params in calls:
+            body = {k: ("|".join(map(str, v)) if isinstance(v, (list, tuple)) else ("1" if v is True else v))
+                    for k, v in params.items() if v is not None and v is not False}
+            body.update({"format": "json", "formatversion": "2", "maxlag": "5", "assert": "user"})
+            self.s.get(self.api, params=body).json()
+        return time.perf_counter() - started
+
+
+class Gateway:
+    """JSON-RPC tools/call over HTTP keep-alive."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.http = httpx.Client(timeout=60, headers={"Accept": "application/json, text/event-stream",
+                                                      "Content-Type": "application/json"})
+        r = self.http.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+        r.raise_for_status()
+        self.http.headers["MCP-Protocol-Version"] = PROTOCOL
+
+    def run(self, tool: str, arguments: dict[str, Any]) -> float:
+        started = time.perf_counter()
+        r = self.http.post(self.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                           "params": {"name": tool, "arguments": arguments}})
+        elapsed = time.perf_counter() - started
+        result = r.json()["result"]
+        if result.get("isError"):
+            raise SystemExit(f"{tool} failed through the gateway: {result['content'][0]['text'][:300]}")
+        return elapsed
+
+
+def start_gateway(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    genv = {**os.environ, **env, "S3RM_BIND": f"127.0.0.1:{port}", "S3RM_MCP_PUBLIC_URL": url,
+            "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bench")])}
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", str(REPO / "gateway" / "gunicorn.conf.py"),
+                             "bench_read:wsgi_app()"], cwd=REPO, env=genv, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url.replace("/mcp", "/livez"), timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.terminate()
+    raise SystemExit("the gateway did not start")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--wiki-dir", default=str(REPO / ".dev" / "wiki"), help="dev wiki directory (state.json)")
+    parser.add_argument("--gateway", help="URL of a running gateway's /mcp (default: start one)")
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=120, help="incident Lessons to ensure on the wiki")
+    args = parser.parse_args(argv)
+
+    from sync.devwiki import wiki_from_state
+    wiki = wiki_from_state(Path(args.wiki_dir))
+    env = {k: v for k, v in wiki.env().items() if k.startswith("S3RM_WIKI_")}
+    env["S3RM_CURSOR_SECRET"] = "bench-cursor-secret-0123456789"
+    client = WikiClient(wiki.api_url, wiki.agent.username, wiki.agent.password)
+    ids = seed(client, args.seed)
+    cases = [("search_lessons", {"query": q}) for q in SEARCHES]
+    cases += [("get_lesson", {"id": i}) for i in ids[:: max(1, len(ids) // 6)][:6]]
+    recorded = [record_calls(env, tool, a) for tool, a in cases]
+
+    proc = None
+    url = args.gateway
+    if url is None:
+        proc, url = start_gateway(env)
+    try:
+        gateway, raw = Gateway(url), Raw(wiki.api_url, wiki.agent.username, wiki.agent.password)
+        for (tool, a), calls in zip(cases, recorded):   # warm-up (connections, caches on both paths)
+            gateway.run(tool, a)
+            raw.run(calls)
+        samples: dict[str, dict[str, list[float]]] = {}
+        for rnd in range(args.rounds):
+            for (tool, a), calls in zip(cases, recorded):
+                slot = samples.setdefault(tool, {"gateway": [], "raw": []})
+                order = (("gateway", lambda: gateway.run(tool, a)), ("raw", lambda: raw.run(calls)))
+                for name, fn in (order if rnd % 2 == 0 else order[::-1]):
+                    slot[name].append(fn())
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=15)
+
+    calls_per = {tool: statistics.mean(len(c) for (t, _), c in zip(cases, recorded) if t == tool) for tool in samples}
+    print(f"{'tool':<16} {'API calls':>9} {'gateway p50':>12} {'p95':>8} {'raw p50':>9} {'p95':>8} "
+          f"{'ratio p50':>10} {'ratio p95':>10}")
+    for tool, slot in samples.items():
+        g50, g95 = statistics.median(slot["gateway"]) * 1000, _pct(slot["gateway"], 0.95) * 1000
+        r50, r95 = statistics.median(slot["raw"]) * 1000, _pct(slot["raw"], 0.95) * 1000
+        print(f"{tool:<16} {calls_per[tool]:>9.1f} {g50:>10.1f}ms {g95:>6.1f}ms {r50:>7.1f}ms {r95:>6.1f}ms "
+              f"{g50 / r50:>9.2f}x {g95 / r95:>9.2f}x")
+    print(f"({args.rounds} rounds x {len(cases)} cases, {len(ids)} seeded Lessons; target ratio <= 1.5x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
