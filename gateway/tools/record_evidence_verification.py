@@ -1,12 +1,13 @@
 """Write tool ``record_evidence_verification`` (DESIGN.md §3; contract in ``schema/tools/record_evidence_verification.*.schema.json``).
 
-The handler is a placeholder until its implementation lands; the tool is
-listed with its full schemas and truthful annotations meanwhile.
+The handler is :func:`gateway.tools.write_common.write_handler` (validation,
+operation_id replay, hooks_spec check, conditional save; see that module).
 """
 from mcp.types import ToolAnnotations
 
-from gateway.tools.base import ToolSpec, not_implemented_handler
+from gateway.tools.base import ToolSpec
 from gateway.tools.policy import describe
+from gateway.tools.write_common import write_handler
 
 __all__ = ["SPEC"]
 
@@ -24,5 +25,5 @@ SPEC = ToolSpec(
         idempotentHint=True,
         openWorldHint=False,
     ),
-    handler=not_implemented_handler('record_evidence_verification'),
+    handler=write_handler('record_evidence_verification'),
 )
