@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "sync.serve",
     "sync.evaluate",
     "sync.importer",
+    "sync.audit",
 )
 
 
