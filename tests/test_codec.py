@@ -55,7 +55,7 @@ def round_trip_field(value: str, field: str = "question") -> str:
 # ---------------------------------------------------------------- properties
 
 
-@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow])
 @given(field_text(80))
 def test_decode_inverts_encode(value: str) -> None:
     encoded = encode_value(value)
@@ -71,7 +71,7 @@ def test_decode_inverts_encode_on_any_text(value: str) -> None:
     assert_inert(encode_value(value))
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(lesson_pages())
 def test_parse_inverts_serialize(page: LessonPage) -> None:
     text = serialize_page(page, SCHEMA)
