@@ -153,7 +153,7 @@ def _namespace_problem(wiki: WikiSite, page: DesiredPage) -> str:
     ns = page.namespace
     if not ns or wiki.info.namespace_by_canonical(ns) is not None:
         return ""
-    capability, extension = EXTENSION_NAMESPACES.get(ns, (None, None))
+    _, extension = EXTENSION_NAMESPACES.get(ns, (None, None))
     if extension:
         return f"the wiki has no {ns}: namespace ({extension} is not installed)"
     return f"the wiki has no {ns}: namespace"
