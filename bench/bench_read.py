@@ -3,7 +3,7 @@
 
 Not a test. Run against a running dev wiki (``s3rm dev wiki up``)::
 
-    python bench/bench_read.py                       # starts its own gateway (gunicorn) on a free port
+    python bench/bench_read.py                       # starts its own gateway (`s3rm serve`) on a free port
     python bench/bench_read.py --gateway http://127.0.0.1:8080/mcp   # or measure a running one
     python bench/bench_read.py --wiki-dir .dev/wiki --seed 150 --rounds 40
 
@@ -49,18 +49,12 @@ from gateway.tools.base import OutputBudget, Principal, ToolContext, utc_now  # 
 from gateway.tools.registry import load_specs  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.codec import serialize_page  # noqa: E402
-from gateway.wiki.repository import MediaWikiRepository, repository_factory  # noqa: E402
+from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "data" / "cloud-incidents" / "cloud_incidents.csv"
 SEARCHES = ["network outage", "DNS resolution", "configuration change", "storage latency", "authentication",
             "power failure"]
 PROTOCOL = "2025-11-25"
-
-
-def wsgi_app():
-    """gunicorn factory: the gateway app with the MediaWiki repository (``bench_read:wsgi_app()``)."""
-    from gateway.app import create_app
-    return create_app(repository_factory=repository_factory)
 
 
 class RecordingClient(WikiClient):
@@ -166,11 +160,10 @@ class Gateway:
 def start_gateway(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    genv = {**os.environ, **env, "S3RM_BIND": f"127.0.0.1:{port}", "S3RM_MCP_PUBLIC_URL": url,
-            "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bench")])}
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", str(REPO / "gateway" / "gunicorn.conf.py"),
-                             "bench_read:wsgi_app()"], cwd=REPO, env=genv, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    genv = {**os.environ, **env, "S3RM_BIND": f"127.0.0.1:{port}", "S3RM_MCP_PUBLIC_URL": url}
+    # the production entry point: `s3rm serve` = gunicorn -c gateway/gunicorn.conf.py gateway.wsgi:app
+    proc = subprocess.Popen([sys.executable, "-m", "sync.cli", "serve"], cwd=REPO, env=genv,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
