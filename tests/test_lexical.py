@@ -15,6 +15,7 @@ def test_korean_words_become_stem_prefixes():
     assert syntax("단편화로") == "단편화*"
     assert syntax("메모리 할당이 실패했다") == "메모리* 할당* 실패*"
     assert syntax("GPU가") == "gpu*"          # the particle is glued to a Latin word
+    assert syntax("단편화 때문에 어떻게 실패했나") == "단편화* 실패했나*"   # function words dropped
     assert lexical.korean_stem("결과") == "결과"  # one syllable would remain: keep the word
 
 

@@ -49,10 +49,11 @@ KOREAN_SUFFIXES = tuple(sorted({
     "은", "는", "이", "가", "을", "를", "에", "의", "로", "와", "과", "도", "만", "랑", "들", "한", "된",
 }, key=lambda s: (-len(s), s)))
 
-#: Short English function words that AND-matching would otherwise require.
+#: Function words that AND-matching would otherwise require (English, and Korean stems after stripping).
 STOPWORDS = frozenset(
     "a an and are as at be but by for from has have how in is it its of on or that the this to was were "
     "what when where which who why with we our you your i".split()
+    + "어떻게 어떤 무엇 인해 인한 대해 대한 위해 위한 통해 통한 있다 있는 없다 없는 그리고 하지만 그러나 경우 때문".split()
 )
 
 
@@ -104,7 +105,10 @@ def query_terms(query: str, max_terms: int = 12) -> list[QueryTerm]:
         if not word.strip("_") or word in STOPWORDS:
             continue
         if has_hangul(word):
-            term = QueryTerm(korean_stem(word), True)
+            stem = korean_stem(word)
+            if stem in STOPWORDS:
+                continue
+            term = QueryTerm(stem, True)
         else:
             if len(word) == 1 and word.isascii() and not star:
                 continue
@@ -186,7 +190,7 @@ def query_terms_all(text: str) -> list[QueryTerm]:
             continue
         if has_hangul(word):
             stem = korean_stem(word)
-            if len(stem) >= 2:
+            if len(stem) >= 2 and stem not in STOPWORDS:
                 out.append(QueryTerm(stem, True))
         elif len(word) >= 3 and not word.isdigit():
             out.append(QueryTerm(word, False))
