@@ -16,7 +16,8 @@ _config = GatewayConfig.from_env()
 
 bind = [_config.bind]
 workers = 1
-worker_class = "gthread"
+# gthread with JSON error pages for requests gunicorn itself refuses (gateway/gunicorn_worker.py)
+worker_class = "gateway.gunicorn_worker.JsonErrorThreadWorker"
 threads = _config.gunicorn_threads
 # A tools/call reads the wiki with its own timeouts; 60 s bounds a stuck request.
 timeout = 60

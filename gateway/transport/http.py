@@ -127,15 +127,39 @@ def mcp_endpoint():
 
 
 def _read_body(limit: int) -> bytes:
-    if request.content_length is not None and request.content_length > limit:
+    """The request body, at most ``limit`` bytes; raises 413 for anything larger.
+
+    With ``Content-Length`` the size is checked before reading. A chunked
+    body (no length; the server terminates the stream, ``wsgi.input_terminated``)
+    is read directly from the server's stream up to ``limit + 1`` bytes, so an
+    oversized one is refused instead of silently truncated. A body with
+    neither is empty (never an unbounded read).
+    """
+    length = request.content_length
+    if length is not None:
+        if length > limit:
+            raise _too_large(limit)
+        try:
+            body = request.get_data(cache=False)
+        except RequestEntityTooLarge:
+            raise _too_large(limit) from None
+        if len(body) > limit:
+            raise _too_large(limit)
+        return body
+    if "wsgi.input_terminated" not in request.environ:
+        return b""
+    stream = request.environ["wsgi.input"]
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        data = stream.read(min(65536, limit + 1 - total))
+        if not data:
+            break
+        chunks.append(data)
+        total += len(data)
+    if total > limit:
         raise _too_large(limit)
-    try:
-        body = request.get_data(cache=False)
-    except RequestEntityTooLarge:
-        raise _too_large(limit) from None
-    if len(body) > limit:
-        raise _too_large(limit)
-    return body
+    return b"".join(chunks)
 
 
 def _too_large(limit: int) -> JsonRpcError:
