@@ -25,7 +25,7 @@ account; created_at = updated_at = now on create; every later write sets
 (hooks_spec HS18); record_origin ``lab``; review_state ``Draft``; derived ids
 from :mod:`gateway.domain.ids`.
 
-Conflict salt: every update appends 1 + 8 spaces/tabs (derived from the
+Conflict salt: every update appends 1 + 20 spaces/tabs (derived from the
 request digest) to the ``|updated_at=`` line. MediaWiki and the codec trim
 parameter values, so the stored value is unchanged, but two different writes
 from one base now differ on that line even within the same second, so
@@ -331,10 +331,15 @@ def parse_request(tool: str, arguments: Mapping[str, Any]) -> Request:
 
 
 # ------------------------------------------------------------------ plan helpers
+#: Spaces/tabs in the conflict salt: 2**SALT_BITS patterns, so two different writes from one base
+#: in the same second collide with probability 2**-SALT_BITS (then edit.py's post-check still catches it).
+SALT_BITS = 20
+
+
 def salt(wikitext: str, digest: str) -> str:
-    """Append the conflict salt (1 + 8 spaces/tabs from ``digest``) to the ``|updated_at=`` line."""
-    bits = int(hashlib.sha256(("salt:" + digest).encode()).hexdigest()[:2], 16)
-    tail = " " + "".join("\t" if bits >> i & 1 else " " for i in range(8))
+    """Append the conflict salt (a space + SALT_BITS spaces/tabs from ``digest``) to the ``|updated_at=`` line."""
+    bits = int(hashlib.sha256(("salt:" + digest).encode()).hexdigest()[:8], 16)
+    tail = " " + "".join("\t" if bits >> i & 1 else " " for i in range(SALT_BITS))
     lines = wikitext.split("\n")
     for i, line in enumerate(lines):
         if line.startswith("|updated_at="):
