@@ -199,3 +199,11 @@ def test_sqlite_search_needs_prefix_terms_for_korean_particles(client):
     assert "wk-particle" not in [h.id for h in repo.search_full_text("단편화", 20).hits]   # whole-word index
     assert "wk-particle" in [h.id for h in repo.search_full_text("단편화*", 20).hits]
     assert "wk-particle" in [h.id for h in repo.search_full_text("할당*", 20).hits]
+
+
+def test_pages_with_titles_that_are_not_lesson_ids_are_ignored(client):
+    client.post({"action": "edit", "title": "Lesson:Hand made Notes", "summary": "t",
+                 "text": serialize_page(lesson("x", observation="strayidtoken"))})
+    write_pages(client, {"wk-stray-ok": lesson("wk-stray-ok", observation="strayidtoken")})
+    repo = MediaWikiRepository(client)
+    assert [h.id for h in repo.search_full_text("strayidtoken", 20).hits] == ["wk-stray-ok"]

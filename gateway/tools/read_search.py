@@ -99,13 +99,12 @@ class _Hits:
         self.conform = conformer(str(ctx.config.schema_dir), TOOL, "results", "[]")
         self.cite_conform = conformer(str(ctx.config.schema_dir), TOOL, "results", "[]", "citations", "[]")
 
-    def view(self, ranked: legacy.Ranked, cap: int | None = None) -> tuple[dict[str, Any], frozenset[str]]:
+    def view(self, ranked: legacy.Ranked, cap: int | None = None) -> tuple[dict[str, Any] | None, frozenset[str]]:
+        """(result object or None when the record cannot conform, shortened field names)."""
         item, cut = _hit(ranked, self.fields, cap)
         if "citations" in item:
             item["citations"] = [c for c in (self.cite_conform.fix(c, truncated=cut) for c in item["citations"]) if c]
-        fixed = self.conform.fix(item, truncated=cut)
-        return (fixed if fixed is not None else {"id": item["id"], "score": item["score"], "basis": item["basis"]},
-                frozenset(cut))
+        return self.conform.fix(item, truncated=cut), frozenset(cut)
 
 
 @read_tool
@@ -131,7 +130,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
     if listing:
         position = pager.position(arguments.get("cursor"), {"rc": None})
-        resume = position.get("rc") if isinstance(position, dict) else ""
+        resume = position.get("rc") if isinstance(position, dict) else 0
         if resume is not None and not isinstance(resume, str):
             raise invalid_cursor("The cursor is malformed.")
         ranked = legacy.listing(repo, filters, resume, limit + 1)
@@ -169,7 +168,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     views = [hits.view(r) for r in window]
 
     def build(part) -> dict[str, Any]:
-        out = {"results": [v for v, _ in part], "next_cursor": next_cursor(len(part)), **base}
+        out = {"results": [v for v, _ in part if v is not None], "next_cursor": next_cursor(len(part)), **base}
         cut = sorted(set().union(*(c for _, c in part))) if part else []
         if cut:
             out["truncated"] = cut

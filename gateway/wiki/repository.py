@@ -108,6 +108,7 @@ class MediaWikiRepository(LessonRepository):
         self.ns_id = self.schema.namespace_id
         self.prefix = self.schema.namespace + ":"
         self._parsed = _ParsedPages()
+        self._id_pattern = re.compile(self.schema.meta["id_pattern"])
 
     @classmethod
     def from_config(cls, config) -> "MediaWikiRepository":
@@ -122,11 +123,17 @@ class MediaWikiRepository(LessonRepository):
         return self.prefix + lesson_id
 
     def lesson_id(self, page: dict[str, Any]) -> str | None:
-        """Lesson id of an API page/row object (``ns`` + ``title``), None outside the namespace."""
+        """Lesson id of an API page/row object (``ns`` + ``title``).
+
+        None outside the Lesson namespace and for titles that are not valid
+        Lesson ids (``meta.id_pattern``; e.g. a page a person created by hand
+        as ``Lesson:My notes``) — such pages are not Lessons to the gateway.
+        """
         if page.get("ns") != self.ns_id:
             return None
         title = str(page.get("title", ""))
-        return title.split(":", 1)[1] if ":" in title else title
+        lesson_id = title.split(":", 1)[1] if ":" in title else title
+        return lesson_id if self._id_pattern.match(lesson_id) else None
 
     # ------------------------------------------------------------- reads
     def get_snapshot(self, lesson_id: str) -> LessonSnapshot | None:
@@ -414,10 +421,9 @@ class MediaWikiRepository(LessonRepository):
         sources: list[str] = []
         for key in (data.get("query", {}).get("results") or {}):
             title = key.split("#", 1)[0]  # subobjects are "Lesson:x#relation-…"
-            if title.startswith(self.prefix) or ":" in title:
-                source = title.split(":", 1)[1]
-                if source != lesson_id and source not in sources:
-                    sources.append(source)
+            source = self.lesson_id({"ns": self.ns_id, "title": title}) if ":" in title else None
+            if source and source != lesson_id and source not in sources:
+                sources.append(source)
         return sources[:limit], len(sources) > limit
 
 
