@@ -347,6 +347,7 @@ class Clock:
 def graph_app(repo, **kwargs):
     app = Flask(__name__)
     clock = kwargs.pop("clock", Clock())
+    kwargs.setdefault("background", False)
     bp = create_graph_blueprint(lambda: repo, Config(), clock=clock, **kwargs)
     app.register_blueprint(bp)
     return app, bp, clock
@@ -624,3 +625,28 @@ def test_help_pages_render_in_the_wiki(wiki_pages):
         prose = re.sub(r"<pre>.*?</pre>|<code>.*?</code>", "", parsed, flags=re.S)
         assert 'class="error' not in parsed and "{{" not in prose, title
         assert "%%" not in parsed, title
+
+
+def test_graph_background_rebuild_serves_previous_data_meanwhile():
+    import threading
+
+    repo = seeded_repo(2)
+    gate = threading.Event()
+    original = repo.scan_snapshots
+
+    def slow(cursor, limit):
+        gate.wait(10)
+        return original(cursor, limit)
+
+    app, bp, clock = graph_app(repo, background=True, probe_seconds=1000)
+    client = app.test_client()
+    first = client.get("/mcp/graph").get_json()
+    repo.delete_page("l1")
+    repo.scan_snapshots = slow
+    clock.now += 11
+    during = client.get("/mcp/graph").get_json()  # returns at once with the old data
+    assert during["nodes"] == first["nodes"]
+    gate.set()
+    bp.graph_cache.wait_idle()
+    after = client.get("/mcp/graph").get_json()
+    assert [n["id"] for n in after["nodes"]] == ["l0"]

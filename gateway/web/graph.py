@@ -37,19 +37,25 @@ request ever reads every page just for itself:
 Either result is cached in the process. Freshness (CHECKLIST B5, "a Lesson
 saved in the browser or over MCP appears at once"):
 
-* After an MCP write the app calls :meth:`GraphCache.invalidate` (exposed as
-  ``blueprint.graph_cache``); the next request rebuilds.
 * Browser saves do not pass through the gateway, so on the snapshot path a
   request asks MediaWiki at most once per ``probe_seconds`` (default 1 s) for
-  the few most recently edited Lessons (``list_recent``, one API request) and
-  patches the cached graph in place when any of them changed. The whole graph
-  is rebuilt at the latest after ``ttl_seconds`` (default 10 s), which also
-  catches deletions. On the SMW path only the short TTL applies.
+  the ten most recently edited Lessons (``list_recent``, one API request) and
+  patches the cached graph in place when any of them changed. The probe runs
+  in the request, so the page that follows a save already shows it.
+* After an MCP write the app calls :meth:`GraphCache.invalidate` (exposed as
+  ``blueprint.graph_cache``): the next request probes at once instead of
+  waiting for the interval (on the SMW path it re-runs the two queries).
+* The whole graph is re-read when it is older than ``ttl_seconds`` (default
+  10 s), which also drops deleted Lessons. That re-read runs in a background
+  thread while requests keep getting the previous data, so no visitor waits
+  for a full scan after the first one. A probe that sees more changes than
+  it can patch (all ten probed Lessons changed) triggers a synchronous
+  rebuild instead.
 * Responses carry an ETag and ``Cache-Control: no-cache``, so a browser
   revalidates every time and gets a cheap 304 when nothing changed.
 
-While one request rebuilds, concurrent requests are answered from the previous
-data instead of waiting. If the wiki fails and older data exists, that data is
+Only one request refreshes at a time; concurrent requests are answered from
+the current data. If the wiki fails and older data exists, that data is
 served with ``"stale": true``; with no data at all the route answers 503.
 
 CORS: a request whose ``Origin`` is not in the gateway's exact allowlist
@@ -346,19 +352,31 @@ class GraphCache:
 
     Args:
         source: a :class:`SnapshotGraphSource` or :class:`AskGraphSource`.
-        ttl_seconds: longest reuse of one build (default 10 s).
+        ttl_seconds: age after which the whole graph is re-read (default 10 s).
         probe_seconds: shortest time between two change probes (snapshot source only).
         max_edges: edge cap applied when rendering.
         clock: monotonic clock (tests pass a fake).
+        background: re-read an expired graph in a background thread while
+            requests keep getting the previous data (default). With False the
+            request that finds the graph expired rebuilds it itself.
+
+    Refresh policy: the first build is synchronous. After that a request
+    (1) probes for recent edits when ``probe_seconds`` passed or
+    :meth:`invalidate` was called, and patches the graph synchronously (one
+    small API request), rebuilding synchronously only when the probe sees more
+    changes than it can patch; (2) starts a background rebuild when the graph
+    is older than ``ttl_seconds``, which also catches deletions. Only one
+    request refreshes at a time; concurrent requests get the current data.
     """
 
     def __init__(self, source, *, ttl_seconds: float = DEFAULT_TTL_SECONDS,
                  probe_seconds: float = DEFAULT_PROBE_SECONDS, max_edges: int = DEFAULT_MAX_EDGES,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, background: bool = True):
         self.source = source
         self.ttl_seconds = ttl_seconds
         self.probe_seconds = probe_seconds
         self.max_edges = max_edges
+        self.background = background
         self._clock = clock
         self._lock = threading.Lock()
         self._data: GraphData | None = None
@@ -366,13 +384,20 @@ class GraphCache:
         self._etag: str = ""
         self._built_at = 0.0
         self._probed_at = 0.0
-        self._force_rebuild = False
+        self._probe_due = False
+        self._worker: threading.Thread | None = None
         self.builds = 0
         self.probes = 0
 
     def invalidate(self) -> None:
-        """Make the next request rebuild the graph (call after every successful MCP write)."""
-        self._force_rebuild = True
+        """Make the next request look for changes first (call after every successful MCP write)."""
+        self._probe_due = True
+
+    def wait_idle(self, timeout: float = 30.0) -> None:
+        """Wait for a running background rebuild (tests and shutdown)."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
 
     def _render(self, stale: bool) -> None:
         payload = self._data.to_json(self.max_edges)
@@ -382,31 +407,71 @@ class GraphCache:
         self._body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self._etag = hashlib.sha256(self._body).hexdigest()[:32]
 
-    def _refresh(self, now: float) -> None:
-        """Rebuild or probe as needed; called with the lock held."""
-        data = self._data
-        need_build = data is None or self._force_rebuild or now - self._built_at >= self.ttl_seconds
-        if not need_build and getattr(self.source, "supports_probe", False) and now - self._probed_at >= self.probe_seconds:
-            self._probed_at = now
-            self.probes += 1
-            outcome = self.source.probe(data)
-            if outcome is None:
-                need_build = True
-            elif outcome:
-                self._render(stale=False)
-        if need_build:
-            self._force_rebuild = False
-            try:
-                built = self.source.build()
-            except RepositoryError:
-                if self._data is None:
-                    raise
-                self._built_at = now  # do not hammer a failing wiki: retry after the TTL
+    def _install(self, built: GraphData, now: float) -> None:
+        """Swap in a full build (lock held)."""
+        self.builds += 1
+        self._data, self._built_at, self._probed_at = built, now, now
+        self._render(stale=False)
+
+    def _build_now(self, now: float) -> None:
+        """Synchronous full build (lock held); on failure keep serving older data marked stale."""
+        try:
+            built = self.source.build()
+        except RepositoryError:
+            if self._data is None:
+                raise
+            self._built_at = now  # do not hammer a failing wiki: try again after the TTL
+            self._render(stale=True)
+            return
+        self._install(built, now)
+
+    def _background_build(self) -> None:
+        try:
+            built = self.source.build()
+        except RepositoryError:
+            with self._lock:
+                self._built_at = self._clock()
                 self._render(stale=True)
+            return
+        except Exception:  # pragma: no cover - never let a worker thread die loudly
+            return
+        with self._lock:
+            self._install(built, self._clock())
+            # edits that landed while the scan ran are picked up by the next probe
+            self._probe_due = True
+
+    def _refresh(self, now: float) -> None:
+        """Probe, patch or rebuild as due; called with the lock held."""
+        if self._data is None:
+            self._build_now(now)
+            return
+        probing = getattr(self.source, "supports_probe", False)
+        if self._probe_due or (probing and now - self._probed_at >= self.probe_seconds):
+            self._probe_due = False
+            self._probed_at = now
+            if probing:
+                self.probes += 1
+                try:
+                    outcome = self.source.probe(self._data)
+                except RepositoryError:
+                    self._render(stale=True)  # the wiki is failing: say so, keep the data
+                    return
+                if outcome is None:
+                    self._build_now(now)
+                    return
+                if outcome:
+                    self._render(stale=False)
+            else:
+                self._build_now(now)  # an ask build is two cheap queries
                 return
-            self.builds += 1
-            self._data, self._built_at, self._probed_at = built, now, now
-            self._render(stale=False)
+        if now - self._built_at >= self.ttl_seconds:
+            if not self.background:
+                self._build_now(now)
+            elif self._worker is None or not self._worker.is_alive():
+                self._built_at = now  # one rebuild per TTL, even if it is slow
+                self._worker = threading.Thread(target=self._background_build, name="s3rm-graph-rebuild",
+                                                daemon=True)
+                self._worker.start()
 
     def get(self) -> tuple[bytes, str]:
         """Return ``(json_body, etag)`` (etag unquoted), refreshing first when due.
@@ -437,7 +502,8 @@ def create_graph_blueprint(get_repository: Callable[[], LessonRepository], confi
                            probe_seconds: float = DEFAULT_PROBE_SECONDS,
                            max_nodes: int = DEFAULT_MAX_NODES,
                            max_edges: int = DEFAULT_MAX_EDGES,
-                           clock: Callable[[], float] = time.monotonic) -> Blueprint:
+                           clock: Callable[[], float] = time.monotonic,
+                           background: bool = True) -> Blueprint:
     """Build the Blueprint serving ``GET /mcp/graph`` (see the module docstring for the contract).
 
     Args:
@@ -448,6 +514,7 @@ def create_graph_blueprint(get_repository: Callable[[], LessonRepository], confi
         ttl_seconds, probe_seconds, max_nodes, max_edges: cache and size bounds
             (``max_nodes`` is clamped to 1..2000).
         clock: monotonic clock, for tests.
+        background: rebuild an expired graph in a background thread (see :class:`GraphCache`).
 
     The returned blueprint has a ``graph_cache`` attribute (:class:`GraphCache`);
     call ``blueprint.graph_cache.invalidate()`` after every successful MCP write.
@@ -459,7 +526,7 @@ def create_graph_blueprint(get_repository: Callable[[], LessonRepository], confi
     else:
         source = SnapshotGraphSource(get_repository, max_nodes=max_nodes)
     cache = GraphCache(source, ttl_seconds=ttl_seconds, probe_seconds=probe_seconds, max_edges=max_edges,
-                       clock=clock)
+                       clock=clock, background=background)
     allowed = frozenset(getattr(config, "allowed_origins", ()) or ())
 
     bp = Blueprint("s3rm_graph", __name__)

@@ -396,7 +396,7 @@
 		var isolated = [];
 		var parent = {};
 		var L = 46;
-		var i, j, k, n, node, t0, iteration, temperature, cell, grid, cx, cy, gx, gy, list, other, dx, dy, d2, d, f, e, fx, fy, step;
+		var i, j, k, n, t0, iteration, temperature, cell, cx, cy, gx, gy, dx, dy, d2, d, f, fx, fy, step;
 
 		function find( x ) {
 			while ( parent[ x ] !== x ) {
@@ -429,45 +429,89 @@
 		for ( i = 0; i < connected.length; i++ ) {
 			connected[ i ].x = L * 0.75 * Math.sqrt( i + 0.5 ) * Math.cos( i * 2.399963 );
 			connected[ i ].y = L * 0.75 * Math.sqrt( i + 0.5 ) * Math.sin( i * 2.399963 );
-			connected[ i ].fx = 0;
-			connected[ i ].fy = 0;
 		}
 
 		n = connected.length;
+		// typed arrays: the simulation touches every node a few hundred times
+		var X = new Float64Array( n ), Y = new Float64Array( n ), FX = new Float64Array( n ), FY = new Float64Array( n );
+		var local = new Int32Array( nodes.length );
+		var EA = new Int32Array( edges.length ), EB = new Int32Array( edges.length );
+		var cellOf = new Int32Array( n ), order = new Int32Array( n );
+		var counts, starts, minGX, minGY, maxGX, maxGY, cols, rows, cells, c, c2, k2, end2;
+		for ( i = 0; i < nodes.length; i++ ) {
+			local[ i ] = -1;
+		}
+		for ( i = 0; i < n; i++ ) {
+			local[ connected[ i ].index ] = i;
+			X[ i ] = connected[ i ].x;
+			Y[ i ] = connected[ i ].y;
+		}
+		for ( i = 0; i < edges.length; i++ ) {
+			EA[ i ] = local[ edges[ i ].a ];
+			EB[ i ] = local[ edges[ i ].b ];
+		}
 		t0 = now();
 		temperature = L * 2;
 		cell = L * 2;
 		for ( iteration = 0; iteration < LAYOUT_MAX_ITERATIONS && n > 1; iteration++ ) {
-			if ( now() - t0 > LAYOUT_BUDGET_MS ) {
+			if ( ( iteration & 7 ) === 0 && now() - t0 > LAYOUT_BUDGET_MS ) {
 				break;
 			}
-			grid = {};
+			// bucket the nodes into a grid (counting sort; bounded number of cells)
+			minGX = Infinity;
+			minGY = Infinity;
+			maxGX = -Infinity;
+			maxGY = -Infinity;
 			for ( i = 0; i < n; i++ ) {
-				node = connected[ i ];
-				node.fx = 0;
-				node.fy = 0;
-				gx = Math.floor( node.x / cell );
-				gy = Math.floor( node.y / cell );
-				node.gx = gx;
-				node.gy = gy;
-				( grid[ gx + ',' + gy ] = grid[ gx + ',' + gy ] || [] ).push( node );
+				FX[ i ] = 0;
+				FY[ i ] = 0;
+				gx = Math.floor( X[ i ] / cell );
+				gy = Math.floor( Y[ i ] / cell );
+				if ( gx < minGX ) { minGX = gx; }
+				if ( gy < minGY ) { minGY = gy; }
+				if ( gx > maxGX ) { maxGX = gx; }
+				if ( gy > maxGY ) { maxGY = gy; }
 			}
-			// short-range repulsion through the grid (bounded neighbourhood)
+			cols = maxGX - minGX + 1;
+			rows = maxGY - minGY + 1;
+			if ( cols * rows > 262144 ) {
+				break; // degenerate spread: stop rather than allocate without bound
+			}
+			cells = cols * rows;
+			counts = new Int32Array( cells + 1 );
 			for ( i = 0; i < n; i++ ) {
-				node = connected[ i ];
-				for ( cx = -1; cx <= 1; cx++ ) {
-					for ( cy = -1; cy <= 1; cy++ ) {
-						list = grid[ ( node.gx + cx ) + ',' + ( node.gy + cy ) ];
-						if ( !list ) {
+				c = ( Math.floor( X[ i ] / cell ) - minGX ) * rows + ( Math.floor( Y[ i ] / cell ) - minGY );
+				cellOf[ i ] = c;
+				counts[ c + 1 ]++;
+			}
+			for ( c = 0; c < cells; c++ ) {
+				counts[ c + 1 ] += counts[ c ];
+			}
+			starts = counts.slice( 0 );
+			for ( i = 0; i < n; i++ ) {
+				order[ starts[ cellOf[ i ] ]++ ] = i;
+			}
+			// short-range repulsion within the 3x3 neighbourhood (at most 60 nodes per cell)
+			for ( i = 0; i < n; i++ ) {
+				gx = Math.floor( cellOf[ i ] / rows );
+				gy = cellOf[ i ] - gx * rows;
+				for ( cx = gx - 1; cx <= gx + 1; cx++ ) {
+					if ( cx < 0 || cx >= cols ) {
+						continue;
+					}
+					for ( cy = gy - 1; cy <= gy + 1; cy++ ) {
+						if ( cy < 0 || cy >= rows ) {
 							continue;
 						}
-						for ( j = 0; j < list.length && j < 60; j++ ) {
-							other = list[ j ];
-							if ( other === node ) {
+						c2 = cx * rows + cy;
+						end2 = Math.min( counts[ c2 + 1 ], counts[ c2 ] + 60 );
+						for ( k2 = counts[ c2 ]; k2 < end2; k2++ ) {
+							j = order[ k2 ];
+							if ( j === i ) {
 								continue;
 							}
-							dx = node.x - other.x;
-							dy = node.y - other.y;
+							dx = X[ i ] - X[ j ];
+							dy = Y[ i ] - Y[ j ];
 							d2 = dx * dx + dy * dy;
 							if ( d2 > cell * cell ) {
 								continue;
@@ -477,38 +521,38 @@
 								dy = ( ( i % 5 ) - 2 ) * 0.1 + 0.05;
 								d2 = dx * dx + dy * dy;
 							}
-							f = ( L * L ) / d2;
-							node.fx += dx * f * 0.5;
-							node.fy += dy * f * 0.5;
+							f = ( L * L ) / d2 * 0.5;
+							FX[ i ] += dx * f;
+							FY[ i ] += dy * f;
 						}
 					}
 				}
 			}
 			// springs along relations
-			for ( i = 0; i < edges.length; i++ ) {
-				e = edges[ i ];
-				node = nodes[ e.a ];
-				other = nodes[ e.b ];
-				dx = other.x - node.x;
-				dy = other.y - node.y;
+			for ( i = 0; i < EA.length; i++ ) {
+				dx = X[ EB[ i ] ] - X[ EA[ i ] ];
+				dy = Y[ EB[ i ] ] - Y[ EA[ i ] ];
 				d = Math.sqrt( dx * dx + dy * dy ) || 0.01;
 				f = ( d - L ) / d * 0.5;
-				node.fx += dx * f;
-				node.fy += dy * f;
-				other.fx -= dx * f;
-				other.fy -= dy * f;
+				FX[ EA[ i ] ] += dx * f;
+				FY[ EA[ i ] ] += dy * f;
+				FX[ EB[ i ] ] -= dx * f;
+				FY[ EB[ i ] ] -= dy * f;
 			}
-			// gravity keeps the connected part compact and centred
+			// gravity keeps the connected part compact and centred; the temperature caps each step
 			for ( i = 0; i < n; i++ ) {
-				node = connected[ i ];
-				fx = node.fx - node.x * 0.04;
-				fy = node.fy - node.y * 0.04;
+				fx = FX[ i ] - X[ i ] * 0.04;
+				fy = FY[ i ] - Y[ i ] * 0.04;
 				d = Math.sqrt( fx * fx + fy * fy ) || 1;
 				step = Math.min( d, temperature );
-				node.x += fx / d * step;
-				node.y += fy / d * step;
+				X[ i ] += fx / d * step;
+				Y[ i ] += fy / d * step;
 			}
 			temperature = Math.max( 1, temperature * 0.975 );
+		}
+		for ( i = 0; i < n; i++ ) {
+			connected[ i ].x = X[ i ];
+			connected[ i ].y = Y[ i ];
 		}
 
 		// pack the unconnected Lessons on rings around the connected core
@@ -557,6 +601,7 @@
 		this.frameRequested = false;
 		this.build();
 		layoutModel( model );
+		mark( 's3rm-graph-layout' );
 		this.resize();
 		this.fit( false );
 		this.bind();
@@ -1898,7 +1943,7 @@
 
 	// ------------------------------------------------------------- wiring
 
-	function initHome( graphRoot ) {
+	function initHome( graphRoot, earlyGraph ) {
 		var api = { graph: null, search: null, data: null };
 		var searchRoot = document.getElementById( 's3rm-semantic-search' );
 		var recentRoot = document.getElementById( 's3rm-recent-list' );
@@ -1912,8 +1957,9 @@
 			} );
 		}
 		graphRoot.setAttribute( 'data-state', 'loading' );
-		ready = fetchGraph().then( function ( data ) {
+		ready = ( earlyGraph || fetchGraph() ).then( function ( data ) {
 			var model;
+			mark( 's3rm-graph-data' );
 			api.data = data;
 			model = buildModel( data );
 			graphRoot.setAttribute( 'data-node-count', String( model.nodes.length ) );
@@ -1962,7 +2008,7 @@
 		mw.s3rm = mw.s3rm || {};
 		mw.s3rm.validateLessonId = validateLessonId;
 		if ( graphRoot ) {
-			initHome( graphRoot );
+			initHome( graphRoot, earlyGraph );
 		} else if ( recentRoot ) {
 			fillRecent( recentRoot, null );
 		}
@@ -1972,6 +2018,12 @@
 		if ( digests.length && mw.config.get( 'wgNamespaceNumber' ) === 3000 && mw.config.get( 'wgAction' ) === 'view' ) {
 			fillDigests( Array.prototype.slice.call( digests, 0, 200 ) );
 		}
+	}
+
+	// Start the graph download at once: it does not need the modules below.
+	var earlyGraph = document.getElementById( 's3rm-knowledge-graph' ) ? fetchGraph() : null;
+	if ( earlyGraph ) {
+		earlyGraph.then( null, function () {} ); // handled in initHome; avoid an unhandled-rejection warning
 	}
 
 	mw.loader.using( [ 'mediawiki.util', 'mediawiki.api' ] ).then( function () {
