@@ -650,3 +650,33 @@ def test_graph_background_rebuild_serves_previous_data_meanwhile():
     bp.graph_cache.wait_idle()
     after = client.get("/mcp/graph").get_json()
     assert [n["id"] for n in after["nodes"]] == ["l0"]
+
+
+@pytest.mark.wiki
+def test_graph_on_the_real_wiki_sees_a_save_at_once(dev_wiki):
+    """B5 against MediaWiki: a save that bypasses the gateway shows up in the very next graph response."""
+    from gateway.wiki.repository import MediaWikiRepository
+    from tests.lesson_samples import agent_client, write_pages
+
+    client = agent_client(dev_wiki)
+    repo = MediaWikiRepository(client)
+    write_pages(client, {
+        "graph-a": lesson("graph-a", title="그래프 A", evidence_items=[evidence("e1")]),
+        "graph-b": lesson("graph-b", title="그래프 B", evidence_items=[evidence("e1")],
+                          relations=[relation("graph-b", "supports", "graph-a")]),
+    })
+    app = Flask(__name__)
+    bp = create_graph_blueprint(lambda: repo, Config(), probe_seconds=0, background=False)
+    app.register_blueprint(bp)
+    http = app.test_client()
+    data = http.get("/mcp/graph").get_json()
+    ids = {n["id"] for n in data["nodes"]}
+    assert {"graph-a", "graph-b"} <= ids
+    assert {"from": "graph-b", "to": "graph-a", "relation": "supports"} in data["edges"]
+    # a "browser" save: straight to the wiki, not through the gateway
+    write_pages(client, {"graph-c": lesson("graph-c", title="그래프 C", evidence_items=[evidence("e1")],
+                                           relations=[relation("graph-c", "contradicts", "graph-b")])})
+    data = http.get("/mcp/graph").get_json()
+    assert "graph-c" in {n["id"] for n in data["nodes"]}
+    assert {"from": "graph-c", "to": "graph-b", "relation": "contradicts"} in data["edges"]
+    assert bp.graph_cache.builds == 1  # patched by the probe, not rebuilt
