@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""Load, write-burst and soak check of the gateway under gunicorn against a real MediaWiki (issue 8).
+
+Not a CI test. Loopback only: the gateway and the wiki run on 127.0.0.1; every
+loop is bounded by a deadline and every request by a timeout.
+
+    python bench/load.py                         # throwaway test wiki, ~2 minutes
+    python bench/load.py --wiki-dir .dev/wiki    # the running dev wiki (`s3rm dev wiki up`)
+    python bench/load.py --soak-seconds 600      # + the 10-minute memory soak (run by hand)
+
+Phases (each prints one block):
+
+1. **sustained reads** — for each ``--concurrency`` level, closed-loop clients
+   call read tools (``search_lessons`` with fixed queries, ``get_lesson``,
+   ``find_related_lessons``, ``find_analogies``) for ``--read-seconds``;
+   prints requests/s, p50/p95/p99 latency, the error rate (HTTP errors and
+   tool errors) and 429/503 counts; the best level with < 1 % errors is the
+   sustained rate this machine holds.
+2. **reads during a write burst** — the same read load at the best level while
+   one writer saves ``--write-burst`` Lesson revisions through the wiki as the
+   agent (a real MediaWiki write load on the same wiki and job queue; the MCP
+   write tools are used instead when ``--mcp-writes`` is given and they are
+   served); prints read p50/p95 against phase 1 and the write latencies.
+3. **soak** (``--soak-seconds`` > 0) — read load at half the best level,
+   sampling the gateway worker's resident memory every ``--sample-seconds``;
+   prints the first, maximum and last samples and the growth.
+
+Seeds ``--seed`` imported Lessons from the vendored cloud-incident corpus
+(``data/cloud-incidents``) through :class:`sync.importer.Importer` first.
+Query text and Lesson content are never printed.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # service_helpers: the same Gateway runner the tests use
+
+from service_helpers import MCP_HEADERS, Gateway  # noqa: E402
+
+from gateway.wiki.client import WikiClient  # noqa: E402
+from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
+from sync import devwiki  # noqa: E402
+
+CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"
+QUERIES = ["network outage", "DNS", "configuration change", "storage latency", "authentication", "power",
+           "load balancer", "certificate expired", "database failover", "region"]
+TOKEN = "load-test-write-token-0123456789"
+
+
+# ----------------------------------------------------------------- results
+@dataclass
+class Run:
+    """Latencies (seconds) and outcome counts of one load phase."""
+
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    outcomes: Counter = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, latency: float, outcome: str) -> None:
+        with self.lock:
+            self.latencies.append(latency)
+            self.outcomes[outcome] += 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.outcomes.values())
+
+    @property
+    def errors(self) -> int:
+        return self.total - self.outcomes["ok"]
+
+    def pct(self, q: float) -> float:
+        if not self.latencies:
+            return float("nan")
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+    def line(self, label: str) -> str:
+        rate = self.total / self.seconds if self.seconds else 0.0
+        err = 100.0 * self.errors / self.total if self.total else 0.0
+        other = {k: v for k, v in self.outcomes.items() if k != "ok"}
+        return (f"{label:<24} {self.total:6d} req  {rate:7.1f} req/s  p50 {self.pct(0.5) * 1000:7.1f} ms  "
+                f"p95 {self.pct(0.95) * 1000:7.1f} ms  p99 {self.pct(0.99) * 1000:7.1f} ms  "
+                f"errors {err:5.2f} %  {dict(other) if other else ''}")
+
+
+# ------------------------------------------------------------------ clients
+def _classify(response: requests.Response) -> str:
+    if response.status_code != 200:
+        return f"http_{response.status_code}"
+    result = response.json().get("result", {})
+    if result.get("isError"):
+        return "tool_" + json.loads(result["content"][0]["text"])["error"]["code"]
+    return "ok"
+
+
+def _read_call(rng: random.Random, ids: list[str]) -> tuple[str, dict]:
+    roll = rng.random()
+    if roll < 0.45:
+        return "search_lessons", {"query": rng.choice(QUERIES), "limit": 5}
+    if roll < 0.80:
+        return "get_lesson", {"id": rng.choice(ids)}
+    if roll < 0.92:
+        return "find_related_lessons", {"id": rng.choice(ids)}
+    return "find_analogies", {"id": rng.choice(ids), "limit": 5}
+
+
+def read_load(url: str, ids: list[str], concurrency: int, seconds: float, *, seed: int = 7,
+              stop: threading.Event | None = None) -> Run:
+    """Closed-loop read clients for ``seconds`` (or until ``stop``); returns the measured :class:`Run`."""
+    run = Run()
+    host = url.split("//", 1)[1].split("/", 1)[0]
+    headers = {**MCP_HEADERS, "Host": host}
+    deadline = time.monotonic() + seconds
+
+    def client(n: int) -> None:
+        rng = random.Random(seed * 1000 + n)
+        session = requests.Session()
+        i = 0
+        while time.monotonic() < deadline and not (stop and stop.is_set()):
+            tool, args = _read_call(rng, ids)
+            body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                               "params": {"name": tool, "arguments": args}})
+            i += 1
+            t0 = time.perf_counter()
+            try:
+                outcome = _classify(session.post(url, data=body, headers=headers, timeout=60))
+            except requests.RequestException as exc:
+                outcome = f"exc_{type(exc).__name__}"
+            run.add(time.perf_counter() - t0, outcome)
+            if outcome.startswith("http_429") or outcome.startswith("http_503"):
+                time.sleep(0.05)  # a polite client backs off a little (Retry-After is 1 s)
+        session.close()
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 90)
+    run.seconds = time.monotonic() - started
+    return run
+
+
+# --------------------------------------------------------------- writes
+def wiki_write_burst(wiki: devwiki.DevWiki, ids: list[str], count: int) -> Run:
+    """``count`` real Lesson revisions saved through the wiki as the agent (conditional saves)."""
+    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.agent.username, wiki.agent.password))
+    run = Run()
+    started = time.monotonic()
+    for i in range(count):
+        lesson_id = ids[i % len(ids)]
+        t0 = time.perf_counter()
+        try:
+            snap = repo.get_snapshot(lesson_id)
+            text = snap.wikitext.rstrip("\n") + ("\n" if i % 2 else "\n\n")  # a real new revision
+            repo.save_page(lesson_id, text, f"load test write {i}", base_revision_id=snap.revision_id)
+            outcome = "ok"
+        except Exception as exc:  # noqa: BLE001 - counted, never fatal for the benchmark
+            outcome = f"exc_{type(exc).__name__}"
+        run.add(time.perf_counter() - t0, outcome)
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def mcp_write_burst(url: str, count: int) -> Run:
+    """``count`` ``create_lesson_draft`` calls with the write token (new Lessons, unique operation ids)."""
+    host = url.split("//", 1)[1].split("/", 1)[0]
+    headers = {**MCP_HEADERS, "Host": host, "Authorization": f"Bearer {TOKEN}"}
+    run = Run()
+    started = time.monotonic()
+    stamp = int(time.time())
+    for i in range(count):
+        args = {"operation_id": f"load-{stamp}-{i}", "title": f"Load test draft {i}", "question": "q",
+                "attempt": "a", "context": "c", "observation": "o", "interpretation": "i",
+                "reusable_lesson": "r", "applicability": "w", "confidence": "low", "evidence": "e",
+                "initial_evidence": {"citation": f"load test log {i}", "kind": "log",
+                                     "verification_basis": "partial_source"}}
+        body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                           "params": {"name": "create_lesson_draft", "arguments": args}})
+        t0 = time.perf_counter()
+        try:
+            outcome = _classify(requests.post(url, data=body, headers=headers, timeout=60))
+        except requests.RequestException as exc:
+            outcome = f"exc_{type(exc).__name__}"
+        run.add(time.perf_counter() - t0, outcome)
+    run.seconds = time.monotonic() - started
+    return run
+
+
+# ------------------------------------------------------------------ memory
+def worker_pids(master: int) -> list[int]:
+    """The gunicorn worker processes (children of ``master``)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == master:
+            out.append(int(entry.name))
+    return out
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+# -------------------------------------------------------------------- main
+def seed(wiki: devwiki.DevWiki, count: int) -> list[str]:
+    """Import up to ``count`` cloud-incident Lessons (idempotent); returns their ids."""
+    from sync.importer import Importer
+    from sync.importers.cloud_incidents import read_records
+
+    records, _ = read_records(CORPUS)
+    records = records[:count]
+    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.importer.username, wiki.importer.password))
+    report = Importer(repo, "S3Import", "cloud-incidents").run(records, workers=4)
+    if report.failed:
+        raise SystemExit(f"seeding failed for {len(report.failed)} Lessons: {report.failed[:3]}")
+    return [r.lesson_id for r in records]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    p.add_argument("--wiki-dir", help="an installed dev wiki that is running (default: a throwaway test wiki)")
+    p.add_argument("--seed", type=int, default=120, help="cloud-incident Lessons to import first (default 120)")
+    p.add_argument("--threads", type=int, default=16, help="gunicorn threads (default 16)")
+    p.add_argument("--concurrency", default="2,4,8,16", help="read client levels (default 2,4,8,16)")
+    p.add_argument("--read-seconds", type=float, default=15.0, help="seconds per read level (default 15)")
+    p.add_argument("--write-burst", type=int, default=30, help="revisions in the write burst (default 30)")
+    p.add_argument("--mcp-writes", action="store_true", help="write through create_lesson_draft instead")
+    p.add_argument("--soak-seconds", type=float, default=0.0, help="memory soak length (0 = skip; 600 by hand)")
+    p.add_argument("--sample-seconds", type=float, default=10.0, help="memory sample interval (default 10)")
+    args = p.parse_args(argv)
+    levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
+    if not levels or min(levels) < 1 or max(levels) > 64:
+        p.error("--concurrency must list levels between 1 and 64")
+    if args.soak_seconds > 3600 or args.read_seconds > 600:
+        p.error("phases are bounded: --soak-seconds <= 3600, --read-seconds <= 600")
+
+    tmp = None
+    if args.wiki_dir:
+        wiki = devwiki.wiki_from_state(Path(args.wiki_dir))
+        owned = False
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="s3rm-load-")
+        print("starting a throwaway test wiki ...", flush=True)
+        wiki = devwiki.start_test_wiki(Path(tmp.name) / "wiki")
+        owned = True
+    try:
+        t0 = time.monotonic()
+        ids = seed(wiki, args.seed)
+        print(f"seeded {len(ids)} Lessons in {time.monotonic() - t0:.1f} s", flush=True)
+        env = dict(wiki.env())
+        env.update({"S3RM_CURSOR_SECRET": "load-test-cursor-secret-0123456789",
+                    "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(TOKEN.encode()).hexdigest(),
+                    "S3RM_REVISION_HMAC_KEYS": json.dumps({"load": "load-test-hmac-key-0123456789"}),
+                    "S3RM_REVISION_HMAC_ACTIVE_KEY_ID": "load"})
+        with Gateway(env, threads=args.threads) as gw:
+            read_load(gw.url, ids, 2, 3.0)  # warm-up: login, caches
+            print(f"\n== 1. sustained reads ({args.read_seconds:g} s per level, gunicorn threads "
+                  f"{args.threads}, {os.cpu_count()} CPUs shared with the wiki) ==")
+            runs = {}
+            for level in levels:
+                runs[level] = read_load(gw.url, ids, level, args.read_seconds)
+                print(runs[level].line(f"concurrency {level}"), flush=True)
+            good = [lv for lv, r in runs.items() if r.total and r.errors / r.total < 0.01]
+            best = max(good or levels, key=lambda lv: runs[lv].total / runs[lv].seconds)
+            base = runs[best]
+            print(f"sustained: {base.total / base.seconds:.1f} req/s at concurrency {best} "
+                  f"(p95 {base.pct(0.95) * 1000:.1f} ms, errors {100.0 * base.errors / max(1, base.total):.2f} %)")
+
+            print(f"\n== 2. reads during a write burst ({args.write_burst} revisions) ==")
+            holder: dict[str, Run] = {}
+            stop = threading.Event()
+            reader = threading.Thread(
+                target=lambda: holder.setdefault("reads", read_load(gw.url, ids, best, 600, stop=stop, seed=11)))
+            reader.start()
+            time.sleep(1.0)
+            writes = mcp_write_burst(gw.url, args.write_burst) if args.mcp_writes else wiki_write_burst(
+                wiki, ids, args.write_burst)
+            time.sleep(1.0)
+            stop.set()
+            reader.join(120)
+            during = holder["reads"]
+            print(during.line(f"reads, concurrency {best}"))
+            print(writes.line("writes (" + ("MCP" if args.mcp_writes else "wiki") + ")"))
+            print(f"read p95 during the burst / baseline: {during.pct(0.95) / base.pct(0.95):.2f}x")
+
+            if args.soak_seconds > 0:
+                level = max(1, best // 2)
+                print(f"\n== 3. soak ({args.soak_seconds:g} s at concurrency {level}) ==")
+                pids = worker_pids(gw.pid)
+                samples: list[tuple[float, int]] = []
+                stop = threading.Event()
+                soak_holder: dict[str, Run] = {}
+                soaker = threading.Thread(target=lambda: soak_holder.setdefault(
+                    "run", read_load(gw.url, ids, level, args.soak_seconds, seed=23)))
+                started = time.monotonic()
+                soaker.start()
+                while soaker.is_alive() and time.monotonic() - started < args.soak_seconds + 120:
+                    samples.append((time.monotonic() - started, sum(rss_kib(pid) for pid in pids)))
+                    soaker.join(args.sample_seconds)
+                samples.append((time.monotonic() - started, sum(rss_kib(pid) for pid in pids)))
+                print(soak_holder["run"].line("soak reads"))
+                first, peak, last = samples[0][1], max(s for _, s in samples), samples[-1][1]
+                print(f"worker RSS: first {first / 1024:.1f} MiB, max {peak / 1024:.1f} MiB, "
+                      f"last {last / 1024:.1f} MiB, growth {(last - first) / 1024:+.1f} MiB over {len(samples)} samples")
+                mid = samples[len(samples) // 2][1]
+                print(f"second-half growth: {(last - mid) / 1024:+.1f} MiB")
+            metrics = requests.get(f"{gw.base}/metrics", timeout=10).json()
+            print("\nserver-side latency per tool (whole run, histogram bounds):")
+            for t in sorted(metrics["timings"], key=lambda t: t["labels"].get("tool", "")):
+                if t["name"] == "tool_call_seconds":
+                    print(f"  {t['labels']['tool']:<22} n={t['count']:<6d} p50<={t['p50_seconds'] * 1000:.0f} ms  "
+                          f"p95<={t['p95_seconds'] * 1000:.0f} ms  max {t['max_seconds'] * 1000:.0f} ms")
+            print("\nadmission:", json.dumps({k: {x: v[x] for x in ("admitted", "rejected_full", "rejected_timeout")}
+                                              for k, v in metrics["admission"].items()}))
+    finally:
+        if owned:
+            devwiki.down(Path(tmp.name) / "wiki", quiet=True)
+            tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
