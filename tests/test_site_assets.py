@@ -680,3 +680,12 @@ def test_graph_on_the_real_wiki_sees_a_save_at_once(dev_wiki):
     assert "graph-c" in {n["id"] for n in data["nodes"]}
     assert {"from": "graph-c", "to": "graph-b", "relation": "contradicts"} in data["edges"]
     assert bp.graph_cache.builds == 1  # patched by the probe, not rebuilt
+
+
+def test_graph_prewarm_builds_in_the_background():
+    app, bp, _ = graph_app(seeded_repo(2))
+    bp.graph_cache.prewarm()
+    bp.graph_cache.wait_idle()
+    assert bp.graph_cache.builds == 1
+    assert len(app.test_client().get("/mcp/graph").get_json()["nodes"]) == 2
+    assert bp.graph_cache.builds == 1

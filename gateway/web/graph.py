@@ -393,6 +393,24 @@ class GraphCache:
         """Make the next request look for changes first (call after every successful MCP write)."""
         self._probe_due = True
 
+    def prewarm(self) -> None:
+        """Start the first build in a background thread (optional; call once at app start).
+
+        Without it the first request builds synchronously. Failures are
+        ignored here; the next request simply tries again.
+        """
+        def run() -> None:
+            with self._lock:
+                if self._data is None:
+                    try:
+                        self._build_now(self._clock())
+                    except Exception:  # the first request will retry and report
+                        pass
+
+        if self._data is None and (self._worker is None or not self._worker.is_alive()):
+            self._worker = threading.Thread(target=run, name="s3rm-graph-prewarm", daemon=True)
+            self._worker.start()
+
     def wait_idle(self, timeout: float = 30.0) -> None:
         """Wait for a running background rebuild (tests and shutdown)."""
         worker = self._worker
@@ -517,8 +535,10 @@ def create_graph_blueprint(get_repository: Callable[[], LessonRepository], confi
         background: rebuild an expired graph in a background thread (see :class:`GraphCache`).
 
     The returned blueprint has a ``graph_cache`` attribute (:class:`GraphCache`);
-    call ``blueprint.graph_cache.invalidate()`` after every successful MCP write.
-    Register it on the app without a URL prefix.
+    call ``blueprint.graph_cache.invalidate()`` after every successful MCP write,
+    and optionally ``blueprint.graph_cache.prewarm()`` once at start-up so the
+    first visitor does not wait for the first scan. Register it on the app
+    without a URL prefix.
     """
     max_nodes = max(1, min(int(max_nodes), DEFAULT_MAX_NODES))
     if ask is not None:
