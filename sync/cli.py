@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "sync.evaluate",
     "sync.importer",
     "sync.audit",
+    "sync.stack",
 )
 
 

