@@ -30,6 +30,7 @@ from gateway.metrics import Metrics
 from gateway.metrics import bp as metrics_bp
 from gateway.ratelimit import RateLimiter
 from gateway.retrieval.hybrid import RetrievalService
+from gateway.web.graph import create_graph_blueprint
 from gateway.tools.base import ToolError, ToolSpec, utc_now
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
@@ -155,9 +156,11 @@ def create_app(
         retrieval.start()
     if retrieval is not None:
         admission.attach_semantic_gate(retrieval.gate_stats)
+    graph_bp = create_graph_blueprint(lambda: repository, config) if repository is not None else None
     dispatcher = Dispatcher(
         registry, config=config, repository=repository, metrics=metrics, clock=clock, admission=admission,
         retrieval=retrieval,
+        write_listeners=(lambda _name: graph_bp.graph_cache.invalidate(),) if graph_bp is not None else (),
     )
     state = GatewayState(
         config=config,
@@ -184,6 +187,8 @@ def create_app(
     app.register_blueprint(mcp_bp)
     app.register_blueprint(health_bp)
     app.register_blueprint(metrics_bp)
+    if graph_bp is not None:
+        app.register_blueprint(graph_bp)  # GET /mcp/graph for the home page (not an MCP tool)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected_error)
     app.after_request(_security_headers)

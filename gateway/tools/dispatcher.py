@@ -75,6 +75,7 @@ class Dispatcher:
         clock: Callable[[], datetime] = utc_now,
         admission: Any = None,
         retrieval: Any = None,
+        write_listeners: tuple[Callable[[str], None], ...] = (),
     ):
         self.registry = registry
         self.config = config
@@ -85,6 +86,9 @@ class Dispatcher:
         self.admission = admission
         #: :class:`gateway.retrieval.hybrid.RetrievalService` or ``None`` (handed to every ToolContext)
         self.retrieval = retrieval
+        #: ``(tool name) -> None`` callables run after every successful write (e.g. the
+        #: graph cache's invalidation); a failing listener never fails the write
+        self.write_listeners = tuple(write_listeners)
 
     def call(self, params: dict[str, Any], *, request_id: str | int | None, credentials: Credentials) -> CallToolResult:
         """Handle the ``params`` of one tools/call request and return its ``CallToolResult``.
@@ -118,11 +122,20 @@ class Dispatcher:
             with self.admission.slot(entry.spec.kind):
                 outcome, result = self._run(entry, arguments, principal, budget)
         elapsed = time.perf_counter() - started
+        if outcome == "ok" and entry.spec.kind == "write":
+            self._notify_write(name)
         size = len(encode_json(result_message(request_id, result)))
         self.metrics.incr("tool_calls", tool=name, outcome=outcome)
         self.metrics.observe("tool_call_seconds", elapsed, tool=name)
         log.info("tool call tool=%s outcome=%s ms=%.1f bytes=%d", name, outcome, elapsed * 1000, size)
         return result
+
+    def _notify_write(self, name: str) -> None:
+        for listener in self.write_listeners:
+            try:
+                listener(name)
+            except Exception as exc:  # the write already succeeded; never undo or fail it
+                log.warning("write listener failed tool=%s exception=%s", name, type(exc).__name__)
 
     # ------------------------------------------------------------------ steps
     def _run(self, entry: ToolEntry, arguments: dict[str, Any], principal, budget: OutputBudget):
