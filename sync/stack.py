@@ -87,6 +87,7 @@ def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, s
     env.update({
         "S3RM_BIND": f"{HOST}:{gateway_port}",
         "S3RM_MCP_PUBLIC_URL": f"http://{HOST}:{gateway_port}/mcp",
+        "S3RM_MCP_ALLOWED_HOSTS": f"localhost:{gateway_port}",
         "S3RM_MCP_ALLOWED_ORIGINS": wiki.server_url.rstrip("/"),
         "S3RM_MCP_WRITE_AUTH_MODE": "token",
         "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(sec["write_token"].encode()).hexdigest(),
