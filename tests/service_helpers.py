@@ -1,13 +1,16 @@
 """Real processes for the security, fault and load checks (issue 8), loopback only.
 
-* :class:`Gateway` — runs ``s3rm serve`` (gunicorn, one gthread worker) on a
-  free 127.0.0.1 port with the given environment; ``with Gateway(env) as gw:``
+* :class:`Gateway` — runs the command ``s3rm serve`` executes (gunicorn with
+  ``gateway/gunicorn.conf.py``, one gthread worker; the serve pre-check is
+  skipped to start faster) on a free 127.0.0.1 port with the given environment; ``with Gateway(env) as gw:``
   waits for ``/livez`` and stops (SIGTERM, then SIGKILL) on exit. ``gw.base``,
   ``gw.url`` (``…/mcp``), ``gw.pid``, ``gw.log_text()``, ``gw.restart()``.
 * :class:`WikiProxy` — a threaded TCP proxy on a free loopback port in front of
   the dev wiki. ``delay`` (seconds before each upstream response is passed
-  on) makes a slow wiki, ``down = True`` resets every new connection (a wiki
-  that is down). ``api_url`` is the proxied ``api.php``.
+  on) makes a slow wiki, ``post_delay`` delays only answers to POST requests
+  (MediaWiki has applied an edit, its answer is in flight), ``down = True``
+  resets every new connection (a wiki that is down). ``api_url`` is the
+  proxied ``api.php``.
 * :func:`rpc` / :func:`call_tool` — one JSON-RPC POST with ``requests``.
 
 Used by ``tests/test_security.py``, ``tests/test_faults.py`` and ``bench/load.py``.
@@ -70,7 +73,9 @@ class Gateway:
 
     def start(self) -> "Gateway":
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "sync.cli", "serve"], cwd=REPO, env=self.env,
+        from sync.serve import gunicorn_argv
+
+        self.proc = subprocess.Popen(gunicorn_argv(), cwd=REPO, env=self.env,
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         deadline = time.monotonic() + self.start_timeout
@@ -127,6 +132,7 @@ class WikiProxy:
         self.port = free_port()
         self.api_url = f"http://127.0.0.1:{self.port}{parts.path}"
         self.delay = 0.0
+        self.post_delay = 0.0
         self.down = False
         self._stop = threading.Event()
         self._server = socket.create_server(("127.0.0.1", self.port))
@@ -163,6 +169,7 @@ class WikiProxy:
             client.close()
             return
         deadline = time.monotonic() + 120  # bounded: no connection lives longer
+        last_was_post = False
         try:
             while not self._stop.is_set() and time.monotonic() < deadline:
                 readable, _, _ = select.select([client, upstream], [], [], 0.2)
@@ -171,10 +178,13 @@ class WikiProxy:
                     if not data:
                         return
                     if sock is upstream:
-                        if self.delay:
-                            time.sleep(self.delay)
+                        wait = self.delay + (self.post_delay if last_was_post else 0.0)
+                        if wait:
+                            time.sleep(wait)
                         client.sendall(data)
                     else:
+                        if data[:8].split(b" ", 1)[0] in (b"POST", b"GET", b"HEAD"):
+                            last_was_post = data.startswith(b"POST ")
                         upstream.sendall(data)
         except OSError:
             pass

@@ -11,11 +11,17 @@ session wiki:
   queue timeouts, immediate 429s), ``/livez`` stays fast (no thread
   exhaustion), the worker is never killed, and calls succeed once it is fast;
 * embedding server down → a ``hybrid_v1`` first page falls back to legacy and
-  readiness stays green.
+  readiness stays green;
+* gateway killed (SIGKILL) after MediaWiki applied a ``create_lesson_draft``
+  but before the client got the answer → the client's retry to the restarted
+  gateway is ``replayed``, and the wiki holds exactly one revision.
 """
 from __future__ import annotations
 
+import hashlib
+import signal
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -81,10 +87,10 @@ def test_wiki_down_readiness_fails_liveness_holds_tools_answer_retryable(seeded)
 
 def test_slow_wiki_times_out_without_thread_exhaustion(seeded):
     with WikiProxy(seeded.api_url) as proxy:
-        env = _env(seeded, proxy, S3RM_WIKI_TIMEOUT_SECONDS="1", S3RM_ADMISSION_READ_TIMEOUT_SECONDS="1")
+        env = _env(seeded, proxy, S3RM_WIKI_TIMEOUT_SECONDS="0.5", S3RM_ADMISSION_READ_TIMEOUT_SECONDS="1")
         with Gateway(env, threads=6) as gw:
             assert call_tool(gw.url, "get_lesson", {"id": IDS[1]}).status_code == 200  # logged in, warm
-            proxy.delay = 3.0  # every wiki answer now takes longer than the gateway's wiki timeout
+            proxy.delay = 1.5  # every wiki answer now takes longer than the gateway's wiki timeout
 
             def one(i: int) -> tuple[int, float, dict | None]:
                 t0 = time.monotonic()
@@ -129,3 +135,59 @@ def test_embedding_server_down_hybrid_falls_back_and_readiness_holds(seeded):
             assert page["semantic_status"] in ("building", "unavailable", "degraded")
             ready = _wait_status(f"{gw.base}/readyz", 200)
             assert ready.status_code == 200 and ready.json()["semantic"] in ("building", "unavailable", "degraded")
+
+
+def test_gateway_restart_mid_write_retry_is_replayed_without_duplicate(seeded):
+    token = "restart-test-write-token-0123456789"
+    suffix = uuid.uuid4().hex[:10]
+    lesson_id, operation_id = f"restart-{suffix}", f"op-restart-{suffix}"
+    args = {
+        "operation_id": operation_id, "lesson_id": lesson_id, "title": "Restart mid-write",
+        "question": "Does a retry after a crash duplicate?", "attempt": "Kill the gateway during the save.",
+        "context": "Fault test.", "observation": "The client lost the answer.", "interpretation": "Markers.",
+        "reusable_lesson": "Retry with the same operation_id.", "applicability": "Any write.",
+        "confidence": "low", "evidence": "This test.",
+        "initial_evidence": {"citation": "tests/test_faults.py", "kind": "code", "verification_basis": "full_text"},
+    }
+    wiki_client = agent_client(seeded)  # direct, not through the proxy
+
+    def revisions() -> list[dict]:
+        data = wiki_client.get({"action": "query", "prop": "revisions", "titles": f"Lesson:{lesson_id}",
+                                "rvprop": "ids", "rvlimit": 50})
+        return data["query"]["pages"][0].get("revisions", [])
+
+    with WikiProxy(seeded.api_url) as proxy:
+        env = _env(seeded, proxy, S3RM_WIKI_TIMEOUT_SECONDS="20",
+                   S3RM_MCP_WRITE_TOKEN_SHA256=hashlib.sha256(token.encode()).hexdigest(),
+                   S3RM_REVISION_HMAC_KEYS='{"k1": "restart-tests-hmac-key-0123456789"}',
+                   S3RM_REVISION_HMAC_ACTIVE_KEY_ID="k1")
+        headers = {"Authorization": f"Bearer {token}"}
+        with Gateway(env) as gw:
+            assert call_tool(gw.url, "get_lesson", {"id": IDS[0]}).status_code == 200  # logged in, warm
+            proxy.post_delay = 4.0  # MediaWiki applies the edit at once; its answer is held back
+
+            with ThreadPoolExecutor(1) as pool:
+                pending = pool.submit(call_tool, gw.url, "create_lesson_draft", args, headers=headers, timeout=120)
+                deadline = time.monotonic() + 90
+                while not revisions() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                assert revisions(), "the edit never reached the wiki"
+                gw.stop(signal.SIGKILL)  # crash while the save's answer is in flight
+                try:
+                    lost = pending.result(timeout=60)
+                    lost_ok = lost.status_code == 200 and "error" not in tool_payload(lost)
+                except requests.RequestException:
+                    lost_ok = False
+                assert not lost_ok, "the client should not have received the answer"
+
+            proxy.post_delay = 0.0
+            gw.start()
+            retry = call_tool(gw.url, "create_lesson_draft", args, headers=headers, timeout=60)
+            assert retry.status_code == 200, retry.text
+            out = tool_payload(retry)
+            assert out.get("status") == "replayed", out
+            assert out["id"] == lesson_id
+            revs = revisions()
+            assert len(revs) == 1 and out["current_revision_id"] == revs[0]["revid"]
+            again = tool_payload(call_tool(gw.url, "create_lesson_draft", args, headers=headers, timeout=60))
+            assert again["status"] == "replayed" and len(revisions()) == 1
