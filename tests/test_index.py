@@ -65,7 +65,9 @@ def test_apply_is_copy_on_write():
 def test_matrices_are_read_only_float32_and_normalised():
     snap = IndexSnapshot.from_entries("g", DIMS, [entry(i) for i in range(3)])
     m = snap.matrix("situation")
-    assert m.dtype == np.float32 and m.flags.c_contiguous and not m.flags.writeable
+    assert m.shape == (3, DIMS) and m.dtype == np.float32 and not m.flags.writeable
+    cols = snap.columns("situation")
+    assert cols.shape == (DIMS, 3) and cols.flags.c_contiguous and not cols.flags.writeable
     with pytest.raises(ValueError):
         m[0, 0] = 1.0
     assert np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)

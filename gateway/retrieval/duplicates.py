@@ -109,7 +109,7 @@ class DuplicateChecker:
             return _result("timeout" if exc.code == "timeout" else "error")
         scores = np.zeros(len(snap), dtype=np.float32)
         for row, (facet, _) in enumerate(texts):
-            scores += snap.matrix(facet) @ matrix[row]
+            scores += matrix[row] @ snap.columns(facet)
         scores /= len(FACETS)
         cal = service.calibration
         order = np.argsort(-scores, kind="stable")

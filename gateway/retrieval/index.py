@@ -2,9 +2,14 @@
 
 An :class:`IndexSnapshot` holds, for one generation:
 
-* per facet (situation, approach, mechanism) one C-contiguous, read-only
-  ``float32`` matrix of shape ``(n, dims)`` whose rows are L2-normalised
-  (an all-zero row marks an empty facet and scores 0 against everything);
+* per facet (situation, approach, mechanism) one read-only ``float32`` matrix
+  of ``n`` L2-normalised Lesson vectors (an all-zero vector marks an empty
+  facet and scores 0 against everything), stored column-per-Lesson: a
+  C-contiguous ``(dims, n)`` array. ``q @ M`` then streams the matrix once in
+  order while the ``n`` running sums stay in cache — measured on the 2-core dev
+  machine at the speed of a plain read, where the row layout's BLAS sgemv was
+  about 2× slower (bench/bench_index.py). :meth:`IndexSnapshot.matrix` still
+  offers the ``(n, dims)`` view;
 * columnar per-row records — Lesson id, indexed revision id, retrieval and
   metadata hashes (raw 32-byte digests, ``(n, 32)`` uint8), created/updated times (epoch
   seconds), filter scalars (confidence, record_origin, review_state as small
@@ -16,10 +21,10 @@ returns a NEW snapshot (copy-on-write), so a search that holds the old one
 keeps a consistent view; the refresher swaps the reference atomically. While
 a swap is being built exactly one extra snapshot exists.
 
-Search is exact: ``scores = M @ q`` (one BLAS sgemv per facet, i.e. one
-stream over the matrix) followed by ``np.argpartition`` for the top k and a
-stable sort of those k by (score desc, Lesson id asc). Cosine similarity equals
-the inner product because rows and queries are L2-normalised.
+Search is exact: ``scores = q @ M`` (one pass over the facet's matrix)
+followed by ``np.argpartition`` for the top k and a sort of those k by
+(score desc, Lesson id asc). Cosine similarity equals the inner product
+because Lesson vectors and queries are L2-normalised.
 """
 from __future__ import annotations
 
@@ -141,15 +146,19 @@ class IndexSnapshot:
     __slots__ = ("generation", "dims", "built_at", "_ids", "_row", "_matrices", "_revision", "_rhash",
                  "_mhash", "_created", "_updated", "_scalars", "_truncated")
 
-    def __init__(self, generation: str, dims: int, ids: Sequence[str], matrices: Mapping[str, np.ndarray],
+    def __init__(self, generation: str, dims: int, ids: Sequence[str], columns: Mapping[str, np.ndarray],
                  revision: np.ndarray, rhash: np.ndarray, mhash: np.ndarray, created: np.ndarray,
                  updated: np.ndarray, scalars: np.ndarray, truncated: np.ndarray, built_at: float | None = None):
+        """Wrap prepared columns: ``columns[facet]`` is C-contiguous float32 ``(dims, n)``;
+        ``revision``/``created``/``updated`` int64 ``(n,)``, ``rhash``/``mhash`` uint8 ``(n, 32)``,
+        ``scalars`` uint8 ``(n, 3)``, ``truncated`` uint8 ``(n,)``. Arrays become read-only (no copy)."""
         n = len(ids)
-        if set(matrices) != set(FACETS):
-            raise ValueError(f"matrices must cover {FACETS}")
-        for facet, matrix in matrices.items():
-            if matrix.shape != (n, dims) or matrix.dtype != np.float32:
-                raise ValueError(f"{facet} matrix has shape {matrix.shape} {matrix.dtype}; expected ({n}, {dims}) float32")
+        if set(columns) != set(FACETS):
+            raise ValueError(f"columns must cover {FACETS}")
+        for facet, matrix in columns.items():
+            if matrix.shape != (dims, n) or matrix.dtype != np.float32 or not matrix.flags.c_contiguous:
+                raise ValueError(f"{facet} matrix is {matrix.shape} {matrix.dtype}; expected C-contiguous "
+                                 f"({dims}, {n}) float32")
             matrix.setflags(write=False)
         self.generation = generation
         self.dims = dims
@@ -158,7 +167,7 @@ class IndexSnapshot:
         self._row = {lesson_id: i for i, lesson_id in enumerate(self._ids)}
         if len(self._row) != n:
             raise ValueError("duplicate Lesson ids in snapshot")
-        self._matrices = MappingProxyType({f: np.ascontiguousarray(matrices[f]) for f in FACETS})
+        self._matrices = MappingProxyType({f: columns[f] for f in FACETS})
         for arr in (revision, rhash, mhash, created, updated, scalars, truncated):
             if len(arr) != n:
                 raise ValueError("column length mismatch")
@@ -180,7 +189,8 @@ class IndexSnapshot:
     @classmethod
     def empty_columns(cls, generation: str, dims: int) -> "IndexSnapshot":
         z = lambda dtype, *shape: np.zeros((0, *shape), dtype=dtype)  # noqa: E731
-        return cls(generation, dims, (), {f: z(np.float32, dims) for f in FACETS}, z(np.int64), z(np.uint8, 32),
+        return cls(generation, dims, (), {f: np.zeros((dims, 0), np.float32) for f in FACETS}, z(np.int64),
+                   z(np.uint8, 32),
                    z(np.uint8, 32), z(np.int64), z(np.int64), z(np.uint8, 3), z(np.uint8))
 
     def apply(self, upserts: Sequence[IndexEntry] = (), deletes: Iterable[str] = (),
@@ -200,17 +210,22 @@ class IndexSnapshot:
     def _with_rows(self, keep: np.ndarray, added: list[IndexEntry], meta: dict[str, IndexRecord]) -> "IndexSnapshot":
         n_keep, n_new = len(keep), len(added)
         n = n_keep + n_new
-        matrices = {}
+        breaks = np.flatnonzero(np.diff(keep) != 1) + 1
+        runs = list(zip(np.concatenate(([0], breaks)).tolist(), np.concatenate((breaks, [n_keep])).tolist()))
+        runs = [(a, b) for a, b in runs if b > a]
+        columns = {}
         for facet in FACETS:
-            out = np.empty((n, self.dims), dtype=np.float32)
-            if n_keep:
-                np.take(self._matrices[facet], keep, axis=0, out=out[:n_keep])
-            for j, entry in enumerate(added):
-                vec = np.asarray(entry.vectors[facet], dtype=np.float32)
-                if vec.shape != (self.dims,):
-                    raise ValueError(f"{facet} vector of {entry.record.lesson_id} has shape {vec.shape}")
-                out[n_keep + j] = vec
-            matrices[facet] = out
+            out = np.empty((self.dims, n), dtype=np.float32)
+            old = self._matrices[facet]
+            for a, b in runs:  # contiguous runs of kept Lessons: block copies, no temporary matrix
+                out[:, a:b] = old[:, keep[a]:keep[a] + (b - a)]
+            if n_new:
+                vecs = [np.asarray(e.vectors[facet], dtype=np.float32) for e in added]
+                for entry, vec in zip(added, vecs):
+                    if vec.shape != (self.dims,):
+                        raise ValueError(f"{facet} vector of {entry.record.lesson_id} has shape {vec.shape}")
+                out[:, n_keep:] = np.stack(vecs, axis=1)
+            columns[facet] = out
         ids = [self._ids[i] for i in keep] + [e.record.lesson_id for e in added]
         cols = {
             "revision": np.concatenate([self._revision[keep], np.array([e.record.revision_id for e in added], np.int64)]),
@@ -231,7 +246,7 @@ class IndexSnapshot:
                 cols["created"][row] = record.created_at
                 cols["updated"][row] = record.updated_at
                 cols["scalars"][row] = self._codes(record)
-        return IndexSnapshot(self.generation, self.dims, ids, matrices, built_at=None, **cols)
+        return IndexSnapshot(self.generation, self.dims, ids, columns, built_at=None, **cols)
 
     @staticmethod
     def _codes(record: IndexRecord) -> tuple[int, int, int]:
@@ -270,12 +285,16 @@ class IndexSnapshot:
         return None if row is None else _hex(self._rhash[row].tobytes())
 
     def vector(self, facet: str, lesson_id: str) -> np.ndarray | None:
-        """Read-only view of one row vector ``(dims,)``, None when not indexed."""
+        """One Lesson's ``(dims,)`` vector (a copy), None when not indexed."""
         row = self._row.get(lesson_id)
-        return None if row is None else self._matrices[facet][row]
+        return None if row is None else self._matrices[facet][:, row].copy()
 
     def matrix(self, facet: str) -> np.ndarray:
-        """Read-only ``(n, dims)`` matrix of ``facet``."""
+        """Read-only ``(n, dims)`` view of ``facet`` (row i = Lesson ``ids[i]``)."""
+        return self._matrices[facet].T
+
+    def columns(self, facet: str) -> np.ndarray:
+        """The stored read-only C-contiguous ``(dims, n)`` array of ``facet``."""
         return self._matrices[facet]
 
     @property
@@ -326,7 +345,7 @@ class IndexSnapshot:
         if n == 0 or k <= 0:
             return []
         q = np.asarray(query, dtype=np.float32).reshape(self.dims)
-        scores = self._matrices[facet] @ q
+        scores = q @ self._matrices[facet]
         if allowed is not None:
             scores = np.where(allowed, scores, -np.inf)
         for lesson_id in exclude:
