@@ -64,6 +64,10 @@ def _quantile(buckets: list[int], count: int, q: float) -> float | None:
     return _BUCKETS[-1]
 
 
+def _capped(bound: float | None, maximum: float) -> float | None:
+    return None if bound is None else min(bound, maximum)
+
+
 class Metrics:
     """Process-wide counters (``incr``) and latency summaries (``observe``, seconds)."""
 
@@ -91,7 +95,8 @@ class Metrics:
         """Return a JSON-friendly copy: ``{"counters": [...], "timings": [...]}``.
 
         A timing is ``{"name", "labels", "count", "sum_seconds", "max_seconds",
-        "p50_seconds", "p95_seconds"}`` (quantiles are histogram bucket bounds).
+        "p50_seconds", "p95_seconds"}`` (quantiles are histogram bucket upper
+        bounds, capped at the maximum seen).
         """
         with self._lock:
             counters = [{"name": n, "labels": dict(l), "value": v} for (n, l), v in self._counters.items()]
@@ -102,8 +107,8 @@ class Metrics:
                     "count": c,
                     "sum_seconds": s,
                     "max_seconds": m,
-                    "p50_seconds": _quantile(b, c, 0.5),
-                    "p95_seconds": _quantile(b, c, 0.95),
+                    "p50_seconds": _capped(_quantile(b, c, 0.5), m),
+                    "p95_seconds": _capped(_quantile(b, c, 0.95), m),
                 }
                 for (n, l), (c, s, m, b) in self._timings.items()
             ]
@@ -134,36 +139,43 @@ class Metrics:
 
 
 # --------------------------------------------------------------- P2 view
-#: Every CHECKLIST P2 observability item → where its value comes from.
-#: ``("semantic", key)`` reads the hybrid layer's status dict; ``("counter", name, label)``
-#: sums a process counter per label; ``("timing", name)`` the latency summaries per stage.
+#: Every CHECKLIST P2 observability item → its sources (values of several sources are merged).
+#: ``("semantic", key)`` reads the hybrid layer's status dict (dotted keys); ``("counter", name, label)``
+#: a process counter summed per label value; ``("where", name, label, value)`` one label value of a
+#: counter; ``("timing", name, label)`` latency summaries per label value.
 P2_ITEMS: Mapping[str, tuple] = {
-    "recent_changes_lag_seconds": ("semantic", "recent_changes_lag_seconds"),
-    "unprocessed_revisions": ("semantic", "pending"),
-    "last_poll_age_seconds": ("semantic", "last_poll_age_seconds"),
-    "last_reconcile_age_seconds": ("semantic", "last_reconcile_age_seconds"),
-    "lessons_canonical": ("semantic", "lessons"),
-    "lessons_indexed": ("semantic", "indexed"),
-    "active_generation": ("semantic", "generation"),
-    "missing_count": ("semantic", "missing"),
-    "orphan_count": ("semantic", "orphans"),
-    "stale_hash_count": ("semantic", "stale_hashes"),
-    "latency_by_stage": ("timing", "stage_seconds"),
-    "embedding_queue_depth": ("semantic", "queue.waiting"),
-    "embedding_rejections": ("semantic", "queue.rejected"),
-    "embedding_timeouts": ("counter", "embedding_errors", "code"),
-    "breaker_state": ("semantic", "breaker"),
-    "fallbacks_by_cause": ("counter", "semantic_fallbacks", "cause"),
-    "candidates_dropped_by_hash": ("counter", "candidates_dropped", "reason"),
-    "candidates_dropped_by_filter": ("counter", "candidates_filtered", "tool"),
-    "build_progress": ("semantic", "build_progress"),
-    "build_failures": ("counter", "semantic_refreshes", "outcome"),
-    "active_model": ("semantic", "model"),
-    "projection_version": ("semantic", "projection_version"),
-    "ranking_version": ("semantic", "ranking_version"),
-    "cursor_invalidations": ("counter", "cursor_invalidations", "reason"),
-    "byte_cap_hits": ("counter", "output_cap_hits", "tool"),
-    "admission_rejections": ("counter", "admission_rejections", "reason"),
+    "recent_changes_lag_seconds": (("semantic", "recent_changes_lag_seconds"),),
+    "unprocessed_revisions": (("semantic", "pending"),),
+    "last_poll_age_seconds": (("semantic", "last_poll_age_seconds"),),
+    "last_reconcile_age_seconds": (("semantic", "last_reconcile_age_seconds"),),
+    "lessons_canonical": (("semantic", "lessons"),),
+    "lessons_indexed": (("semantic", "indexed"),),
+    "active_generation": (("semantic", "generation"),),
+    "missing_count": (("semantic", "missing"),),
+    "orphan_count": (("semantic", "orphans"),),
+    "stale_hash_count": (("semantic", "stale_hashes"),),
+    "failed_count": (("semantic", "failed"),),
+    "latency_by_stage": (("timing", "hybrid_stage_seconds", "stage"),),
+    "latency_by_tool": (("timing", "tool_call_seconds", "tool"),),
+    "embedding_queue_depth": (("semantic", "queue.waiting"),),
+    "embedding_in_use": (("semantic", "queue.in_use"),),
+    "embedding_rejections": (("semantic", "queue.rejected"),),
+    "embedding_failures_by_code": (("counter", "embedding_failures", "code"),),
+    "breaker_state": (("semantic", "breaker"),),
+    "fallbacks_by_cause": (("counter", "hybrid_fallbacks", "cause"), ("counter", "semantic_fallbacks", "cause")),
+    "candidates_examined": (("counter", "hybrid_candidates", "operation"),),
+    "candidates_dropped": (("counter", "hybrid_dropped", "reason"),),
+    "build_progress": (("semantic", "build_progress"), ("semantic", "refreshing")),
+    "builds_by_outcome": (("counter", "semantic_refreshes", "outcome"),),
+    "active_model": (("semantic", "model"),),
+    "projection_version": (("semantic", "projection_version"),),
+    "ranking_version": (("semantic", "ranking_version"),),
+    "cursor_invalidations": (("where", "tool_calls", "outcome", "invalid_cursor"),
+                             ("counter", "cursor_invalidations", "reason")),
+    "byte_cap_hits": (("counter", "output_cap_hits", "tool"),),
+    "admission_rejections": (("counter", "admission_rejections", "reason"),),
+    "rate_limit_rejections": (("where", "rate_limit_rejections", "", ""),),
+    "tool_outcomes": (("counter", "tool_calls", "outcome"),),
 }
 
 
@@ -187,21 +199,41 @@ def _bounded(value: Any) -> Any:
     return None
 
 
+def _source_value(metrics: Metrics, semantic: Mapping[str, Any] | None, source: tuple) -> Any:
+    kind = source[0]
+    if kind == "semantic":
+        return _dig(semantic, source[1])
+    if kind == "counter":
+        return metrics.by_label(source[1], source[2]) or None
+    if kind == "where":
+        total = metrics.total(source[1], **({source[2]: source[3]} if source[2] else {}))
+        return {source[3] or source[1]: total} if total else None
+    stages = [t for t in metrics.snapshot()["timings"] if t["name"] == source[1]]
+    return {
+        t["labels"].get(source[2], ""): {k: t[k] for k in ("count", "p50_seconds", "p95_seconds", "max_seconds")}
+        for t in stages
+    } or None
+
+
 def observability(metrics: Metrics, semantic: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The P2 view: one entry per :data:`P2_ITEMS` name, ``None`` when nothing reports it."""
+    """The P2 view: one entry per :data:`P2_ITEMS` name, ``None`` when nothing reports it.
+
+    A scalar source wins alone; dict sources are merged (e.g. fallbacks by
+    cause from the hybrid layer and from admission control).
+    """
     out: dict[str, Any] = {}
-    for item, source in P2_ITEMS.items():
-        if source[0] == "semantic":
-            out[item] = _dig(semantic, source[1])
-        elif source[0] == "counter":
-            values = metrics.by_label(source[1], source[2])
-            out[item] = values or None
-        else:
-            stages = [t for t in metrics.snapshot()["timings"] if t["name"] == source[1]]
-            out[item] = {
-                t["labels"].get("stage", ""): {k: t[k] for k in ("count", "p50_seconds", "p95_seconds", "max_seconds")}
-                for t in stages
-            } or None
+    for item, sources in P2_ITEMS.items():
+        value: Any = None
+        for source in sources:
+            part = _source_value(metrics, semantic, source)
+            if part is None:
+                continue
+            if isinstance(part, dict) and isinstance(value, dict):
+                value = {**value, **{k: value.get(k, 0) + v if isinstance(v, int) and isinstance(value.get(k), int)
+                                     else v for k, v in part.items()}}
+            elif value is None:
+                value = part
+        out[item] = value
     return out
 
 

@@ -373,3 +373,27 @@ def test_open_mode_rate_limit_answers_429_with_retry_after(tmp_path):
     assert r.get_json()["error"]["data"]["code"] == "rate_limited"
     # token mode has no rate limiter
     assert _app(tmp_path / "t", specs=_specs(get_lesson=_fast)).extensions["s3rm"].rate_limiter is None
+
+
+# ----------------------------------------------------------------- metrics
+def test_metrics_endpoint_is_loopback_or_token_only_and_lists_every_p2_item(tmp_path):
+    from gateway.metrics import P2_ITEMS
+
+    token = "metrics-token-0123456789"
+    app = _app(tmp_path, specs=_specs(get_lesson=_fast),
+               S3RM_METRICS_TOKEN_SHA256=hashlib.sha256(token.encode()).hexdigest())
+    _call(app, "get_lesson")
+    client = app.test_client()
+    remote = {"REMOTE_ADDR": "203.0.113.9"}
+    assert client.get("/metrics", environ_base=remote).status_code == 404
+    assert client.get("/metrics", environ_base=remote, headers={"Authorization": "Bearer wrong"}).status_code == 404
+    assert client.get("/metrics", environ_base=remote,
+                      headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    r = client.get("/metrics", environ_base={"REMOTE_ADDR": "127.0.0.1"})
+    assert r.status_code == 200 and r.mimetype == "application/json"
+    body = r.get_json()
+    assert set(body["observability"]) == set(P2_ITEMS)
+    assert body["observability"]["latency_by_tool"]["get_lesson"]["count"] == 1
+    assert body["admission"]["read"]["admitted"] == 1
+    assert body["semantic"] is None  # no hybrid layer in this app: reported absent
+    assert token not in r.get_data(as_text=True)
