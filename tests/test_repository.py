@@ -207,3 +207,11 @@ def test_pages_with_titles_that_are_not_lesson_ids_are_ignored(client):
     write_pages(client, {"wk-stray-ok": lesson("wk-stray-ok", observation="strayidtoken")})
     repo = MediaWikiRepository(client)
     assert [h.id for h in repo.search_full_text("strayidtoken", 20).hits] == ["wk-stray-ok"]
+
+
+def test_ids_with_underscores_round_trip(client):
+    write_pages(client, {"wk_under_score": lesson("wk_under_score", observation="underscoretoken")})
+    repo = MediaWikiRepository(client)
+    assert repo.get_snapshot("wk_under_score").id == "wk_under_score"
+    assert [h.id for h in repo.search_full_text("underscoretoken", 5).hits] == ["wk_under_score"]
+    assert repo.exists(["wk_under_score"]) == {"wk_under_score"}

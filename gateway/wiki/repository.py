@@ -132,7 +132,8 @@ class MediaWikiRepository(LessonRepository):
         if page.get("ns") != self.ns_id:
             return None
         title = str(page.get("title", ""))
-        lesson_id = title.split(":", 1)[1] if ":" in title else title
+        # MediaWiki shows underscores as spaces; ids never contain spaces, so map them back
+        lesson_id = (title.split(":", 1)[1] if ":" in title else title).replace(" ", "_")
         return lesson_id if self._id_pattern.match(lesson_id) else None
 
     # ------------------------------------------------------------- reads
