@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The one command that brings the whole development system up on loopback with
+# real data: installs what is missing (Debian + Python packages), then runs
+# `s3rm stack up` (dev wiki, sync push, corpus import, embedding server,
+# gateway; waits until ready; prints the MCP URL and a client set-up line).
+# Safe to run twice. Arguments are passed to `s3rm stack up`.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=install.sh
+source scripts/install.sh
+install_debian_packages
+install_python_package
+exec python -m sync.cli stack up "$@"
