@@ -595,8 +595,11 @@ def test_browser_style_edit_breaking_rules_is_reported_by_the_auditor(h):
     assert {"HS12", "HS15", "HS21"} <= rules
 
 
-@pytest.mark.xfail(strict=True, reason="MediaWikiRepository maps titles with spaces back to ids without "
-                                       "restoring underscores (read path); ids with '_' are not found")
 def test_lesson_ids_with_underscores(h):
-    a = h.create(lesson_id=unique("with_underscore").replace("-", "_"))
+    """MediaWiki shows underscores as spaces in titles; every write must still find the page."""
+    a, b = h.create(lesson_id=unique("with_underscore").replace("-", "_")), h.create(lesson_id=unique("b_x"))
     assert h.attach(a["id"])["status"] == "created"
+    assert h.ok("link_lessons", operation_id=unique("op-link"), **{"from": a["id"], "relation": "suggests",
+                                                                   "to": b["id"]})["status"] == "created"
+    args = create_args(lesson_id=a["id"])
+    assert h.error("create_lesson_draft", **args)["code"] == "lesson_exists"
