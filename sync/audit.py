@@ -256,8 +256,10 @@ def _write_text(report: AuditReport, max_findings: int, out: TextIO) -> None:
         out.write("Browser and raw saves are checked after the fact, not prevented; see hooks_spec/rules.md.\n")
 
 
-def cmd_audit(args, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def cmd_audit(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the audit; returns the exit code (0 clean, 1 violations, 2 configuration/connection error)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
     try:
         config = _config(args)
     except ConfigError as exc:

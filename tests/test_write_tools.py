@@ -603,3 +603,35 @@ def test_lesson_ids_with_underscores(h):
                                                                    "to": b["id"]})["status"] == "created"
     args = create_args(lesson_id=a["id"])
     assert h.error("create_lesson_draft", **args)["code"] == "lesson_exists"
+
+
+def test_audit_cli_reports_tied_verification_times_and_exits_1(h, monkeypatch, capsys):
+    """A raw save with two records of one evidence at the same time: HS30 + an ambiguous verdict (W2)."""
+    import json as _json
+    from datetime import datetime, timezone
+
+    from gateway.domain.timestamps import next_updated_at
+    from sync.audit import main
+
+    a = h.create()
+    snap = h.repo.get_snapshot(a["id"])
+    page = snap.page
+    stamp = next_updated_at(datetime.now(timezone.utc), page.fields["updated_at"])
+    ev = page.evidence[0]
+    record = {"evidence_id": ev["id"], "evidence_digest": evidence_digest(ev), "verification_basis": "full_text",
+              "source_identity": "s", "source_sha256": "a" * 64, "source_locator": "l", "coverage": "c",
+              "claim_fields": "observation", "verified_by": "S3Import", "verified_at": stamp}
+    tied = page.evolve(fields={**page.fields, "updated_at": stamp},
+                       verifications=({**record, "id": "v1", "outcome": "supports"},
+                                      {**record, "id": "v2", "outcome": "contradicts"}))
+    h.raw_edit(a["id"], serialize_page(tied), "two verdicts", base=snap.revision_id, account="importer")
+    for name, value in {"S3RM_WIKI_API_URL": h.wiki.api_url, "S3RM_WIKI_USERNAME": h.wiki.agent.username,
+                        "S3RM_WIKI_PASSWORD": h.wiki.agent.password,
+                        "S3RM_REVISION_HMAC_KEYS": _json.dumps(KEYS), "S3RM_REVISION_HMAC_ACTIVE_KEY_ID": "k1"}.items():
+        monkeypatch.setenv(name, value)
+    code = main(["--since", snap.timestamp, "--format", "json", "--max-findings", "1"])
+    report = _json.loads(capsys.readouterr().out)
+    assert code == 1 and report["source"] == "recentchanges"
+    assert report["truncated"] and len(report["violations"]) == 1 and report["by_rule"]["HS30"] >= 2
+    assert main(["--since", "2999-01-01T00:00:00Z"]) == 0
+    assert "0 violation(s)" in capsys.readouterr().out
