@@ -12,7 +12,7 @@
   1, a clean run exits 0 with a complete report, tool errors exit 1.
 * On the real stack (``@pytest.mark.wiki``): a few cloud incidents imported by
   ``sync.importer`` into the ``dev_wiki`` fixture as the import account, the
-  gateway app with the MediaWiki repository, ``s3rm evaluate`` over both modes.
+  gateway under gunicorn (``s3rm serve``), ``s3rm evaluate`` over both modes.
 """
 from __future__ import annotations
 
@@ -465,14 +465,17 @@ E2E_QUERIES = [
 
 
 @pytest.fixture(scope="module")
-def real_gateway_url(dev_wiki):
-    """Import E2E_IDS as the import account, then serve the gateway app (MediaWiki repository) on a free port."""
-    from werkzeug.serving import make_server
+def real_gateway_url(dev_wiki, tmp_path_factory):
+    """Import E2E_IDS as the import account, then run ``s3rm serve`` (gunicorn) on the dev wiki; yield /mcp."""
+    import os
+    import subprocess
+    import sys
+    import time
 
-    from gateway.app import create_app
-    from gateway.config import GatewayConfig
+    import httpx
+
     from gateway.wiki.client import WikiClient
-    from gateway.wiki.repository import MediaWikiRepository, repository_factory
+    from gateway.wiki.repository import MediaWikiRepository
     from sync.importer import Importer
 
     records = [r for r in read_records(CSV_PATH)[0] if r.lesson_id in E2E_IDS]
@@ -480,16 +483,40 @@ def real_gateway_url(dev_wiki):
     repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, account.username, account.password))
     report = Importer(repo, account.username.split("@", 1)[0], "cloud-incidents").run(records, workers=1)
     assert report.failed == [] and len(report.created) + len(report.unchanged) == len(E2E_IDS)
+
+    tmp = tmp_path_factory.mktemp("evaluate-gateway")
     port = _free_port()
-    env = {**dev_wiki.env(), "S3RM_MCP_PUBLIC_URL": f"http://127.0.0.1:{port}/mcp",
-           "S3RM_CURSOR_SECRET": "evaluate-e2e-cursor-secret-0123456789"}
-    app = create_app(GatewayConfig.from_env(env), repository_factory=repository_factory)
-    server = make_server("127.0.0.1", port, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{port}/mcp"
-    server.shutdown()
-    thread.join(timeout=5)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("S3RM_")}
+    env.update(dev_wiki.env())
+    env.update({
+        "S3RM_BIND": f"127.0.0.1:{port}",
+        "S3RM_MCP_PUBLIC_URL": f"http://127.0.0.1:{port}/mcp",
+        "S3RM_SCHEMA_DIR": str(schema_dir_for_tests(tmp / "schema")),
+        "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(b"evaluate-e2e-token").hexdigest(),
+        "S3RM_CURSOR_SECRET": "evaluate-e2e-cursor-secret-0123456789",
+        "S3RM_GUNICORN_THREADS": "4",
+    })
+    with open(tmp / "gunicorn.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "sync.cli", "serve"], cwd=REPO, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                assert proc.poll() is None, (tmp / "gunicorn.log").read_text()[-2000:]
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/livez", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, "gunicorn did not become live within 30 s"
+                time.sleep(0.2)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                proc.kill()
 
 
 def test_real_stack_evaluate_imported_incidents(real_gateway_url, tmp_path, capsys):
