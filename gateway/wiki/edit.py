@@ -64,7 +64,7 @@ log = logging.getLogger(__name__)
 
 _locks: "weakref.WeakValueDictionary[tuple[str, str], threading.Lock]" = weakref.WeakValueDictionary()
 _locks_guard = threading.Lock()
-_account_names: dict[int, str] = {}
+_account_names: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 
 def page_lock(api_url: str, title: str) -> threading.Lock:
@@ -109,13 +109,14 @@ def _revision_text(client, revision_id: int) -> str | None:
 
 def account_name(client) -> str:
     """The MediaWiki user name the client's saves are recorded under (``meta=userinfo``, cached)."""
-    cached = _account_names.get(id(client))
+    cached = _account_names.get(client)
     if cached:
         return cached
     data = client.get({"action": "query", "meta": "userinfo"})
-    name = str(data.get("query", {}).get("userinfo", {}).get("name", ""))
+    info = data.get("query", {}).get("userinfo", {})
+    name = "" if info.get("anon") else str(info.get("name", ""))
     if name:
-        _account_names[id(client)] = name
+        _account_names[client] = name
     return name
 
 
