@@ -23,7 +23,6 @@ from gateway.wiki.codec import parse_page, serialize_page
 from sync.audit import audit
 from tests.write_harness import KEYS, WriteHarness, claim_args, evidence_args, lesson_fields, unique
 
-pytestmark = pytest.mark.wiki
 
 
 @pytest.fixture(scope="module")
@@ -635,3 +634,63 @@ def test_audit_cli_reports_tied_verification_times_and_exits_1(h, monkeypatch, c
     assert report["truncated"] and len(report["violations"]) == 1 and report["by_rule"]["HS30"] >= 2
     assert main(["--since", "2999-01-01T00:00:00Z"]) == 0
     assert "0 violation(s)" in capsys.readouterr().out
+
+
+# =============================================================== without the wiki: failure mapping
+def _memory_dispatcher(repo):
+    from types import MappingProxyType
+
+    from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
+    from gateway.tools.dispatcher import Dispatcher
+    from gateway.tools.registry import ToolRegistry
+
+    config = GatewayConfig(write_auth_mode="open", wiki_username="S3Agent@gateway",
+                           revision_hmac_keys=MappingProxyType(KEYS), revision_hmac_active_key_id="k1",
+                           schema_dir=DEFAULT_SCHEMA_DIR)
+    return Dispatcher(ToolRegistry.load(DEFAULT_SCHEMA_DIR), config=config, repository=repo)
+
+
+def _memory_call(dispatcher, tool, **arguments):
+    import json as _json
+
+    from gateway.transport.auth import Credentials
+
+    result = dispatcher.call({"name": tool, "arguments": arguments}, request_id=1, credentials=Credentials())
+    return _json.loads(result.content[0].text)
+
+
+@pytest.mark.parametrize("maybe_applied", [True, False])
+def test_unconfirmed_save_is_retryable_and_the_retry_replays(maybe_applied):
+    from gateway.domain.repository import WikiUnavailable
+    from gateway.wiki.memory import InMemoryRepository
+
+    class Flaky(InMemoryRepository):
+        fail_next = True
+
+        def save_page(self, *args, **kwargs):
+            result = super().save_page(*args, **kwargs) if maybe_applied else None
+            if self.fail_next:
+                self.fail_next = False
+                exc = WikiUnavailable("timeout")
+                exc.wiki_code, exc.maybe_applied = "timeout", maybe_applied
+                raise exc
+            return result if result is not None else super().save_page(*args, **kwargs)
+
+    d = _memory_dispatcher(Flaky())
+    args = create_args()
+    err = _memory_call(d, "create_lesson_draft", **args)["error"]
+    assert err["code"] == "wiki_unavailable" and err["retryable"] is True
+    again = _memory_call(d, "create_lesson_draft", **args)
+    assert again["status"] == ("replayed" if maybe_applied else "created")
+
+
+def test_permission_denied_is_reported_without_details():
+    from gateway.domain.repository import PermissionDenied
+    from gateway.wiki.memory import InMemoryRepository
+
+    class ReadOnly(InMemoryRepository):
+        def save_page(self, *args, **kwargs):
+            raise PermissionDenied("protectedpage")
+
+    err = _memory_call(_memory_dispatcher(ReadOnly()), "create_lesson_draft", **create_args())["error"]
+    assert err["code"] == "wiki_permission_denied"
