@@ -146,7 +146,7 @@ def test_structure_networks_ports_profiles_health_and_restart(env_file):
     assert services["embedding-downloader"]["restart"] == "no"
     assert services["embedding"]["depends_on"]["embedding-downloader"]["condition"] == "service_completed_successfully"
     # volumes: canonical data, uploads, shared job-runner state (read-only in the gateway), model
-    assert {"mariadb_data", "mediawiki_images", "jobrunner_state", "caddy_data", "embedding_models"} <= set(
+    assert {"mariadb_data", "mediawiki_images", "smw_config", "jobrunner_state", "caddy_data", "embedding_models"} <= set(
         config["volumes"]
     )
     gw_state = [v for v in services["mcp-http"]["volumes"] if v["source"] == "jobrunner_state"]

@@ -72,6 +72,9 @@ $wgCapitalLinkOverrides[NS_LESSON_TALK] = false;
 
 # ---------------------------------------------------------- extensions
 wfLoadExtension( 'ParserFunctions' );
+# SMW's setup marker (.smw.json) lives on a volume shared by mediawiki and jobrunner, so a
+# recreated container (or the job runner, which never runs update.php) sees a set-up store.
+$smwgConfigFileDir = '/var/lib/s3rm/smw';
 wfLoadExtension( 'SemanticMediaWiki' );
 enableSemantics( parse_url( $wgCanonicalServer, PHP_URL_HOST ) );
 $smwgNamespacesWithSemanticLinks[NS_LESSON] = true;
