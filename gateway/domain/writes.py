@@ -1,6 +1,6 @@
 """The five MCP writes as pure functions: request → validated request → planned page.
 
-No I/O here. ``gateway/tools/_writes.py`` reads the Lesson, asks
+No I/O here. ``gateway/tools/write_common.py`` reads the Lesson, asks
 :mod:`gateway.domain.idempotency` about the operation_id, calls the planner
 below, runs the hooks_spec checker on (current, planned) and saves through
 ``gateway/wiki/edit.py``.
