@@ -224,8 +224,15 @@ class RetrievalService:
         return self.refresher.status()
 
     def health(self) -> dict[str, Any]:
-        """Semantic counts and states for ``/readyz`` (never configuration values or content)."""
-        return self.refresher.health()
+        """Semantic counts and states (``/readyz`` keeps only the counts; ``/metrics`` shows all, P2).
+
+        Keys: status, indexed, lessons, pending, failed, missing, stale_hashes,
+        orphans, truncated, refreshing, last_reconcile_age_seconds, error,
+        breaker, queue{in_use, waiting, rejected}, generation, model,
+        projection_version, ranking_version. No query text, no content, no URL.
+        """
+        return {**self.refresher.health(), "generation": self.generation, "model": self.profile.model_id,
+                "projection_version": self.builder.version, "ranking_version": self.ranking.version}
 
     def hint_dirty(self, lesson_id: str) -> None:
         """Write-path hint after a create or core revise (CHECKLIST W5). Never raises, never blocks."""

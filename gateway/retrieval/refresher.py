@@ -109,6 +109,9 @@ class SemanticState:
     last_attempt_at: float | None = None
     stale_seen: bool = False
     canonical_count: int | None = None
+    missing_ids: set[str] = field(default_factory=set)
+    stale_ids: set[str] = field(default_factory=set)
+    orphans_removed: int = 0
     builds: int = 0
     failures: int = 0
     last_outcome: RefreshOutcome | None = None
@@ -193,11 +196,16 @@ class IndexRefresher:
         if ids:
             with self._cond:
                 self._state.stale_seen = True
+                self._state.stale_ids.update(ids)
             self._queue(ids)
 
     def queue_cleanup(self, lesson_ids: Iterable[str]) -> None:
         """Revalidation found these pages missing: remove their vectors on the next refresh (H5)."""
-        self._queue(list(lesson_ids))
+        ids = list(lesson_ids)
+        if ids:
+            with self._cond:
+                self._state.missing_ids.update(ids)
+            self._queue(ids)
 
     def queue_metadata(self, lesson_ids: Iterable[str]) -> None:
         """Metadata-only changes: refresh filter scalars without re-embedding (H5)."""
@@ -263,6 +271,9 @@ class IndexRefresher:
                 "lessons": st.canonical_count,
                 "pending": len(st.pending_ids),
                 "failed": len(st.failed_ids),
+                "missing": len(st.missing_ids),
+                "stale_hashes": len(st.stale_ids),
+                "orphans": st.orphans_removed,
                 "truncated": snap.truncated_count if snap is not None else 0,
                 "refreshing": st.running is not None,
                 "last_reconcile_age_seconds": None if st.last_reconcile_at is None
@@ -340,9 +351,15 @@ class IndexRefresher:
             st.failed_ids = frozenset()
             st.stale_seen = False
             st.builds += 1
+            done = set(fresh) | set(removed) | (ids if kind == "dirty" else set(base.ids))
+            st.missing_ids -= done
+            st.stale_ids -= done
             if kind == "full":
                 st.last_reconcile_at = self.clock()
                 st.canonical_count = len(fresh)
+                st.orphans_removed = len(removed)
+                st.missing_ids.clear()
+                st.stale_ids.clear()
         outcome.swapped = changed
         outcome.seconds = self.clock() - started
         return outcome
