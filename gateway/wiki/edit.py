@@ -226,15 +226,9 @@ def _undo_merge(client, title: str, *, merged: int, restored: int | None, base: 
 
 def save_lesson(repository, lesson_id: str, wikitext: str, summary: str, *,
                 base_revision_id: int | None) -> SaveResult:
-    """Save a Lesson through :func:`conditional_save` when ``repository`` talks to MediaWiki.
+    """Save a Lesson through ``repository.save_page``.
 
-    A repository exposing ``client`` (a :class:`~gateway.wiki.client.WikiClient`)
-    and ``title(lesson_id)`` (``MediaWikiRepository``) is saved here; any other
-    repository (``InMemoryRepository``: its ``save_page`` is an exact
-    compare-and-swap already) through its own ``save_page``.
+    ``MediaWikiRepository.save_page`` delegates to :func:`conditional_save`;
+    ``InMemoryRepository.save_page`` is an exact compare-and-swap already.
     """
-    client = getattr(repository, "client", None)
-    title_of = getattr(repository, "title", None)
-    if client is not None and callable(title_of):
-        return conditional_save(client, title_of(lesson_id), wikitext, summary, base_revision_id=base_revision_id)
     return repository.save_page(lesson_id, wikitext, summary, base_revision_id=base_revision_id)

@@ -52,12 +52,9 @@ from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import (
     SNAPSHOT_BATCH,
     EdgesResult,
-    EditConflict,
     FullTextHit,
     FullTextResult,
     LessonRepository,
-    PageExists,
-    PageMissing,
     RelationEdge,
     RevisionInfo,
     RevisionPage,
@@ -311,55 +308,22 @@ class MediaWikiRepository(LessonRepository):
     # ------------------------------------------------------------- write
     def save_page(self, lesson_id: str, wikitext: str, summary: str, *,
                   base_revision_id: int | None) -> SaveResult:
-        """Save ``Lesson:<id>`` with ``action=edit`` — the ONE place that writes pages.
+        """Save ``Lesson:<id>`` — the ONE place that writes pages.
 
-        * ``base_revision_id=None`` → ``createonly``; an existing page raises
-          PageExists (with its current revision id).
-        * otherwise → ``nocreate`` + ``baserevid``: the latest revision is checked
-          first and a different one raises EditConflict; MediaWiki's own
-          ``editconflict`` also raises EditConflict with the current id. If
-          MediaWiki reports a parent other than the base (it auto-merged a
-          concurrent edit), EditConflict is raised too, carrying the merged
-          revision id — callers treat that as a conflict, never as success.
-          Hardening (replay markers, seal checks) lives in the write path.
-        * identical content → ``SaveResult(nochange=True)`` with the base revision.
+        Delegates to :func:`gateway.wiki.edit.conditional_save` (per-Lesson lock,
+        ``createonly``/``nocreate`` + ``baserevid``, a conflict salt so
+        MediaWiki never three-way merges, and an undo when a merge slipped
+        through). ``base_revision_id=None`` creates the page (PageExists when
+        it is there); otherwise any concurrent change raises EditConflict with
+        the current revision id. Identical content gives ``nochange=True``.
 
-        Raises PageMissing (``nocreate`` on a vanished page), PermissionDenied,
+        Raises PageMissing, PageExists, EditConflict, PermissionDenied,
         WikiUnavailable (``maybe_applied`` when the outcome is unknown).
         """
-        params: dict[str, Any] = {"action": "edit", "title": self.title(lesson_id), "text": wikitext,
-                                  "summary": summary, "contentmodel": "wikitext", "watchlist": "nochange"}
-        if base_revision_id is None:
-            params["createonly"] = True
-        else:
-            current = self.latest_revision_id(lesson_id)
-            if current is None:
-                raise _with_code(PageMissing(f"Lesson {lesson_id} does not exist"), "missingtitle")
-            if current != base_revision_id:
-                raise _with_code(EditConflict(f"Lesson {lesson_id} changed since revision {base_revision_id}",
-                                              current_revision_id=current), "editconflict")
-            params["nocreate"] = True
-            params["baserevid"] = base_revision_id
-        try:
-            data = self.client.post(params, token="csrf")
-        except PageExists as exc:
-            raise _with_code(PageExists(str(exc), self.latest_revision_id(lesson_id)), exc.wiki_code) from None
-        except EditConflict as exc:
-            raise _with_code(EditConflict(str(exc), self.latest_revision_id(lesson_id)), exc.wiki_code) from None
-        edit = data.get("edit", {})
-        if edit.get("result") != "Success":
-            raise _with_code(WikiApiError(f"edit of Lesson {lesson_id} was not accepted"),
-                             str(edit.get("result") or "editfailed"))
-        if edit.get("nochange"):
-            return SaveResult(revision_id=int(base_revision_id or self.latest_revision_id(lesson_id) or 0),
-                              timestamp=str(edit.get("newtimestamp", "")), nochange=True,
-                              parent_revision_id=base_revision_id)
-        new_id, parent = int(edit["newrevid"]), int(edit.get("oldrevid") or 0) or None
-        if base_revision_id is not None and parent != base_revision_id:
-            raise _with_code(EditConflict(f"Lesson {lesson_id} was merged with a concurrent edit",
-                                          current_revision_id=new_id), "editconflict-merged")
-        return SaveResult(revision_id=new_id, timestamp=str(edit.get("newtimestamp", "")),
-                          parent_revision_id=parent)
+        from gateway.wiki.edit import conditional_save  # edit builds on this module's client
+
+        return conditional_save(self.client, self.title(lesson_id), wikitext, summary,
+                                base_revision_id=base_revision_id)
 
     # ------------------------------------------------------------ health
     def check_login(self) -> bool:
@@ -485,11 +449,6 @@ def _arv_cursor(timestamp: str, revid: int) -> str:
     """``arvcontinue`` value for a revision: ``YYYYMMDDHHMMSS|revid`` from an ISO-8601 timestamp."""
     ts = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").strftime("%Y%m%d%H%M%S")
     return f"{ts}|{revid}"
-
-
-def _with_code(exc, code: str | None):
-    exc.wiki_code = code
-    return exc
 
 
 def repository_factory(config) -> MediaWikiRepository:
