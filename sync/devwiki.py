@@ -486,6 +486,10 @@ $wgMessageCacheType = CACHE_DB;
 $wgUseFileCache = false;
 
 $wgEnableUploads = false;
+// Never three-way merge a stale edit: a save whose base revision is no longer
+// the latest becomes an edit conflict, for the gateway and browser editors alike
+// (docs/consistency.md).
+$wgDiff3 = false;
 $wgEnableEmail = false;
 $wgEnableUserEmail = false;
 $wgEmailAuthentication = false;

@@ -108,4 +108,5 @@ $wgMaxUploadSize = 20 * 1024 * 1024;
 $wgEnableEmail = false;
 $wgEnableUserEmail = false;
 $wgShowExceptionDetails = false;
-$wgDiff3 = '/usr/bin/diff3';
+// Never three-way merge a stale edit: it becomes an edit conflict (docs/consistency.md).
+$wgDiff3 = false;
