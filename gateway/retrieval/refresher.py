@@ -271,11 +271,6 @@ class IndexRefresher:
         """What the most recent refresh did (counts only), None before the first."""
         return self._state.last_outcome
 
-    def mark_stale_seen(self) -> None:
-        """Record that a request saw a hash mismatch (status ``stale`` until the next success)."""
-        with self._cond:
-            self._state.stale_seen = True
-
     def health(self) -> dict[str, Any]:
         """Counts and states for ``/readyz`` (no configuration values, no content)."""
         with self._cond:
