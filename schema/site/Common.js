@@ -2000,6 +2000,87 @@
 		}
 	}
 
+	// ---- Page Forms: hidden provenance and time fields (CHECKLIST S2) -------
+	// Page Forms' own "now" default writes local time, not UTC ISO-8601, so the
+	// form leaves these inputs empty (sync/pages/forms.py BROWSER_FILLED) and this
+	// code fills them just before the form is submitted. Account fields use Page
+	// Forms' "current user" default; the save-hook auditor checks everything.
+	var ISO_SECOND = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
+
+	function isoSecond( ms ) {
+		return new Date( ms ).toISOString().replace( /\.\d{3}Z$/, 'Z' );
+	}
+
+	function formFields( form, pattern ) {
+		return Array.prototype.filter.call( form.querySelectorAll( 'input, select, textarea' ), function ( el ) {
+			var name = el.name || '';
+			return pattern.test( name ) && name.indexOf( '[num]' ) === -1; // skip the blank-instance starter
+		} );
+	}
+
+	function formLessonId() {
+		var name = String( mw.config.get( 'wgPageName' ) || '' ), at = name.lastIndexOf( 'Lesson:' );
+		return at === -1 ? '' : name.slice( at + 7 ).replace( / /g, '_' );
+	}
+
+	function lockAfterCreate( form ) {
+		Array.prototype.forEach.call( form.querySelectorAll( '.s3rm-lock-after-create' ), function ( el ) {
+			var field = /^(input|select|textarea)$/i.test( el.tagName ) ? el : el.querySelector( 'input, select, textarea' );
+			if ( !field ) {
+				return;
+			}
+			field.setAttribute( 'aria-readonly', 'true' );
+			if ( field.tagName === 'SELECT' ) {
+				Array.prototype.forEach.call( field.options, function ( opt ) {
+					opt.disabled = !opt.selected; // stays submitted, cannot be changed
+				} );
+			} else {
+				field.readOnly = true;
+			}
+		} );
+	}
+
+	function fillLessonForm( form ) {
+		var updated = formFields( form, /^Lesson\[updated_at\]$/ );
+		var loaded = updated.length ? updated[ 0 ].value : '';
+		var existing = mw.config.get( 'wgNamespaceNumber' ) === 3000 && mw.config.get( 'wgArticleId' ) > 0;
+		if ( existing || loaded ) {
+			lockAfterCreate( form );
+		}
+		function fillEmpty( value ) {
+			return function ( el ) {
+				if ( !el.value ) {
+					el.value = value;
+				}
+			};
+		}
+		function fill() {
+			var nowMs = Date.now(), now = isoSecond( nowMs ), next = now, lessonId = formLessonId();
+			if ( ISO_SECOND.test( loaded ) && Date.parse( loaded ) >= Date.parse( now ) ) {
+				next = isoSecond( Date.parse( loaded ) + 1000 ); // updated_at strictly increases
+			}
+			formFields( form, /^Lesson\[created_at\]$/ ).forEach( fillEmpty( next ) );
+			updated.forEach( function ( el ) {
+				el.value = next;
+			} );
+			formFields( form, /^Lesson evidence\[[^\]]+\]\[added_at\]$/ ).forEach( fillEmpty( next ) );
+			formFields( form, /^Lesson evidence verification\[[^\]]+\]\[verified_at\]$/ ).forEach( fillEmpty( next ) );
+			formFields( form, /^Lesson relation\[[^\]]+\]\[created_at\]$/ ).forEach( fillEmpty( next ) );
+			if ( lessonId ) {
+				formFields( form, /^Lesson relation\[[^\]]+\]\[from\]$/ ).forEach( fillEmpty( lessonId ) );
+			}
+			formFields( form, /^Lesson evidence verification\[[^\]]+\]\[id\]$/ ).forEach( function ( el, i ) {
+				if ( !el.value ) {
+					el.value = 'v' + next.replace( /\D/g, '' ) + '-' + ( i + 1 );
+				}
+			} );
+		}
+		form.addEventListener( 'submit', fill, true );
+		Array.prototype.forEach.call( form.querySelectorAll( '[name="wpSave"], [name="wpPreview"], [name="wpDiff"]' ), function ( button ) {
+			button.addEventListener( 'click', fill, true ); // Page Forms may submit from script
+		} );
+	}
+
 	function init() {
 		var graphRoot = document.getElementById( 's3rm-knowledge-graph' );
 		var createRoot = document.getElementById( 's3rm-create-form' );
@@ -2017,6 +2098,10 @@
 		}
 		if ( digests.length && mw.config.get( 'wgNamespaceNumber' ) === 3000 && mw.config.get( 'wgAction' ) === 'view' ) {
 			fillDigests( Array.prototype.slice.call( digests, 0, 200 ) );
+		}
+		var pfForm = document.getElementById( 'pfForm' );
+		if ( pfForm && pfForm.querySelector( '[name^="Lesson["]' ) ) {
+			fillLessonForm( pfForm );
 		}
 	}
 
