@@ -295,7 +295,6 @@ class RetrievalService:
             raise SemanticFallback("empty_query", self.semantic_status())
         snap = self._usable_snapshot(continuation)
         cfg = self.ranking
-        started = time.monotonic()
         try:
             pending = self.provider.begin_queries(q, FACETS)
         except EmbeddingError as exc:
@@ -310,8 +309,9 @@ class RetrievalService:
             pending.cancel()
             raise
         terms = lexical.query_terms(query)
-        complete = [r for r in ft.items if self._has_all_terms(terms, r.snapshot)]
-        incomplete = [r for r in ft.items if not self._has_all_terms(terms, r.snapshot)]
+        whole = {r.snapshot.id: self._has_all_terms(terms, r.snapshot) for r in ft.items}
+        complete = [r for r in ft.items if whole[r.snapshot.id]]
+        incomplete = [r for r in ft.items if not whole[r.snapshot.id]]
         prefetched = {}
         for channel, items in (("full_text", complete), ("full_text_partial", incomplete)):
             cap = cfg.channel_caps[channel]
@@ -320,11 +320,12 @@ class RetrievalService:
             partial |= len(items) > cap
             prefetched.update((r.snapshot.id, r.snapshot) for r in items[:cap])
         partial |= ft.partial
+        t0 = time.monotonic()
         try:
             vectors = pending.result()
         except EmbeddingError as exc:
             self._fallback(exc.code, self._status_after_failure(), continuation)
-        self._observe("hybrid_stage_seconds", time.monotonic() - started, stage="embedding")
+        self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="embedding_wait")
         t0 = time.monotonic()
         allowed = snap.allowed_rows(_mask(filters))
         for facet in FACETS:
