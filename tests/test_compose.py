@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -406,3 +407,36 @@ def test_domain_script_usage_errors(tmp_path, args):
     proc = _domain(tmp_path, *args, "--env-file", str(tmp_path / ".env"))
     assert proc.returncode == 2
     assert not (tmp_path / ".env").exists()
+
+
+def test_gateway_image_layout_installs_and_serves_without_the_checkout(tmp_path):
+    """What deploy/gateway/Dockerfile copies is enough: a non-editable install plus S3RM_SCHEMA_DIR builds the app."""
+    dockerfile = (REPO / "deploy/gateway/Dockerfile").read_text()
+    copied = re.findall(r"^COPY (\S+) ", dockerfile, re.M)
+    assert {"pyproject.toml", "gateway", "sync", "hooks_spec", "schema"} <= set(copied)
+    ignored = (REPO / ".dockerignore").read_text().split()
+    assert not set(copied) & set(ignored), "the build context must contain what the Dockerfile copies"
+    app_dir = tmp_path / "app"
+    app_dir.mkdir()
+    for name in copied:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, app_dir / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(src, app_dir / name)
+    site = tmp_path / "site"
+    # the image runs `pip install .`: an isolated build (setuptools from the package index), no editable paths
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
+                          "./app"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    probe = (
+        "import gateway, gateway.wsgi as w; "
+        "assert gateway.__file__.startswith(%r), gateway.__file__; "
+        "print(len(w.app.extensions['s3rm'].registry))" % str(site)
+    )
+    env = _clean_env(PYTHONPATH=str(site), S3RM_SCHEMA_DIR=str(app_dir / "schema"),
+                     S3RM_WIKI_API_URL="http://127.0.0.1:9/api.php")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "10"
