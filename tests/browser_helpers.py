@@ -23,9 +23,11 @@ Every loop is bounded; nothing here mocks anything.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -318,7 +320,10 @@ def graph_json(gateway_base: str) -> dict:
 def screenshot(page, name: str) -> Path:
     """Save a full-page screenshot under test-artifacts/browser/ and return its path."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
+    if len(slug) > 80:
+        slug = slug[:64] + "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
+    path = ARTIFACTS / f"{slug}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
 

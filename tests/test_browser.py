@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import pytest
 import requests
 from playwright import sync_api as playwright_api
+from playwright.sync_api import expect
 
 from gateway.domain.digests import evidence_digest
 from gateway.domain.schema import load_schema
@@ -156,6 +157,8 @@ def graph_state(page) -> dict:
 def pixel_alpha(page, points: list[tuple[float, float]], radius: int = 0) -> list[int]:
     """Alpha (0–255) of the graph canvas at CSS-pixel points (the canvas background is transparent);
     with ``radius`` the largest alpha in the (2r+1)² device pixels around each point; -1 outside."""
+    # the graph redraws on the next animation frame after a change: let two frames pass first
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     return page.evaluate("""([points, r]) => {
         const c = document.getElementById('s3rm-graph-canvas'), ctx = c.getContext('2d');
         const k = c.width / c.getBoundingClientRect().width;
@@ -262,7 +265,7 @@ def test_graph_renders_every_lesson_and_relation(stack, page):
     assert page.inner_text("#s3rm-graph-stats").startswith(f"메모 {len(node_ids)}개 · 관계 {len(edges)}개")
     # the list view (keyboard/screen-reader alternative) lists every Lesson
     page.click("#s3rm-graph-list summary")
-    assert page.locator("#s3rm-graph-list li").count() == len(node_ids)
+    expect(page.locator("#s3rm-graph-list li")).to_have_count(len(node_ids))  # filled on the async toggle event
     # connected Lessons in the middle, unconnected ones around the rim
     connected = [n for n in state["nodes"] if n["degree"] > 0]
     rim = [n for n in state["nodes"] if n["degree"] == 0]
@@ -370,7 +373,7 @@ def test_title_and_relation_filters(stack, page):
     state = graph_state(page)
     assert {n["id"] for n in state["nodes"] if n["active"]} == expected
     page.click("#s3rm-graph-list summary")
-    assert page.locator("#s3rm-graph-list li").count() == len(expected)
+    expect(page.locator("#s3rm-graph-list li")).to_have_count(len(expected))  # filled on the async toggle event
     bh.screenshot(page, "filter-title")
     page.fill("#s3rm-graph-filter", "")
     page.click("#s3rm-graph-list summary")
@@ -642,6 +645,10 @@ def test_noscript_fallback(stack, playwright, tmp_path):
         assert page.locator(".s3rm-graph-fallback").is_visible()
         assert "JavaScript" in page.inner_text(".s3rm-graph-fallback")
         assert page.locator("#s3rm-search-input").count() == 0
+        # no "loading…" placeholder that would never finish without a script
+        for selector in ("#s3rm-semantic-search", ".s3rm-graph-loading", ".s3rm-recent-loading"):
+            assert not page.locator(selector).is_visible(), selector
+        assert page.locator("#s3rm-recent-list .s3rm-noscript").is_visible()
         bh.screenshot(page, "home-noscript")
     finally:
         context.close()
