@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
 import statistics
 import sys
 import tempfile
@@ -159,6 +160,7 @@ def main() -> int:
         if gateway is not None:
             gateway.stop()
         devwiki.down(target, quiet=True)
+        shutil.rmtree(workdir, ignore_errors=True)
 
     bad = [r for r in cold + warm + [first] if r["state"] != "ready"]
     if bad:
