@@ -9,20 +9,26 @@ namespace has no new revision.
 Covered: wrong Host / Origin, missing or wrong token, oversized bodies (with
 Content-Length and chunked), malformed JSON-RPC, batch arrays, header
 injection (CR/LF and obs-fold in raw header lines, encoded CR/LF in Origin,
-Authorization and the JSON-RPC id), and spoofed client-address headers
-without (or with a wrong) proxy secret in open mode.
+Authorization and the JSON-RPC id), spoofed client-address headers without
+(or with a wrong) proxy secret in open mode, and — behind the production
+Caddyfile run by the real Caddy binary — forged client-address and
+proxy-secret headers overwritten, ``/mcp`` reaching the gateway unchanged and
+every other path (``/metrics`` included) going to MediaWiki.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import socket
+import subprocess
 import time
 
 import pytest
 import requests
 from lesson_samples import agent_client, lesson, write_pages
-from service_helpers import MCP_HEADERS, Gateway, call_tool, rpc
+from service_helpers import MCP_HEADERS, REPO, Gateway, call_tool, free_port, rpc
 
 from gateway.ratelimit import CLIENT_IP_HEADER, PROXY_SECRET_HEADER
 
@@ -279,3 +285,60 @@ def test_metrics_are_loopback_only_and_carry_no_secrets(gw):
     body = r.json()
     assert set(body["admission"]) == {"read", "write", "semantic"}
     assert "byte_cap_hits" in body["observability"]
+
+
+# ------------------------------------------------ end to end behind real Caddy
+def _caddy_in_front(tmp_path, gateway_port: int, wiki) -> tuple[subprocess.Popen, str]:
+    """The production Caddyfile with loopback addresses (plain HTTP, no admin API); returns (proc, base URL)."""
+    port = free_port()
+    text = (REPO / "deploy/caddy/Caddyfile").read_text()
+    text = (text.replace("{$S3RM_PUBLIC_DOMAIN}", f"http://127.0.0.1:{port}")
+                .replace("mcp-http:8080", f"127.0.0.1:{gateway_port}")
+                .replace("mediawiki:80", f"{wiki.host}:{wiki.port}")
+                .replace("admin 127.0.0.1:2019", "admin off"))
+    config = tmp_path / "Caddyfile"
+    config.write_text(text)
+    env = {**os.environ, "S3RM_PROXY_SECRET": PROXY_SECRET, "HOME": str(tmp_path),
+           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    proc = subprocess.Popen([shutil.which("caddy"), "run", "--config", str(config), "--adapter", "caddyfile"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            requests.get(f"{base}/mcp", timeout=1)
+            return proc, base
+        except requests.RequestException:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("caddy did not start")
+
+
+def test_behind_caddy_client_headers_are_overwritten_and_paths_route(wiki, tmp_path):
+    env = _env(wiki, S3RM_MCP_WRITE_AUTH_MODE="open", S3RM_RATE_LIMIT_PER_SECOND="0.01",
+               S3RM_RATE_LIMIT_BURST="3", S3RM_PROXY_SECRET=PROXY_SECRET)
+    with Gateway(env) as gateway:
+        proc, base = _caddy_in_front(tmp_path, gateway.port, wiki)
+        try:
+            # the gateway's Host allowlist holds its own loopback address; Caddy passes Host unchanged
+            host = gateway.base.split("//", 1)[1]
+            url = f"{base}/mcp"
+            # a client that knows the proxy secret still cannot choose its address: Caddy overwrites both
+            forged = {CLIENT_IP_HEADER: "", PROXY_SECRET_HEADER: PROXY_SECRET, "Host": host}
+            codes = []
+            for i in range(5):
+                forged[CLIENT_IP_HEADER] = f"198.51.100.{i}"
+                codes.append(rpc(url, "ping", headers=forged).status_code)
+            assert codes == [200, 200, 200, 429, 429]
+            r = rpc(url, "ping", headers=forged)
+            assert r.status_code == 429 and r.headers["Content-Type"].startswith("application/json")
+            assert r.json()["error"]["data"]["code"] == "rate_limited"
+            # /mcp reached the gateway with its path unchanged; other paths go to MediaWiki
+            wiki_page = requests.get(f"{base}/api.php", params={"action": "query", "meta": "siteinfo",
+                                                                "format": "json"}, timeout=30)
+            assert wiki_page.status_code == 200 and "general" in wiki_page.json()["query"]
+            metrics = requests.get(f"{base}/metrics", timeout=30)
+            assert "observability" not in metrics.text  # never the gateway's /metrics through the proxy
+        finally:
+            proc.terminate()
+            proc.wait(10)
