@@ -102,9 +102,10 @@ class AdmissionClass:
     """One class: ``concurrency`` slots plus at most ``queue`` callers waiting up to ``timeout_seconds``.
 
     :meth:`acquire` admits, queues or raises :class:`AdmissionRejected`;
-    :meth:`try_acquire` never waits (the semantic class). A newcomer never
-    overtakes callers already waiting for a free slot. Thread-safe; counters
-    only grow.
+    :meth:`try_acquire` never waits (the semantic class). While anyone waits,
+    newcomers join the queue instead of taking a slot directly; each released
+    slot wakes one waiter (order among waiters is not strictly FIFO; every
+    wait is bounded by ``timeout_seconds``). Thread-safe; counters only grow.
     """
 
     def __init__(self, name: str, concurrency: int, queue: int, timeout_seconds: float, *,
