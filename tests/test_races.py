@@ -216,12 +216,18 @@ def test_identical_parallel_retries_write_once(h):
         assert len(h.history(a["id"])) == 2
 
 
-# ------------------------------------------------------------------ a merge that slips through
-def test_merge_slipping_past_the_precheck_is_undone_and_never_replayed(h, monkeypatch):
+# ------------------------------------------------------------------ a stale base slipping past the pre-check
+def test_stale_save_past_the_precheck_is_refused_not_merged(h, monkeypatch):
+    """The wiki runs with ``$wgDiff3 = false``: even when the gateway's own pre-check is
+    fooled into using a stale base, MediaWiki refuses the save instead of merging it.
+
+    (``gateway.wiki.edit`` also undoes a merge with an ``[S3U]`` revision on wikis
+    that keep diff3 enabled; the dev and production settings disable it.)
+    """
     a = h.create()
     lesson = a["id"]
     stale = h.repo.get_snapshot(lesson)
-    # A raw edit that leaves updated_at alone (it breaks HS15): MediaWiki can merge around it.
+    # A raw edit that leaves updated_at alone (it breaks HS15): with diff3 on, MediaWiki could merge around it.
     page = stale.page
     raw = serialize_page(page.evolve(fields={**page.fields, "question": "edited without touching updated_at?"}))
     raw_rev = h.raw_edit(lesson, raw, "raw edit", base=stale.revision_id, account="importer")["newrevid"]
@@ -245,24 +251,17 @@ def test_merge_slipping_past_the_precheck_is_undone_and_never_replayed(h, monkey
     monkeypatch.undo()
 
     assert err["code"] == "revision_conflict"
+    assert err["details"]["current_revision_id"] == raw_rev
     history = h.history(lesson)
-    undo, merged = history[0], history[1]
-    assert parse_summary(undo.comment).tag == "S3U" and undo.parent_id == merged.revision_id
-    assert parse_summary(merged.comment).parent == stale.revision_id and merged.parent_id == raw_rev
-    assert err["details"]["current_revision_id"] == undo.revision_id
-    assert h.wikitext(lesson) == raw_text  # the merged content is gone, byte for byte
+    assert history[0].revision_id == raw_rev  # nothing was saved on top of the raw edit
+    assert h.wikitext(lesson) == raw_text
 
-    # The merged revision never counts as the write: a retry writes it for real.
+    # The refused call left no marker behind: a retry writes for real.
     again = h.ok("attach_evidence", **args)
-    assert again["status"] == "created" and again["current_revision_id"] > undo.revision_id
+    assert again["status"] == "created" and again["current_revision_id"] > raw_rev
 
     report = audit(h.raw_client(), since=parse_ts(h.history(lesson)[-1].timestamp), limit=5000, keys=KEYS,
                    agent_accounts={"S3Agent"}, force_allrevisions=True)
-    by_rev = {}
-    for f in report.findings:
-        if f.lesson_id == lesson:
-            by_rev.setdefault(f.revision_id, set()).add(f.rule_id)
-    assert "HS42" in by_rev.get(merged.revision_id, set())
-    assert undo.revision_id not in by_rev
-    assert "HS15" in by_rev.get(raw_rev, set())
+    rules = {f.rule_id for f in report.findings if f.lesson_id == lesson and f.revision_id == raw_rev}
+    assert "HS15" in rules
     assert parse_page(raw_text).fields["question"] == "edited without touching updated_at?"
