@@ -204,6 +204,9 @@ def push(wiki: WikiSite, plans: list[PagePlan], *, dry_run: bool = False,
                 action = UNCHANGED
         counts[action] += 1
         _line(out, words[action], plan, plan.reason)
+    if edited:
+        # re-render everything pushed (and what links to it) once all pages exist: no stale red links
+        wiki.purge(p.page.title for p in plans if p.action != SKIP)
     return PushReport(created=counts[CREATE], updated=counts[UPDATE], unchanged=counts[UNCHANGED],
                       skipped=counts[SKIP], transformed=_transformed(wiki, edited) if edited else ())
 

@@ -559,6 +559,18 @@ class WikiSite:
             raise EditFailedError(title, str(result.get("result")), str(result))
         return EditResult(title, not result.get("nochange", False), result.get("newrevid"))
 
+    def purge(self, titles: Iterable[str]) -> None:
+        """Purge ``titles`` and refresh their link tables (``action=purge``, ``forcelinkupdate``), 50 per request.
+
+        Pages saved in the same second as a page they include or link to keep a
+        stale parser-cache copy (red links) because MediaWiki compares times at
+        one-second precision; a purge after the push renders them afresh.
+        """
+        titles = list(titles)
+        for start in range(0, len(titles), 50):
+            self._call("purge", titles="|".join(titles[start:start + 50]), forcelinkupdate=1, formatversion=2,
+                       token=self.site.get_token("csrf"))
+
 
 def connect(settings: ConnectionSettings, *, timeout: float = 30.0) -> WikiSite:
     """Open a logged-in :class:`WikiSite` for ``settings``.

@@ -25,7 +25,7 @@ from sync import cli, pageset, push, wikisite
 from sync.wikisite import ConnectionSettings, SiteInfo, TitleKey
 
 MCP_URL = "http://127.0.0.1:8080/mcp"
-CORE_NAMESPACES = {"Template": 10, "MediaWiki": 8, "Help": 12, "": 0}
+CORE_NAMESPACES = {"Template": 10, "MediaWiki": 8, "Help": 12, "Category": 14, "": 0}
 
 
 # ---------------------------------------------------------------- offline
@@ -237,7 +237,7 @@ def test_pages_land_in_the_right_namespaces(first_push, dev_wiki) -> None:
     assert {"틀", "미디어위키", "도움말"} <= {ns.name for ns in wiki.info.namespaces.values()}
     main = site.get("query", list="allpages", apnamespace=0, aplimit="max", formatversion=2)["query"]["allpages"]
     leaked = [p["title"] for p in main if p["title"].startswith(("Property:", "Form:", "Template:", "MediaWiki:",
-                                                                  "Help:"))]
+                                                                  "Help:", "Category:"))]
     assert leaked == []  # nothing landed in the main namespace under an English prefix
     main_page = site.get("query", meta="siteinfo", siprop="general", formatversion=2)["query"]["general"]
     assert main_page["mainpage"] == "연구 메모리"
@@ -346,3 +346,13 @@ def test_text_changed_by_the_pre_save_transform_is_reported(first_push) -> None:
     report = push.push(wiki, push.plan_sync(wiki, [page]), out=io.StringIO())
     assert report.created == 1 and report.transformed == ("Help:S3RM sync signature test",)
     assert push.plan_sync(wiki, [page])[0].action == push.UPDATE
+
+
+def test_first_push_leaves_no_red_links_between_pushed_pages(first_push, dev_wiki) -> None:
+    """Pages pushed in the same second as pages they include/link are purged afterwards."""
+    site = dev_wiki.site("agent")
+    for page in first_push["pages"]:
+        if page.namespace not in ("Help", "", "Category"):
+            continue
+        html = site.get("parse", page=page.title, prop="text", formatversion=2)["parse"]["text"]
+        assert 'class="new"' not in html, page.title
