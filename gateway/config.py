@@ -15,6 +15,7 @@ import json
 import os
 import re
 import secrets
+from gateway.envparse import number
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
@@ -238,16 +239,7 @@ class GatewayConfig:
 
 # ---------------------------------------------------------------- parsers
 def _number(get, name: str, default, kind, low, high):
-    raw = get(name)
-    if raw == "":
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ConfigError(name, f"must be {'an integer' if kind is int else 'a number'}") from None
-    if not (low <= value <= high):
-        raise ConfigError(name, f"must be between {low} and {high}")
-    return value
+    return number(get, name, default, kind, low, high, error=ConfigError)
 
 
 def _parse_public_url(url: str) -> tuple[str, set[str], str]:

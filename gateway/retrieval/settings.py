@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from gateway.envparse import number
 from dataclasses import dataclass, fields
 from typing import Mapping
 from urllib.parse import urlsplit
@@ -168,13 +169,4 @@ class RetrievalSettings:
 
 
 def _number(get, name: str, default, kind, low, high):
-    raw = get(name)
-    if raw == "":
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise RetrievalConfigError(name, f"must be {'an integer' if kind is int else 'a number'}") from None
-    if not (low <= value <= high):
-        raise RetrievalConfigError(name, f"must be between {low} and {high}")
-    return value
+    return number(get, name, default, kind, low, high, error=RetrievalConfigError)
