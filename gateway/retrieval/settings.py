@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from gateway.envparse import number
 from dataclasses import dataclass, fields
 from typing import Mapping
 from urllib.parse import urlsplit
+
+from gateway.envparse import number
 
 __all__ = ["RetrievalSettings", "RetrievalConfigError", "PROVIDERS", "is_private_endpoint"]
 
