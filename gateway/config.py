@@ -15,11 +15,12 @@ import json
 import os
 import re
 import secrets
-from gateway.envparse import number
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
+
+from gateway.envparse import number
 from urllib.parse import urlsplit
 
 __all__ = ["ConfigError", "GatewayConfig", "REPO_ROOT", "DEFAULT_SCHEMA_DIR"]
