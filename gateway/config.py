@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 from gateway.envparse import number
-from urllib.parse import urlsplit
 
 __all__ = ["ConfigError", "GatewayConfig", "REPO_ROOT", "DEFAULT_SCHEMA_DIR"]
 
