@@ -77,6 +77,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from sync.wikisite import DEV_STACK_ENV_FILE, read_env_file
+
 __all__ = [
     "GROUPS",
     "MODES",
@@ -736,7 +738,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"s3rm evaluate: cannot read the query file ({type(exc).__name__})", file=err)
         return 2
-    url = args.mcp_url or os.environ.get("S3RM_MCP_URL") or DEFAULT_MCP_URL
+    url = (args.mcp_url or os.environ.get("S3RM_MCP_URL")
+           or read_env_file(DEV_STACK_ENV_FILE).get("S3RM_MCP_URL") or DEFAULT_MCP_URL)
     try:
         report, missing = anyio.run(lambda: evaluate_async(url, cases, args.modes, args.k, timeout=args.timeout))
     except Exception as exc:  # noqa: BLE001 - every failure is reported without details that could carry text
@@ -769,7 +772,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "not in the corpus or the gateway fails; 2 on usage errors. See eval/README.md.",
     )
     p.add_argument("query_file", metavar="QUERY_FILE", type=Path, help="JSON Lines query file (eval/*.queries.jsonl)")
-    p.add_argument("--mcp-url", help=f"MCP endpoint (default: $S3RM_MCP_URL, else {DEFAULT_MCP_URL})")
+    p.add_argument("--mcp-url", help="MCP endpoint (default: $S3RM_MCP_URL, else the running dev stack's "
+                                      f"gateway from .dev/stack.env, else {DEFAULT_MCP_URL})")
     p.add_argument("--modes", type=_modes, default=list(MODES), help="comma-separated retrieval modes "
                    "(default: legacy,hybrid_v1)")
     p.add_argument("--k", type=_k, default=10, help="results per query and the cut-off of recall@k/nDCG@k "

