@@ -367,8 +367,10 @@ def _score() -> dict:
 
 
 def _retrieval_mode_in() -> dict:
-    return enum("legacy (MediaWiki full-text search) or hybrid_v1 (full text + semantic facets + relations).",
-                RETRIEVAL_MODES, default="legacy")
+    return enum("legacy (MediaWiki full-text search) or hybrid_v1 (full text + semantic facets + relations). "
+                "When omitted, the server's default applies: legacy, unless its administrator enabled "
+                "hybrid_v1 (the development stack does); responses report requested_mode and effective_mode.",
+                RETRIEVAL_MODES)
 
 
 # --------------------------------------------------------------------------- read tools
