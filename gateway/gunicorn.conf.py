@@ -10,7 +10,16 @@ only with shared state (a later design, DESIGN.md §5).
 Settings come from the same validated configuration as the app
 (``S3RM_BIND``, default 127.0.0.1:8080; ``S3RM_GUNICORN_THREADS``, default 16; admission limits derive from it).
 """
-from gateway.config import GatewayConfig
+import os
+
+# One BLAS thread: the exact index search is a single matrix-vector product per
+# facet, streamed once; BLAS thread pools only add contention with the request
+# threads (measured in bench/bench_index.py, docs/hybrid-search.md). Set before
+# numpy is imported by the app.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from gateway.config import GatewayConfig  # noqa: E402
 
 _config = GatewayConfig.from_env()
 
