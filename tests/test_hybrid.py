@@ -178,6 +178,7 @@ def test_dirty_hint_makes_a_new_lesson_findable_and_no_request_waits(fresh):
                  applicability="Street and campus layout.")
     repo.put_page("zebra-crossing", serialize_page(new))
     h = harness(repo, service)
+    lessons_before = service.health()["lessons"]
     service.hint_dirty("zebra-crossing")
     started = time.monotonic()
     first = h.call("search_lessons", query="people walk the shortest route instead of using the designated path",
@@ -188,6 +189,7 @@ def test_dirty_hint_makes_a_new_lesson_findable_and_no_request_waits(fresh):
     after = h.call("search_lessons", query="people walk the shortest route instead of using the designated path",
                    retrieval_mode="hybrid_v1", limit=3)
     assert ids(after)[0] == "zebra-crossing" and after["semantic_status"] == "ready"
+    assert service.health()["lessons"] == lessons_before + 1  # the count follows dirty refreshes too
 
 
 def test_stale_hash_drops_the_semantic_contribution_and_reports_stale(fresh):

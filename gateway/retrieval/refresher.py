@@ -372,6 +372,9 @@ class IndexRefresher:
                 st.orphans_removed = len(removed)
                 st.missing_ids.clear()
                 st.stale_ids.clear()
+            elif st.canonical_count is not None:  # a dirty refresh: keep the Lesson count current
+                known = set(base.ids)
+                st.canonical_count += sum(1 for i in fresh if i not in known) - sum(1 for i in removed if i in known)
         outcome.swapped = changed
         outcome.seconds = self.clock() - started
         return outcome
