@@ -64,3 +64,14 @@ def test_title_matches_outrank_body_matches():
     in_body = lesson("b", observation="zebra zebra zebra")
     assert relevance(terms, in_title.evolve(), 5) > relevance(terms, in_body, 0)
     assert relevance(terms, lesson("n"), 0) == 0.15  # only the backend rank contributes
+
+
+def test_huge_words_never_become_search_terms():
+    """A 20,000-character word (e.g. one Hangul syllable repeated) is not a search term: it
+    made MediaWiki's full-text search time out for find_analogies."""
+    from gateway.retrieval import lexical
+
+    huge = "가" * 20000
+    assert lexical.query_terms(f"{huge} 단편화") == lexical.query_terms("단편화")
+    assert all(len(t.text) <= lexical.MAX_TERM_CHARS for t in lexical.query_terms_all(f"{huge} x{'y' * 100} 장애"))
+    assert lexical.salient_terms([(huge + " 메모리 단편화", 1.0)])

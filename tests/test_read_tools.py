@@ -450,3 +450,11 @@ def test_wiki_incoming_relation_in_get_lesson(gateway_url):
     rels = out["relations"]["items"]
     assert [(r["from"], r["to"], r["direction"], r["symmetric"]) for r in rels] == [
         ("rt-huge", "rt-particle", "incoming", True)]
+
+
+def test_impossible_filter_dates_are_refused(repo):
+    add(repo, "a", title="topic")
+    h = Harness(repo)
+    for bad in ("9999-99-99T99:99:99Z", "2026-13-45T00:00:00Z", "2024-02-30T00:00:00Z"):
+        err = h.error("search_lessons", query="topic", filters={"updated_after": bad})
+        assert err["code"] == "invalid_argument" and "updated_after" in err["message"], bad

@@ -197,6 +197,31 @@ def test_non_utf8_body_is_parse_error(client):
     assert r.status_code == 400 and assert_json(r)["error"]["code"] == -32700
 
 
+def test_nan_and_infinity_are_not_json(client):
+    for constant in (b"NaN", b"Infinity", b"-Infinity"):
+        raw = (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_lessons",'
+               b'"arguments":{"query":"x","min_score":' + constant + b'}}}')
+        r = post(client, None, raw=raw)
+        assert r.status_code == 400 and assert_json(r)["error"]["code"] == -32700, constant
+
+
+def test_deep_nesting_gets_a_clear_parse_error(client):
+    raw = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + b"[" * 100000 + b"]" * 100000 + b"}}"
+    r = post(client, None, raw=raw)
+    body = assert_json(r)
+    assert r.status_code in (400, 413) and body["error"]["code"] in (-32700, -32600)
+
+
+def test_lone_surrogate_in_any_tool_argument_is_invalid_argument(client):
+    raw = (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_lessons",'
+           b'"arguments":{"query":"abc \\ud800 def"}}}')  # a JSON escape of a lone surrogate
+    r = post(client, None, raw=raw)
+    result = assert_json(r)["result"]
+    err = json.loads(result["content"][0]["text"])["error"]
+    assert result["isError"] and "structuredContent" not in result
+    assert err["code"] == "invalid_argument" and err["field"] == "query" and err["rule"] == "unicode"
+
+
 def test_batch_array_is_rejected_400(client):
     r = post(client, [rpc("ping", id_=1), rpc("ping", id_=2)])
     body = assert_json(r)

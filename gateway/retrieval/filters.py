@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from gateway.domain.model import LessonPage
+from gateway.domain.timestamps import parse_ts
 from gateway.tools.base import ToolError
 
 __all__ = ["SearchFilters", "resolve_scope"]
@@ -58,8 +59,9 @@ class SearchFilters:
                 values[key] = frozenset(items)
         for key in TIME_KEYS:
             if key in raw:
-                if not isinstance(raw[key], str) or not _TS.match(raw[key]):
-                    raise ToolError("invalid_argument", f"{where}.{key} must be a UTC time like 2025-01-31T00:00:00Z")
+                if not isinstance(raw[key], str) or not _TS.match(raw[key]) or parse_ts(raw[key]) is None:
+                    raise ToolError("invalid_argument", f"{where}.{key} must be a real UTC time like "
+                                    "2025-01-31T00:00:00Z", details={"field": f"{where}.{key}", "rule": "date-time"})
                 values[key] = raw[key]
         return cls(**values)
 

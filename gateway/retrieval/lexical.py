@@ -98,11 +98,17 @@ def korean_stem(word: str) -> str:
     return word
 
 
+#: Words longer than this are never sent to full-text search: no real identifier
+#: is that long, and MediaWiki's search backends slow down badly on huge (prefix)
+#: terms such as a 20,000-character run of one Hangul syllable.
+MAX_TERM_CHARS = 64
+
+
 def query_terms(query: str, max_terms: int = 12) -> list[QueryTerm]:
     """Search terms of a free-text query (see module doc); at most ``max_terms``, first occurrence kept."""
     out: dict[str, QueryTerm] = {}
     for word, star in _QUERY_WORD.findall(normalize(query)):
-        if not word.strip("_") or word in STOPWORDS:
+        if not word.strip("_") or word in STOPWORDS or len(word) > MAX_TERM_CHARS:
             continue
         if has_hangul(word):
             stem = korean_stem(word)
@@ -186,7 +192,7 @@ def query_terms_all(text: str) -> list[QueryTerm]:
     """Every term of ``text`` (with repeats) under :func:`query_terms` rules; single syllables skipped."""
     out = []
     for word in words(text):
-        if word in STOPWORDS:
+        if word in STOPWORDS or len(word) > MAX_TERM_CHARS:
             continue
         if has_hangul(word):
             stem = korean_stem(word)

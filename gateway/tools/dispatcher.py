@@ -146,6 +146,11 @@ class Dispatcher:
             return "invalid_argument", self._failure(
                 budget, error_payload("invalid_argument", message, field=field, rule=rule)
             )
+        bad_text = _lone_surrogate_path(arguments)
+        if bad_text is not None:
+            return "invalid_argument", self._failure(budget, error_payload(
+                "invalid_argument", f"{bad_text or 'arguments'}: contains a lone surrogate code point, "
+                "which is not text (it cannot be encoded as UTF-8)", field=bad_text, rule="unicode"))
 
         ctx = ToolContext(
             config=self.config,
@@ -213,6 +218,30 @@ class Dispatcher:
                 retryable=False,
             ),
         )
+
+
+def _lone_surrogate_path(value: Any, path: str = "") -> str | None:
+    """Path of the first string (key or value) in ``value`` holding a lone surrogate, else None.
+
+    JSON's ``\\udXXX`` escapes can carry unpaired surrogates that no tool can store,
+    search or log; every tool gets the same clear ``invalid_argument`` for them.
+    """
+    if isinstance(value, str):
+        return path if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if _lone_surrogate_path(key) is not None:
+                return path or "arguments"
+            found = _lone_surrogate_path(item, sub)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _lone_surrogate_path(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _field_path(parts: list[Any]) -> str:

@@ -168,13 +168,23 @@ def _too_large(limit: int) -> JsonRpcError:
     )
 
 
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN/Infinity/-Infinity; RFC 8259 JSON does not, and NaN
+    # would slip past every range check in the tool schemas.
+    raise ValueError(f"{name} is not JSON")
+
+
 def _parse(body: bytes) -> Any:
     try:
-        return json.loads(body.decode("utf-8"))
+        return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise JsonRpcError(PARSE_ERROR, "Parse error: the body is not valid UTF-8", http_status=400) from None
-    except (ValueError, RecursionError):
-        raise JsonRpcError(PARSE_ERROR, "Parse error: the body is not valid JSON", http_status=400) from None
+    except RecursionError:
+        raise JsonRpcError(PARSE_ERROR, "Parse error: the JSON nests deeper than this server accepts",
+                           http_status=400) from None
+    except ValueError:
+        raise JsonRpcError(PARSE_ERROR, "Parse error: the body is not valid JSON (NaN and Infinity are not JSON)",
+                           http_status=400) from None
 
 
 def _handle_post(state) -> Response:
