@@ -710,7 +710,11 @@ def _revise_lesson_input(F: Fields) -> dict:
         "basis_evidence_ids": array("Evidence already on the Lesson that justifies the change.", F.evidence_id(),
                                     min_items=1, max_items=LIMITS["basis_evidence_max"], unique=True),
         "changes": changes,
-        "reason": string("Short reason, kept in the revision summary.", LIMITS["reason_max_length"]),
+        "reason": string("Short human reason for the revision summary. It is not Lesson data: MediaWiki summaries "
+                         "hold 500 characters including the gateway's seal, so it is shortened to fit (with …), "
+                         "brackets become parentheses and control/format characters become spaces, so it can "
+                         "never form a link or a marker. Put anything that must be kept verbatim in the Lesson.",
+                         LIMITS["reason_max_length"]),
     }, ["operation_id", "lesson_id", "expected_revision_id", "basis_evidence_ids", "changes"],
         "Change allowed core fields of a Lesson in a new revision.")
 
