@@ -244,6 +244,15 @@ def _say(msg: str, quiet: bool = False) -> None:
         print(msg, flush=True)
 
 
+def _new_password() -> str:
+    """A random account password that maintenance scripts cannot mistake for an option.
+
+    ``secrets.token_urlsafe`` may start with ``-``, which ``createAndPromote.php``
+    then parses as a flag (seen in CI); hex never does.
+    """
+    return "pw" + secrets.token_hex(16)
+
+
 def _write_private(path: Path, text: str) -> None:
     """Atomically write ``text`` to ``path`` with mode 600."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -595,7 +604,7 @@ def ensure_accounts(wiki_dir: Path, state: dict[str, Any], quiet: bool = False) 
         acc["user"] = spec.user
         if spec.user == ADMIN_USER:
             acc["password"] = state["admin"]["password"]
-        acc.setdefault("password", secrets.token_urlsafe(18))
+        acc.setdefault("password", _new_password())
         acc.setdefault("bot_password", secrets.token_hex(16))  # exactly 32 chars
         acc["bot_username"] = spec.bot_username
         acc["groups"] = list(spec.groups)
@@ -703,7 +712,7 @@ def install(wiki_dir: Path, host: str, port: int, quiet: bool = False) -> dict[s
     try:
         for sub in ("logs", "run"):
             (staging / sub).mkdir()
-        admin_pw = secrets.token_urlsafe(18)
+        admin_pw = _new_password()
         passfile = staging / ".adminpass"
         _write_private(passfile, admin_pw)
         _say(f"dev wiki: installing MediaWiki {mediawiki_version()} into {wiki_dir}", quiet)
