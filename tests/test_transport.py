@@ -311,6 +311,13 @@ def test_disallowed_origin_is_403_and_absent_origin_is_fine(client):
     assert post(client, rpc("ping")).status_code == 200
 
 
+def test_origin_match_is_exact_no_slash_or_case_variants(client):
+    allowed = post(client, rpc("ping"), {"Origin": "http://127.0.0.1:8081"})
+    assert allowed.status_code == 200, "precondition: the configured wiki origin is allowed"
+    for variant in ("http://127.0.0.1:8081/", "HTTP://127.0.0.1:8081", "http://127.0.0.1:8081/mcp"):
+        assert post(client, rpc("ping"), {"Origin": variant}).status_code == 403, variant
+
+
 def test_allowed_origins_get_cors_headers(client):
     for origin in (ORIGIN, "http://127.0.0.1:8081"):
         r = post(client, rpc("ping"), {"Origin": origin})

@@ -56,10 +56,14 @@ def check_host(host: str | None, config: GatewayConfig) -> None:
 
 
 def origin_allowed(origin: str | None, config: GatewayConfig) -> bool:
-    """True for an absent Origin (non-browser clients) or one of ``config.allowed_origins`` exactly."""
+    """True for an absent Origin (non-browser clients) or one of ``config.allowed_origins`` exactly.
+
+    Exact means the serialised origin as browsers send it (RFC 6454: lower-case
+    scheme and host, no path, no trailing slash); no case folding or trimming.
+    """
     if origin is None:
         return True
-    return origin.strip().lower().rstrip("/") in config.allowed_origins
+    return origin in config.allowed_origins
 
 
 def check_origin(origin: str | None, config: GatewayConfig) -> None:
