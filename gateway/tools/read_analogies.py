@@ -19,11 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.retrieval import legacy
-from gateway.retrieval.hybrid import choose_mode
 from gateway.retrieval.shaping import conformer
 from gateway.tools.base import ToolContext, ToolError
 from gateway.tools.read_common import (DEFAULT_LIMIT, Pager, fit_page, read_tool, repository, retrieval_state,
-                                       scope_filters, wants_hybrid)
+                                       scope_filters, rank_page)
 from gateway.wiki.repository import snapshot_edges
 
 __all__ = ["handle"]
@@ -52,30 +51,21 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         "ranking_version": legacy.ANALOGY_RANKING_VERSION, "generation": GENERATION,
     }
     pager = Pager(ctx, TOOL, request)
-    ranking_version = legacy.ANALOGY_RANKING_VERSION
     edges = repo.find_relation_edges(source_id, outgoing=False, incoming=True, limit=500)
     stored = [e.target for e in snapshot_edges(source) if e.relation == "analogous_to"]
     stored += [e.source for e in edges.incoming if e.relation == "analogous_to"]
-    choice = None
-    if wants_hybrid(modes, ctx):  # hybrid_v1 (R5: the hybrid fingerprint also binds the generation's projection hash)
-        retrieval = ctx.retrieval
-        choice = choose_mode(
-            retrieval, arguments.get("cursor"),
-            lambda mode, version, generation: Pager(ctx, TOOL, {
-                **request, "effective_mode": mode, "ranking_version": version, "generation": generation,
-                **({"semantic_projection_hash": retrieval.projection(source_id, source).retrieval_hash}
-                   if mode == "hybrid_v1" else {})}),
-            legacy.ANALOGY_RANKING_VERSION,
-            lambda continuing: retrieval.find_analogies(repo, source=source, stored_ids=stored, filters=filters,
-                                                        min_score=min_score, continuation=continuing))
-        pager, offset = choice.pager, choice.offset
-        modes = {**modes, "effective_mode": choice.mode, "semantic_status": choice.semantic_status}
-    else:
-        offset = pager.offset(arguments.get("cursor"))
-    if choice is not None and choice.hybrid is not None:
-        ranked, ranking_version = choice.hybrid, choice.hybrid.ranking_version
-    else:
-        ranked = legacy.analogies(repo, source, stored, filters, min_score)
+    retrieval = ctx.retrieval
+    # hybrid_v1 (R5): the hybrid fingerprint also binds the generation's projection hash of the source
+    ranked, ranking_version, pager, offset, modes = rank_page(
+        ctx, modes, pager, arguments.get("cursor"),
+        hybrid_pager=lambda mode, version, generation: Pager(ctx, TOOL, {
+            **request, "effective_mode": mode, "ranking_version": version, "generation": generation,
+            **({"semantic_projection_hash": retrieval.projection(source_id, source).retrieval_hash}
+               if mode == "hybrid_v1" else {})}),
+        legacy_version=legacy.ANALOGY_RANKING_VERSION,
+        run_hybrid=lambda continuing: retrieval.find_analogies(
+            repo, source=source, stored_ids=stored, filters=filters, min_score=min_score, continuation=continuing),
+        run_legacy=lambda: legacy.analogies(repo, source, stored, filters, min_score))
     fix = conformer(str(ctx.config.schema_dir), TOOL, "results", "[]")
     window = [fix.fix({"id": r.snapshot.id, "title": r.snapshot.page.fields.get("title", ""), "score": r.score,
                        "basis": r.basis, "shared_terms": list(r.shared_terms)})

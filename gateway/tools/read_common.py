@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from gateway.domain.repository import PermissionDenied, RepositoryError, WikiUnavailable
 from gateway.retrieval.cursors import CursorCodec, fingerprint, invalid_cursor
 from gateway.retrieval.filters import SearchFilters, resolve_scope
+from gateway.retrieval.hybrid import choose_mode
 from gateway.tools.base import OutputBudget, ToolContext, ToolError
 from gateway.transport.auth import check_scope_access
 from gateway.wiki.codec import PageFormatError
@@ -135,6 +136,26 @@ def retrieval_state(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, st
 def wants_hybrid(modes: dict[str, str], ctx: ToolContext) -> bool:
     """True when ``hybrid_v1`` was requested and the server has a hybrid retrieval service."""
     return modes["requested_mode"] == "hybrid_v1" and getattr(ctx, "retrieval", None) is not None
+
+
+def rank_page(ctx: ToolContext, modes: dict[str, str], pager: "Pager", cursor: Any, *,
+              hybrid_pager: Callable[[str, str, str], "Pager"], legacy_version: str,
+              run_hybrid: Callable[[Any], Any], run_legacy: Callable[[], Any]):
+    """The ranking of one page of ``search_lessons`` / ``find_analogies``.
+
+    ``hybrid_v1`` requests go through :func:`gateway.retrieval.hybrid.choose_mode`
+    (first-page fallback, cursor rules); everything else is legacy. The cursor is
+    checked before any ranking work. Returns ``(ranked, ranking_version, pager,
+    offset, modes)`` with ``modes`` updated to the effective mode and semantic status.
+    """
+    if not wants_hybrid(modes, ctx):
+        offset = pager.offset(cursor)
+        return run_legacy(), legacy_version, pager, offset, modes
+    choice = choose_mode(ctx.retrieval, cursor, hybrid_pager, legacy_version, run_hybrid)
+    modes = {**modes, "effective_mode": choice.mode, "semantic_status": choice.semantic_status}
+    if choice.hybrid is not None:
+        return choice.hybrid, choice.hybrid.ranking_version, choice.pager, choice.offset, modes
+    return run_legacy(), legacy_version, choice.pager, choice.offset, modes
 
 
 def scope_filters(arguments: dict[str, Any], ctx: ToolContext) -> SearchFilters:

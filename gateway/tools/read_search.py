@@ -32,11 +32,10 @@ from gateway.domain.schema import load_schema
 from gateway.retrieval import legacy
 from gateway.retrieval.cursors import invalid_cursor
 from gateway.retrieval.filters import SearchFilters
-from gateway.retrieval.hybrid import choose_mode
 from gateway.retrieval.shaping import conformer, one_line, truncate_text
 from gateway.tools.base import ToolContext
 from gateway.tools.read_common import (DEFAULT_LIMIT, Pager, fit_page, read_tool, repository, retrieval_state,
-                                       scope_filters, wants_hybrid)
+                                       scope_filters, rank_page)
 from gateway.tools.read_items import citation_items
 
 __all__ = ["handle", "DEFAULT_VIEW"]
@@ -141,23 +140,14 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
                 return pager.cursor({"rc": ranked.items[n].resume})
             return pager.cursor({"rc": ranked.next_resume}) if ranked.next_resume else None
     else:
-        choice = None
-        if wants_hybrid(modes, ctx):  # hybrid_v1: gateway.retrieval.hybrid decides the mode of this page
-            choice = choose_mode(
-                ctx.retrieval, arguments.get("cursor"),
-                lambda mode, version, generation: Pager(ctx, TOOL, {
-                    **request, "effective_mode": mode, "ranking_version": version, "generation": generation}),
-                legacy.RANKING_VERSION,
-                lambda continuing: ctx.retrieval.search_lessons(repo, query=query, filters=filters,
-                                                                min_score=min_score, continuation=continuing))
-            pager, offset = choice.pager, choice.offset
-            modes = {**modes, "effective_mode": choice.mode, "semantic_status": choice.semantic_status}
-        else:
-            offset = pager.offset(arguments.get("cursor"))
-        if choice is not None and choice.hybrid is not None:
-            ranked, ranking_version = choice.hybrid, choice.hybrid.ranking_version
-        else:
-            ranked = legacy.search(repo, query, filters, min_score)
+        ranked, ranking_version, pager, offset, modes = rank_page(
+            ctx, modes, pager, arguments.get("cursor"),
+            hybrid_pager=lambda mode, version, generation: Pager(ctx, TOOL, {
+                **request, "effective_mode": mode, "ranking_version": version, "generation": generation}),
+            legacy_version=legacy.RANKING_VERSION,
+            run_hybrid=lambda continuing: ctx.retrieval.search_lessons(
+                repo, query=query, filters=filters, min_score=min_score, continuation=continuing),
+            run_legacy=lambda: legacy.search(repo, query, filters, min_score))
         window = list(ranked.items[offset:offset + limit])
 
         def next_cursor(n: int) -> str | None:
