@@ -51,7 +51,7 @@ from gateway.config import GatewayConfig  # noqa: E402
 from gateway.retrieval.hybrid import RetrievalService  # noqa: E402
 from gateway.retrieval.settings import RetrievalSettings  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
-from sync import devwiki, stack  # noqa: E402
+from sync.devstack import devwiki, stack  # noqa: E402
 
 QUERIES = [
     "network configuration change caused packet loss",

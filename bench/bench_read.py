@@ -82,7 +82,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def seed(client: WikiClient, count: int) -> list[str]:
     """Write up to ``count`` incident Lessons that are missing; return their ids."""
-    from sync.importers.cloud_incidents import read_records
+    from sync.ops.importers.cloud_incidents import read_records
     records, _ = read_records(CORPUS)
     records = records[:count]
     repo = MediaWikiRepository(client)
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=120, help="incident Lessons to ensure on the wiki")
     args = parser.parse_args(argv)
 
-    from sync.devwiki import wiki_from_state
+    from sync.devstack.devwiki import wiki_from_state
     wiki = wiki_from_state(Path(args.wiki_dir))
     env = {k: v for k, v in wiki.env().items() if k.startswith("S3RM_WIKI_")}
     env["S3RM_CURSOR_SECRET"] = "bench-cursor-secret-0123456789"

@@ -32,7 +32,7 @@ Phases (each prints one block):
    prints the first, maximum and last samples and the growth.
 
 Seeds ``--seed`` imported Lessons from the vendored cloud-incident corpus
-(``data/cloud-incidents``) through :class:`sync.importer.Importer` first.
+(``data/cloud-incidents``) through :class:`sync.ops.importer.Importer` first.
 Query text and Lesson content are never printed.
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ from service_helpers import MCP_HEADERS, Gateway  # noqa: E402
 
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
-from sync import devwiki  # noqa: E402
+from sync.devstack import devwiki  # noqa: E402
 
 CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"
 QUERIES = ["network outage", "DNS", "configuration change", "storage latency", "authentication", "power",
@@ -265,8 +265,8 @@ def build_reads(gw: Gateway, ids: list[str], concurrency: int, limit_seconds: fl
 # -------------------------------------------------------------------- main
 def seed(wiki: devwiki.DevWiki, count: int) -> list[str]:
     """Import up to ``count`` cloud-incident Lessons (idempotent); returns their ids."""
-    from sync.importer import Importer
-    from sync.importers.cloud_incidents import read_records
+    from sync.ops.importer import Importer
+    from sync.ops.importers.cloud_incidents import read_records
 
     records, _ = read_records(CORPUS)
     records = records[:count]

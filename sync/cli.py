@@ -16,13 +16,13 @@ import sys
 #: Modules that contribute sub-commands, in the order ``--help`` lists them.
 COMMAND_MODULES = (
     "sync.generate",
-    "sync.devwiki",
-    "sync.push",
-    "sync.serve",
-    "sync.evaluate",
-    "sync.importer",
-    "sync.audit",
-    "sync.stack",
+    "sync.devstack.devwiki",
+    "sync.site.push",
+    "sync.devstack.serve",
+    "sync.ops.evaluate",
+    "sync.ops.importer",
+    "sync.ops.audit",
+    "sync.devstack.stack",
 )
 
 

@@ -3,7 +3,7 @@
 Used by ``tests/test_browser.py`` and ``bench/bench_home.py``:
 
 * :func:`seed` writes Lessons into a running dev/test wiki: the first *n*
-  cloud-incident records through :class:`sync.importer.Importer` (the import
+  cloud-incident records through :class:`sync.ops.importer.Importer` (the import
   account), a few Korean synthetic Lessons (one with a verification record),
   then relation records appended to existing Lessons with the codec, saved by
   the same import account (``created_by`` = that account, ``created_at`` =
@@ -46,8 +46,8 @@ from gateway.wiki.client import WikiClient
 from gateway.wiki.codec import serialize_page
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
-from sync.importer import Importer
-from sync.importers.cloud_incidents import ImportRecord, read_records
+from sync.ops.importer import Importer
+from sync.ops.importers.cloud_incidents import ImportRecord, read_records
 
 from tests.service_helpers import Gateway
 

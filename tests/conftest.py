@@ -5,7 +5,7 @@ served on a free loopback port (never the interactive 8081 wiki). The first
 run installs a template into ``<repo>/.dev/test-wiki-template`` (about 10 s);
 every session then copies that template into a temporary directory and starts
 ``php -S`` plus the job runner on it (a few seconds), and stops both at the
-end. It yields a :class:`sync.devwiki.DevWiki`::
+end. It yields a :class:`sync.devstack.devwiki.DevWiki`::
 
     wiki.api_url, wiki.index_url, wiki.server_url, wiki.host, wiki.port, wiki.dir
     wiki.sync      Credentials("S3Admin@sync", …)     site JS/CSS, interface pages
@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sync import devwiki
+from sync.devstack import devwiki
 
 
 @pytest.fixture(scope="session")

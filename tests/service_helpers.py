@@ -73,7 +73,7 @@ class Gateway:
 
     def start(self) -> "Gateway":
         log = open(self.log_path, "ab")
-        from sync.serve import gunicorn_argv
+        from sync.devstack.serve import gunicorn_argv
 
         self.proc = subprocess.Popen(gunicorn_argv(), cwd=REPO, env=self.env,
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 
 from gateway.domain.model import LessonPage
 from gateway.wiki.codec import parse_page, serialize_page
-from sync import pageset, push, wikisite
+from sync.site import pageset, push, wikisite
 
 pytestmark = pytest.mark.wiki
 

@@ -1,4 +1,4 @@
-"""The development MediaWiki (sync/devwiki.py) against a real wiki (``dev_wiki``).
+"""The development MediaWiki (sync/devstack/devwiki.py) against a real wiki (``dev_wiki``).
 
 Tests that use ``dev_wiki`` get the ``wiki`` marker from tests/conftest.py.
 """
@@ -13,7 +13,8 @@ import mwclient
 import pytest
 from mwclient.errors import APIError, LoginError
 
-from sync import cli, devwiki
+from sync import cli
+from sync.devstack import devwiki
 
 ROLES = {"sync": "S3Admin", "agent": "S3Agent", "import": "S3Import"}
 

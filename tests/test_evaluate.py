@@ -1,4 +1,4 @@
-"""Tests of ``s3rm evaluate`` (sync/evaluate.py) and the committed query file (eval/).
+"""Tests of ``s3rm evaluate`` (sync/ops/evaluate.py) and the committed query file (eval/).
 
 * Metric functions against hand-computed values (recall is any-of, nDCG is binary).
 * The committed query file: ≥ 60 lines, ≥ 15 per group, every expected and
@@ -11,7 +11,7 @@
   backed by a small in-memory slice of the imported corpus: dangling ids exit
   1, a clean run exits 0 with a complete report, tool errors exit 1.
 * On the real stack (``@pytest.mark.wiki``): a few cloud incidents imported by
-  ``sync.importer`` into the ``dev_wiki`` fixture as the import account, the
+  ``sync.ops.importer`` into the ``dev_wiki`` fixture as the import account, the
   gateway under gunicorn (``s3rm serve``), ``s3rm evaluate`` over both modes.
 """
 from __future__ import annotations
@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 from gateway_helpers import schema_dir_for_tests
 
-from sync import evaluate as ev
+from sync.ops import evaluate as ev
 from sync.cli import main
-from sync.importers.cloud_incidents import read_records
+from sync.ops.importers.cloud_incidents import read_records
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY_FILE = REPO / "eval" / "cloud_incidents.queries.jsonl"
@@ -476,7 +476,7 @@ def real_gateway_url(dev_wiki, tmp_path_factory):
 
     from gateway.wiki.client import WikiClient
     from gateway.wiki.repository import MediaWikiRepository
-    from sync.importer import Importer
+    from sync.ops.importer import Importer
 
     records = [r for r in read_records(CSV_PATH)[0] if r.lesson_id in E2E_IDS]
     account = dev_wiki.importer

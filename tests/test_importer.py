@@ -10,8 +10,8 @@ from gateway.domain.schema import load_schema
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
-from sync.importer import Importer, build_new_page
-from sync.importers.cloud_incidents import NOT_RECORDED, map_row, read_records
+from sync.ops.importer import Importer, build_new_page
+from sync.ops.importers.cloud_incidents import NOT_RECORDED, map_row, read_records
 
 CSV = Path(__file__).resolve().parents[1] / "data" / "cloud-incidents" / "cloud_incidents.csv"
 

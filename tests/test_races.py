@@ -28,7 +28,7 @@ from gateway.domain.repository import EditConflict
 from gateway.domain.timestamps import next_updated_at, parse_ts
 from gateway.wiki import edit
 from gateway.wiki.codec import parse_page, serialize_page
-from sync.audit import audit
+from sync.ops.audit import audit
 from tests.write_harness import KEYS, WriteHarness, evidence_args, unique
 
 pytestmark = pytest.mark.wiki

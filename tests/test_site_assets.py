@@ -20,7 +20,7 @@ from gateway.domain.schema import load_schema
 from gateway.web.graph import DEFAULT_MAX_NODES, RELATIONS, create_graph_blueprint
 from gateway.wiki.codec import parse_page, serialize_page
 from gateway.wiki.memory import InMemoryRepository
-from sync.variants import CAPABILITIES, load_manifest, render_page
+from sync.site.variants import CAPABILITIES, load_manifest, render_page
 from tests.lesson_samples import evidence, lesson, relation
 
 ROOT = Path(__file__).resolve().parents[1]

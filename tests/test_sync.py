@@ -1,4 +1,4 @@
-"""``s3rm sync push|diff|check`` (sync/push.py, sync/pageset.py, sync/wikisite.py).
+"""``s3rm sync push|diff|check`` (sync/site/push.py, sync/site/pageset.py, sync/site/wikisite.py).
 
 Offline: settings precedence, title identity across languages, capability
 detection, the save normalisation and the page set itself.
@@ -21,8 +21,10 @@ from lesson_samples import evidence, lesson, relation, verification
 
 from gateway.domain.schema import load_schema
 from gateway.wiki.codec import serialize_page
-from sync import cli, pageset, push, wikisite
-from sync.wikisite import ConnectionSettings, SiteInfo, TitleKey
+from sync import cli
+from sync.devstack import envfiles
+from sync.site import pageset, push, wikisite
+from sync.site.wikisite import ConnectionSettings, SiteInfo, TitleKey
 
 MCP_URL = "http://127.0.0.1:8080/mcp"
 CORE_NAMESPACES = {"Template": 10, "MediaWiki": 8, "Help": 12, "Category": 14, "": 0}
@@ -155,7 +157,7 @@ def apply_environment(mp: pytest.MonkeyPatch, dev_wiki) -> None:
     for name, value in admin_environment(dev_wiki).items():
         mp.setenv(name, value)
     mp.delenv("S3RM_SCHEMA_DIR", raising=False)
-    mp.setattr(wikisite, "DEV_ENV_FILE", Path("/nonexistent/s3rm-env"))
+    mp.setattr(envfiles, "DEV_ENV_FILE", Path("/nonexistent/s3rm-env"))
 
 
 @pytest.fixture

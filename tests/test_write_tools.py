@@ -20,7 +20,7 @@ from gateway.domain.markers import parse_summary
 from gateway.domain.seals import verify_seal
 from gateway.domain.timestamps import parse_ts
 from gateway.wiki.codec import parse_page, serialize_page
-from sync.audit import audit
+from sync.ops.audit import audit
 from tests.write_harness import KEYS, WriteHarness, claim_args, evidence_args, lesson_fields, unique
 
 
@@ -610,7 +610,7 @@ def test_audit_cli_reports_tied_verification_times_and_exits_1(h, monkeypatch, c
     from datetime import datetime, timezone
 
     from gateway.domain.timestamps import next_updated_at
-    from sync.audit import main
+    from sync.ops.audit import main
 
     a = h.create()
     snap = h.repo.get_snapshot(a["id"])

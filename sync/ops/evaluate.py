@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from sync.wikisite import DEV_STACK_ENV_FILE, read_env_file
+from sync.devstack.envfiles import DEV_STACK_ENV_FILE, read_env_file
 
 __all__ = [
     "GROUPS",
@@ -120,7 +120,7 @@ MAX_QUERIES = 2000
 #: Bounded lists in the report.
 MAX_LISTED = 50
 DEFAULT_MCP_URL = "http://127.0.0.1:8080/mcp"
-#: What the cloud-incident importer writes when the source is silent (sync/importers/cloud_incidents.py).
+#: What the cloud-incident importer writes when the source is silent (sync/ops/importers/cloud_incidents.py).
 NOT_RECORDED = "not recorded in the source data"
 
 _ID = re.compile(r"^[a-z0-9_-]{1,120}$")

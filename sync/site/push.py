@@ -1,7 +1,7 @@
 """``s3rm sync push|diff|check``: keep the wiki's schema, site and help pages equal to the repository.
 
 * ``sync push [--dry-run]`` — for every page of the page set
-  (:mod:`sync.pageset`) read the wiki's current text, skip pages that are
+  (:mod:`sync.site.pageset`) read the wiki's current text, skip pages that are
   already equal, and save the others with a fixed summary per kind
   (``S3RM sync: template``, ``S3RM sync: site script``, …). One line per page
   (``created`` / ``updated`` / ``unchanged`` / ``skipped``) and a closing
@@ -14,10 +14,10 @@
 
 Equality is judged on what MediaWiki *stores*: our text is normalised the way
 the save path does (NFC, LF line ends, trailing whitespace stripped — see
-:func:`sync.wikisite.normalize_text`) before comparing.
+:func:`sync.site.wikisite.normalize_text`) before comparing.
 
 The home page and the site script carry ``S3RM_MCP_PUBLIC_URL`` (see
-:mod:`sync.pageset`): run push, diff and check with the same value, or they
+:mod:`sync.site.pageset`): run push, diff and check with the same value, or they
 report those two pages as changed.
 
 Capabilities: the wiki's siteinfo decides the variant (Semantic MediaWiki,
@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
-from sync import wikisite
-from sync.pageset import DesiredPage, build_page_set
-from sync.wikisite import (
+from sync.devstack import envfiles
+from sync.site.pageset import DesiredPage, build_page_set
+from sync.site.wikisite import (
     EXTENSION_NAMESPACES,
     MissingRightsError,
     RemotePage,
@@ -257,7 +257,7 @@ def open_session(args: argparse.Namespace, err: TextIO) -> Session:
     Raises:
         SyncError: settings, connection, sources or reads failed.
     """
-    settings = resolve_settings(args.api_url, env_file=wikisite.DEV_ENV_FILE)
+    settings = resolve_settings(args.api_url, env_file=envfiles.DEV_ENV_FILE)
     if settings.from_env_file:
         err.write(f"sync: {', '.join(settings.from_env_file)} not set; using the values in {settings.env_file}\n")
     wiki = connect(settings)

@@ -10,12 +10,12 @@
    (``MediaWiki:Common.js``, ``MediaWiki:Common.css``, the home page, the help
    pages), each with its ``s3rm:if`` variant blocks selected for the wiki and
    its ``%%S3RM_MCP_URL%%`` placeholder filled from ``S3RM_MCP_PUBLIC_URL``
-   (see :mod:`sync.variants`);
+   (see :mod:`sync.site.variants`);
 3. ``MediaWiki:Mainpage``, whose text is the home page's title (연구 메모리),
    so the wiki's main-page link points at it.
 
 Every title is canonical English (``Template:``, ``Property:``, ``Form:``,
-``MediaWiki:``, ``Help:``); :mod:`sync.wikisite` maps them onto the wiki's
+``MediaWiki:``, ``Help:``); :mod:`sync.site.wikisite` maps them onto the wiki's
 localized namespaces. Each page has a ``kind`` which fixes its edit summary.
 
 Pure apart from reading the source files; no network.
@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from gateway.domain.schema import Schema, SchemaError, load_schema, schema_dir
-from sync import variants
+from sync.site import variants
 from sync.pages import WikiCapabilities, render_schema_pages
-from sync.wikisite import DEV_STACK_ENV_FILE, SyncConfigError, SyncError, read_env_file
+from sync.devstack.envfiles import DEV_STACK_ENV_FILE, read_env_file
+from sync.site.wikisite import SyncConfigError, SyncError
 
 #: Environment variable holding the public MCP URL the home page advertises.
 MCP_URL_ENV = "S3RM_MCP_PUBLIC_URL"
@@ -133,7 +134,7 @@ def build_page_set(capabilities: Iterable[str], *, root: Path | None = None, sch
     """Every page sync keeps, in push order: schema pages, hand-written pages, ``MediaWiki:Mainpage``.
 
     Args:
-        capabilities: names from :data:`sync.variants.CAPABILITIES` the wiki has.
+        capabilities: names from :data:`sync.site.variants.CAPABILITIES` the wiki has.
         root: the schema folder (default ``S3RM_SCHEMA_DIR`` or ``<repo>/schema``).
         schema: the loaded schema source (default: ``<root>/lesson.toml``).
         placeholders: values for ``%%NAME%%`` tokens (default: :func:`placeholder_values`).

@@ -35,10 +35,9 @@ import urllib.request
 from pathlib import Path
 
 from gateway.domain.schema import REPO_ROOT
-from sync import devwiki, procs
-from sync.wikisite import DEV_STACK_ENV_FILE
+from sync.devstack import devwiki, procs
+from sync.devstack.envfiles import DEV_DIR, DEV_STACK_ENV_FILE
 
-DEV_DIR = REPO_ROOT / ".dev"
 SECRETS_FILE = DEV_DIR / "secrets.json"
 TOKEN_FILE = DEV_DIR / "mcp-write-token"
 CORPUS = REPO_ROOT / "data" / "cloud-incidents" / "cloud_incidents.csv"

@@ -234,7 +234,7 @@ def audit(client, *, since: datetime, limit: int, keys: Mapping[str, str], agent
 
 # ---------------------------------------------------------------------- CLI
 def _config(args) -> GatewayConfig:
-    from sync.wikisite import DEV_ENV_FILE, read_env_file
+    from sync.devstack.envfiles import DEV_ENV_FILE, read_env_file
 
     env = {**read_env_file(DEV_ENV_FILE), **os.environ}
     if args.api_url:
@@ -313,7 +313,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m sync.audit``."""
+    """``python -m sync.ops.audit``."""
     parser = argparse.ArgumentParser(prog="s3rm")
     register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["audit", *(argv if argv is not None else sys.argv[1:])])

@@ -14,7 +14,7 @@ from pathlib import Path
 __all__ = ["register", "gunicorn_argv", "GUNICORN_CONF"]
 
 #: The gunicorn configuration file shipped with the gateway.
-GUNICORN_CONF = Path(__file__).resolve().parents[1] / "gateway" / "gunicorn.conf.py"
+GUNICORN_CONF = Path(__file__).resolve().parents[2] / "gateway" / "gunicorn.conf.py"
 
 
 def gunicorn_argv() -> list[str]:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import unicodedata
 import urllib.parse
 from dataclasses import dataclass, field
@@ -39,12 +38,7 @@ import mwclient
 import mwclient.errors
 import requests
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-#: ``export`` lines written by ``s3rm dev wiki up`` (git-ignored).
-DEV_ENV_FILE = REPO_ROOT / ".dev" / "wiki" / "env"
-#: Non-secret settings of the running dev stack (``s3rm stack up``): the gateway's
-#: public MCP URL, so ``sync diff/check`` and ``evaluate`` use what the stack uses.
-DEV_STACK_ENV_FILE = REPO_ROOT / ".dev" / "stack.env"
+from sync.devstack.envfiles import DEV_ENV_FILE, read_env_file
 
 API_URL_ENV = "S3RM_WIKI_API_URL"
 USERNAME_ENV = "S3RM_SYNC_USERNAME"
@@ -177,33 +171,6 @@ class ConnectionSettings:
     password: str = field(repr=False)
     from_env_file: tuple[str, ...] = ()
     env_file: Path | None = None
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """Parse ``export NAME=value`` / ``NAME=value`` lines (shell quoting) into a dict.
-
-    Comments and blank lines are ignored; a missing file gives ``{}``.
-    """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export "):].strip()
-        name, sep, value = line.partition("=")
-        if not sep or not name.isidentifier():
-            continue
-        try:
-            parts = shlex.split(value, posix=True)
-        except ValueError:
-            continue
-        out[name] = parts[0] if parts else ""
-    return out
 
 
 def resolve_settings(api_url: str | None = None, environ: Mapping[str, str] | None = None,
@@ -340,7 +307,7 @@ class SiteInfo:
 
     @property
     def capabilities(self) -> frozenset[str]:
-        """Capability names in the vocabulary of ``sync.variants`` (``smw``, ``pageforms``)."""
+        """Capability names in the vocabulary of ``sync.site.variants`` (``smw``, ``pageforms``)."""
         return frozenset(name for name, present in (("smw", self.smw), ("pageforms", self.pageforms)) if present)
 
     def describe(self) -> str:

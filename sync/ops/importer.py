@@ -1,6 +1,6 @@
 """``s3rm import cloud-incidents PATH``: load a corpus as ``imported`` Lessons.
 
-Records come from a mapper (``sync.importers.cloud_incidents``); this module
+Records come from a mapper (``sync.ops.importers.cloud_incidents``); this module
 writes them through the same pieces the gateway uses — the page codec, the
 hooks_spec checker (every rule a save hook would enforce) and
 ``MediaWikiRepository.save_page`` — logged in as the *import* account
@@ -43,8 +43,8 @@ from gateway.wiki.client import WikiClient
 from gateway.wiki.codec import serialize_page
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
-from sync.importers.cloud_incidents import ImportRecord, read_records
-from sync.wikisite import DEV_ENV_FILE, read_env_file
+from sync.ops.importers.cloud_incidents import ImportRecord, read_records
+from sync.devstack.envfiles import DEV_ENV_FILE, read_env_file
 
 SUMMARY = "S3RM import: {source} {lesson_id}"
 ENV_NAMES = ("S3RM_WIKI_API_URL", "S3RM_IMPORT_USERNAME", "S3RM_IMPORT_PASSWORD")

@@ -1,0 +1,49 @@
+"""Where the development wiki and stack record their settings, and the reader of those files.
+
+``s3rm dev wiki up`` writes the dev wiki's URL and bot passwords to
+``.dev/wiki/env`` (mode 600); ``s3rm stack up`` writes the gateway's public MCP
+URL to ``.dev/stack.env``. The sync, import, audit and evaluate commands fall
+back to these files for values the environment does not set, so they work
+against a running dev stack without extra settings (docs/operations.md).
+"""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from gateway.domain.schema import REPO_ROOT
+
+#: Everything the development wiki and stack create lives here (git-ignored).
+DEV_DIR = REPO_ROOT / ".dev"
+#: ``export`` lines written by ``s3rm dev wiki up`` (git-ignored).
+DEV_ENV_FILE = DEV_DIR / "wiki" / "env"
+#: Non-secret settings of the running dev stack (``s3rm stack up``): the gateway's
+#: public MCP URL, so ``sync diff/check`` and ``evaluate`` use what the stack uses.
+DEV_STACK_ENV_FILE = DEV_DIR / "stack.env"
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse ``export NAME=value`` / ``NAME=value`` lines (shell quoting) into a dict.
+
+    Comments and blank lines are ignored; a missing file gives ``{}``.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export "):].strip()
+        name, sep, value = line.partition("=")
+        if not sep or not name.isidentifier():
+            continue
+        try:
+            parts = shlex.split(value, posix=True)
+        except ValueError:
+            continue
+        out[name] = parts[0] if parts else ""
+    return out
