@@ -1,4 +1,4 @@
-"""Writes the conformance vectors ``hooks_spec/vectors/HSnn.json``.
+"""Writes the conformance vectors ``hooks_spec/vectors/HS<nn>.json``.
 
 Run ``python -m hooks_spec.build_vectors`` after changing a vector here. Every
 vector's expected rule ids are written down BY HAND below (``expect=``), never

@@ -3,7 +3,7 @@
 Each vector states the exact set of rule ids the checker must report for one
 revision (previous wikitext, new wikitext, account, time, summary). Every
 rule of ``hooks_spec/checker.RULE_IDS`` has at least three vectors: one that
-passes, one that fails and one edge case (issue 4 acceptance). rules.md lists
+passes, one that fails and one edge case (`hooks_spec/rules.md`). rules.md lists
 every rule id the checker knows.
 """
 from __future__ import annotations
