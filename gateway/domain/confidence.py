@@ -20,9 +20,8 @@ claim field; ``contradicts`` and ``inconclusive`` never support.
   the hooks checker, which cannot see the request, accepts any evidence on
   the page.
 
-Contract sources: seeds/architecture.ko.wiki "기준 페이지 계약" (high
-confidence 생성), "저장과 수정" (revise_lesson confidence rules);
-seeds/usage.ko.wiki "근거를 검증한 기록 남기기".
+Contract: ``docs/tools.md#confidence-rules``; support comes from
+``docs/data-contract.md#current-verdict``.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Content digests that clients echo back (CHECKLIST R2).
+"""Content digests that clients echo back (``docs/data-contract.md#digests``).
 
 Both digests are ``"sha256:" + hex`` over *canonical JSON bytes*: the UTF-8
 encoding of ``json.dumps(obj, ensure_ascii=False, sort_keys=True,

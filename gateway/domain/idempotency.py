@@ -32,7 +32,8 @@ Request digest: ``sha256`` hex of the canonical JSON
 argument except ``operation_id``, absent optional strings as ``""`` and
 unordered lists in a canonical order (see ``gateway/domain/writes.py``).
 
-Contract source: seeds/architecture.ko.wiki "저장과 수정"; DESIGN.md §3.
+Contract: ``docs/tools.md#idempotency-scopes``, ``docs/tools.md#replay-detection``,
+``docs/tools.md#operation-id``.
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ from gateway.wiki.codec import PageFormatError, parse_page
 
 __all__ = ["MAX_SCAN", "PriorWrite", "ScanResult", "request_digest", "find_prior_write"]
 
-#: Revisions examined per replay lookup (seeds: "최대 10,000개 revision").
+#: Revisions examined per replay lookup (docs/tools.md#replay-detection).
 MAX_SCAN = 10_000
 _PAGE = 500
 

@@ -1,4 +1,4 @@
-"""Ids the server derives from a write request (DESIGN.md §3 "Write semantics").
+"""Ids the server derives from a write request (``docs/tools.md#derived-ids``).
 
 A retried request must create nothing twice, so every id the server picks is a
 pure function of the request:
@@ -15,8 +15,7 @@ pure function of the request:
 * Verification id (always server-set): ``vr-`` + 10 hex, same way.
 
 All derived ids match ``meta.id_pattern`` / ``meta.evidence_id_pattern``.
-Contract source: seeds/architecture.ko.wiki "저장과 수정" (생성 시 자동 Lesson·
-evidence ID도 이 요청에서 결정되므로 … 중복 레코드를 만들지 않습니다).
+Contract: ``docs/tools.md#derived-ids`` (a retried request creates nothing twice).
 """
 from __future__ import annotations
 

@@ -35,8 +35,7 @@ Reserved syntax: a summary that contains ``[S3W``, ``[S3V``, ``[S3R`` or
 ``[S3U`` anywhere must end with exactly one well-formed marker (hooks_spec
 HS40); the human prefix is sanitised so it can never contain one.
 
-Contract source: seeds/architecture.ko.wiki "저장과 수정" (operation_id markers
-in summaries, HMAC seal in the revision summary), DESIGN.md §3.
+Contract: ``docs/tools.md#markers``, ``docs/tools.md#seals``.
 """
 from __future__ import annotations
 

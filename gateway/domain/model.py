@@ -2,7 +2,7 @@
 
 A Lesson page is held as plain string mappings keyed by the schema's field
 names (``schema/lesson.toml``), so the schema stays the only place that lists
-fields. DESIGN.md §2.
+fields. Contract: ``docs/data-contract.md#templates``.
 """
 from __future__ import annotations
 

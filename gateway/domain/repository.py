@@ -1,4 +1,4 @@
-"""The ``LessonRepository`` boundary (seeds/design-hybrid-search.ko.wiki "내부 경계").
+"""The ``LessonRepository`` boundary (``docs/read-path.md#layers``).
 
 Tools receive a repository through their context and never see MediaWiki
 details (tokens, continuation, API error codes). Two implementations exist:
@@ -16,7 +16,7 @@ from typing import Sequence
 
 from gateway.domain.model import LessonSnapshot
 
-#: MediaWiki returns at most this many page contents per request (DESIGN.md §4).
+#: MediaWiki returns at most this many page contents per request (docs/retrieval.md#legacy-search).
 SNAPSHOT_BATCH = 50
 
 

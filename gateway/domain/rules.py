@@ -15,7 +15,8 @@ Each field of ``schema/lesson.toml`` is judged by its definition:
 
 The functions return :class:`ValueProblem` values (rule id + message naming
 the field, never its content) so callers decide how to report them.
-Contract sources: DESIGN.md §2, seeds/architecture.ko.wiki "기준 페이지 계약".
+Contract: ``docs/data-contract.md#lesson-fields`` and the record sections after it;
+rule ids in ``hooks_spec/rules.md#structure-and-values``.
 """
 from __future__ import annotations
 

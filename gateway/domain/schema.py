@@ -9,7 +9,7 @@ Usage::
     schema.lesson.field("title").max_length   # -> 200
     schema.enum("relation").values            # -> ("supports", ...)
 
-Contract source: DESIGN.md §2, seeds/architecture.ko.wiki "기준 페이지 계약".
+Contract: ``docs/data-contract.md#schema-source``.
 """
 from __future__ import annotations
 

@@ -24,9 +24,9 @@ Keys come from ``S3RM_REVISION_HMAC_KEYS`` (``{"key id": "secret"}``) and
 in the map after a rotation so older seals keep verifying; a seal whose key id
 is unknown never verifies. Keys are never logged or returned.
 
-Contract source: seeds/architecture.ko.wiki "저장과 수정" (요청 digest, 모든 basis
-evidence, 실제 변경 필드와 본문 digest를 HMAC으로 봉인; 서명·작성자·부모
-revision·본문 digest가 모두 맞는 이력만 replay로 인정).
+Contract: ``docs/tools.md#seals`` (what is sealed) and
+``docs/tools.md#replay-detection`` (only seals whose signature, author, parent
+and body digest all check out count as an earlier write).
 """
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ verified_at) uses this exact form, second precision, always UTC
 (``meta.timestamp_pattern`` in ``schema/lesson.toml``). MediaWiki revision
 timestamps use the same form.
 
-Contract source: seeds/architecture.ko.wiki "기준 페이지 계약" (UTC ISO-8601,
-the ±5-minute window, monotonic ``updated_at``).
+Contract: ``docs/data-contract.md#provenance-and-time`` (UTC ISO-8601, the
+±5-minute window, monotonic ``updated_at``).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Current verdict of each evidence (CHECKLIST W2).
+"""Current verdict of each evidence (``docs/data-contract.md#current-verdict``).
 
 Verification records are append-only; the *latest* record of an evidence is
 its current verdict. "Latest" is decided by ``verified_at``, and the page order
@@ -10,9 +10,7 @@ earlier time, or an unreadable time), no verdict is guessed — the verdict is
 Verdict values: ``supports`` | ``contradicts`` | ``inconclusive`` (the outcome
 of the current record), ``none`` (no record), ``ambiguous`` (see above).
 
-Contract source: seeds/architecture.ko.wiki "기준 페이지 계약" (마지막 기록을
-현재 판정으로 사용 … 시각이 같거나 거꾸로인 기록은 현재 판정을 추측하지 않고
-감사 대상으로 남깁니다).
+Contract: ``docs/data-contract.md#current-verdict``.
 """
 from __future__ import annotations
 

@@ -32,8 +32,9 @@ from one base now differ on that line even within the same second, so
 MediaWiki's three-way merge always conflicts instead of merging them
 (docs/consistency.md).
 
-Contract sources: DESIGN.md §3, seeds/architecture.ko.wiki "기준 페이지 계약",
-"저장과 수정", seeds/usage.ko.wiki; rule ids in ``hooks_spec/rules.md``.
+Contract: ``docs/tools.md#write-semantics`` and the write tools' sections of
+``docs/tools.md``; the page data in ``docs/data-contract.md``; rule ids in
+``hooks_spec/rules.md``.
 """
 from __future__ import annotations
 

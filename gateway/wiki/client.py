@@ -3,7 +3,7 @@
 Why not mwclient: ``mwclient.Site`` keeps one ``requests.Session`` plus mutable
 token and login state without locks, retries by sleeping inside the calling
 thread with its own error classes, and hides the raw response envelope. The
-gateway runs ONE process with many threads (CHECKLIST R1), so it needs
+gateway runs ONE process with many threads (docs/retrieval.md#one-process), so it needs
 serialised re-login, a shared cookie store and the error mapping of
 :mod:`gateway.domain.repository`; that is this small module.
 

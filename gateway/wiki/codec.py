@@ -1,6 +1,7 @@
 """Lesson page codec: wikitext ⇄ :class:`~gateway.domain.model.LessonPage`.
 
-Page shape (DESIGN.md §2): exactly one ``{{Lesson|…}}`` call followed by one
+Page shape (``docs/data-contract.md#templates``; values: ``docs/data-contract.md#codec``):
+exactly one ``{{Lesson|…}}`` call followed by one
 ``{{Lesson evidence|…}}`` per evidence, one ``{{Lesson evidence verification|…}}``
 per verification record and one ``{{Lesson relation|…}}`` per relation, each
 parameter on its own line, in schema order, every parameter always written.

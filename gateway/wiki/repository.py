@@ -1,8 +1,8 @@
 """``MediaWikiRepository``: the real :class:`~gateway.domain.repository.LessonRepository`.
 
 Reads and writes ``Lesson:<id>`` pages through :class:`~gateway.wiki.client.WikiClient`
-(Action API, ``formatversion=2``). Contract: seeds/design-hybrid-search.ko.wiki
-"내부 경계" and "기준 저장소 재검증", DESIGN.md §2–§5.
+(Action API, ``formatversion=2``). Contract: ``docs/read-path.md#layers``,
+``docs/retrieval.md#revalidation``, ``docs/data-contract.md#page``.
 
 Namespace handling: requests always use the canonical English prefix
 ``Lesson:``; responses are recognised by namespace id 3000 (from the schema
