@@ -13,7 +13,7 @@ JSON with ``indent=2, ensure_ascii=False`` in the builders' stable key order.
 Files in those folders that the generator no longer produces are deleted.
 
 ``--check`` writes nothing and exits 1 listing stale, missing and extra files
-(DESIGN.md §1: "a check fails when they are stale"); exit 0 when up to date,
+(docs/data-contract.md#schema-source: a check fails when they are stale); exit 0 when up to date,
 2 when the source cannot be loaded.
 """
 from __future__ import annotations

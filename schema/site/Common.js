@@ -2000,7 +2000,7 @@
 		}
 	}
 
-	// ---- Page Forms: hidden provenance and time fields (CHECKLIST S2) -------
+	// ---- Page Forms: hidden provenance and time fields (docs/data-contract.md#browser-forms)
 	// Page Forms' own "now" default writes local time, not UTC ISO-8601, so the
 	// form leaves these inputs empty (sync/pages/forms.py BROWSER_FILLED) and this
 	// code fills them just before the form is submitted. Account fields use Page

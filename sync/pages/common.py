@@ -1,7 +1,8 @@
 """Shared pieces of the generated wiki pages: capabilities, banner, escaping, enum labels.
 
-Contract sources: DESIGN.md §1–§2, CHECKLIST S5 (canonical English namespace
-names in code) and S6 (the "synchronised from the repository" banner).
+Contract: ``docs/data-contract.md#language`` (canonical English namespace
+names in code) and ``docs/browser.md#synced-pages`` (the "synchronised from
+the repository" banner).
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 from gateway.domain.schema import EnumDef, FieldDef, Schema
 
-#: Name of the banner template every synced page carries (CHECKLIST S6).
+#: Name of the banner template every synced page carries (docs/browser.md#synced-pages).
 DEFAULT_BANNER = "S3RM synced"
 #: Prefix of the Page Forms mapping templates that show enum values in Korean.
 LABEL_TEMPLATE_PREFIX = "S3RM label "
@@ -64,7 +65,7 @@ def banner_template(schema: Schema) -> str:
 
 
 def banner_call(schema: Schema) -> str:
-    """Wikitext that shows the do-not-edit banner (CHECKLIST S6)."""
+    """Wikitext that shows the do-not-edit banner (``docs/browser.md#synced-pages``)."""
     return "{{" + banner_template(schema) + "}}"
 
 

@@ -1,4 +1,4 @@
-"""The Page Forms form ``Form:Lesson`` (CHECKLIST S1, S2; DESIGN.md §2).
+"""The Page Forms form ``Form:Lesson`` (``docs/data-contract.md#browser-forms``).
 
 Sections: the Lesson itself, repeatable evidence (at least one instance),
 repeatable relations and repeatable verification records. Enums are drop-downs
@@ -6,7 +6,7 @@ showing Korean labels through the ``S3RM label <enum>`` mapping templates; new
 evidence and verification records never offer legacy-only values
 (``not_recorded``); record_origin offers ``form_values`` (lab, imported).
 
-Provenance (CHECKLIST S2):
+Provenance (``docs/data-contract.md#browser-forms``):
 
 * account fields (author, added_by, created_by, verified_by) are hidden inputs
   with ``default=current user`` — Page Forms fills the logged-in user's name

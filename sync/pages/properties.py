@@ -3,8 +3,8 @@
 Each page declares ``[[Has type::…]]``, ``[[Allows value::…]]`` for enum
 properties (including legacy-only values such as ``not_recorded``, because
 old pages carry them), a Korean description and the do-not-edit banner
-(CHECKLIST S6). Only rendered for wikis with SMW; without SMW the Property
-namespace does not exist and the pages would be stray main-namespace pages.
+(``docs/browser.md#synced-pages``). Only rendered for wikis with SMW; without SMW the
+Property namespace does not exist and the pages would be stray main-namespace pages.
 """
 from __future__ import annotations
 

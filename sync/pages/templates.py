@@ -1,6 +1,7 @@
 """Record templates (``Template:Lesson`` …), the home page summary row and the banner.
 
-What each template does (DESIGN.md §2, CHECKLIST S3, S4, S6):
+What each template does (``docs/data-contract.md#templates``,
+``docs/data-contract.md#browser-forms``, ``docs/browser.md#synced-pages``):
 
 * ``Lesson`` — ``#set`` of every Lesson property (SMW only), ``[[Category:Lessons]]``
   (always), a Korean view: title heading, confidence badge, a table of the
@@ -131,7 +132,7 @@ def _provenance_fields(rec: RecordDef) -> list[FieldDef]:
 # --------------------------------------------------------------------------- templates
 
 def lesson_template(schema: Schema, caps: WikiCapabilities) -> str:
-    """``Template:Lesson`` wikitext (CHECKLIST S3, S4)."""
+    """``Template:Lesson`` wikitext (``docs/data-contract.md#templates``)."""
     rec = schema.lesson
     title, confidence = rec.field("title"), rec.field("confidence")
     body_fields = [f for f in _by_settable(rec, "client", "origin") if f.name not in ("title", "confidence")]
@@ -162,7 +163,7 @@ def lesson_template(schema: Schema, caps: WikiCapabilities) -> str:
 
 
 def evidence_template(schema: Schema, caps: WikiCapabilities) -> str:
-    """``Template:Lesson evidence`` wikitext (CHECKLIST S3: digest placeholder)."""
+    """``Template:Lesson evidence`` wikitext (digest placeholder: ``docs/data-contract.md#digests``)."""
     rec = schema.evidence
     ev_id = param("id")
     ev_anchor = anchor("id")
@@ -259,7 +260,7 @@ def relation_template(schema: Schema, caps: WikiCapabilities) -> str:
 
 
 def summary_template(schema: Schema, caps: WikiCapabilities) -> str:
-    """``Template:S3RM lesson summary``: one row of the home page's recent list (CHECKLIST S4).
+    """``Template:S3RM lesson summary``: one row of the home page's recent list (``docs/browser.md#home-page``).
 
     SMW's ``format=plainlist|template=…`` passes the page as ``{{{1}}}`` and the
     printouts positionally (``{{{2}}}`` Lesson title, ``{{{3}}}`` Confidence,
@@ -298,7 +299,7 @@ def summary_template(schema: Schema, caps: WikiCapabilities) -> str:
 
 
 def banner_template_page(schema: Schema) -> str:
-    """The banner template (CHECKLIST S6): a small Korean notice, shown on every synced page."""
+    """The banner template (``docs/browser.md#synced-pages``): a small Korean notice, shown on every synced page."""
     return (
         '<div class="s3rm-synced-banner" role="note">'
         "이 문서는 프로젝트 저장소의 원본에서 자동으로 옮겨 온 것입니다. "

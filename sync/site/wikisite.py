@@ -16,7 +16,7 @@ layer over ``mwclient.Site`` that adds exactly what sync needs:
 * **Titles by identity** (:class:`TitleKey`): we always *send* canonical
   English titles (``Template:Lesson``), while a Korean wiki *answers* with
   ``틀:Lesson``. Titles are therefore compared by namespace id plus the
-  normalized page name, never as localized strings (CHECKLIST S5).
+  normalized page name, never as localized strings (docs/data-contract.md#language).
 * **Reads and edits** (:meth:`WikiSite.fetch`, :meth:`WikiSite.edit`):
   batched ``prop=revisions`` reads (50 titles a request) and edits whose API
   failures become :class:`SyncError` subclasses with a message for humans
