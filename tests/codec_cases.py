@@ -1,7 +1,7 @@
 """Shared test data for the Lesson page codec tests (test_codec.py, test_codec_wiki.py).
 
-* :data:`CONSTRUCTS` — one value per dangerous wikitext construct (DESIGN.md §2,
-  issue 2 item 6), keyed by a short name used in test ids;
+* :data:`CONSTRUCTS` — one value per dangerous wikitext construct
+  (``docs/data-contract.md#codec``), keyed by a short name used in test ids;
 * :func:`field_text` — a hypothesis strategy for field values: any
   surrogate-free Unicode, biased towards wikitext syntax, combining marks,
   Hangul (syllables and conjoining jamo), control characters and noncharacters;

@@ -1,4 +1,4 @@
-"""The browser experience (issue 7, CHECKLIST B2/B3/B5) in a REAL browser on a REAL stack.
+"""The browser experience (docs/browser.md) in a REAL browser on a REAL stack.
 
 Stack (module fixture ``stack``): the session's ``dev_wiki`` MediaWiki; ``s3rm
 sync push`` of every page with ``S3RM_MCP_PUBLIC_URL`` = a gateway started
@@ -204,7 +204,7 @@ def well_separated(nodes: list[dict], chosen: list[dict], others: list[dict], ga
 
 def test_home_page_loads_without_console_errors(stack, page):
     open_home(page, stack)
-    # B2 anchors, the three steps, shortcuts, "모든 메모" and the clear-results control
+    # home-page anchors, the three steps, shortcuts, "모든 메모" and the clear-results control
     for anchor in ("knowledge-graph", "quick-start", "create-a-lesson"):
         assert page.locator(f"#{anchor}").count() == 1, anchor
     steps = page.locator(".s3rm-onboarding-steps strong").all_inner_texts()
@@ -509,7 +509,7 @@ def test_imported_lesson_page_lists_every_relation(stack, page):
     page.console.assert_clean()
 
 
-# ------------------------------------------------------------------ id launcher (B3)
+# ------------------------------------------------------------------ id launcher (docs/browser.md#id-check)
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -552,7 +552,7 @@ def test_id_launcher_existing_id_and_logged_out_path(stack, page):
     page.console.assert_clean()
 
 
-# ------------------------------------------------------------------ a browser save (B5)
+# ------------------------------------------------------------------ a browser save (docs/browser.md#freshness)
 
 SAVED_ID = "browser-saved-lesson"
 SAVED_VALUES = {

@@ -7,7 +7,7 @@ Two kinds of checks:
   simulated MediaWiki save (:func:`sync.site.wikisite.normalize_text`: NFC, LF line
   ends, trailing whitespace trimmed), which is what the real save path does to
   the whole page text;
-* **one named test per dangerous construct** (DESIGN.md §2, issue 2 item 6):
+* **one named test per dangerous construct** (``docs/data-contract.md#codec``):
   the value round-trips and its encoding is *inert* — mwparserfromhell sees
   only plain text and character references in it (no template, link, tag,
   heading, comment, argument), it is one line, and it holds no raw ``|``,

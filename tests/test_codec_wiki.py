@@ -18,8 +18,8 @@ categories, magic words) cannot be simulated faithfully offline, so:
   code) shows the value as text, and the page's link tables hold exactly what
   a page with harmless values holds — no injected template, link, category
   or external link.
-* ``test_injection_adds_no_relation_category_or_link`` — the acceptance check
-  of issue 2: values containing ``{{Lesson relation|…}}``, ``[[Category:X]]``
+* ``test_injection_adds_no_relation_category_or_link`` — values are data
+  (``docs/data-contract.md#codec``): values containing ``{{Lesson relation|…}}``, ``[[Category:X]]``
   and ``[[Lesson:other]]`` add nothing (``prop=categories|links|templates|
   extlinks`` on the saved page, and the relation list the codec reads back).
 """

@@ -1,4 +1,6 @@
-"""Common.js fills Page Forms' hidden provenance/time inputs (CHECKLIST S2) — in a real Chromium.
+"""Common.js fills Page Forms' hidden provenance/time inputs — in a real Chromium.
+
+Contract: docs/data-contract.md#browser-forms.
 
 The dev wiki has no Page Forms, so the form markup is the shape Page Forms
 renders for ``schema/Forms/Lesson.wiki`` (``form#pfForm`` with

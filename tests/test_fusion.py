@@ -1,4 +1,4 @@
-"""rrf_v2 fusion with fixed vectors (deterministic unit tests; seeds "결합과 다양성"; CHECKLIST H4, H11)."""
+"""rrf_v2 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,7 +1,9 @@
 """Tests of the schema generator (sync/generate.py, sync/pages, sync/toolschemas.py).
 
-Contract: DESIGN.md §1 (one source, committed output, staleness check), §2, §3;
-CHECKLIST S1–S4, S6. The ``wiki`` tests render the plain variant in the real
+Contract: docs/data-contract.md#schema-source (one source, committed output,
+staleness check), docs/data-contract.md#templates,
+docs/data-contract.md#browser-forms, docs/browser.md#synced-pages.
+The ``wiki`` tests render the plain variant in the real
 development MediaWiki (no SMW, no Page Forms).
 """
 from __future__ import annotations
@@ -158,7 +160,7 @@ def test_property_pages():
     assert "[[Has type::Date]]" in FULL["Property:Updated at"]
     assert "[[Has type::Page]]" in FULL["Property:Relation to"]
     assert "[[Has type::URL]]" in FULL["Property:Evidence URL"]
-    # the home page relies on these (CHECKLIST S4)
+    # the home page relies on these (docs/browser.md#home-page)
     for name in ("Lesson title", "Confidence", "Updated at"):
         assert f"Property:{name}" in FULL
 
@@ -169,7 +171,7 @@ def test_lesson_template_layout_and_hidden_legacy_fields():
     view = _view(text)
     for f in SCHEMA.lesson.fields:
         if f.settable == "legacy":
-            assert f.name not in view, f.name  # CHECKLIST S3
+            assert f.name not in view, f.name  # docs/data-contract.md#legacy-fields
         else:
             assert "{{{" + f.name + "|}}}" in view, f.name
     labels = [SCHEMA.lesson.field(n).label for n in ("question", "attempt", "context", "observation",
@@ -234,7 +236,7 @@ def test_form_offers_no_not_recorded_and_locks_provenance():
         assert "{{{field|" + name + "|" in verification, name
     assert "{{{field|claim_fields|input type=checkboxes|" in verification
     assert "{{{field|verified_by|hidden|default=current user}}}" in verification
-    # every server-managed or legacy field is hidden, never a visible input (CHECKLIST S2)
+    # every server-managed or legacy field is hidden, never a visible input (docs/data-contract.md#browser-forms)
     for rec in SCHEMA.records:
         section = _form_section(form, rec.template)
         for f in rec.fields:
@@ -528,7 +530,7 @@ def test_sample_lesson_renders_in_the_wiki(wiki_site):
     for label in ("궁금했던 점", "다음에 기억할 것", "신뢰도", "보통", "근거 자료", "로그", "원본 일부",
                   "근거 검증 기록", "뒷받침함", "다른 메모와의 관계", "비슷한 사례", "고친 내역 보기"):
         assert label in html, label
-    assert "hidden-reviewer-xyz" not in html and "Reviewed" not in html  # CHECKLIST S3
+    assert "hidden-reviewer-xyz" not in html and "Reviewed" not in html  # docs/data-contract.md#legacy-fields
     assert 'class="s3rm-evidence-digest" data-evidence-id="ev1"' in html
     assert "GPU 할당기 | {{조각화}} [[Category:X]]" in _text(html)
     links = {(link["ns"], link["title"].replace(" ", "_")) for link in parsed["links"]}

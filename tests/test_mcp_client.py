@@ -133,7 +133,7 @@ def test_sdk_client_write_with_token_reaches_the_tool(gateway):
 
 
 def test_gunicorn_runs_one_worker_process_with_threads(gateway):
-    # the master has exactly one worker child (CHECKLIST R1)
+    # the master has exactly one worker child (docs/retrieval.md#one-process)
     log = gateway["log"].read_text()
     assert "JsonErrorThreadWorker" in log  # gunicorn's gthread worker with JSON error pages
     assert log.count("Booting worker") == 1

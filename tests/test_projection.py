@@ -1,4 +1,4 @@
-"""ProjectionBuilder v1 (seeds/design-hybrid-search.ko.wiki "검색용 표현"; CHECKLIST H5, H10)."""
+"""ProjectionBuilder v1 (docs/retrieval.md#facets, docs/retrieval.md#index-records)."""
 from __future__ import annotations
 
 import dataclasses

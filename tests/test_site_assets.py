@@ -111,7 +111,7 @@ def test_common_js_relation_labels_match_the_schema():
     ("한글", False), ("a/b", False), ("a.b", False), ("a" * 121, False), ("a" * 120, True),
 ])
 def test_browser_id_rule(value, ok):
-    """CHECKLIST B3: the launcher's id check, run in node exactly as the browser runs it."""
+    """docs/browser.md#id-check: the launcher's id check, run in node exactly as the browser runs it."""
     text = js_text()
     start = text.index("\tfunction validateLessonId(")
     end = text.index("\n\t}\n", start) + 3
@@ -169,7 +169,7 @@ def test_manifest_lists_every_page_file():
 
 
 def test_every_wikitext_page_carries_the_banner_first():
-    """CHECKLIST S6: the do-not-edit banner on every page sync writes."""
+    """docs/browser.md#synced-pages: the do-not-edit banner on every page sync writes."""
     for title, page in PAGES.items():
         text = page.read()
         if page.content_model != "wikitext":
@@ -220,13 +220,13 @@ def test_connection_pages_keep_the_token_out_of_files_and_chats():
         text = help_text(f"Help:S3 연구 메모리/{os_name} 연결")
         assert "read -rs" in text, os_name  # hidden prompt
         assert ".zshrc" in text and ".bashrc" in text, os_name  # right start-up file
-        assert "'Authorization: Bearer ${S3RM_MCP_TOKEN}'" in text, os_name  # E1: single quotes
+        assert "'Authorization: Bearer ${S3RM_MCP_TOKEN}'" in text, os_name  # single quotes
         for client in ("claude mcp add", "codex", "Cursor"):
             assert client in text, (os_name, client)
     for title in PAGES:
         if title.startswith("Help:"):
             text = help_text(title)
-            # E1: never a literal token or a double-quoted (expanded) header
+            # docs/browser.md#client-setup: never a literal token or a double-quoted (expanded) header
             assert '"Authorization: Bearer $' not in text, title
             assert not re.search(r"Bearer [A-Za-z0-9_\-]{20,}", text), title
 
@@ -274,7 +274,7 @@ def home(capabilities) -> str:
 
 @pytest.mark.parametrize("capabilities", [frozenset(), ALL_CAPS, frozenset({"smw"}), frozenset({"pageforms"})])
 def test_home_page_contract(capabilities):
-    """CHECKLIST B2 on every variant."""
+    """docs/browser.md#home-page on every variant."""
     text = home(capabilities)
     for anchor in ('id="knowledge-graph"', 'id="quick-start"', 'id="create-a-lesson"',
                    'id="s3rm-semantic-search"', 'id="s3rm-knowledge-graph"'):
@@ -654,7 +654,7 @@ def test_graph_background_rebuild_serves_previous_data_meanwhile():
 
 @pytest.mark.wiki
 def test_graph_on_the_real_wiki_sees_a_save_at_once(dev_wiki):
-    """B5 against MediaWiki: a save that bypasses the gateway shows up in the very next graph response."""
+    """docs/browser.md#freshness: a save that bypasses the gateway shows up in the very next graph response."""
     from gateway.wiki.repository import MediaWikiRepository
     from tests.lesson_samples import agent_client, write_pages
 

@@ -125,7 +125,7 @@ def test_page_set_with_smw_and_page_forms() -> None:
 
 
 def test_every_synced_wikitext_page_carries_the_banner() -> None:
-    """CHECKLIST S6: help, home and schema pages say "synchronised from the repository"."""
+    """docs/browser.md#synced-pages: help, home and schema pages say "synchronised from the repository"."""
     banner = "{{" + load_schema().meta.get("banner_template", "S3RM synced") + "}}"
     for page in pageset.build_page_set({"smw", "pageforms"}, placeholders={}):
         if page.kind in ("site-script", "site-style", "interface"):

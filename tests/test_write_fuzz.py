@@ -7,7 +7,7 @@ by random mutations: odd Unicode and wikitext-looking text (pipes, ``}}``,
 characters), values at and beyond their length limits, huge strings, wrong
 JSON types, missing and unknown keys, bad enums and URLs.
 
-Properties (issue 4 acceptance):
+Properties (docs/tools.md#results, docs/tools.md#write-semantics):
 
 * never an HTTP 500 (200 with a JSON-RPC body, or 413 for an over-size body);
 * a rejected call leaves the Lesson's wikitext byte-identical (a rejected

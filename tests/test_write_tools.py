@@ -1,11 +1,12 @@
-"""The five write tools on the REAL dev wiki (issue 4 acceptance).
+"""The five write tools on the REAL dev wiki (docs/tools.md#write-semantics).
 
 Per tool: success; the same request twice → ``replayed`` and exactly one
 revision; the operation_id reused for another request → ``idempotency_conflict``;
 one test per validation rule; a gateway restart (a new repository and
 dispatcher) between a call and its retry. Plus: seals (wrong key, copied
-seal → never a replay, reported by the auditor), the dirty hint (W5), the
-response field names (W6), read-your-write (W4).
+seal → never a replay, reported by the auditor), the dirty hint (docs/tools.md#dirty-hint), the
+response field names (docs/tools.md#current-revision-id), read-your-write
+(docs/retrieval.md#read-your-write).
 
 Every test creates its own Lessons (unique ids) in the session's wiki.
 """
@@ -605,7 +606,7 @@ def test_lesson_ids_with_underscores(h):
 
 
 def test_audit_cli_reports_tied_verification_times_and_exits_1(h, monkeypatch, capsys):
-    """A raw save with two records of one evidence at the same time: HS30 + an ambiguous verdict (W2)."""
+    """Two records of one evidence at the same time: HS30 + an ambiguous verdict (docs/data-contract.md#current-verdict)."""
     import json as _json
     from datetime import datetime, timezone
 
