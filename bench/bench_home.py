@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Home-page time to interactive in a real browser, on the full imported corpus (issue 7).
+"""Home-page time to interactive in a real browser, on the full imported corpus (docs/browser.md#home-page).
 
 Not a CI test. Loopback only. Builds the same kind of stack as
 ``tests/test_browser.py`` but bigger: a throw-away copy of the test MediaWiki on a

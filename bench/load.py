@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load, write-burst and soak check of the gateway under gunicorn against a real MediaWiki (issue 8).
+"""Load, write-burst and soak check of the gateway under gunicorn against a real MediaWiki (docs/operations.md#admission).
 
 Not a CI test. Loopback only: the gateway and the wiki run on 127.0.0.1; every
 loop is bounded by a deadline and every request by a timeout.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # configure-public-domain.sh DOMAIN --expected-ip IP [--env-file PATH] [--dry-run]
 #
-# Puts the compose stack behind Caddy on a public domain (seeds/architecture.ko.wiki
-# "연구실 공용 MCP 연결"; CHECKLIST P4):
+# Puts the compose stack behind Caddy on a public domain
+# (docs/operations.md#public-domain):
 #   1. checks that DOMAIN resolves to IP (refuses otherwise: Caddy's ACME challenge and
 #      every client would go elsewhere);
 #   2. writes these keys into the env file (default: .env next to compose.yaml), keeping

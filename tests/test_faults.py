@@ -1,6 +1,6 @@
 """Fault behaviour under gunicorn against the REAL dev wiki.
 
-Contract: docs/operations.md#8-what-to-watch, docs/retrieval.md#fallback.
+Contract: docs/operations.md#health, docs/retrieval.md#fallback.
 
 The gateway (``s3rm serve``) talks to the dev wiki through :class:`WikiProxy`,
 which can make the wiki slow or take it down without touching the shared

@@ -1,5 +1,5 @@
 #!/bin/bash
-# s3rm-entrypoint web|jobrunner|<command> — the S3RM MediaWiki container (issue 8).
+# s3rm-entrypoint web|jobrunner|<command> — the S3RM MediaWiki container (docs/operations.md#what-runs).
 #
 # web:        wait for MariaDB; on an empty database run maintenance/install.php once; link
 #             /opt/s3rm/LocalSettings.php (settings from environment); run update.php (core,

@@ -1,6 +1,6 @@
 <?php
 /**
- * Server URL selection for the S3RM wiki (CHECKLIST P3; seeds/architecture.ko.wiki "용도와 범위").
+ * Server URL selection for the S3RM wiki (docs/operations.md#direct-url).
  *
  * s3rm_select_server( $canonical, $direct, $requestHost, $sapi ): string
  *   $canonical    MW_SERVER_URL, e.g. "https://s3wiki.example.org" (canonical links, jobs, CLI)

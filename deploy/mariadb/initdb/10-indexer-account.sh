@@ -1,6 +1,6 @@
 #!/bin/bash
 # Creates the read-only indexer account on the first start of an empty data volume
-# (docker-entrypoint-initdb.d; P6 and seeds/design-hybrid-search.ko.wiki "보안과 개인정보":
+# (docker-entrypoint-initdb.d; docs/operations.md#mariadb:
 # the indexer account gets only what reading Lessons needs: SELECT on the wiki database).
 # Skipped when S3RM_INDEXER_DB_PASSWORD is empty. The password is never echoed.
 set -euo pipefail
