@@ -45,7 +45,8 @@ sys.path.insert(0, str(REPO))
 from gateway.config import GatewayConfig  # noqa: E402
 from gateway.domain.model import LessonPage  # noqa: E402
 from gateway.metrics import Metrics  # noqa: E402
-from gateway.tools.base import OutputBudget, Principal, ToolContext, utc_now  # noqa: E402
+from gateway.tools.base import OutputBudget, ToolContext, utc_now
+from gateway.core.principal import Principal  # noqa: E402
 from gateway.tools.registry import load_specs  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.codec import serialize_page  # noqa: E402

@@ -16,7 +16,7 @@ class        limits                          over capacity
                                              tool error ``semantic_saturated``
 ===========  ==============================  ===========================================
 
-A 429/503 is :class:`AdmissionRejected`, a :class:`~gateway.transport.jsonrpc.JsonRpcError`
+A 429/503 is :class:`AdmissionRejected`, a :class:`~gateway.core.errors.JsonRpcError`
 with code :data:`OVERLOADED` (-32003), ``data = {"code": "queue_full" |
 "queue_timeout", "class": "read" | "write", "retryable": true,
 "retry_after_seconds": n}`` and a ``Retry-After: n`` header. The classes
@@ -53,8 +53,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
 
-from gateway.tools.base import ToolError
-from gateway.transport.jsonrpc import JsonRpcError
+from gateway.core.errors import JsonRpcError, ToolError
 
 __all__ = [
     "OVERLOADED",
@@ -296,7 +295,7 @@ class Admission:
         """Yield ``True`` with a semantic slot held, or ``False`` at once when saturated (first page).
 
         With ``continuing=True`` (a hybrid cursor was already issued) saturation
-        raises :class:`~gateway.tools.base.ToolError` ``semantic_saturated``
+        raises :class:`~gateway.core.errors.ToolError` ``semantic_saturated``
         (retryable) instead, so the order of a paged result never changes (P1).
         """
         klass = self.classes["semantic"]

@@ -24,21 +24,19 @@ from werkzeug.exceptions import HTTPException
 
 from gateway.admission import Admission
 from gateway.config import GatewayConfig
-from gateway.health import WikiLoginProbe
-from gateway.health import bp as health_bp
-from gateway.metrics import Metrics
-from gateway.metrics import bp as metrics_bp
+from gateway.core.errors import INTERNAL_ERROR, INVALID_REQUEST, ToolError, error_body
+from gateway.core.jsonio import json_response
+from gateway.health import WikiLoginProbe, bp as health_bp
+from gateway.metrics import Metrics, bp as metrics_bp
 from gateway.ratelimit import RateLimiter
 from gateway.retrieval.hybrid import RetrievalService
-from gateway.web.graph import create_graph_blueprint
-from gateway.tools.base import ToolError, ToolSpec, utc_now
+from gateway.tools.base import ToolSpec, utc_now
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
 from gateway.transport import headers as rules
 from gateway.transport.http import bp as mcp_bp
-from gateway.transport.http import json_response
-from gateway.transport.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, error_body
 from gateway.transport.protocol import McpProtocol
+from gateway.web.graph import create_graph_blueprint
 
 __all__ = ["create_app", "GatewayState", "LazyRepository", "RepositoryFactory"]
 
@@ -52,7 +50,7 @@ class LazyRepository:
     """A stand-in that builds the real repository on first attribute access, once per process.
 
     Attribute access is forwarded to the real repository. A failing factory
-    raises :class:`~gateway.tools.base.ToolError` ``backend_unavailable``
+    raises :class:`~gateway.core.errors.ToolError` ``backend_unavailable``
     (retryable) and is retried on the next access. Thread-safe.
     """
 

@@ -1,4 +1,4 @@
-"""gunicorn's gthread worker with JSON error pages (issue 8: JSON errors everywhere).
+"""gunicorn's gthread worker with JSON error pages (docs/transport.md#http-rules: JSON errors everywhere).
 
 Requests that gunicorn's own HTTP parser refuses — invalid header names or
 values (CR, LF or NUL inside a header, obsolete line folding), a bad request
@@ -11,22 +11,27 @@ the status: never the offending header, value or request line.
 """
 from __future__ import annotations
 
-import json
-
 from gunicorn import util
 from gunicorn.workers.gthread import ThreadWorker
+
+from gateway.core.errors import INTERNAL_ERROR, INVALID_REQUEST, error_body
+from gateway.core.jsonio import encode_json
 
 __all__ = ["JsonErrorThreadWorker", "json_error_response"]
 
 
 def json_error_response(status_int: int, reason: str) -> bytes:
-    """The raw HTTP/1.1 response gunicorn sends for a request it could not parse."""
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": None,
-         "error": {"code": -32600 if status_int < 500 else -32603, "message": f"{reason}: the HTTP request is malformed"
-                   if status_int < 500 else reason}},
-        separators=(",", ":"),
-    ).encode("utf-8")
+    """The raw HTTP/1.1 response gunicorn sends for a request it could not parse.
+
+    The body is :func:`~gateway.core.errors.error_body` (``id: null``; -32600
+    below 500, else -32603) encoded by :func:`~gateway.core.jsonio.encode_json`,
+    the same bytes :func:`~gateway.core.jsonio.json_response` would carry; the
+    head is written by hand because gunicorn answers before any WSGI app runs.
+    """
+    if status_int < 500:
+        body = encode_json(error_body(None, INVALID_REQUEST, f"{reason}: the HTTP request is malformed"))
+    else:
+        body = encode_json(error_body(None, INTERNAL_ERROR, reason))
     head = (
         f"HTTP/1.1 {status_int} {reason}\r\n"
         "Connection: close\r\n"

@@ -28,7 +28,7 @@ from typing import Callable
 import requests
 from flask import Blueprint, current_app
 
-from gateway.transport.http import json_response
+from gateway.core.jsonio import json_response
 
 __all__ = [
     "bp",

@@ -40,6 +40,8 @@ from typing import Any, Callable, Mapping
 
 from flask import Blueprint, current_app, request
 
+from gateway.core.jsonio import json_response
+
 __all__ = ["Metrics", "bp", "P2_ITEMS", "observability", "metrics_allowed"]
 
 _MAX_LABEL_LEN = 64
@@ -281,8 +283,6 @@ def _safe_call(fn: Callable[[], Any] | None) -> Any:
 @bp.route("/metrics", methods=["GET"])
 def metrics_endpoint():
     """JSON metrics for operators (loopback or metrics token only; see the module docstring)."""
-    from gateway.transport.http import json_response  # local: avoids an import cycle at module load
-
     state = current_app.extensions["s3rm"]
     if not metrics_allowed(request.remote_addr, request.headers.get("Authorization"),
                            state.config.metrics_token_sha256):

@@ -12,7 +12,8 @@ from types import MappingProxyType
 from typing import Any
 
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
-from gateway.tools.base import encode_json, result_message
+from gateway.core.jsonio import encode_json
+from gateway.tools.base import result_message
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
 from gateway.transport.auth import Credentials

@@ -20,8 +20,9 @@ from gateway_helpers import minimal_schema_dir
 from gateway.admission import Admission, AdmissionClass, AdmissionRejected, semantic_permit
 from gateway.app import create_app
 from gateway.config import ConfigError, GatewayConfig
+from gateway.core.errors import ToolError
+from gateway.core.principal import Principal
 from gateway.ratelimit import RateLimiter
-from gateway.tools.base import Principal, ToolError
 from gateway.tools.registry import load_specs
 from gateway.transport.auth import check_scope_access, principal_hash
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from gateway.core.errors import ToolError
 from gateway.retrieval.cursors import CursorCodec, fingerprint
-from gateway.tools.base import ToolError
 
 KEY = b"k" * 32
 

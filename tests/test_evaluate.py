@@ -302,7 +302,7 @@ class FakeCorpus:
         return item
 
     def __call__(self, arguments: dict, ctx) -> dict:
-        from gateway.tools.base import ToolError
+        from gateway.core.errors import ToolError
 
         self.calls.append(arguments)
         query = arguments.get("query", "")

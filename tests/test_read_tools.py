@@ -317,7 +317,7 @@ from werkzeug.serving import make_server  # noqa: E402
 
 from gateway.app import create_app  # noqa: E402
 from gateway.config import GatewayConfig  # noqa: E402
-from gateway.tools.base import compact_json  # noqa: E402
+from gateway.core.jsonio import compact_json  # noqa: E402
 from gateway.wiki.repository import repository_factory  # noqa: E402
 from lesson_samples import agent_client, ensure_relation_template, write_pages  # noqa: E402
 

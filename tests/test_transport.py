@@ -16,9 +16,10 @@ from gateway_helpers import minimal_schema_dir
 
 from gateway.app import create_app
 from gateway.config import ConfigError, GatewayConfig
+from gateway.core.errors import ToolError
 from gateway.health import jobrunner_status
-from gateway.tools.base import OutputBudget, ToolError, not_implemented_handler
-from gateway.tools.registry import READ_TOOLS, WRITE_TOOLS, SchemaLoadError, ToolRegistry, load_specs
+from gateway.tools.base import OutputBudget, not_implemented_handler
+from gateway.tools.registry import READ_TOOLS, SchemaLoadError, ToolRegistry, WRITE_TOOLS, load_specs
 
 TOKEN = "test-write-token-0123456789"
 HOST = "127.0.0.1:8080"

@@ -24,7 +24,7 @@ Format (what ``next_cursor`` holds)::
 The key is ``S3RM_CURSOR_SECRET`` (or a per-process random key when unset, so
 cursors then die with the process). Base64url without padding keeps cursors
 URL- and JSON-safe. Everything wrong with a cursor — not base64/JSON, bad MAC,
-other version/tool/request, expired — raises :class:`~gateway.tools.base.ToolError`
+other version/tool/request, expired — raises :class:`~gateway.core.errors.ToolError`
 ``invalid_cursor`` whose message tells the caller to restart from the first page.
 Cursors are not encrypted: the position is visible but cannot be altered.
 """
@@ -38,7 +38,7 @@ import json
 import time
 from typing import Any, Callable
 
-from gateway.tools.base import ToolError
+from gateway.core.errors import ToolError
 
 __all__ = ["CURSOR_TTL_SECONDS", "CURSOR_VERSION", "CursorCodec", "fingerprint", "invalid_cursor"]
 

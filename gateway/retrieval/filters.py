@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from gateway.core.errors import ToolError
 from gateway.domain.model import LessonPage
 from gateway.domain.timestamps import parse_ts
-from gateway.tools.base import ToolError
 
 __all__ = ["SearchFilters", "resolve_scope"]
 

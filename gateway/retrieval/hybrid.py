@@ -52,6 +52,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from gateway.admission import semantic_permit
+from gateway.core.errors import ToolError
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.schema import load_schema
 from gateway.retrieval import legacy, lexical
@@ -60,11 +61,11 @@ from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, build
 from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.fusion import (
     ANALOGY_CHANNELS,
-    RRF_V2,
-    SEARCH_CHANNELS,
     FusionCandidate,
+    RRF_V2,
     RankContribution,
     RankingConfig,
+    SEARCH_CHANNELS,
     exact_match,
     fuse,
     is_exact_query,
@@ -76,7 +77,6 @@ from gateway.retrieval.profiles import FACETS, generation_id, get_profile
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument, normalize_query
 from gateway.retrieval.refresher import IndexRefresher
 from gateway.retrieval.settings import RetrievalSettings
-from gateway.tools.base import ToolError
 
 __all__ = [
     "HYBRID_MODE",

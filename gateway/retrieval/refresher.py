@@ -49,13 +49,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from gateway.domain.repository import SNAPSHOT_BATCH, LessonRepository, RepositoryError
+from gateway.core.errors import ToolError
+from gateway.domain.repository import LessonRepository, RepositoryError, SNAPSHOT_BATCH
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, ProviderProfileMismatch
 from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
 from gateway.retrieval.profiles import FACETS
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument
 from gateway.retrieval.settings import RetrievalSettings
-from gateway.tools.base import ToolError
 
 __all__ = ["IndexRefresher", "SemanticState", "RefreshOutcome", "record_of"]
 

@@ -7,37 +7,33 @@
 * :class:`ToolContext` — everything a handler may use (configuration, the
   Lesson repository, the caller's principal, a clock, the output budget,
   metrics). Handlers never build clients or read the environment.
-* :class:`ToolError` — the one way a handler reports an expected failure; the
-  dispatcher turns it into an ``isError`` result.
 * :class:`OutputBudget` — measures the exact UTF-8 size of the JSON-RPC response
   that would carry a result, so tools can shrink pages before the dispatcher's
-  final byte-cap check (DESIGN.md §3 "Output limits", seeds "출력 제한").
+  final byte-cap check (docs/tools.md#output-limits).
 
-Contract sources: DESIGN.md §3, seeds/architecture.ko.wiki "출력 제한".
+A handler reports an expected failure by raising
+:class:`gateway.core.errors.ToolError`; the dispatcher turns it into an
+``isError`` result (docs/tools.md#results).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, TypeVar
+from typing import Any, Callable, Literal, Sequence, TypeVar
 
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-if TYPE_CHECKING:  # pragma: no cover
-    from gateway.config import GatewayConfig
-    from gateway.metrics import Metrics
+from gateway.config import GatewayConfig
+from gateway.core.errors import ToolError
+from gateway.core.jsonio import compact_json, encode_json
+from gateway.core.principal import Principal
+from gateway.metrics import Metrics
 
 __all__ = [
     "Handler",
     "OutputBudget",
-    "Principal",
     "ToolContext",
-    "ToolError",
     "ToolSpec",
-    "encode_json",
-    "compact_json",
-    "error_payload",
     "not_implemented_handler",
     "failure_result",
     "success_result",
@@ -48,28 +44,6 @@ __all__ = [
 T = TypeVar("T")
 
 
-# ------------------------------------------------------------------ encoding
-def compact_json(obj: Any) -> str:
-    """Serialize ``obj`` as compact JSON text (``separators=(',', ':')``, non-ASCII kept).
-
-    This is the exact text placed in a tool result's ``content[0].text``.
-    """
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
-def encode_json(obj: Any) -> bytes:
-    """Serialize ``obj`` as compact UTF-8 JSON bytes, the form every response body uses.
-
-    Lone surrogates (valid in JSON input, invalid in UTF-8) fall back to ASCII
-    escapes so encoding never fails.
-    """
-    text = compact_json(obj)
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=True).encode("ascii")
-
-
 def result_message(request_id: str | int | None, result: CallToolResult) -> dict[str, Any]:
     """Return the JSON-RPC response object (a dict) that carries ``result`` for ``request_id``."""
     return {
@@ -77,26 +51,6 @@ def result_message(request_id: str | int | None, result: CallToolResult) -> dict
         "id": request_id,
         "result": result.model_dump(by_alias=True, exclude_none=True, mode="json"),
     }
-
-
-def error_payload(
-    code: str,
-    message: str,
-    *,
-    retryable: bool = False,
-    details: dict[str, Any] | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    """Build the JSON error object every failed tool call returns.
-
-    Shape: ``{"error": {"code", "message", "retryable", [extra keys such as
-    field/rule], ["details"]}}``. Error codes are short snake_case strings.
-    """
-    err: dict[str, Any] = {"code": code, "message": message, "retryable": bool(retryable)}
-    err.update({k: v for k, v in extra.items() if v is not None})
-    if details:
-        err["details"] = details
-    return {"error": err}
 
 
 def success_result(obj: dict[str, Any]) -> CallToolResult:
@@ -112,46 +66,6 @@ def failure_result(payload: dict[str, Any]) -> CallToolResult:
 def utc_now() -> datetime:
     """The default tool clock: the current time as an aware UTC datetime."""
     return datetime.now(timezone.utc)
-
-
-# -------------------------------------------------------------------- errors
-class ToolError(Exception):
-    """An expected tool failure, reported to the client as an ``isError`` result.
-
-    ``code`` is a short snake_case error code (e.g. ``not_found``,
-    ``invalid_cursor``, ``revision_conflict``, ``not_implemented``); ``message``
-    tells the agent what to do next; ``retryable`` says whether the same call
-    may succeed later; ``details`` is an optional small JSON object (it is
-    dropped if the error itself would exceed the output cap). Never put
-    secrets in any of them.
-    """
-
-    def __init__(self, code: str, message: str, *, retryable: bool = False, details: dict[str, Any] | None = None):
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        self.retryable = retryable
-        self.details = details
-
-    def payload(self) -> dict[str, Any]:
-        """Return the JSON error object (see :func:`error_payload`)."""
-        return error_payload(self.code, self.message, retryable=self.retryable, details=self.details)
-
-
-# ----------------------------------------------------------------- principal
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling, as far as the transport can tell.
-
-    ``kind`` is ``anonymous`` (no or unverified credentials, token mode),
-    ``token`` (the shared write token was presented and verified) or ``ip``
-    (open mode: the client address, used only as a rate principal). ``subject``
-    is a short non-secret identifier (``shared-write-token``, an IP address or
-    ``""``). It is never a verified person (seeds: "확인된 신원은 아닙니다").
-    """
-
-    kind: Literal["anonymous", "token", "ip"] = "anonymous"
-    subject: str = ""
 
 
 # -------------------------------------------------------------------- budget
@@ -222,7 +136,7 @@ class ToolContext:
     * ``config`` — the :class:`~gateway.config.GatewayConfig`.
     * ``repository`` — the Lesson repository built once per process by the app
       factory's ``repository_factory`` (``None`` when the server runs without one).
-    * ``principal`` — the caller (:class:`Principal`).
+    * ``principal`` — the caller (:class:`~gateway.core.principal.Principal`).
     * ``clock`` — ``() -> datetime`` (aware UTC); use it instead of ``datetime.now``.
     * ``budget`` — the :class:`OutputBudget` for this response.
     * ``metrics`` — the process :class:`~gateway.metrics.Metrics` (counts and
@@ -232,12 +146,12 @@ class ToolContext:
       (hybrid search, dirty hints, duplicate candidates) or ``None``.
     """
 
-    config: "GatewayConfig"
+    config: GatewayConfig
     repository: Any
     principal: Principal
     clock: Callable[[], datetime]
     budget: OutputBudget
-    metrics: "Metrics"
+    metrics: Metrics
     tool_name: str = ""
     retrieval: Any = None
 
@@ -249,10 +163,10 @@ Handler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 # --------------------------------------------------------------------- spec
 @dataclass(frozen=True)
 class ToolSpec:
-    """One MCP tool as a value (DESIGN.md §3).
+    """One MCP tool as a value (docs/tools.md#the-ten-tools).
 
     ``name`` (snake_case, also the schema file stem), ``title`` (human label),
-    ``description`` (what it does plus the content policy, CHECKLIST R8),
+    ``description`` (what it does plus the content policy, docs/tools.md#content-policy),
     ``kind`` (``"read"`` or ``"write"``; writes need the write token in token
     mode), ``annotations`` (truthful MCP hints) and ``handler``.
     """

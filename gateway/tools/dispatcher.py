@@ -11,7 +11,7 @@ For each call, in order:
    ``isError`` result ``invalid_argument`` naming ``field`` and ``rule``
    (MCP 2025-11-25: input validation errors are tool execution errors);
 4. run the handler with a fresh :class:`~gateway.tools.base.ToolContext` —
-   :class:`~gateway.tools.base.ToolError` → ``isError`` with its code; any other
+   :class:`~gateway.core.errors.ToolError` → ``isError`` with its code; any other
    exception → ``internal_error`` (logged by exception type only);
 5. validate the result against the output schema — failure is a server bug →
    ``internal_error`` without details (logged by schema rule and path only);
@@ -35,13 +35,12 @@ from jsonschema.exceptions import ValidationError, best_match
 from mcp.types import CallToolResult
 
 from gateway.config import GatewayConfig
+from gateway.core.errors import INVALID_PARAMS, JsonRpcError, ToolError, error_payload
+from gateway.core.jsonio import encode_json
 from gateway.metrics import Metrics
 from gateway.tools.base import (
     OutputBudget,
     ToolContext,
-    ToolError,
-    encode_json,
-    error_payload,
     failure_result,
     result_message,
     success_result,
@@ -49,7 +48,6 @@ from gateway.tools.base import (
 )
 from gateway.tools.registry import ToolEntry, ToolRegistry
 from gateway.transport.auth import Credentials, authorize
-from gateway.transport.jsonrpc import INVALID_PARAMS, JsonRpcError
 
 __all__ = ["Dispatcher", "describe_validation_error"]
 

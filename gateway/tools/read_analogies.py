@@ -18,11 +18,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.core.errors import ToolError
 from gateway.retrieval import legacy
 from gateway.retrieval.shaping import conformer
-from gateway.tools.base import ToolContext, ToolError
-from gateway.tools.read_common import (DEFAULT_LIMIT, Pager, fit_page, read_tool, repository, retrieval_state,
-                                       scope_filters, rank_page)
+from gateway.tools.base import ToolContext
+from gateway.tools.read_common import (
+    DEFAULT_LIMIT,
+    Pager,
+    fit_page,
+    rank_page,
+    read_tool,
+    repository,
+    retrieval_state,
+    scope_filters,
+)
 from gateway.wiki.repository import snapshot_edges
 
 __all__ = ["handle"]

@@ -1,7 +1,7 @@
 """Helpers shared by the five read tools: repository access, error mapping, cursors, page fitting.
 
 Error mapping (:func:`read_tool`): repository failures become specific
-:class:`~gateway.tools.base.ToolError` codes so a wiki problem is never a 500:
+:class:`~gateway.core.errors.ToolError` codes so a wiki problem is never a 500:
 
 =========================  ======================  =========
 exception                  ToolError code          retryable
@@ -19,11 +19,12 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence, TypeVar
 
+from gateway.core.errors import ToolError
 from gateway.domain.repository import PermissionDenied, RepositoryError, WikiUnavailable
 from gateway.retrieval.cursors import CursorCodec, fingerprint, invalid_cursor
 from gateway.retrieval.filters import SearchFilters, resolve_scope
 from gateway.retrieval.hybrid import choose_mode
-from gateway.tools.base import OutputBudget, ToolContext, ToolError
+from gateway.tools.base import OutputBudget, ToolContext
 from gateway.transport.auth import check_scope_access
 from gateway.wiki.codec import PageFormatError
 

@@ -25,10 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.core.errors import ToolError
 from gateway.domain.digests import content_digest
 from gateway.domain.schema import load_schema
 from gateway.retrieval.shaping import ItemTooLarge, conformer, truncate_text
-from gateway.tools.base import ToolContext, ToolError
+from gateway.tools.base import ToolContext
 from gateway.tools.read_common import DEFAULT_LIMIT, Pager, read_tool, repository
 from gateway.tools.read_items import citation_items, relation_item, symmetric_relations, verification_item
 from gateway.wiki.repository import snapshot_edges

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.core.errors import ToolError
 from gateway.domain.schema import load_schema
 from gateway.retrieval.shaping import conformer
-from gateway.tools.base import ToolContext, ToolError
+from gateway.tools.base import ToolContext
 from gateway.tools.read_common import DEFAULT_LIMIT, Pager, fit_page, read_tool, repository
 from gateway.tools.read_items import symmetric_relations
 

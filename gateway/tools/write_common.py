@@ -37,11 +37,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
+from gateway.core.errors import ToolError, error_payload
 from gateway.domain.idempotency import find_prior_write
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.repository import EditConflict, PageExists, PageMissing, WikiUnavailable
 from gateway.domain.writes import Plan, Request, WriteRefused, parse_request, plan, replay_response
-from gateway.tools.base import ToolContext, ToolError, error_payload
+from gateway.tools.base import ToolContext
 from gateway.tools.read_common import read_tool, repository
 from gateway.wiki import edit
 from hooks_spec.checker import check_revision

@@ -22,7 +22,8 @@ import hmac
 from dataclasses import dataclass
 
 from gateway.config import GatewayConfig
-from gateway.tools.base import Principal, ToolError
+from gateway.core.errors import ToolError
+from gateway.core.principal import Principal
 
 __all__ = [
     "AuthError",
@@ -113,7 +114,7 @@ def principal_hash(principal: Principal, config: GatewayConfig) -> str | None:
 def check_scope_access(scope: str | None, principal: Principal, config: GatewayConfig) -> None:
     """Refuse a search scope the caller may not use (no-op for ``None`` or a scope without an ACL).
 
-    Raises :class:`~gateway.tools.base.ToolError`:
+    Raises :class:`~gateway.core.errors.ToolError`:
     ``scope_requires_authentication`` for an anonymous caller of an ACL'd
     scope, ``scope_forbidden`` when the caller's :func:`principal_hash` is not
     listed. Neither is retryable; neither names who is allowed.

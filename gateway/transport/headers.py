@@ -7,7 +7,7 @@ unsupported ``MCP-Protocol-Version`` MUST get 400. Host validation (421
 Misdirected Request), 406 and 415 follow the official python-sdk server.
 Allowlists are exact (seeds "연구실 공용 MCP 연결", CHECKLIST R9).
 
-Each ``check_*`` function raises :class:`~gateway.transport.jsonrpc.JsonRpcError`
+Each ``check_*`` function raises :class:`~gateway.core.errors.JsonRpcError`
 with the HTTP status to answer; they never return a value.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Iterable
 from werkzeug.http import parse_options_header
 
 from gateway.config import GatewayConfig
-from gateway.transport.jsonrpc import INVALID_REQUEST, JsonRpcError
+from gateway.core.errors import INVALID_REQUEST, JsonRpcError
 
 __all__ = [
     "SUPPORTED_PROTOCOL_VERSIONS",

@@ -39,35 +39,27 @@ from typing import Any
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from gateway.ratelimit import client_address, principal_key
-from gateway.tools.base import encode_json
-from gateway.transport import headers as rules
-from gateway.transport.auth import AuthError, Credentials, authorize
-from gateway.transport.jsonrpc import (
+from gateway.core.errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    JsonRpcError,
     PARSE_ERROR,
     UNAUTHORIZED,
-    JsonRpcError,
-    classify,
     error_body,
 )
+from gateway.core.jsonio import json_response
+from gateway.ratelimit import client_address, principal_key
+from gateway.transport import headers as rules
+from gateway.transport.auth import AuthError, Credentials, authorize
+from gateway.transport.jsonrpc import classify
 
-__all__ = ["bp", "empty_response", "json_response", "rpc_error_response"]
+__all__ = ["bp", "empty_response", "rpc_error_response"]
 
 log = logging.getLogger("s3rm.transport")
 
 bp = Blueprint("mcp", __name__)
 
 _OTHER_METHODS = ["GET", "DELETE", "PUT", "PATCH"]
-
-
-def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    """A compact UTF-8 JSON response (``Content-Type: application/json``)."""
-    response = Response(encode_json(obj), status=status, mimetype="application/json")
-    for key, value in (headers or {}).items():
-        response.headers[key] = value
-    return response
 
 
 def rpc_error_response(err: JsonRpcError, request_id: str | int | None = None) -> Response:

@@ -1,70 +1,16 @@
-"""JSON-RPC 2.0 message classification and error bodies for the MCP endpoint.
+"""JSON-RPC 2.0 message classification for the MCP endpoint (docs/transport.md#http-rules).
 
-Error codes (JSON-RPC 2.0 §5.1): -32700 parse error, -32600 invalid request,
--32601 method not found, -32602 invalid params, -32603 internal error. The
-gateway adds -32001 (write not authorised) for HTTP 401/403 answers.
+The error codes, :class:`~gateway.core.errors.JsonRpcError` and the error body
+live in :mod:`gateway.core.errors`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from mcp.types import ErrorData, JSONRPCError
+from gateway.core.errors import INVALID_PARAMS, INVALID_REQUEST, JsonRpcError
 
-__all__ = [
-    "PARSE_ERROR",
-    "INVALID_REQUEST",
-    "METHOD_NOT_FOUND",
-    "INVALID_PARAMS",
-    "INTERNAL_ERROR",
-    "UNAUTHORIZED",
-    "JsonRpcError",
-    "Message",
-    "classify",
-    "error_body",
-]
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-UNAUTHORIZED = -32001
-
-
-class JsonRpcError(Exception):
-    """A protocol-level failure answered with a JSON-RPC error object.
-
-    ``http_status`` is the HTTP status of the response carrying it; ``data`` is
-    an optional small JSON object (never secrets, arguments or Lesson content);
-    ``request_id`` is the id to echo when known.
-    """
-
-    def __init__(
-        self,
-        code: int,
-        message: str,
-        *,
-        http_status: int = 200,
-        data: dict[str, Any] | None = None,
-        request_id: str | int | None = None,
-    ):
-        super().__init__(message)
-        self.request_id = request_id
-        self.code = code
-        self.message = message
-        self.http_status = http_status
-        self.data = data
-
-
-def error_body(request_id: str | int | None, code: int, message: str, data: dict[str, Any] | None = None) -> dict:
-    """The JSON-RPC error response object; ``id`` is ``null`` when the request id is unknown (JSON-RPC 2.0 §5)."""
-    error = ErrorData(code=code, message=message, data=data)
-    if request_id is None:
-        return {"jsonrpc": "2.0", "id": None, "error": error.model_dump(by_alias=True, exclude_none=True, mode="json")}
-    return JSONRPCError(jsonrpc="2.0", id=request_id, error=error).model_dump(
-        by_alias=True, exclude_none=True, mode="json"
-    )
+__all__ = ["Message", "classify"]
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,12 @@ from mcp.types import (
     ToolsCapability,
 )
 
+from gateway.core.errors import INVALID_PARAMS, JsonRpcError, METHOD_NOT_FOUND
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.policy import CONTENT_POLICY
 from gateway.transport.auth import Credentials
 from gateway.transport.headers import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
-from gateway.transport.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcError, Message
+from gateway.transport.jsonrpc import Message
 
 __all__ = ["McpProtocol", "SERVER_NAME", "negotiate_version"]
 

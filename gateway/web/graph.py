@@ -68,7 +68,6 @@ credentials are accepted or needed: the data is public, like the wiki.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -77,6 +76,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from flask import Blueprint, Response, request
 
+from gateway.core.jsonio import encode_json, json_response
 from gateway.domain.repository import SNAPSHOT_BATCH, LessonRepository, RepositoryError
 
 __all__ = [
@@ -422,7 +422,7 @@ class GraphCache:
         payload["stale"] = stale
         payload["max_nodes"] = getattr(self.source, "max_nodes", DEFAULT_MAX_NODES)
         payload["max_edges"] = self.max_edges
-        self._body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self._body = encode_json(payload)
         self._etag = hashlib.sha256(self._body).hexdigest()[:32]
 
     def _install(self, built: GraphData, now: float) -> None:
@@ -509,11 +509,6 @@ class GraphCache:
         return self._body, self._etag
 
 
-def _json_response(obj: Mapping[str, Any], status: int) -> Response:
-    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    return Response(body, status=status, mimetype="application/json")
-
-
 def create_graph_blueprint(get_repository: Callable[[], LessonRepository], config: Any, *,
                            ask: Callable[[str], Mapping[str, Any]] | None = None,
                            ttl_seconds: float = DEFAULT_TTL_SECONDS,
@@ -561,7 +556,7 @@ def create_graph_blueprint(get_repository: Callable[[], LessonRepository], confi
 
     def origin_refused(origin: str | None) -> Response | None:
         if origin is not None and origin not in allowed:
-            return _json_response(
+            return json_response(
                 {"error": {"code": "origin_not_allowed",
                            "message": "This Origin is not in the gateway's allowlist (S3RM_MCP_ALLOWED_ORIGINS)."}},
                 403,
@@ -585,7 +580,7 @@ def create_graph_blueprint(get_repository: Callable[[], LessonRepository], confi
         try:
             body, etag = cache.get()
         except RepositoryError as exc:
-            response = _json_response(
+            response = json_response(
                 {"error": {"code": "wiki_unavailable", "message": "The wiki could not be read; try again shortly.",
                            "retryable": bool(getattr(exc, "retryable", True))}},
                 503,
@@ -596,7 +591,7 @@ def create_graph_blueprint(get_repository: Callable[[], LessonRepository], confi
         if etag and request.if_none_match.contains(etag):
             response = Response(status=304)
         else:
-            response = Response(body, status=200, mimetype="application/json")
+            response = json_response(body, 200)
         response.set_etag(etag)
         response.headers["Cache-Control"] = "no-cache"
         response.headers["X-Content-Type-Options"] = "nosniff"
