@@ -1,7 +1,7 @@
 """Versioned rank fusion ``rrf_v2``: channels → one ordered list with 0–1 service scores.
 
-Contract: seeds/design-hybrid-search.ko.wiki "결합과 다양성", "1단계 구현
-범위"; CHECKLIST H3, H4, H11. Everything that decides an order is pinned by
+Contract: ``docs/retrieval.md#fusion``, ``docs/retrieval.md#min-score``; weights and
+calibration in ``docs/hybrid-search.md``. Everything that decides an order is pinned by
 :data:`RANKING_VERSION` (changing a constant here means a new version).
 
 Channels never compare raw scores. Each channel yields ranks (1-based) up to
@@ -9,8 +9,8 @@ its fixed internal cap (:attr:`RankingConfig.channel_caps`); fusion works on
 ranks only:
 
 1. **RRF.** ``raw = Σ_c w_c / (k + rank_c)`` over a candidate's channels with
-   ``k = 10``. The TIL in seeds/ saw k=60 flatten rankings so that documents
-   half-way down two lists beat a clear winner; channel depth here is capped
+   ``k = 10``. With the common k=60, documents half-way down two lists can
+   beat a clear winner (the ranking flattens); channel depth here is capped
    (≤ 50), so k stays fixed instead of being tuned to corpus size.
 2. **Service score.** ``score = raw / raw_max`` where ``raw_max`` is a first
    rank in every channel of the operation, so ``score ∈ [0, 1]``. Stored
@@ -143,7 +143,7 @@ RRF_V2 = RankingConfig()
 
 @dataclass(frozen=True)
 class RankContribution:
-    """One channel's vote for a candidate (seeds "후보 검색").
+    """One channel's vote for a candidate (``docs/retrieval.md#fusion``).
 
     ``rank`` is 1-based within the channel; ``source_score`` is the channel's
     own score (cosine, Jaccard) used only inside that channel; the indexed
@@ -235,9 +235,9 @@ def basis_of(channels: Iterable[str], operation: str) -> str:
 def verified_coverage(page: LessonPage, config: RankingConfig = RRF_V2) -> float:
     """Share in [0, 1] of *verified* supporting evidence, saturating at ``coverage_saturation`` items.
 
-    Counts evidence whose current verdict (CHECKLIST W2; ambiguous counts as
-    none) is ``supports`` with a basis in ``coverage_bases``. Unverified
-    evidence never counts (CHECKLIST H4).
+    Counts evidence whose current verdict (``docs/data-contract.md#current-verdict``;
+    ambiguous counts as none) is ``supports`` with a basis in ``coverage_bases``. Unverified
+    evidence never counts (``docs/retrieval.md#fusion``).
     """
     count = 0
     for verdict in current_verdicts(page).values():

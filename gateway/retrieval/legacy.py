@@ -1,7 +1,8 @@
 """Legacy retrieval (``retrieval_mode=legacy``): full text, listing and lexical analogies.
 
-Contract: DESIGN.md §4, seeds/architecture.ko.wiki "검색 구현",
-seeds/design-hybrid-search.ko.wiki "기준 저장소 재검증", CHECKLIST R4/R7.
+Contract: ``docs/retrieval.md#legacy-search``, ``docs/retrieval.md#title-weighting``,
+``docs/retrieval.md#filters-and-scopes``, ``docs/retrieval.md#listing``,
+``docs/retrieval.md#legacy-analogies``.
 
 Search (ranking version :data:`RANKING_VERSION`):
 
@@ -17,7 +18,7 @@ Search (ranking version :data:`RANKING_VERSION`):
    values — filters decide membership, never order.
 3. Score (0–1), computed from the fetched snapshot so the template's ``title``
    field — which MediaWiki only sees as body text, the page title being the id
-   — is weighted high (R4)::
+   — is weighted high (``docs/retrieval.md#title-weighting``)::
 
        score = 0.50 · (share of query terms found in the title field)
              + 0.35 · (share of query terms found in the other text fields)
@@ -210,7 +211,7 @@ def analogy_projection(page: LessonPage) -> str:
 
 
 def projection_hash(page: LessonPage) -> str:
-    """SHA-256 hex of the normalised analogy projection (bound into find_analogies cursors, R5)."""
+    """SHA-256 hex of the normalised analogy projection (bound into find_analogies cursors, docs/tools.md#cursors)."""
     text = lexical.normalize(analogy_projection(page))
     return hashlib.sha256(f"{ANALOGY_RANKING_VERSION}\n{text}".encode("utf-8")).hexdigest()
 

@@ -1,11 +1,11 @@
 """Lexical text rules of legacy retrieval: normalisation, terms, Korean stems, n-grams, Jaccard.
 
-Contract source: seeds/architecture.ko.wiki "검색 구현" (NFKC, Unicode words,
-Korean 2- and 3-character n-grams) and issue 3 (a stem must find the word
-with a particle attached).
+Contract: ``docs/retrieval.md#legacy-analogies`` (NFKC, Unicode words, Korean
+2- and 3-character n-grams) and ``docs/retrieval.md#korean-terms`` (a stem must
+find the word with a particle attached).
 
-Why the gateway rewrites Korean query words (issue 3, measured on the dev
-wiki's SQLite backend): MediaWiki's SQL search backends index whole
+Why the gateway rewrites Korean query words (measured on the dev wiki's
+SQLite backend, ``docs/read-path.md#korean-particles``): MediaWiki's SQL search backends index whole
 whitespace/punctuation-delimited words. Korean attaches particles and endings
 to the word (``단편화로``, ``할당이``), so the stored word is ``단편화로`` and a
 search for ``단편화`` finds nothing — on SQLite (FTS3 simple tokenizer) and on
