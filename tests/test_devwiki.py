@@ -13,8 +13,9 @@ import mwclient
 import pytest
 from mwclient.errors import APIError, LoginError
 
+from gateway.domain.schema import load_schema
 from sync import cli
-from sync.devstack import devwiki
+from sync.devstack import devwiki, packages
 
 ROLES = {"sync": "S3Admin", "agent": "S3Agent", "import": "S3Import"}
 
@@ -143,7 +144,7 @@ def test_saved_text_is_searchable_in_lesson_namespace(dev_wiki: devwiki.DevWiki)
 
     def hits():
         return agent.api("query", list="search", srsearch=word, srwhat="text",
-                         srnamespace=devwiki.LESSON_NS)["query"]["search"]
+                         srnamespace=load_schema().namespace_id)["query"]["search"]
 
     found = _wait_for(hits, timeout=15)
     assert [h["title"] for h in found] == [f"Lesson:search {word}"]
@@ -212,7 +213,7 @@ def test_reset_refuses_foreign_directory(tmp_path, capsys) -> None:
 
 
 def test_missing_mediawiki_is_a_clear_error(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(devwiki, "MW_ROOT", tmp_path / "no-mediawiki")
+    monkeypatch.setattr(packages, "MW_ROOT", tmp_path / "no-mediawiki")
     with pytest.raises(devwiki.DevWikiError, match="MediaWiki not found"):
         devwiki.check_php()
     with pytest.raises(devwiki.DevWikiError, match="MediaWiki not found"):

@@ -56,19 +56,22 @@ $wgMainCacheType = CACHE_ACCEL;
 $wgSessionCacheType = CACHE_DB;
 $wgParserCacheType = CACHE_DB;
 $wgMessageCacheType = CACHE_ACCEL;
-# jobs run only in the jobrunner service, which records its freshness for /readyz
-$wgJobRunRate = 0;
 
 # --------------------------------------------------- Lesson namespace
+# The blocks between "s3rm shared" markers equal the dev wiki's settings template
+# (sync/devstack/LocalSettings.dev.php) rendered from schema/lesson.toml; a test checks it.
+# >>> s3rm shared: lesson-namespace
+# The Lesson namespace (id and name from schema/lesson.toml): content, searched by
+# default; Lesson ids are lower-case and never capitalised.
 define( 'NS_LESSON', 3000 );
 define( 'NS_LESSON_TALK', 3001 );
 $wgExtraNamespaces[NS_LESSON] = 'Lesson';
 $wgExtraNamespaces[NS_LESSON_TALK] = 'Lesson_talk';
 $wgContentNamespaces[] = NS_LESSON;
 $wgNamespacesToBeSearchedDefault[NS_LESSON] = true;
-# Lesson ids are [a-z0-9_-]+ and never capitalised (DESIGN.md §2)
 $wgCapitalLinkOverrides[NS_LESSON] = false;
 $wgCapitalLinkOverrides[NS_LESSON_TALK] = false;
+# <<< s3rm shared: lesson-namespace
 
 # ---------------------------------------------------------- extensions
 wfLoadExtension( 'ParserFunctions' );
@@ -81,15 +84,26 @@ $smwgNamespacesWithSemanticLinks[NS_LESSON] = true;
 $smwgNamespacesWithSemanticLinks[NS_LESSON_TALK] = false;
 wfLoadExtension( 'PageForms' );
 
+# ----------------------------------------------------------- editing
+# >>> s3rm shared: editing
+# Site JS/CSS are pushed by `s3rm sync push` with a bot password in interface-admin.
+$wgEnableBotPasswords = true;
+$wgUseSiteJs = true;
+$wgUseSiteCss = true;
+$wgAllowSiteCSSOnRestrictedPages = true;
+# Jobs run only in the job runner, which records its freshness for /readyz.
+$wgJobRunRate = 0;
+# Never three-way merge a stale edit: a save whose base revision is no longer the
+# latest becomes an edit conflict, for the gateway, sync and browser editors alike
+# (docs/consistency.md).
+$wgDiff3 = false;
+# <<< s3rm shared: editing
+
 # ------------------------------------------------ accounts and rights
 # Reading is public; writing needs a named account (seeds "용도와 범위").
 $wgGroupPermissions['*']['edit'] = false;
 $wgGroupPermissions['*']['createpage'] = false;
 $wgGroupPermissions['*']['createaccount'] = false;
-$wgEnableBotPasswords = true;
-$wgUseSiteJs = true;
-$wgUseSiteCss = true;
-$wgAllowSiteCSSOnRestrictedPages = true;
 
 # ------------------------------------------------------- reverse proxy
 # Caddy (profile "domain") sits in front; trust X-Forwarded-For only from these networks.
@@ -108,5 +122,3 @@ $wgMaxUploadSize = 20 * 1024 * 1024;
 $wgEnableEmail = false;
 $wgEnableUserEmail = false;
 $wgShowExceptionDetails = false;
-// Never three-way merge a stale edit: it becomes an edit conflict (docs/consistency.md).
-$wgDiff3 = false;

@@ -1,0 +1,66 @@
+<?php
+// Template of the dev wiki's settings (S3RM.php in the wiki directory), rendered
+// by sync/devstack/settings.py on every `s3rm dev wiki up`. Edit this file, not
+// the rendered copy. Placeholders (an upper-case name between double at signs)
+// are filled from schema/lesson.toml and the wiki's address. The blocks between "s3rm shared" markers must equal
+// the same blocks of deploy/mediawiki/LocalSettings.php once rendered
+// (tests/test_localsettings.py).
+if ( !defined( 'MEDIAWIKI' ) ) {
+	exit;
+}
+
+$wgServer = @@SERVER@@;
+$wgCanonicalServer = @@SERVER@@;
+
+# >>> s3rm shared: lesson-namespace
+# The Lesson namespace (id and name from schema/lesson.toml): content, searched by
+# default; Lesson ids are lower-case and never capitalised.
+define( 'NS_LESSON', @@NS_LESSON@@ );
+define( 'NS_LESSON_TALK', @@NS_LESSON_TALK@@ );
+$wgExtraNamespaces[NS_LESSON] = '@@LESSON_NAMESPACE@@';
+$wgExtraNamespaces[NS_LESSON_TALK] = '@@LESSON_TALK_NAMESPACE@@';
+$wgContentNamespaces[] = NS_LESSON;
+$wgNamespacesToBeSearchedDefault[NS_LESSON] = true;
+$wgCapitalLinkOverrides[NS_LESSON] = false;
+$wgCapitalLinkOverrides[NS_LESSON_TALK] = false;
+# <<< s3rm shared: lesson-namespace
+
+wfLoadExtension( 'ParserFunctions' );
+
+# >>> s3rm shared: editing
+# Site JS/CSS are pushed by `s3rm sync push` with a bot password in interface-admin.
+$wgEnableBotPasswords = true;
+$wgUseSiteJs = true;
+$wgUseSiteCss = true;
+$wgAllowSiteCSSOnRestrictedPages = true;
+# Jobs run only in the job runner, which records its freshness for /readyz.
+$wgJobRunRate = 0;
+# Never three-way merge a stale edit: a save whose base revision is no longer the
+# latest becomes an edit conflict, for the gateway, sync and browser editors alike
+# (docs/consistency.md).
+$wgDiff3 = false;
+# <<< s3rm shared: editing
+
+// One cache shared by the php -S workers, maintenance scripts and the job runner.
+$wgMainCacheType = CACHE_DB;
+$wgParserCacheType = CACHE_DB;
+$wgSessionCacheType = CACHE_DB;
+$wgMessageCacheType = CACHE_DB;
+$wgUseFileCache = false;
+
+$wgEnableUploads = false;
+$wgEnableEmail = false;
+$wgEnableUserEmail = false;
+$wgEmailAuthentication = false;
+$wgEnotifUserTalk = false;
+$wgEnotifWatchlist = false;
+
+// Tests edit and log in fast from one IP: no rate limits or login throttles.
+$wgRateLimits = [];
+$wgPasswordAttemptThrottle = false;
+$wgAccountCreationThrottle = false;
+
+// Development: show and log exception details.
+$wgShowExceptionDetails = true;
+$wgDebugLogGroups['exception'] = __DIR__ . '/logs/exception.log';
+$wgDebugLogGroups['error'] = __DIR__ . '/logs/exception.log';
