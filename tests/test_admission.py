@@ -1,4 +1,4 @@
-"""Admission control (issue 8, CHECKLIST P1/R3): per-class slots and queues, 429/503 with
+"""Admission control (docs/operations.md#admission, docs/operations.md#health): per-class slots and queues, 429/503 with
 Retry-After and a JSON-RPC body, isolated classes, semantic saturation → immediate legacy
 fallback, admission state in health, the scope ACL and the open-mode rate limiter.
 
@@ -266,7 +266,7 @@ def test_unauthorised_writes_never_take_a_write_slot(tmp_path):
 
 
 def test_semantic_saturation_makes_first_pages_fall_back_at_once(tmp_path):
-    """P1: with the semantic class full, a first page answers from legacy immediately (no 429/503)."""
+    """With the semantic class full, a first page answers from legacy at once (docs/retrieval.md#resource-isolation)."""
     gate = threading.Event()
     entered = threading.Semaphore(0)
 

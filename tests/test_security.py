@@ -1,4 +1,4 @@
-"""Security of the MCP endpoint under gunicorn against the REAL dev wiki (issue 8 "Security tests").
+"""Security of the MCP endpoint under gunicorn against the REAL dev wiki (docs/transport.md#http-rules).
 
 Every hostile request gets the right status and a JSON body (never HTML or a
 stack trace), carries the security headers, and — checked against the wiki

@@ -1,4 +1,4 @@
-"""HTTP-level tests of the MCP endpoint, one per transport rule (issue 3; docs/transport.md).
+"""HTTP-level tests of the MCP endpoint, one per transport rule (docs/transport.md#http-rules).
 
 The real app (``create_app``) is driven through Flask's test client with
 minimal closed tool schemas, so test tools have known output shapes.
