@@ -30,7 +30,7 @@ $wgScriptPath = '';
 $wgResourceBasePath = $wgScriptPath;
 
 # Canonical links, e-mails and jobs always use MW_SERVER_URL; the optional direct entry
-# S3RM_WIKI_DIRECT_URL is chosen only for a request with exactly that Host (P3).
+# S3RM_WIKI_DIRECT_URL is chosen only for a request with exactly that Host (docs/operations.md#direct-url).
 $wgCanonicalServer = rtrim( s3rm_env( 'MW_SERVER_URL' ), '/' );
 $wgServer = s3rm_select_server(
 	$wgCanonicalServer, s3rm_env( 'S3RM_WIKI_DIRECT_URL', '' ), $_SERVER['HTTP_HOST'] ?? '', PHP_SAPI
@@ -44,7 +44,7 @@ $wgDBuser = s3rm_env( 'MW_DB_USER', 's3rm_wiki' );
 $wgDBpassword = s3rm_env( 'MW_DB_PASSWORD' );
 $wgDBprefix = '';
 $wgDBTableOptions = 'ENGINE=InnoDB, DEFAULT CHARSET=binary';
-# MySQL full-text search (the default engine): MariaDB keeps its default minimum word length (P6).
+# MySQL full-text search (the default engine): MariaDB keeps its default minimum word length (docs/operations.md#mariadb).
 $wgSearchType = null;
 
 $wgSecretKey = s3rm_env( 'MW_SECRET_KEY' );
@@ -100,7 +100,7 @@ $wgDiff3 = false;
 # <<< s3rm shared: editing
 
 # ------------------------------------------------ accounts and rights
-# Reading is public; writing needs a named account (seeds "용도와 범위").
+# Reading is public; writing needs a named account (docs/operations.md#wiki-accounts).
 $wgGroupPermissions['*']['edit'] = false;
 $wgGroupPermissions['*']['createpage'] = false;
 $wgGroupPermissions['*']['createaccount'] = false;
