@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "sync.ops.importer",
     "sync.ops.audit",
     "sync.devstack.stack",
+    "sync.ops.collect_candidates",
 )
 
 
