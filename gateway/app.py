@@ -34,6 +34,8 @@ from gateway.tools.base import ToolSpec, utc_now
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
 from gateway.transport import headers as rules
+from gateway.transport.compression import compress_response
+from gateway.transport.discovery import bp as oauth_probe_bp
 from gateway.transport.http import bp as mcp_bp
 from gateway.transport.protocol import McpProtocol
 from gateway.web.graph import create_graph_blueprint
@@ -185,11 +187,13 @@ def create_app(
     app.register_blueprint(mcp_bp)
     app.register_blueprint(health_bp)
     app.register_blueprint(metrics_bp)
+    app.register_blueprint(oauth_probe_bp)  # JSON 404s naming the token header for OAuth probes
     if graph_bp is not None:
         app.register_blueprint(graph_bp)  # GET /mcp/graph for the home page (not an MCP tool)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected_error)
     app.after_request(_security_headers)
+    app.after_request(_compress)  # registered last, runs first: later hooks only add headers
     return app
 
 
@@ -218,6 +222,10 @@ def _unexpected_error(exc: Exception) -> Response:
     if _is_mcp_path():
         return json_response(error_body(None, INTERNAL_ERROR, "Internal error"), 500)
     return json_response({"error": {"code": "internal_error", "message": "Internal error"}}, 500)
+
+
+def _compress(response: Response) -> Response:
+    return compress_response(response, request.headers.get("Accept-Encoding"))
 
 
 def _security_headers(response: Response) -> Response:

@@ -259,10 +259,15 @@ def test_get_and_delete_are_405_with_allow_post(client):
 
 
 def test_unsupported_protocol_version_header_is_400(client):
+    # MCP 2026-07-28 UnsupportedProtocolVersionError: -32022 with every served version (docs/transport.md)
     r = post(client, rpc("tools/list"), {"MCP-Protocol-Version": "1999-01-01"})
     body = assert_json(r)
     assert r.status_code == 400 and body["id"] == 1
-    assert "2025-11-25" in body["error"]["message"]
+    assert body["error"]["code"] == -32022 and "2025-11-25" in body["error"]["message"]
+    assert body["error"]["data"] == {
+        "supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"],
+        "requested": "1999-01-01",
+    }
 
 
 def test_supported_or_absent_protocol_version_header_is_accepted(client):
@@ -769,12 +774,33 @@ def test_readyz_with_the_real_dev_wiki(dev_wiki, schema_dir):
         "/.well-known/oauth-protected-resource/mcp",
         "/.well-known/oauth-authorization-server",
         "/.well-known/openid-configuration",
+        "/.well-known/openid-configuration/mcp",
+        "/.well-known/oauth-authorization-server/mcp",
+        "/mcp/.well-known/openid-configuration",
     ],
 )
 def test_no_oauth_metadata_is_advertised(client, path):
-    # docs/transport.md: token/open modes are not OAuth; discovery ends in a JSON 404
+    # docs/transport.md#oauth-probes: token/open modes are not OAuth; discovery ends in a JSON 404
+    # whose OAuth-shaped error_description names the token header
     r = client.get(path, headers={"Host": HOST})
-    assert r.status_code == 404 and assert_json(r)["error"]["code"] == "not_found"
+    body = assert_json(r)
+    assert r.status_code == 404 and body["error"] == "invalid_request"
+    assert "Authorization: Bearer <token>" in body["error_description"]
+    assert "issuer" not in body and "registration_endpoint" not in body
+
+
+@pytest.mark.parametrize("path", ["/register", "/token", "/authorize"])
+def test_oauth_registration_probe_gets_the_token_message(client, path):
+    r = client.post(path, json={"client_name": "x", "redirect_uris": ["http://localhost/cb"]}, headers={"Host": HOST})
+    body = assert_json(r)
+    assert r.status_code == 404 and "does not use OAuth" in body["error_description"]
+    assert "Authorization: Bearer <token>" in body["error_description"]
+
+
+def test_oauth_probe_message_in_open_mode_needs_no_credential(schema_dir):
+    client = _make_app(schema_dir, S3RM_MCP_WRITE_AUTH_MODE="open").test_client()
+    body = assert_json(client.post("/register", json={}, headers={"Host": HOST}))
+    assert "needs no credential" in body["error_description"] and "Bearer" not in body["error_description"]
 
 
 def test_head_on_mcp_is_405(client):

@@ -11,6 +11,8 @@ Two kinds of failure reach a client:
 JSON-RPC codes (JSON-RPC 2.0 §5.1): -32700 parse error, -32600 invalid
 request, -32601 method not found, -32602 invalid params, -32603 internal
 error; the gateway adds -32001 (write not authorised) for HTTP 401/403 answers.
+MCP 2026-07-28 defines -32020 (HeaderMismatch) and -32022 (UnsupportedProtocolVersion),
+both answered with HTTP 400 (docs/transport.md#the-2026-07-28-request-rules).
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ __all__ = [
     "INVALID_PARAMS",
     "INTERNAL_ERROR",
     "UNAUTHORIZED",
+    "HEADER_MISMATCH",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "JsonRpcError",
     "ToolError",
     "error_body",
@@ -37,6 +41,8 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 UNAUTHORIZED = -32001
+HEADER_MISMATCH = -32020
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 # ------------------------------------------------------------------ tool errors

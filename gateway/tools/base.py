@@ -79,19 +79,22 @@ class OutputBudget:
 
         page, n = ctx.budget.fit_prefix(items, lambda part: {"results": part, ...})
 
-    ``cap_bytes``: the cap; ``request_id``: the JSON-RPC id the response echoes.
+    ``cap_bytes``: the cap; ``request_id``: the JSON-RPC id the response echoes;
+    ``overhead_bytes``: bytes the transport adds to every result of this request
+    (the 2026-07-28 ``resultType`` and ``_meta`` members, docs/transport.md#tool-results).
     """
 
     cap_bytes: int
     request_id: str | int | None = None
+    overhead_bytes: int = 0
 
     def measure(self, obj: dict[str, Any]) -> int:
         """Bytes of the full response that would carry ``obj`` as a successful result."""
-        return len(encode_json(result_message(self.request_id, success_result(obj))))
+        return len(encode_json(result_message(self.request_id, success_result(obj)))) + self.overhead_bytes
 
     def measure_error(self, payload: dict[str, Any]) -> int:
         """Bytes of the full response that would carry the error ``payload`` as an ``isError`` result."""
-        return len(encode_json(result_message(self.request_id, failure_result(payload))))
+        return len(encode_json(result_message(self.request_id, failure_result(payload)))) + self.overhead_bytes
 
     def fits(self, obj: dict[str, Any]) -> bool:
         """True when ``obj`` as a successful result stays within the cap."""

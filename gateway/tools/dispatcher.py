@@ -88,8 +88,18 @@ class Dispatcher:
         #: graph cache's invalidation); a failing listener never fails the write
         self.write_listeners = tuple(write_listeners)
 
-    def call(self, params: dict[str, Any], *, request_id: str | int | None, credentials: Credentials) -> CallToolResult:
+    def call(
+        self,
+        params: dict[str, Any],
+        *,
+        request_id: str | int | None,
+        credentials: Credentials,
+        overhead_bytes: int = 0,
+    ) -> CallToolResult:
         """Handle the ``params`` of one tools/call request and return its ``CallToolResult``.
+
+        ``overhead_bytes``: what the transport adds to the result afterwards
+        (counted against ``S3RM_OUTPUT_MAX_BYTES``, see :class:`OutputBudget`).
 
         Raises :class:`JsonRpcError` (-32602) for an unknown tool or malformed
         params and :class:`~gateway.transport.auth.AuthError` for an
@@ -112,7 +122,7 @@ class Dispatcher:
             raise JsonRpcError(INVALID_PARAMS, '"arguments" must be a JSON object', request_id=request_id)
 
         principal = authorize(entry.spec.kind, credentials, self.config)
-        budget = OutputBudget(self.config.output_max_bytes, request_id)
+        budget = OutputBudget(self.config.output_max_bytes, request_id, overhead_bytes)
         started = time.perf_counter()
         if self.admission is None:
             outcome, result = self._run(entry, arguments, principal, budget)
@@ -122,7 +132,7 @@ class Dispatcher:
         elapsed = time.perf_counter() - started
         if outcome == "ok" and entry.spec.kind == "write":
             self._notify_write(name)
-        size = len(encode_json(result_message(request_id, result)))
+        size = len(encode_json(result_message(request_id, result))) + overhead_bytes
         self.metrics.incr("tool_calls", tool=name, outcome=outcome)
         self.metrics.observe("tool_call_seconds", elapsed, tool=name)
         log.info("tool call tool=%s outcome=%s ms=%.1f bytes=%d", name, outcome, elapsed * 1000, size)

@@ -2,8 +2,8 @@
 
 Sources: MCP 2025-06-18 / 2025-11-25 "Transports" (Streamable HTTP):
 Origin MUST be validated and an invalid one answered with 403; the client MUST
-send ``Accept`` listing ``application/json`` (and ``text/event-stream``); an
-unsupported ``MCP-Protocol-Version`` MUST get 400. Host validation (421
+send ``Accept`` listing ``application/json`` (and ``text/event-stream``). The
+protocol-version rules of both eras live in :mod:`gateway.transport.modern`. Host validation (421
 Misdirected Request), 406 and 415 follow the official python-sdk server.
 Allowlists are exact (seeds "연구실 공용 MCP 연결", CHECKLIST R9).
 
@@ -22,23 +22,29 @@ from gateway.core.errors import INVALID_REQUEST, JsonRpcError
 __all__ = [
     "SUPPORTED_PROTOCOL_VERSIONS",
     "LATEST_PROTOCOL_VERSION",
+    "MODERN_PROTOCOL_VERSIONS",
+    "ALL_PROTOCOL_VERSIONS",
     "CORS_ALLOW_HEADERS",
     "check_host",
     "check_origin",
     "check_accept",
     "check_content_type",
-    "check_protocol_version",
     "cors_headers",
     "preflight_headers",
     "security_headers",
 ]
 
-#: Protocol revisions this gateway speaks, oldest first.
+#: Protocol revisions reached through the ``initialize`` handshake ("legacy" era), oldest first.
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
-#: Answered to a client asking for a revision we do not speak (MCP lifecycle, version negotiation).
+#: Answered to an ``initialize`` asking for a revision we do not speak (MCP lifecycle, version negotiation).
 LATEST_PROTOCOL_VERSION = "2025-11-25"
-#: Request headers a browser may send cross-origin to /mcp (B1: the dev wiki's origin).
-CORS_ALLOW_HEADERS = "Content-Type, Authorization, MCP-Protocol-Version, Accept"
+#: Stateless revisions with the version in every request's ``_meta`` ("modern" era; docs/transport.md#protocol-versions).
+MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
+#: Every revision this gateway serves, newest first: the ``supported`` list of an UnsupportedProtocolVersion error.
+ALL_PROTOCOL_VERSIONS = MODERN_PROTOCOL_VERSIONS + tuple(reversed(SUPPORTED_PROTOCOL_VERSIONS))
+#: Request headers a browser may send cross-origin to /mcp: the dev wiki's origin, and every header a
+#: 2026-07-28 client sets (``Mcp-Method``, ``Mcp-Name``; docs/transport.md#cors).
+CORS_ALLOW_HEADERS = "Content-Type, Authorization, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Accept"
 CORS_ALLOW_METHODS = "GET, POST, OPTIONS"
 CORS_MAX_AGE_SECONDS = "600"
 
@@ -116,23 +122,6 @@ def check_content_type(content_type: str | None) -> None:
             INVALID_REQUEST,
             "Unsupported Media Type: Content-Type must be application/json (UTF-8)",
             http_status=415,
-        )
-
-
-def check_protocol_version(header: str | None, request_id: str | int | None = None) -> None:
-    """400 when ``MCP-Protocol-Version`` is present but not a supported revision.
-
-    Absent → accepted (the spec says to assume 2025-03-26, which we support).
-    """
-    if header is None:
-        return
-    if header.strip() not in SUPPORTED_PROTOCOL_VERSIONS:
-        raise JsonRpcError(
-            INVALID_REQUEST,
-            f"Bad Request: unsupported MCP-Protocol-Version; supported: {', '.join(SUPPORTED_PROTOCOL_VERSIONS)}",
-            http_status=400,
-            request_id=request_id,
-            data={"supported": list(SUPPORTED_PROTOCOL_VERSIONS)},
         )
 
 

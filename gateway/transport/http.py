@@ -12,9 +12,11 @@ Accept does not admit application/json       406      -32600
 Content-Type not application/json (UTF-8)    415      -32600
 body not UTF-8 JSON                          400      -32700
 batch array / not a JSON-RPC message         400      -32600
-MCP-Protocol-Version present, unsupported    400      -32600
+2026-07-28: _meta missing / not a string     400      -32602
+2026-07-28: header/body mismatch             400      -32020 (HeaderMismatch)
+unsupported protocol version (either era)    400      -32022 (supported list in data)
 notification or client response              202      (empty body)
-unknown method                               200      -32601
+unknown method                               200      -32601 (404 in the 2026-07-28 era)
 unknown tool / bad params                    200      -32602
 write without token / wrong token            401/403  -32001
 open mode: principal over its rate limit     429      -32003 (Retry-After)
@@ -52,6 +54,7 @@ from gateway.ratelimit import client_address, principal_key
 from gateway.transport import headers as rules
 from gateway.transport.auth import AuthError, Credentials, authorize
 from gateway.transport.jsonrpc import classify
+from gateway.transport.modern import check_modern_request, check_notification_version, is_modern_request
 
 __all__ = ["bp", "empty_response", "rpc_error_response"]
 
@@ -192,14 +195,20 @@ def _handle_post(state) -> Response:
     rules.check_accept(request.headers.get("Accept"))
     rules.check_content_type(request.headers.get("Content-Type"))
     message = classify(_parse(body))
-    # initialize negotiates its version in the body; every other message carries the header.
-    if message.method != "initialize":
-        rules.check_protocol_version(request.headers.get("MCP-Protocol-Version"), message.id)
-    if message.kind != "request":
+    modern = None
+    if is_modern_request(message.method, request.headers.get("MCP-Protocol-Version"), message.params):
+        # 2026-07-28: the version travels in _meta and the routing headers must match the body
+        headers = {key.lower(): value for key, value in request.headers.items()}
+        if message.kind != "request":
+            check_notification_version(headers)
+            return empty_response(202)
+        modern = check_modern_request(message, headers, request.headers.items())
+    elif message.kind != "request":
+        # 2025 era: an absent MCP-Protocol-Version means 2025-03-26; any other value routed modern above
         return empty_response(202)
 
     try:
-        result = state.protocol.handle(message, credentials)
+        result = state.protocol.handle(message, credentials, modern)
     except AuthError as err:
         extra = {"WWW-Authenticate": 'Bearer realm="s3rm-write"'} if err.status == 401 else {}
         body = error_body(message.id, UNAUTHORIZED, err.message, {"code": err.reason})

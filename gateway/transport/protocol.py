@@ -1,14 +1,21 @@
-"""MCP method handling for the stateless endpoint: initialize, ping, tools/list, tools/call.
+"""MCP method handling for the stateless endpoint, both eras (docs/transport.md#protocol-versions).
 
+2025 era (``initialize`` handshake): initialize, ping, tools/list, tools/call.
 There are no sessions: every POST is answered on its own, so tools/list and
 tools/call work without a prior initialize on the same connection (the
-Streamable HTTP spec lets a server omit ``MCP-Session-Id``). Results are
-built with ``mcp.types`` models and dumped with
-``model_dump(by_alias=True, exclude_none=True, mode="json")``.
+Streamable HTTP spec lets a server omit ``MCP-Session-Id``). The client's
+``protocolVersion`` is echoed when it is one of
+:data:`SUPPORTED_PROTOCOL_VERSIONS`, otherwise the server answers 2025-11-25.
 
-Version negotiation (MCP lifecycle): the client's ``protocolVersion`` is echoed
-when it is one of :data:`SUPPORTED_PROTOCOL_VERSIONS`, otherwise the server
-answers with the latest revision it speaks (2025-11-25).
+2026-07-28 era (version in every request's ``_meta``, checked by
+:mod:`gateway.transport.modern`): server/discover, tools/list, tools/call; every
+result carries ``resultType: "complete"`` and ``_meta`` with the server's
+identity, and the cacheable ones (discover, tools/list) ``ttlMs`` and
+``cacheScope``. ``initialize``, ``ping`` and any other method are unknown there
+(-32601, HTTP 404).
+
+Results are built with ``mcp.types`` models and dumped with
+``model_dump(by_alias=True, exclude_none=True, mode="json")``.
 """
 from __future__ import annotations
 
@@ -24,15 +31,20 @@ from mcp.types import (
 )
 
 from gateway.core.errors import INVALID_PARAMS, JsonRpcError, METHOD_NOT_FOUND
+from gateway.core.jsonio import encode_json
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.policy import CONTENT_POLICY
 from gateway.transport.auth import Credentials
-from gateway.transport.headers import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from gateway.transport.headers import ALL_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from gateway.transport.jsonrpc import Message
+from gateway.transport.modern import SERVER_INFO_META_KEY, ModernEnvelope
 
-__all__ = ["McpProtocol", "SERVER_NAME", "negotiate_version"]
+__all__ = ["McpProtocol", "SERVER_NAME", "LIST_TTL_MS", "negotiate_version"]
 
 SERVER_NAME = "s3-research-memory"
+#: ``ttlMs`` of tools/list and server/discover (2026-07-28 caching hints): the tool set changes only
+#: when the server is redeployed, so clients may reuse a listing for five minutes.
+LIST_TTL_MS = 300_000
 _INSTRUCTIONS = (
     "S3 Research Memory: the lab's shared, citable research Lessons (what was tried, what was seen, why, "
     "when it applies). Read tools are public; the five write tools need the shared write token when the "
@@ -63,13 +75,29 @@ class McpProtocol:
         self.dispatcher = dispatcher
         self._server_info = Implementation(name=SERVER_NAME, title="S3 Research Memory", version=_server_version())
         self._tools_result = _dump(ListToolsResult(tools=dispatcher.registry.list_tools()))
+        self._capabilities = _dump(ServerCapabilities(tools=ToolsCapability(listChanged=False)))
+        #: members every 2026-07-28 result carries (``_meta`` identity, ``resultType``)
+        self._modern_members = {
+            "_meta": {SERVER_INFO_META_KEY: _dump(self._server_info)},
+            "resultType": "complete",
+        }
+        self._modern_cache = {"ttlMs": LIST_TTL_MS, "cacheScope": "public"}
+        #: bytes the modern members add to a non-empty result object: ``,"_meta":{...},"resultType":"complete"``
+        self._modern_overhead = len(encode_json(self._modern_members)) - 1
+        self._modern_tools_result = {**self._tools_result, **self._modern_cache, **self._modern_members}
 
-    def handle(self, message: Message, credentials: Credentials) -> dict[str, Any]:
+    def handle(
+        self, message: Message, credentials: Credentials, modern: ModernEnvelope | None = None
+    ) -> dict[str, Any]:
         """Return the ``result`` member for ``message`` (a request).
 
-        Raises :class:`JsonRpcError` -32601 for unknown methods, -32602 for bad
-        params; tools/call may also raise :class:`~gateway.transport.auth.AuthError`.
+        ``modern`` is the checked 2026-07-28 envelope, or ``None`` for the
+        2025 era. Raises :class:`JsonRpcError` -32601 for unknown methods
+        (HTTP 404 in the 2026-07-28 era), -32602 for bad params; tools/call
+        may also raise :class:`~gateway.transport.auth.AuthError`.
         """
+        if modern is not None:
+            return self._handle_modern(message, credentials)
         method = message.method
         if method == "initialize":
             return self._initialize(message)
@@ -85,6 +113,37 @@ class McpProtocol:
             f"Method not found: {str(method)[:80]!r} (this server offers initialize, ping, tools/list, tools/call)",
             request_id=message.id,
         )
+
+    def _handle_modern(self, message: Message, credentials: Credentials) -> dict[str, Any]:
+        method = message.method
+        if method == "server/discover":
+            return self._discover()
+        if method == "tools/list":
+            return self._modern_tools_result
+        if method == "tools/call":
+            result = self.dispatcher.call(
+                message.params,
+                request_id=message.id,
+                credentials=credentials,
+                overhead_bytes=self._modern_overhead,
+            )
+            return {**_dump(result), **self._modern_members}
+        raise JsonRpcError(
+            METHOD_NOT_FOUND,
+            f"Method not found: {str(method)[:80]!r} (with MCP 2026-07-28 this server offers server/discover, "
+            "tools/list, tools/call)",
+            http_status=404,
+            request_id=message.id,
+        )
+
+    def _discover(self) -> dict[str, Any]:
+        return {
+            "supportedVersions": list(ALL_PROTOCOL_VERSIONS),
+            "capabilities": self._capabilities,
+            "instructions": _INSTRUCTIONS,
+            **self._modern_cache,
+            **self._modern_members,
+        }
 
     def _initialize(self, message: Message) -> dict[str, Any]:
         requested = message.params.get("protocolVersion")
