@@ -279,3 +279,74 @@ def test_inspector_cli_without_a_header_shows_the_token_message(stack):
     # without a terminal it prints the 401's JSON-RPC error, which names the header too
     batch = inspector(stack, *call, "--stored-auth-only", header=False)
     assert batch.returncode != 0 and "Authorization: Bearer <token>" in batch.stdout + batch.stderr
+
+
+# ------------------------------------------------------------------ README examples, run as written
+README = REPO / "README.md"
+README_URL = "http://127.0.0.1:8080/mcp"
+
+
+def readme_example(name: str) -> str:
+    """The fenced block after ``<!-- example: NAME -->`` in README.md, with the gateway URL it names."""
+    text = README.read_text(encoding="utf-8")
+    marker = f"<!-- example: {name} -->"
+    assert text.count(marker) == 1, marker
+    block = text.split(marker, 1)[1].split("```", 2)[1]
+    return block.split("\n", 1)[1]  # drop the language tag line
+
+
+def _example_env() -> dict[str, str]:
+    env = _node_env()
+    env["S3RM_MCP_TOKEN"] = TOKEN
+    env["HOME"] = str(Path(os.environ.get("TMPDIR", "/tmp")) / "s3rm-inspector-home")
+    env["MCP_INSPECTOR_SECRET_STORE"] = "memory"
+    return env
+
+
+def _run_example(argv: list, stack, stdin: str | None = None) -> str:
+    done = subprocess.run([str(a) for a in argv], cwd=CLIENTS, env=_example_env(), capture_output=True, text=True,
+                          timeout=180, input=stdin)
+    assert done.returncode == 0, f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.mark.parametrize("name, python, version", [
+    ("python-sdk-2", PYTHON_SDK2, "2026-07-28"),
+    ("python-sdk-1", Path(sys.executable), "2025-11-25"),
+])
+def test_readme_python_examples_run(stack, name, python, version):
+    code = readme_example(name)
+    assert README_URL in code
+    out = _run_example([python, "-c", code.replace(README_URL, stack.url)], stack)
+    assert out.startswith(version), out
+
+
+def test_readme_typescript_example_runs(stack):
+    code = readme_example("typescript")
+    out = _run_example([NODE, "--input-type=module", "-e", code.replace(README_URL, stack.url)], stack)
+    version, tools, results = out.split()
+    assert (version, tools) == ("2026-07-28", "10") and int(results) >= 0, out
+
+
+def test_readme_inspector_cli_example_runs(stack):
+    script = readme_example("inspector-cli")
+    out = _run_example(["bash", "-euo", "pipefail", "-c", script.replace(README_URL, stack.url)], stack)
+    assert out.count('"search_lessons"') >= 1 and '"structuredContent"' in out, out[-2000:]
+
+
+def test_readme_mcp_remote_example_runs(stack, tmp_path):
+    config = json.loads(readme_example("mcp-remote"))["mcpServers"]["s3-research-memory"]
+    env = _example_env()
+    env["HOME"] = str(tmp_path)
+    env.update({k: v.replace("<token>", TOKEN) for k, v in config["env"].items()})
+    args = [a.replace(README_URL, stack.url) for a in config["args"]]
+    params = StdioServerParameters(command=config["command"], args=args, env=env, cwd=str(CLIENTS))
+
+    async def run():
+        with open(tmp_path / "err.log", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    return await _sdk1_session(session)
+
+    out = anyio.run(run)
+    assert_read_and_write(out)
