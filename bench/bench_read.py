@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from gateway.config import GatewayConfig  # noqa: E402
 from gateway.domain.model import LessonPage  # noqa: E402
-from gateway.metrics import Metrics  # noqa: E402
+from gateway.ops.metrics import Metrics  # noqa: E402
 from gateway.tools.base import OutputBudget, ToolContext, utc_now
 from gateway.core.principal import Principal  # noqa: E402
 from gateway.tools.registry import load_specs  # noqa: E402
@@ -162,7 +162,7 @@ def start_gateway(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     genv = {**os.environ, **env, "S3RM_BIND": f"127.0.0.1:{port}", "S3RM_MCP_PUBLIC_URL": url}
-    # the production entry point: `s3rm serve` = gunicorn -c gateway/gunicorn.conf.py gateway.wsgi:app
+    # the production entry point: `s3rm serve` = gunicorn -c gateway/serving/gunicorn.conf.py gateway.serving.wsgi:app
     proc = subprocess.Popen([sys.executable, "-m", "sync.cli", "serve"], cwd=REPO, env=genv,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30

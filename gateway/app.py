@@ -22,13 +22,12 @@ from typing import Any, Callable
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from gateway.admission import Admission
 from gateway.config import GatewayConfig
 from gateway.core.errors import INTERNAL_ERROR, INVALID_REQUEST, ToolError, error_body
 from gateway.core.jsonio import json_response
-from gateway.health import WikiLoginProbe, bp as health_bp
-from gateway.metrics import Metrics, bp as metrics_bp
-from gateway.ratelimit import RateLimiter
+from gateway.ops.admission import Admission
+from gateway.ops.metrics import Metrics
+from gateway.ops.ratelimit import RateLimiter
 from gateway.retrieval.hybrid import RetrievalService
 from gateway.tools.base import ToolSpec, utc_now
 from gateway.tools.dispatcher import Dispatcher
@@ -39,6 +38,8 @@ from gateway.transport.discovery import bp as oauth_probe_bp
 from gateway.transport.http import bp as mcp_bp
 from gateway.transport.protocol import McpProtocol
 from gateway.web.graph import create_graph_blueprint
+from gateway.web.health import WikiLoginProbe, bp as health_bp
+from gateway.web.metrics_endpoint import bp as metrics_bp
 
 __all__ = ["create_app", "GatewayState", "LazyRepository", "RepositoryFactory"]
 
@@ -98,9 +99,9 @@ class GatewayState:
     clock: Callable[[], datetime]
     admission_status: Callable[[], str]
     semantic_status: Callable[[], str]
-    #: :class:`gateway.admission.Admission` (per-class slots and queues) or ``None``
+    #: :class:`gateway.ops.admission.Admission` (per-class slots and queues) or ``None``
     admission: Any = None
-    #: :class:`gateway.ratelimit.RateLimiter` (open mode) or ``None``
+    #: :class:`gateway.ops.ratelimit.RateLimiter` (open mode) or ``None``
     rate_limiter: Any = None
     #: ``() -> dict`` of the hybrid layer's P2 status values, or ``None`` (reported absent)
     semantic_stats: Callable[[], dict] | None = None
@@ -109,7 +110,7 @@ class GatewayState:
 
 
 def create_app(
-    config: GatewayConfig | None = None,
+    config: GatewayConfig,
     *,
     repository_factory: RepositoryFactory | None = None,
     wiki_probe: Callable[[], bool] | None = None,
@@ -123,20 +124,21 @@ def create_app(
 ) -> Flask:
     """Build the gateway WSGI app.
 
-    * ``config`` — defaults to ``GatewayConfig.from_env()`` (raises ``ConfigError``).
+    * ``config`` — the validated configuration (:func:`gateway.config.load_config`);
+      the factory never reads the environment itself.
     * ``repository_factory(config) -> repository`` — the Lesson repository,
       built lazily once per process (:class:`LazyRepository`); ``None`` leaves
       ``ToolContext.repository`` as ``None``.
     * ``wiki_probe() -> bool`` — readiness wiki check; defaults to
-      :class:`~gateway.health.WikiLoginProbe` (bot-password login, cached).
+      :class:`~gateway.web.health.WikiLoginProbe` (bot-password login, cached).
     * ``clock`` — aware-UTC ``now`` for tools and the job-runner freshness check.
     * ``admission_status`` / ``semantic_status`` — bounded status words for
-      health (defaults: the process :class:`~gateway.admission.Admission`'s
+      health (defaults: the process :class:`~gateway.ops.admission.Admission`'s
       status / ``"disabled"``).
     * ``semantic_stats`` — ``() -> dict`` of the hybrid layer's observability
       values for ``/metrics`` (absent when ``None``).
     * ``retrieval`` — the hybrid retrieval service; by default, when a
-      repository exists, :meth:`RetrievalService.from_env` builds it (provider
+      repository exists, it is built from ``config.retrieval`` (provider
       ``disabled`` unless ``S3RM_EMBEDDING_PROVIDER`` says otherwise) and starts
       its ONE background refresher here, once per process (CHECKLIST R1).
       It supplies ``semantic_status``/``semantic_stats`` unless those are given.
@@ -146,13 +148,12 @@ def create_app(
     Raises :class:`~gateway.tools.registry.SchemaLoadError` when a tool schema
     is missing or invalid.
     """
-    config = config if config is not None else GatewayConfig.from_env()
     metrics = metrics or Metrics()
     registry = ToolRegistry.load(config.schema_dir, specs)
     repository = LazyRepository(repository_factory, config) if repository_factory is not None else None
     admission = Admission.from_config(config, metrics=metrics)
     if retrieval is None and repository is not None:
-        retrieval = RetrievalService.from_env(repository, metrics=metrics)
+        retrieval = RetrievalService(config.retrieval, repository, metrics=metrics)
         retrieval.start()
     if retrieval is not None:
         admission.attach_semantic_gate(retrieval.gate_stats)

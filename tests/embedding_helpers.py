@@ -22,7 +22,7 @@ from typing import Iterator
 
 import requests
 
-from gateway.retrieval.settings import RetrievalSettings
+from gateway.config.retrieval import RetrievalSettings
 from lesson_samples import lesson
 
 _server: dict[str, object] = {}

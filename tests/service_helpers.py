@@ -1,7 +1,7 @@
 """Real processes for the security, fault and load checks (issue 8), loopback only.
 
 * :class:`Gateway` — runs the command ``s3rm serve`` executes (gunicorn with
-  ``gateway/gunicorn.conf.py``, one gthread worker; the serve pre-check is
+  ``gateway/serving/gunicorn.conf.py``, one gthread worker; the serve pre-check is
   skipped to start faster) on a free 127.0.0.1 port with the given environment; ``with Gateway(env) as gw:``
   waits for ``/livez`` and stops (SIGTERM, then SIGKILL) on exit. ``gw.base``,
   ``gw.url`` (``…/mcp``), ``gw.pid``, ``gw.log_text()``, ``gw.restart()``.

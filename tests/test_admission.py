@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from gateway_helpers import minimal_schema_dir
 
-from gateway.admission import Admission, AdmissionClass, AdmissionRejected, semantic_permit
+from gateway.ops.admission import Admission, AdmissionClass, AdmissionRejected, semantic_permit
 from gateway.app import create_app
 from gateway.config import ConfigError, GatewayConfig
 from gateway.core.errors import ToolError
 from gateway.core.principal import Principal
-from gateway.ratelimit import RateLimiter
+from gateway.ops.ratelimit import RateLimiter
 from gateway.tools.registry import load_specs
 from gateway.transport.auth import check_scope_access, principal_hash
 
@@ -378,7 +378,7 @@ def test_open_mode_rate_limit_answers_429_with_retry_after(tmp_path):
 
 # ----------------------------------------------------------------- metrics
 def test_metrics_endpoint_is_loopback_or_token_only_and_lists_every_p2_item(tmp_path):
-    from gateway.metrics import P2_ITEMS
+    from gateway.ops.metrics import P2_ITEMS
 
     token = "metrics-token-0123456789"
     app = _app(tmp_path, specs=_specs(get_lesson=_fast),

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from gateway.config import GatewayConfig
-from gateway.health import jobrunner_status
-from gateway.ratelimit import CLIENT_IP_HEADER, PROXY_SECRET_HEADER
-from gateway.retrieval.profiles import QWEN3_PROFILE
+from gateway.web.health import jobrunner_status
+from gateway.ops.ratelimit import CLIENT_IP_HEADER, PROXY_SECRET_HEADER
+from gateway.config.profiles import QWEN3_PROFILE
 
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE = REPO / "compose.yaml"
@@ -482,7 +482,7 @@ def test_gateway_image_layout_installs_and_serves_without_the_checkout(tmp_path)
                           "./app"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert pip.returncode == 0, pip.stderr[-2000:]
     probe = (
-        "import gateway, gateway.wsgi as w; "
+        "import gateway, gateway.serving.wsgi as w; "
         "assert gateway.__file__.startswith(%r), gateway.__file__; "
         "print(len(w.app.extensions['s3rm'].registry))" % str(site)
     )

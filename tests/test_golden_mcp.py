@@ -37,10 +37,9 @@ from typing import Any, Callable
 import pytest
 
 from gateway.app import create_app
-from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
+from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig, load_config
 from gateway.retrieval import cursors
 from gateway.retrieval.hybrid import RetrievalService
-from gateway.retrieval.settings import RetrievalSettings
 from gateway.wiki.memory import InMemoryRepository
 
 GOLDEN_DIR = Path(__file__).parent / "golden" / "mcp"
@@ -272,7 +271,7 @@ def golden_client(monkeypatch):
     defaults[-1] = lambda: fixed                      # cursor expiry from the fixed clock
     monkeypatch.setattr(cursors.CursorCodec.__init__, "__defaults__", tuple(defaults))
     repo = InMemoryRepository(clock=lambda: NOW)
-    retrieval = RetrievalService(RetrievalSettings.from_env({}), repo)   # provider disabled
+    retrieval = RetrievalService(load_config({}).retrieval, repo)   # provider disabled
     app = create_app(_config(), repository_factory=lambda _config: repo, wiki_probe=lambda: True,
                      clock=lambda: NOW, retrieval=retrieval)
     yield app.test_client()

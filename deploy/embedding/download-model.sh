@@ -1,7 +1,7 @@
 #!/bin/sh
 # embedding-downloader: fetch the pinned Qwen3-Embedding-0.6B F16 GGUF into /models once.
 #
-# Pin (also in gateway/retrieval/profiles.py QWEN3_PROFILE): file Qwen3-Embedding-0.6B-f16.gguf
+# Pin (also in gateway/config/profiles.py QWEN3_PROFILE): file Qwen3-Embedding-0.6B-f16.gguf
 # from the Qwen/Qwen3-Embedding-0.6B-GGUF repository, 1,197,629,632 bytes, SHA-256
 # 421a27e58d165478cc7acb984a688c2aa41404968b0203e7cd743ece44c54340.
 # Idempotent: an existing file with the right digest is kept; a wrong or partial file is

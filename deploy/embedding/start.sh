@@ -2,7 +2,7 @@
 # Start llama-server for Qwen3-Embedding-0.6B (F16 GGUF) after re-checking the pinned SHA-256.
 # Serves the OpenAI-compatible /v1/embeddings on :8080 of the internal embedding-backend
 # network only (compose.yaml publishes no port). The served model id is the file name,
-# which gateway/retrieval/profiles.py (QWEN3_PROFILE.model_id) pins; last-token pooling;
+# which gateway/config/profiles.py (QWEN3_PROFILE.model_id) pins; last-token pooling;
 # 2 slots x 16,384 tokens (the profile's max_input_tokens), one micro-batch per input.
 set -eu
 model="/models/${S3RM_MODEL_FILE:?}"

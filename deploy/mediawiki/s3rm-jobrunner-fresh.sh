@@ -1,7 +1,7 @@
 #!/bin/bash
 # s3rm-jobrunner-fresh MAX_AGE_SECONDS — container health check of the jobrunner service:
 # exit 0 when the freshness state file reports ok:true no older than MAX_AGE_SECONDS
-# (the same rule the gateway's /readyz applies, gateway/health.py jobrunner_status).
+# (the same rule the gateway's /readyz applies, gateway/web/health.py jobrunner_status).
 set -euo pipefail
 state="${S3RM_JOBRUNNER_STATE_FILE:-/var/lib/s3rm/jobrunner/state.json}"
 max_age="${1:-120}"

@@ -38,7 +38,7 @@ import numpy as np
 
 from gateway.domain.model import LessonPage
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingSaturated
-from gateway.retrieval.profiles import FACETS
+from gateway.config.profiles import FACETS
 
 __all__ = ["DuplicateChecker", "MAX_CANDIDATES"]
 

@@ -22,7 +22,7 @@ Behaviour:
 * a circuit breaker opens after :data:`BREAKER_FAILURES` consecutive failures
   and lets one trial call through after :data:`BREAKER_RESET_SECONDS`;
 * every response is checked against the pinned profile: count and order,
-  dimensions and the served model id (:class:`~gateway.retrieval.profiles.ProfileMismatch`,
+  dimensions and the served model id (:class:`~gateway.config.profiles.ProfileMismatch`,
   CHECKLIST H7), finite values, a response-size cap.
 
 Errors all derive from :class:`EmbeddingError` and carry a short ``code``
@@ -46,8 +46,8 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 import requests
 
-from gateway.retrieval.profiles import EmbeddingProfile, ProfileMismatch, get_profile
-from gateway.retrieval.settings import RetrievalSettings
+from gateway.config.profiles import EmbeddingProfile, ProfileMismatch, get_profile
+from gateway.config.retrieval import RetrievalSettings
 
 __all__ = [
     "AdmissionGate",
@@ -355,7 +355,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         settings: transport and limit settings (URL, key, timeout, concurrency, queue, batch size).
         profile: the pinned profile; request formats and checks come from it.
         gate / breaker: injectable for tests; default a fresh gate and breaker.
-        metrics: optional ``gateway.metrics.Metrics`` (counts/latencies only).
+        metrics: optional ``gateway.ops.metrics.Metrics`` (counts/latencies only).
     """
 
     enabled = True

@@ -51,7 +51,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from gateway.admission import semantic_permit
+from gateway.ops.admission import semantic_permit
 from gateway.core.errors import ToolError
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.schema import load_schema
@@ -73,10 +73,10 @@ from gateway.retrieval.fusion import (
     verified_coverage,
 )
 from gateway.retrieval.index import FilterMask, IndexSnapshot, epoch_seconds
-from gateway.retrieval.profiles import FACETS, generation_id, get_profile
+from gateway.config.profiles import FACETS, generation_id, get_profile
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument, normalize_query
 from gateway.retrieval.refresher import IndexRefresher
-from gateway.retrieval.settings import RetrievalSettings
+from gateway.config.retrieval import RetrievalSettings
 
 __all__ = [
     "HYBRID_MODE",
@@ -168,9 +168,9 @@ class RetrievalService:
     """The process-wide hybrid retrieval service (``ToolContext.retrieval``).
 
     Args:
-        settings: :class:`RetrievalSettings`.
+        settings: :class:`RetrievalSettings` (``GatewayConfig.retrieval``).
         repository: the Lesson repository the refresher reads (the app's lazy one).
-        metrics: optional ``gateway.metrics.Metrics``.
+        metrics: optional ``gateway.ops.metrics.Metrics``.
         provider: injectable provider (default: :func:`build_provider`).
         ranking: ranking configuration (default ``rrf_v2``).
         clock: monotonic seconds for the refresher.
@@ -193,12 +193,6 @@ class RetrievalService:
         self._text_fields = tuple(f.name for f in load_schema().lesson.fields if f.type in ("text", "longtext"))
 
     # ------------------------------------------------------------ lifecycle
-    @classmethod
-    def from_env(cls, repository: Any, *, metrics: Any = None, environ: Mapping[str, str] | None = None
-                 ) -> "RetrievalService":
-        """Build the service from ``S3RM_EMBEDDING_*`` / ``S3RM_SEMANTIC_*`` (raises RetrievalConfigError)."""
-        return cls(RetrievalSettings.from_env(environ), repository, metrics=metrics)
-
     def gate_stats(self) -> dict[str, Any]:
         """Counts of the provider's shared admission gate (``in_use``, ``slots``, ``waiting``, ``queue_limit``)."""
         gate = getattr(self.provider, "gate", None)

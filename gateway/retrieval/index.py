@@ -36,7 +36,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from gateway.retrieval.profiles import FACETS
+from gateway.config.profiles import FACETS
 
 __all__ = ["IndexEntry", "IndexRecord", "IndexSnapshot", "SemanticHit", "FilterMask", "epoch_seconds"]
 

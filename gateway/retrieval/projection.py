@@ -46,7 +46,7 @@ from typing import Mapping
 
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.schema import Schema, load_schema
-from gateway.retrieval.profiles import FACETS
+from gateway.config.profiles import FACETS
 
 __all__ = [
     "PROJECTION_VERSION",

@@ -53,9 +53,9 @@ from gateway.core.errors import ToolError
 from gateway.domain.repository import LessonRepository, RepositoryError, SNAPSHOT_BATCH
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, ProviderProfileMismatch
 from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
-from gateway.retrieval.profiles import FACETS
+from gateway.config.profiles import FACETS
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument
-from gateway.retrieval.settings import RetrievalSettings
+from gateway.config.retrieval import RetrievalSettings
 
 __all__ = ["IndexRefresher", "SemanticState", "RefreshOutcome", "record_of"]
 
@@ -139,10 +139,10 @@ class IndexRefresher:
         repository: the Lesson repository (reads only).
         provider: the embedding provider (shared admission gate with queries).
         builder: projection builder of this generation.
-        generation: generation id (:func:`gateway.retrieval.profiles.generation_id`).
+        generation: generation id (:func:`gateway.config.profiles.generation_id`).
         settings: reconcile interval and max lag.
         clock: monotonic seconds (injectable).
-        metrics: optional ``gateway.metrics.Metrics``.
+        metrics: optional ``gateway.ops.metrics.Metrics``.
     """
 
     def __init__(self, repository: LessonRepository, provider: EmbeddingProvider, builder: ProjectionBuilder,

@@ -27,7 +27,7 @@ from gateway.config import GatewayConfig
 from gateway.core.errors import ToolError
 from gateway.core.jsonio import compact_json, encode_json
 from gateway.core.principal import Principal
-from gateway.metrics import Metrics
+from gateway.ops.metrics import Metrics
 
 __all__ = [
     "Handler",
@@ -142,7 +142,7 @@ class ToolContext:
     * ``principal`` — the caller (:class:`~gateway.core.principal.Principal`).
     * ``clock`` — ``() -> datetime`` (aware UTC); use it instead of ``datetime.now``.
     * ``budget`` — the :class:`OutputBudget` for this response.
-    * ``metrics`` — the process :class:`~gateway.metrics.Metrics` (counts and
+    * ``metrics`` — the process :class:`~gateway.ops.metrics.Metrics` (counts and
       latencies only; never query text or Lesson content).
     * ``tool_name`` — the tool being called.
     * ``retrieval`` — the process :class:`~gateway.retrieval.hybrid.RetrievalService`

@@ -5,8 +5,8 @@ For each call, in order:
 1. look the tool up — unknown → JSON-RPC ``-32602`` (:class:`JsonRpcError`);
 2. authorise it — an unauthorised write → :class:`~gateway.transport.auth.AuthError` (HTTP 401/403);
    then take a slot of its admission class (``read``/``write``,
-   :mod:`gateway.admission`) — over capacity →
-   :class:`~gateway.admission.AdmissionRejected` (HTTP 429/503, ``Retry-After``);
+   :mod:`gateway.ops.admission`) — over capacity →
+   :class:`~gateway.ops.admission.AdmissionRejected` (HTTP 429/503, ``Retry-After``);
 3. validate the arguments against the tool's closed input schema — failure →
    ``isError`` result ``invalid_argument`` naming ``field`` and ``rule``
    (MCP 2025-11-25: input validation errors are tool execution errors);
@@ -37,7 +37,7 @@ from mcp.types import CallToolResult
 from gateway.config import GatewayConfig
 from gateway.core.errors import INVALID_PARAMS, JsonRpcError, ToolError, error_payload
 from gateway.core.jsonio import encode_json
-from gateway.metrics import Metrics
+from gateway.ops.metrics import Metrics
 from gateway.tools.base import (
     OutputBudget,
     ToolContext,
@@ -80,7 +80,7 @@ class Dispatcher:
         self.repository = repository
         self.metrics = metrics or Metrics()
         self.clock = clock
-        #: :class:`gateway.admission.Admission` or ``None`` (no admission control, unit tests)
+        #: :class:`gateway.ops.admission.Admission` or ``None`` (no admission control, unit tests)
         self.admission = admission
         #: :class:`gateway.retrieval.hybrid.RetrievalService` or ``None`` (handed to every ToolContext)
         self.retrieval = retrieval

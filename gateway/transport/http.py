@@ -24,7 +24,7 @@ read/write class queue full / wait timed out 429/503  -32003 (Retry-After)
 ===========================================  =======  ==========================
 
 In ``open`` mode every request is charged to its principal's token bucket
-(:mod:`gateway.ratelimit`); the principal is the verified write token or the
+(:mod:`gateway.ops.ratelimit`); the principal is the verified write token or the
 client address, taken from the proxy's header only with the proxy secret.
 
 ``GET`` and ``DELETE`` (and any other method) → 405 with ``Allow: POST``: the
@@ -50,7 +50,7 @@ from gateway.core.errors import (
     error_body,
 )
 from gateway.core.jsonio import json_response
-from gateway.ratelimit import client_address, principal_key
+from gateway.ops.ratelimit import client_address, principal_key
 from gateway.transport import headers as rules
 from gateway.transport.auth import AuthError, Credentials, authorize
 from gateway.transport.jsonrpc import classify

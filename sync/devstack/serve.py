@@ -2,7 +2,7 @@
 
 Validates the configuration first (exit 2 with the variable's name on error),
 then replaces this process with
-``python -m gunicorn -c gateway/gunicorn.conf.py gateway.wsgi:app``.
+``python -m gunicorn -c gateway/serving/gunicorn.conf.py gateway.serving.wsgi:app``.
 """
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from pathlib import Path
 __all__ = ["register", "gunicorn_argv", "GUNICORN_CONF"]
 
 #: The gunicorn configuration file shipped with the gateway.
-GUNICORN_CONF = Path(__file__).resolve().parents[2] / "gateway" / "gunicorn.conf.py"
+GUNICORN_CONF = Path(__file__).resolve().parents[2] / "gateway" / "serving" / "gunicorn.conf.py"
 
 
 def gunicorn_argv() -> list[str]:
     """The command ``s3rm serve`` executes."""
-    return [sys.executable, "-m", "gunicorn", "-c", str(GUNICORN_CONF), "gateway.wsgi:app"]
+    return [sys.executable, "-m", "gunicorn", "-c", str(GUNICORN_CONF), "gateway.serving.wsgi:app"]
 
 
 def _serve(args: argparse.Namespace) -> int:

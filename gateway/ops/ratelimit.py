@@ -15,7 +15,7 @@ when the separate server secret matches.
   (``S3RM_RATE_LIMIT_PER_SECOND`` refill, ``S3RM_RATE_LIMIT_BURST`` capacity),
   at most ``S3RM_RATE_LIMIT_MAX_PRINCIPALS`` buckets (least recently used
   evicted, so memory stays bounded under address spraying). Over the limit →
-  :class:`~gateway.admission.AdmissionRejected` 429 ``rate_limited`` with
+  :class:`~gateway.ops.admission.AdmissionRejected` 429 ``rate_limited`` with
   ``Retry-After``.
 
 Principal keys are never logged; metrics count rejections only.
@@ -30,7 +30,7 @@ import time
 from collections import OrderedDict
 from typing import Callable, Mapping
 
-from gateway.admission import AdmissionRejected
+from gateway.ops.admission import AdmissionRejected
 
 __all__ = ["CLIENT_IP_HEADER", "PROXY_SECRET_HEADER", "RateLimiter", "client_address", "principal_key"]
 

@@ -19,14 +19,14 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from gateway.config import GatewayConfig  # noqa: E402
+from gateway.config import load_config  # noqa: E402
 
-_config = GatewayConfig.from_env()
+_config = load_config(os.environ)
 
 bind = [_config.bind]
 workers = 1
-# gthread with JSON error pages for requests gunicorn itself refuses (gateway/gunicorn_worker.py)
-worker_class = "gateway.gunicorn_worker.JsonErrorThreadWorker"
+# gthread with JSON error pages for requests gunicorn itself refuses (gateway/serving/worker.py)
+worker_class = "gateway.serving.worker.JsonErrorThreadWorker"
 threads = _config.gunicorn_threads
 # A tools/call reads the wiki with its own timeouts; 60 s bounds a stuck request.
 timeout = 60

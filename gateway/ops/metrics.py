@@ -1,25 +1,12 @@
-"""In-process metrics (counters, latency summaries) and the ``GET /metrics`` JSON endpoint.
+"""In-process metrics (counters, latency summaries) and the observability view of them.
 
 Labels are restricted to short identifiers (tool name, outcome code, stage,
 class, cause); never query text, arguments or Lesson content (DESIGN.md §4
 "Privacy", CHECKLIST P2, seeds/design-hybrid-search.ko.wiki "관측 항목" and
 "보안과 개인정보"). Thread-safe; one :class:`Metrics` per process.
 
-``GET /metrics`` (not under ``/mcp``, so the ``domain`` profile's Caddy never
-forwards it) answers only
-
-* a **loopback peer** (the socket address, never a forwarded header), e.g.
-  ``curl http://127.0.0.1:8080/metrics`` on the host or inside the container, or
-* a caller sending ``Authorization: Bearer <token>`` whose SHA-256 equals
-  ``S3RM_METRICS_TOKEN_SHA256`` (constant-time compare) — for a scraper on
-  another host.
-
-Anyone else gets a JSON 404 (the endpoint's existence is not advertised).
-Body shape (every value a number, a bounded word, ``null`` when absent)::
-
-    {"process": {...}, "admission": {"read": {...}, "write": {...}, "semantic": {...}},
-     "rate_limit": {...} | null, "observability": {<P2 item>: value | null, ...},
-     "semantic": {...} | null, "counters": [...], "timings": [...]}
+The ``GET /metrics`` endpoint (:mod:`gateway.web.metrics_endpoint`) serves
+:meth:`Metrics.snapshot` and :func:`observability`.
 
 ``observability`` names every CHECKLIST P2 item; values come from the
 process counters and from the hybrid layer's status callable
@@ -28,26 +15,16 @@ process counters and from the hybrid layer's status callable
 from __future__ import annotations
 
 import bisect
-import hashlib
-import hmac
-import ipaddress
-import os
-import resource
 import threading
-import time
 from collections import defaultdict
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from flask import Blueprint, current_app, request
 
-from gateway.core.jsonio import json_response
-
-__all__ = ["Metrics", "bp", "P2_ITEMS", "observability", "metrics_allowed"]
+__all__ = ["Metrics", "P2_ITEMS", "bounded", "observability"]
 
 _MAX_LABEL_LEN = 64
 #: Latency histogram bucket upper bounds (seconds) for p50/p95 estimates.
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-_STARTED = time.monotonic()
 
 
 def _key(name: str, labels: dict[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -187,17 +164,17 @@ def _dig(data: Mapping[str, Any] | None, dotted: str) -> Any:
         if not isinstance(cur, Mapping) or part not in cur:
             return None
         cur = cur[part]
-    return _bounded(cur)
+    return bounded(cur)
 
 
-def _bounded(value: Any) -> Any:
+def bounded(value: Any) -> Any:
     """Numbers, booleans and short words pass; anything else (text, containers) is dropped to ``None``."""
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
         return value[:_MAX_LABEL_LEN]
     if isinstance(value, Mapping):
-        return {str(k)[:_MAX_LABEL_LEN]: _bounded(v) for k, v in list(value.items())[:64]}
+        return {str(k)[:_MAX_LABEL_LEN]: bounded(v) for k, v in list(value.items())[:64]}
     return None
 
 
@@ -237,74 +214,3 @@ def observability(metrics: Metrics, semantic: Mapping[str, Any] | None) -> dict[
                 value = part
         out[item] = value
     return out
-
-
-# -------------------------------------------------------------- endpoint
-bp = Blueprint("metrics", __name__)
-
-
-def _is_loopback(addr: str | None) -> bool:
-    try:
-        return ipaddress.ip_address((addr or "").strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def metrics_allowed(remote_addr: str | None, authorization: str | None, token_sha256: str) -> bool:
-    """True for a loopback socket peer, or a Bearer token matching ``S3RM_METRICS_TOKEN_SHA256``."""
-    if _is_loopback(remote_addr):
-        return True
-    if not token_sha256 or not authorization:
-        return False
-    scheme, _, token = authorization.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return False
-    digest = hashlib.sha256(token.strip().encode("utf-8", "surrogatepass")).hexdigest()
-    return hmac.compare_digest(digest, token_sha256)
-
-
-def _rss_bytes() -> int | None:
-    try:
-        with open("/proc/self/statm", encoding="ascii") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _safe_call(fn: Callable[[], Any] | None) -> Any:
-    if fn is None:
-        return None
-    try:
-        return fn()
-    except Exception:  # a failing status hook must not fail the metrics endpoint
-        return None
-
-
-@bp.route("/metrics", methods=["GET"])
-def metrics_endpoint():
-    """JSON metrics for operators (loopback or metrics token only; see the module docstring)."""
-    state = current_app.extensions["s3rm"]
-    if not metrics_allowed(request.remote_addr, request.headers.get("Authorization"),
-                           state.config.metrics_token_sha256):
-        return json_response({"error": {"code": "not_found", "message": "Not Found: no such endpoint on this server"}},
-                             404)
-    metrics: Metrics = state.metrics
-    semantic = _safe_call(getattr(state, "semantic_stats", None))
-    semantic = semantic if isinstance(semantic, Mapping) else None
-    admission = getattr(state, "admission", None)
-    limiter = getattr(state, "rate_limiter", None)
-    snap = metrics.snapshot()
-    body = {
-        "process": {
-            "uptime_seconds": round(time.monotonic() - _STARTED, 1),
-            "rss_bytes": _rss_bytes(),
-            "threads": threading.active_count(),
-        },
-        "admission": admission.snapshot() if admission is not None else None,
-        "rate_limit": {"principals": len(limiter), "rejected": limiter.rejected} if limiter is not None else None,
-        "observability": observability(metrics, semantic),
-        "semantic": _bounded(semantic) if semantic is not None else None,
-        "counters": snap["counters"],
-        "timings": snap["timings"],
-    }
-    return json_response(body, 200)

@@ -5,7 +5,7 @@ A profile is the *semantic* contract of an embedding model: which artifact
 how many dimensions come back, how they are pooled and normalised, which
 distance applies and which input limits hold. Two Lessons' vectors may be
 compared only when they come from the same profile. The HTTP endpoint and its
-credentials are *transport* settings (``gateway.retrieval.settings``) and are
+credentials are *transport* settings (``gateway.config.retrieval``) and are
 deliberately not part of a profile (CHECKLIST H8).
 
 Two profiles ship (seeds/design-hybrid-search.ko.wiki "입력 구성과 임베딩",

@@ -4,7 +4,7 @@ Requests that gunicorn's own HTTP parser refuses — invalid header names or
 values (CR, LF or NUL inside a header, obsolete line folding), a bad request
 line, oversized header sections, bad chunked framing — never reach the Flask
 app, and gunicorn answers them with a small HTML page. This worker class
-(``worker_class`` in ``gateway/gunicorn.conf.py``) answers them instead with
+(``worker_class`` in ``gateway/serving/gunicorn.conf.py``) answers them instead with
 a JSON body shaped like every other gateway error (a JSON-RPC error object,
 ``id: null``, code -32600), status and reason unchanged. The body names only
 the status: never the offending header, value or request line.

