@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -38,6 +38,7 @@ from gateway.config.values import (
     parse_public_url,
     parse_scope_principals,
     parse_scopes,
+    redacted_repr,
 )
 
 __all__ = ["ADMISSION_RESERVED_THREADS", "DEFAULT_SCHEMA_DIR", "GatewayConfig", "REPO_ROOT", "load_config"]
@@ -57,7 +58,6 @@ _SECRET_FIELDS = (
 )
 #: gunicorn threads kept free of admitted and queued tool calls (health probes, fast 429s).
 ADMISSION_RESERVED_THREADS = 1
-_REDACTED = "<redacted>"
 _BIND = re.compile(r"^(?:\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$")
 
 
@@ -126,15 +126,7 @@ class GatewayConfig:
 
     def __repr__(self) -> str:
         """Show every setting except secrets, which appear as ``<redacted>`` (or ``''`` when unset)."""
-        parts = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in _SECRET_FIELDS:
-                shown = _REDACTED if value else "''"
-            else:
-                shown = repr(value)
-            parts.append(f"{f.name}={shown}")
-        return f"GatewayConfig({', '.join(parts)})"
+        return redacted_repr(self, _SECRET_FIELDS)
 
     __str__ = __repr__
 

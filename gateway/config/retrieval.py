@@ -33,12 +33,12 @@ never echo a value.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Mapping
 from urllib.parse import urlsplit
 
 from gateway.config.profiles import PROFILES
-from gateway.config.values import ConfigError, make_getter, number
+from gateway.config.values import ConfigError, make_getter, number, redacted_repr
 
 __all__ = ["RetrievalSettings", "PROVIDERS", "is_private_endpoint", "load_retrieval"]
 
@@ -93,11 +93,7 @@ class RetrievalSettings:
 
     def __repr__(self) -> str:
         """Every setting except the API key, shown as ``<redacted>`` when set."""
-        shown = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            shown.append(f"{f.name}={'<redacted>' if f.name == 'api_key' and value else repr(value)}")
-        return f"RetrievalSettings({', '.join(shown)})"
+        return redacted_repr(self, ("api_key",))
 
     __str__ = __repr__
 

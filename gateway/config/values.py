@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import fields
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
@@ -20,6 +21,7 @@ __all__ = [
     "make_getter",
     "number",
     "hex_digest",
+    "redacted_repr",
     "parse_public_url",
     "parse_hosts",
     "parse_origins",
@@ -80,6 +82,17 @@ def number(get: Getter, name: str, default, kind, low, high):
     if not (low <= value <= high):
         raise ConfigError(name, f"must be between {low} and {high}")
     return value
+
+
+def redacted_repr(value: Any, secret_fields: tuple[str, ...]) -> str:
+    """``ClassName(field=repr, ...)`` of a dataclass ``value``; each of ``secret_fields`` shows
+    ``<redacted>`` when set and ``''`` when empty, so a secret never reaches a log."""
+    parts = []
+    for f in fields(value):
+        item = getattr(value, f.name)
+        shown = ("<redacted>" if item else "''") if f.name in secret_fields else repr(item)
+        parts.append(f"{f.name}={shown}")
+    return f"{type(value).__name__}({', '.join(parts)})"
 
 
 def hex_digest(get: Getter, name: str, what: str) -> str:
