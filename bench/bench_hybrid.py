@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: hybrid retrieval on the real corpus (issue 5 acceptance (b) and (c)).
+"""Benchmark: hybrid retrieval on the real corpus (docs/hybrid-search.md#benchmarks).
 
 Not a test. Needs the development wiki with the 356 cloud-incident Lessons
 imported (``s3rm stack up`` does both). The benchmark starts its OWN

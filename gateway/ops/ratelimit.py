@@ -1,7 +1,8 @@
 """Per-principal rate limits (open mode) and the trusted client address.
 
-Contract: issue 8 ("per-principal rate limits in open mode (client IP trusted
-only with the proxy secret)"), seeds/architecture.ko.wiki "연구실 공용 MCP 연결":
+Contract: docs/operations.md#admission (per-principal rate limits in open
+mode) and docs/operations.md#public-domain (client IP trusted only with the
+proxy secret):
 Caddy overwrites the caller-supplied client-IP and proxy-secret headers, and
 ``mcp-http`` uses the forwarded IP as the ``open``-mode rate principal only
 when the separate server secret matches.

@@ -1,8 +1,8 @@
 """Write-time duplicate candidates for ``create_lesson_draft`` (advisory, never blocking).
 
-Beyond the seeds: seeds/context-memory-mcp-til.ko.txt (§9, decision #37)
-found that one similarity threshold always misses by a hair, and that the
-moment of saving is the cheapest time to catch a duplicate. So the write
+Contract: docs/hybrid-search.md#write-time-duplicate-candidates. One
+similarity threshold always misses by a hair, and the moment of saving is the
+cheapest time to catch a duplicate. So the write
 response carries ``duplicate_candidates``: up to three existing Lessons whose
 facets are close to the new one, in two labelled bands, with their scores.
 
@@ -16,7 +16,7 @@ Rules:
 * bands from the profile calibration (``rrf_v2``): ``near_identical`` at or
   above ``Calibration.near_identical``, ``same_topic`` at or above
   ``Calibration.same_topic``; below that, nothing is listed;
-* titles are read fresh from MediaWiki (the index holds no text, H10);
+* titles are read fresh from MediaWiki (the index holds no text, docs/retrieval.md#index-records);
   candidates that vanished are skipped;
 * the field is always present with a ``status``: ``ok`` (ran; items may be
   empty), ``disabled`` (no provider), ``not_ready`` (no usable snapshot),

@@ -5,7 +5,7 @@ threads) and indexing (the refresher). They share ONE :class:`AdmissionGate`
 — a bounded semaphore of ``S3RM_EMBEDDING_MAX_CONCURRENCY`` slots plus a
 waiting queue of at most ``S3RM_EMBEDDING_QUEUE_LIMIT`` callers — so semantic
 work can never exhaust the threads, connections or memory of lexical search
-and writes (seeds/design-hybrid-search.ko.wiki "자원 격리"). HTTP calls run
+and writes (docs/retrieval.md#resource-isolation). HTTP calls run
 on a small thread pool, so a caller's deadline holds even when a socket hangs.
 
 Behaviour:
@@ -23,12 +23,12 @@ Behaviour:
   and lets one trial call through after :data:`BREAKER_RESET_SECONDS`;
 * every response is checked against the pinned profile: count and order,
   dimensions and the served model id (:class:`~gateway.config.profiles.ProfileMismatch`,
-  CHECKLIST H7), finite values, a response-size cap.
+  docs/retrieval.md#generation), finite values, a response-size cap.
 
 Errors all derive from :class:`EmbeddingError` and carry a short ``code``
 (``disabled``, ``saturated``, ``timeout``, ``unavailable``, ``circuit_open``,
 ``bad_response``, ``profile_mismatch``). Logs and metrics carry codes, counts
-and latencies only — never input text (CHECKLIST H10, DESIGN.md §4 Privacy).
+and latencies only — never input text (docs/retrieval.md#privacy).
 """
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ class EmbeddingResponseError(EmbeddingError):
 
 
 class ProviderProfileMismatch(EmbeddingError):
-    """Wraps :class:`ProfileMismatch` so callers can catch one base class (CHECKLIST H7)."""
+    """Wraps :class:`ProfileMismatch` so callers can catch one base class (docs/retrieval.md#generation)."""
 
     code = "profile_mismatch"
     retryable = False
@@ -141,8 +141,8 @@ class AdmissionGate:
 
     ``acquire(timeout)`` waits at most ``timeout`` seconds for one of
     ``slots`` slots. When ``queue_limit`` callers are already waiting, or the
-    wait runs out, it raises :class:`EmbeddingSaturated` (DH "자원 격리",
-    CHECKLIST P1). ``release()`` frees a slot. Thread-safe.
+    wait runs out, it raises :class:`EmbeddingSaturated`
+    (docs/retrieval.md#resource-isolation). ``release()`` frees a slot. Thread-safe.
     """
 
     def __init__(self, slots: int, queue_limit: int):
@@ -387,7 +387,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         Returns ``(len(texts), dims)`` float32, L2-normalised. Empty strings are
         not allowed (callers skip empty facets). Raises the first batch error
         after ``retries`` retries; nothing partial is returned (all-or-nothing,
-        H1). Request paths pass ``retries=0``.
+        docs/retrieval.md#index-lifecycle). Request paths pass ``retries=0``.
         """
         if any(not t for t in texts):
             raise ValueError("empty texts are never sent to the provider")
@@ -452,11 +452,11 @@ class OpenAICompatibleProvider(EmbeddingProvider):
     def begin_queries(self, query: str, facets: Sequence[str], *, timeout: float | None = None) -> "QueryEmbedding":
         """Start embedding a query on the pool; the caller may do other work before ``result()``.
 
-        Raises at once, before any I/O, for an empty query (ValueError, H6),
+        Raises at once, before any I/O, for an empty query (ValueError, docs/retrieval.md#listing),
         an open circuit or a full queue.
         """
         if not query:
-            raise ValueError("an empty query is never embedded (CHECKLIST H6)")
+            raise ValueError("an empty query is never embedded (docs/retrieval.md#listing)")
         budget = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + budget
         forms: dict[str, list[str]] = {}
@@ -662,7 +662,7 @@ def _models_url(url: str) -> str | None:
 def build_provider(settings: RetrievalSettings, *, metrics: Any = None) -> EmbeddingProvider:
     """The provider ``settings`` ask for: :class:`DisabledProvider` or :class:`OpenAICompatibleProvider`.
 
-    Never fails over to another (external) provider (CHECKLIST H8).
+    Never fails over to another (external) provider (docs/retrieval.md#embedding-provider).
     """
     profile = get_profile(settings.profile_name)
     if not settings.enabled:

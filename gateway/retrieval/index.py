@@ -14,7 +14,7 @@ An :class:`IndexSnapshot` holds, for one generation:
   metadata hashes (raw 32-byte digests, ``(n, 32)`` uint8), created/updated times (epoch
   seconds), filter scalars (confidence, record_origin, review_state as small
   codes) and the truncation bit mask. Nothing else: no normalised text, no
-  evidence, no relations (CHECKLIST H10; seeds "인덱스 레코드").
+  evidence, no relations (docs/retrieval.md#index-records).
 
 A snapshot never changes after construction. :meth:`IndexSnapshot.apply`
 returns a NEW snapshot (copy-on-write), so a search that holds the old one
@@ -198,7 +198,7 @@ class IndexSnapshot:
         """Copy-on-write: a new snapshot with rows replaced/added, removed, or re-described.
 
         ``upserts`` carry new vectors (changed retrieval_hash); ``metadata_updates``
-        replace only a row's record (same vectors: CHECKLIST H5); ``deletes``
+        replace only a row's record (same vectors: docs/retrieval.md#revalidation); ``deletes``
         remove rows (missing or moved pages leave no vector behind). Unknown
         ids in ``deletes``/``metadata_updates`` are ignored. ``self`` is unchanged.
         """

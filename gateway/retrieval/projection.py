@@ -1,8 +1,8 @@
 """ProjectionBuilder v1: deterministic retrieval text of a Lesson, its hashes and filter scalars.
 
 One Lesson is never embedded as a whole. Projection v1 has three facets, each
-built from fixed fields in a fixed order (seeds/design-hybrid-search.ko.wiki
-"검색용 표현"; the ``facet`` keys of ``schema/lesson.toml``):
+built from fixed fields in a fixed order (docs/retrieval.md#facets;
+the ``facet`` keys of ``schema/lesson.toml``):
 
 =============  ================================================  ==============================
 facet          fields (in this order)                            used to find
@@ -23,15 +23,15 @@ Text rules, in order, for every field value:
 A facet is ``"<field>: <value>"`` lines joined by ``"\\n"``; empty values are
 left out. A facet longer than ``facet_char_cap`` (4,000) characters keeps its
 head (2/3 of the room) and tail (1/3) around :data:`ELISION` and records the
-cut in :class:`FacetTruncation` — a truncation nobody sees is what went wrong
-for others (seeds/context-memory-mcp-til.ko.txt "잘린 벡터").
+cut in :class:`FacetTruncation` — a truncation nobody sees silently
+weakens retrieval, so every cut is counted.
 
 Title, evidence, verification records, relations, author, reviewer and time
 stamps are never embedded. ``retrieval_hash`` covers the projection identity
 and the facet texts; ``metadata_hash`` covers confidence, record_origin,
 author, review_state, created_at, updated_at and whether structured evidence
 exists, so a metadata-only change updates filter scalars without re-embedding
-(CHECKLIST H5).
+(docs/retrieval.md#revalidation).
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ V1_LAYOUT: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "mechanism": ("interpretation", "reusable_lesson", "applicability"),
 })
 
-#: Lesson fields hashed into ``metadata_hash`` (seeds "검색용 표현"), plus evidence presence.
+#: Lesson fields hashed into ``metadata_hash`` (docs/retrieval.md#facets), plus evidence presence.
 METADATA_FIELDS = ("confidence", "record_origin", "author", "review_state", "created_at", "updated_at")
 
 
@@ -152,7 +152,7 @@ class FacetTruncation:
 
 @dataclass(frozen=True)
 class LessonMetadata:
-    """Filter scalars of one Lesson and their hash (no body text; CHECKLIST H10)."""
+    """Filter scalars of one Lesson and their hash (no body text; docs/retrieval.md#index-records)."""
 
     confidence: str
     record_origin: str

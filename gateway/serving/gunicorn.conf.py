@@ -2,10 +2,10 @@
 
 ONE worker process with threads (gthread), on purpose: the derived search
 index, its background refresher and the cursor generations live in process
-memory and are built once per process lifespan (CHECKLIST R1; seeds
-"검색 구현"). Several processes would each build their own index and refuse
+memory and are built once per process lifespan (docs/retrieval.md#one-process).
+Several processes would each build their own index and refuse
 each other's cursors. Scale with threads here; several processes or hosts
-only with shared state (a later design, DESIGN.md §5).
+only with shared state (docs/retrieval.md#one-process).
 
 Settings come from the same validated configuration as the app
 (``S3RM_BIND``, default 127.0.0.1:8080; ``S3RM_GUNICORN_THREADS``, default 16; admission limits derive from it).

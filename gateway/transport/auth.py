@@ -1,4 +1,4 @@
-"""Write authorisation and the caller's principal (seeds "연구실 공용 MCP 연결", DESIGN.md §3).
+"""Write authorisation and the caller's principal (docs/transport.md#write-auth).
 
 * ``token`` mode (default): reads, initialize and tools/list are public; the
   five write tools need ``Authorization: Bearer <token>`` whose SHA-256 hex
@@ -7,7 +7,7 @@
   digest, i.e. writes disabled) → 403.
 * ``open`` mode: every tool is public; the principal is the client address.
 
-Search-scope ACL (seeds/architecture.ko.wiki "검색 구현"; issue 8):
+Search-scope ACL (docs/retrieval.md#filters-and-scopes):
 ``S3RM_SEARCH_SCOPE_PRINCIPALS_JSON`` maps a scope to the short hashes of the
 principals allowed to use it. :func:`principal_hash` is the first 16 hex of
 SHA-256 of the verified credential (for the shared write token that is the

@@ -5,7 +5,7 @@ Origin MUST be validated and an invalid one answered with 403; the client MUST
 send ``Accept`` listing ``application/json`` (and ``text/event-stream``). The
 protocol-version rules of both eras live in :mod:`gateway.transport.modern`. Host validation (421
 Misdirected Request), 406 and 415 follow the official python-sdk server.
-Allowlists are exact (seeds "연구실 공용 MCP 연결", CHECKLIST R9).
+Allowlists are exact (docs/transport.md#host-and-origin).
 
 Each ``check_*`` function raises :class:`~gateway.core.errors.JsonRpcError`
 with the HTTP status to answer; they never return a value.

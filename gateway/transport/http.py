@@ -235,7 +235,7 @@ def _not_allowed() -> Response:
 
 @bp.route("/mcp/<path:rest>", methods=["OPTIONS"], provide_automatic_options=False)
 def mcp_subpath_preflight(rest: str):
-    """CORS preflight for ``/mcp/*`` (gateway JSON the browser reads lives there, CHECKLIST B1)."""
+    """CORS preflight for ``/mcp/*`` (gateway JSON the browser reads lives there, docs/browser.md#gateway-json)."""
     return _preflight(rest)
 
 

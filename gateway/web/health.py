@@ -1,7 +1,6 @@
 """Health endpoints: ``/livez`` (process only), ``/healthz`` and ``/readyz`` (ready to serve).
 
-``/healthz`` and ``/readyz`` answer 200 only when BOTH hold (seeds "연구실 공용
-MCP 연결"; CHECKLIST R3):
+``/healthz`` and ``/readyz`` answer 200 only when BOTH hold (docs/operations.md#health):
 
 * a MediaWiki bot-password login with the gateway's account works
   (:class:`WikiLoginProbe`, short timeout, result cached a few seconds), and
@@ -11,7 +10,7 @@ MCP 연결"; CHECKLIST R3):
 
 Otherwise 503. Bodies hold bounded status words only — never configuration
 values, URLs, account names or Lesson content. Admission and semantic state
-are reported but never fail readiness (a semantic outage must not, R3):
+are reported but never fail readiness (a semantic outage must not, docs/operations.md#health):
 ``admission`` (``ok`` | ``saturated``), ``admission_classes`` (``read``,
 ``write``, ``semantic`` → ``ok`` | ``busy`` | ``saturated``) and ``semantic``.
 """
@@ -194,7 +193,7 @@ def _semantic_counts(state) -> dict | None:
         raw = stats()
         return {k: raw[k] for k in ("indexed", "lessons", "pending", "failed")
                 if isinstance(raw.get(k), int) and not isinstance(raw.get(k), bool)}
-    except Exception:  # a semantic outage never fails health (R3)
+    except Exception:  # a semantic outage never fails health (docs/operations.md#health)
         return None
 
 

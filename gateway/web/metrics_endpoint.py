@@ -13,7 +13,7 @@ Anyone else gets a JSON 404 (the endpoint's existence is not advertised).
 Body shape (every value a number, a bounded word, ``null`` when absent)::
 
     {"process": {...}, "admission": {"read": {...}, "write": {...}, "semantic": {...}},
-     "rate_limit": {...} | null, "observability": {<P2 item>: value | null, ...},
+     "rate_limit": {...} | null, "observability": {<observability item>: value | null, ...},
      "semantic": {...} | null, "counters": [...], "timings": [...]}
 """
 from __future__ import annotations
