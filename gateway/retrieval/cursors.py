@@ -1,7 +1,7 @@
 """Opaque, HMAC-signed pagination cursors (v1 envelope).
 
-Contract: seeds/design-hybrid-search.ko.wiki "페이지 나누기와 cursor", issue 3
-("Cursors"), CHECKLIST R5.
+Contract: docs/tools.md#cursors (what a cursor binds) and
+docs/retrieval.md#fallback (an issued hybrid cursor never switches order).
 
 Format (what ``next_cursor`` holds)::
 

@@ -1,11 +1,11 @@
-"""Structured search filters and named scopes (seeds/architecture.ko.wiki "검색 구현").
+"""Structured search filters and named scopes (docs/retrieval.md#filters-and-scopes).
 
 ``SearchFilters`` holds the ``filters`` input of ``search_lessons``:
 ``confidence``, ``record_origin``, ``review_state`` (sets of allowed values)
 and ``updated_after`` (inclusive) / ``updated_before`` (exclusive) UTC
 timestamps. Filters are applied to FRESH snapshots only; they decide
 membership, never order. ``review_state`` (and the legacy ``reviewer``) is a
-filter only — it never affects ranking or visibility (CHECKLIST R7).
+filter only — it never affects ranking or visibility (docs/data-contract.md#legacy-fields).
 
 Scopes: ``S3RM_SEARCH_SCOPES_JSON`` names at most 16 filter sets (same keys
 as ``filters``). A request's scope is intersected with the caller's filters:

@@ -1,8 +1,9 @@
 """``hybrid_v1``: channels, canonical revalidation, fusion and fallback for the read tools.
 
-Contract: seeds/design-hybrid-search.ko.wiki "후보 생성과 순위", "기준 저장소
-재검증", "장애 동작", "페이지 나누기와 cursor"; DESIGN.md §4; CHECKLIST H2,
-H3, H5, H6, H11, P1, R5.
+Contract: docs/retrieval.md#fusion, docs/retrieval.md#revalidation,
+docs/retrieval.md#fallback, docs/retrieval.md#semantic-status,
+docs/retrieval.md#min-score, docs/retrieval.md#resource-isolation and
+docs/tools.md#cursors.
 
 :class:`RetrievalService` is the one object the app builds per process and
 hands to tools as ``ToolContext.retrieval``. It owns the embedding provider,
@@ -11,22 +12,22 @@ ranking configuration.
 
 ``search_lessons`` (:meth:`RetrievalService.search_lessons`):
 
-1. An empty query never reaches the model (H6): :class:`SemanticFallback`
+1. An empty query never reaches the model (docs/retrieval.md#listing): :class:`SemanticFallback`
    ``empty_query`` — the listing is the same in both modes.
 2. No provider, no snapshot yet, a blocked profile → :class:`SemanticFallback`
    (``disabled`` / ``building`` / ``unavailable``) at once; a hybrid request
    also queues a due reconcile (never waits for it).
 3. The query embedding starts on the provider's pool (one shared gate; a full
    queue fails at once → fallback ``saturated``) while MediaWiki full text runs.
-4. Channels, each with a fixed cap (``partial`` when a cap is hit, H3): full
+4. Channels, each with a fixed cap (``partial`` when a cap is hit, docs/retrieval.md#fusion): full
    text; query vs situation/approach/mechanism with the profile's cosine
    floor and a pre-filter on indexed scalars.
 5. Preliminary RRF order; only the first ``scan_limit`` ids (one cap over all
-   channels) are revalidated: ``scanned`` = ids examined (H3).
+   channels) are revalidated: ``scanned`` = ids examined (docs/retrieval.md#fusion).
 6. Canonical revalidation against fresh snapshots (batches of 50): missing →
    dropped and queued for index cleanup; retrieval_hash differs → semantic
    votes dropped, Lesson queued for re-embedding, status ``stale``; same hash,
-   new revision/metadata → scalars refreshed without embedding (H5); filters
+   new revision/metadata → scalars refreshed without embedding (docs/retrieval.md#revalidation); filters
    re-applied to fresh data; exact-identifier test on fresh text.
 7. Fusion (:mod:`gateway.retrieval.fusion`), ``min_score`` on the service score.
 
@@ -35,7 +36,7 @@ and bind mode, ranking version and generation in their fingerprint. First
 pages fall back to legacy on any semantic failure; a hybrid *continuation*
 never does — it gets a retryable ``semantic_unavailable`` error instead.
 
-``min_score`` per mode (H11): in ``legacy`` it applies to the legacy score of
+``min_score`` per mode (docs/retrieval.md#min-score): in ``legacy`` it applies to the legacy score of
 each tool; in ``hybrid_v1`` it applies to the fused 0–1 service score after
 revalidation and before diversity (stored relations, score 1.0, always pass).
 
@@ -113,7 +114,10 @@ class SemanticFallback(Exception):
 
 
 def semantic_continuation_error() -> ToolError:
-    """The retryable error a hybrid cursor page gets when semantic search cannot serve it (P1)."""
+    """The retryable error a hybrid cursor page gets when semantic search cannot serve it.
+
+    Contract: docs/retrieval.md#fallback.
+    """
     return ToolError(
         "semantic_unavailable",
         "Semantic search cannot serve this hybrid_v1 cursor right now, and a cursor never switches to another "
@@ -142,9 +146,9 @@ class HybridResult:
 class HybridList:
     """The bounded, revalidated, fused result list of one hybrid request (every page slices it).
 
-    ``partial``/``scanned``/``scan_limit`` follow CHECKLIST H3;
+    ``partial``/``scanned``/``scan_limit`` follow docs/retrieval.md#fusion;
     ``source_revision_id``/``source_projection_hash`` are set for find_analogies
-    (cursor fingerprints bind them, R5).
+    (cursor fingerprints bind them, docs/tools.md#cursors).
     """
 
     results: tuple[HybridResult, ...]
@@ -214,11 +218,12 @@ class RetrievalService:
         self.provider.close()
 
     def semantic_status(self) -> str:
-        """Current semantic_status (CHECKLIST H2)."""
+        """Current semantic_status (docs/retrieval.md#semantic-status)."""
         return self.refresher.status()
 
     def health(self) -> dict[str, Any]:
-        """Semantic counts and states (``/readyz`` keeps only the counts; ``/metrics`` shows all, P2).
+        """Semantic counts and states (``/readyz`` keeps only the counts; ``/metrics`` shows all,
+        docs/operations.md#observability).
 
         Keys: status, indexed, lessons, pending, failed, missing, stale_hashes,
         orphans, truncated, refreshing, last_reconcile_age_seconds, error,
@@ -229,7 +234,7 @@ class RetrievalService:
                 "projection_version": self.builder.version, "ranking_version": self.ranking.version}
 
     def hint_dirty(self, lesson_id: str) -> None:
-        """Write-path hint after a create or core revise (CHECKLIST W5). Never raises, never blocks."""
+        """Write-path hint after a create or core revise (docs/tools.md#dirty-hint). Never raises, never blocks."""
         try:
             self.refresher.hint_dirty(lesson_id)
         except Exception:  # pragma: no cover - a hint never fails a write
@@ -244,7 +249,8 @@ class RetrievalService:
         return self._duplicates.check(repository, lesson_id, page)
 
     def projection(self, lesson_id: str, snapshot: LessonSnapshot) -> ProjectionDocument:
-        """The generation's projection of a snapshot (its hash goes into find_analogies cursors, R5)."""
+        """The generation's projection of a snapshot (its hash goes into find_analogies cursors,
+        docs/tools.md#cursors)."""
         return self.builder.build(lesson_id, snapshot.page, snapshot.revision_id)
 
     # ----------------------------------------------------------- preflight
@@ -560,8 +566,8 @@ def choose_mode(service: "RetrievalService", cursor: str | None, pager_for: Page
     """Decide hybrid vs legacy for one page of a tool that was asked for ``hybrid_v1``.
 
     ``pager_for(mode, ranking_version, generation)`` builds the tool's pager;
-    ``run(continuation)`` produces the hybrid list. Rules (seeds "장애 동작",
-    "페이지 나누기와 cursor"; CHECKLIST P1):
+    ``run(continuation)`` produces the hybrid list. Rules (docs/retrieval.md#fallback,
+    docs/retrieval.md#resource-isolation):
 
     * no cursor: try hybrid; on :class:`SemanticFallback` serve legacy (first
       page only) and report the fallback's semantic status;
@@ -581,7 +587,8 @@ def choose_mode(service: "RetrievalService", cursor: str | None, pager_for: Page
             offset = legacy_pager.offset(cursor)  # raises invalid_cursor when neither fingerprint fits
             return ModeChoice(LEGACY_MODE, service.semantic_status(), legacy_pager, offset, None)
     continuing = cursor is not None
-    with semantic_permit(continuing=continuing) as admitted:  # the semantic admission class (P1)
+    # semantic admission class: docs/retrieval.md#resource-isolation
+    with semantic_permit(continuing=continuing) as admitted:
         if not admitted:
             return ModeChoice(LEGACY_MODE, service.semantic_status(), legacy_pager, 0, None)
         try:

@@ -1,10 +1,11 @@
 """The ONE background worker that builds and refreshes the semantic index, and the semantic status.
 
-Contract: seeds/design-hybrid-search.ko.wiki "1단계 구현 범위", "동기화와
-일관성", "장애 동작"; CHECKLIST H1, H2, H5, H7, W5, R1.
+Contract: docs/retrieval.md#index-lifecycle, docs/retrieval.md#semantic-status,
+docs/retrieval.md#revalidation, docs/retrieval.md#generation,
+docs/tools.md#dirty-hint, docs/retrieval.md#one-process.
 
 One :class:`IndexRefresher` per process (gunicorn runs one worker process
-with threads, CHECKLIST R1) owns one daemon thread. It is woken by:
+with threads, docs/retrieval.md#one-process) owns one daemon thread. It is woken by:
 
 * **prewarm** — :meth:`start` queues a full build at process start;
 * **dirty hints** — :meth:`hint_dirty` after an MCP create or core revise
@@ -23,12 +24,12 @@ diffs against the current snapshot: a new or changed ``retrieval_hash`` is
 re-embedded; an equal hash with another revision or metadata only updates the
 record (no embedding); an indexed id that no longer exists is removed. An
 unchanged reconcile makes zero embedding calls. If any needed embedding
-fails, nothing is swapped (all-or-nothing, H1): the old snapshot keeps
+fails, nothing is swapped (all-or-nothing, docs/retrieval.md#index-lifecycle): the old snapshot keeps
 serving and the status becomes ``degraded`` (``unavailable`` without one).
 Before the first activation (and after any failure) the provider is probed
-against the pinned profile; a mismatch blocks activation (H7).
+against the pinned profile; a mismatch blocks activation (docs/retrieval.md#generation).
 
-Status (H2), computed by :meth:`SemanticState.status`:
+Status (docs/retrieval.md#semantic-status), computed by :meth:`SemanticState.status`:
 
 * ``disabled`` — provider disabled;
 * ``unavailable`` — profile mismatch, or no snapshot and the last build failed;
@@ -68,7 +69,10 @@ FAILURE_RETRY_SECONDS = 30.0
 
 
 def record_of(doc: ProjectionDocument) -> IndexRecord:
-    """The index record of a projection (ids, revision, hashes, times, filter scalars; H10)."""
+    """The index record of a projection: ids, revision, hashes, times, filter scalars.
+
+    Contract: docs/retrieval.md#index-records.
+    """
     meta = doc.metadata
     return IndexRecord(lesson_id=doc.lesson_id, revision_id=doc.revision_id, retrieval_hash=doc.retrieval_hash,
                        metadata_hash=meta.metadata_hash, created_at=epoch_seconds(meta.created_at),
@@ -117,7 +121,7 @@ class SemanticState:
     last_outcome: RefreshOutcome | None = None
 
     def status(self, now: float, max_lag: float) -> str:
-        """The semantic_status value (module docstring, CHECKLIST H2)."""
+        """The semantic_status value (module docstring, docs/retrieval.md#semantic-status)."""
         if not self.enabled:
             return "disabled"
         if self.profile_mismatch:
@@ -196,14 +200,14 @@ class IndexRefresher:
             self._thread.join(timeout)
 
     def hint_dirty(self, lesson_id: str) -> None:
-        """Queue one Lesson for refresh (after an MCP create or core revise). Never raises (W5)."""
+        """Queue one Lesson for refresh after an MCP create or core revise (docs/tools.md#dirty-hint). Never raises."""
         try:
             self._queue([lesson_id])
         except Exception:  # pragma: no cover - a hint must never fail a write
             log.exception("dirty hint failed")
 
     def queue_reembed(self, lesson_ids: Iterable[str]) -> None:
-        """Revalidation saw stale retrieval hashes: refresh these and report ``stale`` until done (H5)."""
+        """Revalidation saw stale hashes: refresh these, ``stale`` until done (docs/retrieval.md#revalidation)."""
         ids = list(lesson_ids)
         if ids:
             with self._cond:
@@ -212,7 +216,7 @@ class IndexRefresher:
             self._queue(ids)
 
     def queue_cleanup(self, lesson_ids: Iterable[str]) -> None:
-        """Revalidation found these pages missing: remove their vectors on the next refresh (H5)."""
+        """Revalidation found these pages missing: drop their vectors next refresh (docs/retrieval.md#revalidation)."""
         ids = list(lesson_ids)
         if ids:
             with self._cond:
@@ -220,7 +224,7 @@ class IndexRefresher:
             self._queue(ids)
 
     def queue_metadata(self, lesson_ids: Iterable[str]) -> None:
-        """Metadata-only changes: refresh filter scalars without re-embedding (H5)."""
+        """Metadata-only changes: refresh filter scalars without re-embedding (docs/retrieval.md#revalidation)."""
         self._queue(list(lesson_ids))
 
     def maybe_reconcile(self) -> bool:
@@ -262,7 +266,7 @@ class IndexRefresher:
         return self._state.snapshot
 
     def status(self) -> str:
-        """Current semantic_status (H2)."""
+        """Current semantic_status (docs/retrieval.md#semantic-status)."""
         with self._cond:
             return self._state.status(self.clock(), self.settings.max_lag_seconds)
 
@@ -423,7 +427,10 @@ class IndexRefresher:
         return out
 
     def _fail(self, outcome: RefreshOutcome, exc: Exception, ids: Iterable[str]) -> RefreshOutcome:
-        """Keep the old snapshot; record the failure (H1) or the profile mismatch (H7)."""
+        """Keep the old snapshot; record the failure or the profile mismatch.
+
+        Contract: docs/retrieval.md#index-lifecycle, docs/retrieval.md#generation.
+        """
         outcome.error = getattr(exc, "code", None) or type(exc).__name__
         mismatch = isinstance(exc, ProviderProfileMismatch)
         with self._cond:
