@@ -2,7 +2,7 @@
 
 This is a plain read-only JSON route, not an MCP tool (the ten tools stay
 ten). It lives under ``/mcp/…`` because production routes only that prefix to
-the gateway and everything else to MediaWiki (CHECKLIST B1).
+the gateway and everything else to MediaWiki (docs/browser.md#gateway-json).
 
 Response (``application/json``)::
 
@@ -34,7 +34,7 @@ request ever reads every page just for itself:
   ``{{Lesson relation}}`` records. Plain MediaWiki has no cheaper source for
   typed relations: the link tables know *that* two pages link, not *how*.
 
-Either result is cached in the process. Freshness (CHECKLIST B5, "a Lesson
+Either result is cached in the process. Freshness (docs/browser.md#freshness, "a Lesson
 saved in the browser or over MCP appears at once"):
 
 * Browser saves do not pass through the gateway, so on the snapshot path a
