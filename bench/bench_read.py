@@ -49,7 +49,7 @@ from gateway.tools.base import OutputBudget, ToolContext, utc_now
 from gateway.core.principal import Principal  # noqa: E402
 from gateway.tools.registry import load_specs  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
-from gateway.wiki.codec import serialize_page  # noqa: E402
+from gateway.domain.codec import serialize_page  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "data" / "cloud-incidents" / "cloud_incidents.csv"

@@ -23,11 +23,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gateway.domain.codec import parse_page, serialize_page
 from gateway.domain.digests import evidence_digest
 from gateway.domain.markers import Marker, build_summary
 from gateway.domain.model import LessonPage
 from gateway.domain.seals import make_seal
-from gateway.wiki.codec import parse_page, serialize_page
 
 OUT = Path(__file__).resolve().parent / "vectors"
 T0 = "2025-03-01T10:00:00Z"

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Iterable, Mapping
 
+from gateway.domain.codec import PageFormatError, parse_page
 from gateway.domain.confidence import create_problem, revision_problems
 from gateway.domain.digests import content_digest, evidence_digest
 from gateway.domain.markers import Marker, MarkerError, parse_summary
@@ -47,7 +48,6 @@ from gateway.domain.rules import record_problems
 from gateway.domain.schema import load_schema
 from gateway.domain.seals import verify_seal
 from gateway.domain.timestamps import parse_ts, window_seconds
-from gateway.wiki.codec import PageFormatError, parse_page
 
 __all__ = ["Violation", "check_revision", "RULE_IDS"]
 

@@ -23,35 +23,17 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from gateway.domain.schema import FieldDef, RecordDef, Schema
+from gateway.domain.schema import FieldDef, RecordDef, Schema, load_schema
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 ID_BASE = "https://s3rm.invalid/schema/tools/"
 GENERATED_COMMENT = "Generated from schema/lesson.toml by `s3rm schema generate` (sync/toolschemas.py); do not edit."
 
-#: API limits shared by the tools (DESIGN.md §3 "Output limits", seeds "출력 제한").
-LIMITS: dict[str, int] = {
-    "page_default": 5,            # default page size of lists and sub-lists
-    "page_max": 20,               # hard maximum of any page
-    "audit_page_default": 20,     # audit_lessons returns up to 20 per page by default
-    "audit_expectations_max": 50,  # audit_lessons accepts up to 50 expectations
-    "expectation_items_max": 8,   # evidence_ids / relations per expectation
-    "basis_evidence_max": 8,      # revise_lesson basis_evidence_ids
-    "query_max_length": 500,
-    "cursor_max_length": 4096,
-    "scope_max_length": 64,
-    "reason_max_length": 500,
-    "ranking_version_max_length": 64,
-    "duplicate_candidates_max": 3,
-    "shared_terms_max": 50,
-    "term_max_length": 200,
-}
-
-#: operation_id of every write (seeds "저장과 수정": idempotency marker).
-OPERATION_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$"
-#: ``"sha256:" + 64 lowercase hex`` (gateway/domain/digests.py).
-DIGEST_PATTERN = "^sha256:[0-9a-f]{64}$"
-SHA256_PATTERN = "^[0-9a-f]{64}$"
+#: API limits and value patterns: ``[limits]`` / ``[patterns]`` of schema/lesson.toml (docs/tools.md#output-limits).
+LIMITS: dict[str, int] = load_schema().limits
+OPERATION_ID_PATTERN = load_schema().patterns["operation_id"]
+DIGEST_PATTERN = load_schema().patterns["digest"]
+SHA256_PATTERN = load_schema().patterns["sha256"]
 
 RETRIEVAL_MODES = ("legacy", "hybrid_v1")
 SEMANTIC_STATUSES = ("disabled", "building", "ready", "stale", "degraded", "unavailable")

@@ -38,12 +38,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
+from gateway.domain.codec import serialize_page
 from gateway.domain.digests import evidence_digest
 from gateway.domain.model import LessonPage
 from gateway.domain.schema import load_schema
 from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.wiki.client import WikiClient
-from gateway.wiki.codec import serialize_page
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
 from sync.ops.importer import Importer

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from gateway.domain.codec import serialize_page
 from gateway.domain.model import LessonPage
 from gateway.wiki.client import WikiClient
-from gateway.wiki.codec import serialize_page
 
 TS = "2026-01-02T03:04:05Z"
 

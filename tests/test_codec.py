@@ -1,4 +1,4 @@
-"""Offline tests of the Lesson page codec (gateway/wiki/codec.py).
+"""Offline tests of the Lesson page codec (gateway/domain/codec.py).
 
 Two kinds of checks:
 
@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mwparserfromhell.nodes import HTMLEntity, Text
 
+from gateway.domain.codec import PageFormatError, decode_value, encode_value, parse_page, serialize_page
 from gateway.domain.model import LessonPage
-from gateway.wiki.codec import PageFormatError, decode_value, encode_value, parse_page, serialize_page
 from sync.site.wikisite import normalize_text
 
 

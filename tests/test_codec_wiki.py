@@ -35,8 +35,8 @@ from codec_cases import CONSTRUCTS, SCHEMA, field_text, record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gateway.domain.codec import parse_page, serialize_page
 from gateway.domain.model import LessonPage
-from gateway.wiki.codec import parse_page, serialize_page
 from sync.site import pageset, push, wikisite
 
 pytestmark = pytest.mark.wiki

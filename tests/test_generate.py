@@ -497,7 +497,7 @@ def test_plain_pages_parse_cleanly_in_the_wiki(wiki_site):
 @pytest.mark.wiki
 def test_sample_lesson_renders_in_the_wiki(wiki_site):
     from gateway.domain.model import LessonPage
-    from gateway.wiki.codec import serialize_page
+    from gateway.domain.codec import serialize_page
 
     site = wiki_site
     lesson_fields = {f.name: "" for f in SCHEMA.lesson.fields}

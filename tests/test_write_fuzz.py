@@ -30,9 +30,9 @@ from hypothesis import strategies as st
 
 from gateway.app import create_app
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
+from gateway.domain.codec import parse_page
 from gateway.domain.digests import evidence_digest
 from gateway.domain.schema import load_schema
-from gateway.wiki.codec import parse_page
 from gateway.wiki.repository import repository_factory
 from hooks_spec.checker import check_revision
 from tests.write_harness import KEYS, WriteHarness, claim_args, evidence_args, lesson_fields, unique

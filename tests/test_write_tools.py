@@ -16,11 +16,11 @@ import re
 
 import pytest
 
+from gateway.domain.codec import parse_page, serialize_page
 from gateway.domain.digests import evidence_digest
 from gateway.domain.markers import parse_summary
 from gateway.domain.seals import verify_seal
 from gateway.domain.timestamps import parse_ts
-from gateway.wiki.codec import parse_page, serialize_page
 from sync.ops.audit import audit
 from tests.write_harness import KEYS, WriteHarness, claim_args, evidence_args, lesson_fields, unique
 

@@ -41,10 +41,10 @@ import hashlib
 from dataclasses import dataclass
 from typing import Mapping
 
+from gateway.domain.codec import PageFormatError, parse_page
 from gateway.domain.digests import canonical_json
 from gateway.domain.markers import Marker, MarkerError, parse_summary
 from gateway.domain.seals import verify_seal
-from gateway.wiki.codec import PageFormatError, parse_page
 
 __all__ = ["MAX_SCAN", "PriorWrite", "ScanResult", "request_digest", "find_prior_write"]
 

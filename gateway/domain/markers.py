@@ -43,7 +43,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from sync.toolschemas import OPERATION_ID_PATTERN
+from gateway.domain.schema import load_schema
 
 __all__ = ["SUMMARY_LIMIT", "TAGS", "S3W_KINDS", "Marker", "MarkerError", "parse_summary", "format_marker",
            "build_summary", "sanitize_human", "KID_PATTERN"]
@@ -55,7 +55,7 @@ S3W_KINDS = ("create", "link", "evidence")
 #: Key ids usable in a seal (summary-safe subset of S3RM_REVISION_HMAC_KEYS ids).
 KID_PATTERN = r"[A-Za-z0-9._-]{1,32}"
 
-_OP = OPERATION_ID_PATTERN.strip("^$")
+_OP = load_schema().patterns["operation_id"].strip("^$")
 _VALUE = {
     "op": _OP,
     "k": "|".join(S3W_KINDS),

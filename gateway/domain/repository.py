@@ -192,7 +192,7 @@ class LessonRepository(abc.ABC):
         """Latest revision of ``Lesson:<id>`` decoded, or None when absent.
 
         Raises WikiUnavailable; a page that does not parse raises
-        ``gateway.wiki.codec.PageFormatError``.
+        ``gateway.domain.codec.PageFormatError``.
         """
 
     @abc.abstractmethod

@@ -8,6 +8,8 @@ Usage::
     schema = load_schema()            # cached; S3RM_SCHEMA_DIR overrides the folder
     schema.lesson.field("title").max_length   # -> 200
     schema.enum("relation").values            # -> ("supports", ...)
+    schema.limits["page_max"]                 # -> 20 (tool limits, [limits])
+    schema.patterns["operation_id"]           # -> "^[A-Za-z0-9]..." ([patterns])
 
 Contract: ``docs/data-contract.md#schema-source``.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 #: Repository root (the folder holding ``schema/``) for an editable install.
@@ -94,7 +96,12 @@ class RecordDef:
 
 @dataclass(frozen=True)
 class Schema:
-    """The whole schema source: meta settings, enums and the four records."""
+    """The whole schema source: meta settings, enums, the four records, tool limits and value patterns.
+
+    ``limits`` maps a limit name (``page_max``, ``reason_max_length``, …) to an
+    int; ``patterns`` maps ``operation_id``, ``digest`` and ``sha256`` to
+    regular expressions (docs/tools.md#output-limits).
+    """
 
     meta: dict
     enums: dict[str, EnumDef]
@@ -103,6 +110,8 @@ class Schema:
     verification: RecordDef
     relation: RecordDef
     source_path: Path
+    limits: dict[str, int] = field(default_factory=dict)
+    patterns: dict[str, str] = field(default_factory=dict)
 
     @property
     def records(self) -> tuple[RecordDef, ...]:
@@ -192,7 +201,14 @@ def parse_schema(data: dict, source_path: Path) -> Schema:
         fields = tuple(_field(f, enums, f"{kind}.{f.get('name', '?')}") for f in raw["fields"])
         records[kind] = RecordDef(kind=kind, template=raw["template"], label=raw["label"], fields=fields,
                                   subobject_prefix=raw.get("subobject_prefix"))
-    schema = Schema(meta=dict(data["meta"]), enums=enums, source_path=source_path, **records)
+    limits = dict(data.get("limits", {}))
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in limits.values()):
+        raise SchemaError("[limits]: every limit must be a positive integer")
+    patterns = dict(data.get("patterns", {}))
+    if not all(isinstance(v, str) for v in patterns.values()):
+        raise SchemaError("[patterns]: every pattern must be a string")
+    schema = Schema(meta=dict(data["meta"]), enums=enums, source_path=source_path, limits=limits,
+                    patterns=patterns, **records)
     schema.properties()  # type consistency check
     return schema
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping
 
+from gateway.domain.codec import serialize_page
 from gateway.domain.confidence import create_problem, revision_problems
 from gateway.domain.digests import evidence_digest
 from gateway.domain.idempotency import request_digest
@@ -55,8 +56,6 @@ from gateway.domain.schema import RecordDef, load_schema
 from gateway.domain.seals import SealError, make_seal
 from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.domain.verdicts import current_verdict
-from gateway.wiki.codec import serialize_page
-from sync.toolschemas import LIMITS, OPERATION_ID_PATTERN
 
 __all__ = ["WriteRefused", "Request", "Plan", "TOOLS", "parse_request", "plan", "replay_response", "salt"]
 
@@ -68,6 +67,9 @@ TOOLS = {
     "record_evidence_verification": ("S3V", "verify"),
     "revise_lesson": ("S3R", "revise"),
 }
+#: Tool limits and value patterns from schema/lesson.toml (``[limits]``, ``[patterns]``).
+LIMITS = load_schema().limits
+OPERATION_ID_PATTERN = load_schema().patterns["operation_id"]
 _OP = _re.compile(OPERATION_ID_PATTERN)
 
 

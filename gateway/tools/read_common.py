@@ -20,13 +20,13 @@ import functools
 from typing import Any, Callable, Sequence, TypeVar
 
 from gateway.core.errors import ToolError
+from gateway.domain.codec import PageFormatError
 from gateway.domain.repository import PermissionDenied, RepositoryError, WikiUnavailable
 from gateway.retrieval.cursors import CursorCodec, fingerprint, invalid_cursor
 from gateway.retrieval.filters import SearchFilters, resolve_scope
 from gateway.retrieval.hybrid import choose_mode
 from gateway.tools.base import OutputBudget, ToolContext
 from gateway.transport.auth import check_scope_access
-from gateway.wiki.codec import PageFormatError
 
 __all__ = ["read_tool", "repository", "Pager", "fit_page", "retrieval_state", "scope_filters", "DEFAULT_LIMIT"]
 

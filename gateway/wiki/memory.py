@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Sequence
 
+from gateway.domain.codec import PageFormatError, parse_page
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.repository import (
     EdgesResult,
@@ -41,12 +42,11 @@ from gateway.domain.repository import (
     RelationEdge,
     RevisionInfo,
     RevisionPage,
+    SNAPSHOT_BATCH,
     SaveResult,
     ScanPage,
-    SNAPSHOT_BATCH,
 )
 from gateway.domain.schema import Schema, load_schema
-from gateway.wiki.codec import PageFormatError, parse_page
 from gateway.wiki.repository import snapshot_edges as _edges
 
 __all__ = ["InMemoryRepository"]

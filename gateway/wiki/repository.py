@@ -48,9 +48,9 @@ from collections import OrderedDict
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
+from gateway.domain.codec import PageFormatError, parse_page
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import (
-    SNAPSHOT_BATCH,
     EdgesResult,
     FullTextHit,
     FullTextResult,
@@ -58,13 +58,13 @@ from gateway.domain.repository import (
     RelationEdge,
     RevisionInfo,
     RevisionPage,
+    SNAPSHOT_BATCH,
     SaveResult,
     ScanPage,
     WikiApiError,
 )
 from gateway.domain.schema import Schema, load_schema
 from gateway.wiki.client import WikiClient
-from gateway.wiki.codec import PageFormatError, parse_page
 
 __all__ = ["MediaWikiRepository", "repository_factory", "snapshot_edges"]
 

@@ -52,13 +52,13 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Mapping, TextIO
 
 from gateway.config import ConfigError, GatewayConfig
+from gateway.domain.codec import PageFormatError, parse_page
 from gateway.domain.markers import MarkerError, parse_summary
 from gateway.domain.repository import RepositoryError
 from gateway.domain.schema import load_schema
 from gateway.domain.timestamps import format_ts, parse_ts
 from gateway.domain.verdicts import AMBIGUOUS, current_verdicts
 from gateway.wiki.client import WikiClient
-from gateway.wiki.codec import PageFormatError, parse_page
 from hooks_spec.checker import check_revision
 
 __all__ = ["Finding", "AuditReport", "audit", "register", "main"]

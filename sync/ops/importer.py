@@ -35,16 +35,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from gateway.domain.codec import serialize_page
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import RepositoryError
 from gateway.domain.schema import load_schema
 from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.wiki.client import WikiClient
-from gateway.wiki.codec import serialize_page
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
-from sync.ops.importers.cloud_incidents import ImportRecord, read_records
 from sync.devstack.envfiles import DEV_ENV_FILE, read_env_file
+from sync.ops.importers.cloud_incidents import ImportRecord, read_records
 
 SUMMARY = "S3RM import: {source} {lesson_id}"
 ENV_NAMES = ("S3RM_WIKI_API_URL", "S3RM_IMPORT_USERNAME", "S3RM_IMPORT_PASSWORD")

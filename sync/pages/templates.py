@@ -23,7 +23,7 @@ What each template does (``docs/data-contract.md#templates``,
 * the banner (``S3RM synced``) and, with Page Forms, one mapping template per
   enum (``S3RM label <enum>``) so drop-downs show Korean labels.
 
-Parameter values arrive entity-encoded by the page codec (gateway/wiki/codec.py),
+Parameter values arrive entity-encoded by the page codec (gateway/domain/codec.py),
 so ``{{{field|}}}`` is inert text anywhere; every reference has an empty default.
 """
 from __future__ import annotations
