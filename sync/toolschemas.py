@@ -357,6 +357,19 @@ def _retrieval_mode_in() -> dict:
 
 # --------------------------------------------------------------------------- read tools
 
+def _facets(F: Fields) -> list[str]:
+    """Retrieval facets in the order schema/lesson.toml's fields first name them."""
+    return list(dict.fromkeys(f.facet for f in F.schema.lesson.fields if f.facet))
+
+
+def _facet_in(F: Fields) -> dict:
+    return enum("hybrid_v1 only: rank by the query's similarity to this one facet of each Lesson "
+                "(situation = question, context, observation; approach = attempt; mechanism = "
+                "interpretation, reusable_lesson, applicability) — one semantic channel, no full text, "
+                "scores relative to that channel. Omitted: full text and all three facets fused. Ignored "
+                "when the page is answered by legacy (effective_mode says so).", _facets(F))
+
+
 def _search_fields(F: Fields) -> list[str]:
     return ["id"] + F.core_fields() + ["revision_id", "citations"]
 
@@ -384,6 +397,7 @@ def _search_lessons_input(F: Fields) -> dict:
         "min_score": _min_score(),
         "retrieval_mode": _retrieval_mode_in(),
         "scope": _scope_in(),
+        "facet": _facet_in(F),
     }, (), "Search Lessons.")
 
 
@@ -408,11 +422,13 @@ def _search_lessons_output(F: Fields) -> dict:
         **_retrieval_props(F),
         **scan_props(),
         "scope": _scope_out(),
+        "facet": enum("The facet that ranked this page (present only when the request named a facet and "
+                      "hybrid_v1 answered).", _facets(F)),
         "truncated": array("Names of fields shortened (text ends with an explicit truncation marker) to fit "
                            "the response byte cap; select fewer fields or use get_lesson for the full text.",
                            {"type": "string", "enum": _search_fields(F) + ["citation"]}, unique=True),
     }
-    return obj(props, [p for p in props if p != "truncated"], "Search results.")
+    return obj(props, [p for p in props if p not in ("truncated", "facet")], "Search results.")
 
 
 def _get_lesson_input(F: Fields) -> dict:

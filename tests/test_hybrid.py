@@ -127,6 +127,33 @@ def test_exact_identifiers_and_error_strings_rank_first_as_in_legacy(shared, que
     assert not old["results"] or ids(old)[0] == expected
 
 
+def test_facet_selector_ranks_by_one_facet_channel_only(shared):
+    """docs/retrieval.md#facet-selector: one semantic channel, no full text, echoed in the output."""
+    repo, service = shared
+    h = harness(repo, service)
+    query = "training loss turns into NaN right after start"
+    for facet in ("situation", "approach", "mechanism"):
+        page = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", facet=facet, limit=5)
+        assert page["effective_mode"] == "hybrid_v1" and page["facet"] == facet
+        assert page["results"], facet
+        assert {r["basis"] for r in page["results"]} == {"semantic_similarity"}
+        assert page["results"][0]["score"] == 1.0  # a first rank in the one channel
+    situation = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", facet="situation", limit=3)
+    assert "lr-warmup" in ids(situation)
+    whole = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=3)
+    assert "facet" not in whole  # no facet named: every channel, nothing echoed
+    # the facet is bound into cursors: a cursor of another facet is refused
+    first = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", facet="approach", limit=1)
+    err = h.error("search_lessons", query=query, retrieval_mode="hybrid_v1", facet="mechanism", limit=1,
+                  cursor=first["next_cursor"])
+    assert err["code"] == "invalid_cursor"
+    # legacy ignores the facet and does not echo it
+    old = h.call("search_lessons", query=query, retrieval_mode="legacy", facet="situation", limit=3)
+    assert old["effective_mode"] == "legacy" and "facet" not in old
+    bad = h.error("search_lessons", query=query, facet="title")
+    assert bad["code"] == "invalid_argument"
+
+
 def test_empty_query_never_calls_the_model(shared):
     repo, service = shared
     before = calls(service)

@@ -280,46 +280,42 @@ class RetrievalService:
 
     # ------------------------------------------------------- search_lessons
     def search_lessons(self, repository: Any, *, query: str, filters: SearchFilters | None = None,
-                       min_score: float | None = None, continuation: bool = False) -> HybridList:
+                       min_score: float | None = None, continuation: bool = False,
+                       facet: str | None = None) -> HybridList:
         """The bounded hybrid result list of ``search_lessons`` (module docstring steps 1–7).
 
         The full-text channel IS the legacy ranking (:func:`gateway.retrieval.legacy.search`:
         Korean stem prefixes, title weighted, fresh snapshots, filters), so exact
         identifiers and error strings keep their legacy rank as one channel.
-        Raises SemanticFallback (first page) or ToolError
-        ``semantic_unavailable`` (continuation).
+
+        ``facet`` (``situation``, ``approach`` or ``mechanism``) narrows the request to ONE
+        channel: the query against that facet only — no full text, no other facet; the service
+        score is then relative to a first rank in that channel (docs/retrieval.md#facet-selector).
+        Raises SemanticFallback (first page) or ToolError ``semantic_unavailable`` (continuation);
+        ``ValueError`` for an unknown facet.
         """
+        if facet is not None and facet not in FACETS:
+            raise ValueError(f"unknown facet {facet!r}")
         filters = filters or SearchFilters()
         q = normalize_query(query)
         if not q:
             raise SemanticFallback("empty_query", self.semantic_status())
         snap = self._usable_snapshot(continuation)
         cfg = self.ranking
+        facets = FACETS if facet is None else (facet,)
         try:
-            pending = self.provider.begin_queries(q, FACETS)
+            pending = self.provider.begin_queries(q, facets)
         except EmbeddingError as exc:
             self._fallback(exc.code, self._status_after_failure(), continuation)
         channel_hits: dict[str, list[tuple[str, RankContribution]]] = {}
         partial = False
-        try:
-            t0 = time.monotonic()
-            ft = legacy.search(repository, query, filters, 0.0)
-            self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="full_text")
-        except BaseException:
-            pending.cancel()
-            raise
-        terms = lexical.query_terms(query)
-        whole = {r.snapshot.id: self._has_all_terms(terms, r.snapshot) for r in ft.items}
-        complete = [r for r in ft.items if whole[r.snapshot.id]]
-        incomplete = [r for r in ft.items if not whole[r.snapshot.id]]
-        prefetched = {}
-        for channel, items in (("full_text", complete), ("full_text_partial", incomplete)):
-            cap = cfg.channel_caps[channel]
-            channel_hits[channel] = [(r.snapshot.id, RankContribution(channel, n, r.score))
-                                     for n, r in enumerate(items[:cap], 1)]
-            partial |= len(items) > cap
-            prefetched.update((r.snapshot.id, r.snapshot) for r in items[:cap])
-        partial |= ft.partial
+        prefetched: dict[str, LessonSnapshot] = {}
+        if facet is None:
+            try:
+                partial, prefetched = self._full_text_votes(repository, query, filters, channel_hits)
+            except BaseException:
+                pending.cancel()
+                raise
         t0 = time.monotonic()
         try:
             vectors = pending.result()
@@ -328,15 +324,38 @@ class RetrievalService:
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="embedding_wait")
         t0 = time.monotonic()
         allowed = snap.allowed_rows(_mask(filters))
-        for facet in FACETS:
-            channel = f"semantic:{facet}"
+        for name in facets:
+            channel = f"semantic:{name}"
             cap = cfg.channel_caps[channel]
-            hits = snap.search(facet, vectors[facet], cap, allowed=allowed, min_score=self.calibration.semantic_floor)
+            hits = snap.search(name, vectors[name], cap, allowed=allowed, min_score=self.calibration.semantic_floor)
             channel_hits[channel] = self._semantic_votes(snap, channel, hits)
             partial |= len(hits) >= cap
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
-        return self._finish(repository, snap, channel_hits, operation="search_lessons", channels=SEARCH_CHANNELS,
+        channels = SEARCH_CHANNELS if facet is None else (f"semantic:{facet}",)
+        return self._finish(repository, snap, channel_hits, operation="search_lessons", channels=channels,
                             filters=filters, min_score=min_score, partial=partial, query=q, prefetched=prefetched)
+
+    def _full_text_votes(self, repository: Any, query: str, filters: SearchFilters,
+                         channel_hits: dict[str, list[tuple[str, RankContribution]]]
+                         ) -> tuple[bool, dict[str, LessonSnapshot]]:
+        """Fill the full_text / full_text_partial channels; returns (partial, snapshots read)."""
+        cfg = self.ranking
+        t0 = time.monotonic()
+        ft = legacy.search(repository, query, filters, 0.0)
+        self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="full_text")
+        terms = lexical.query_terms(query)
+        whole = {r.snapshot.id: self._has_all_terms(terms, r.snapshot) for r in ft.items}
+        complete = [r for r in ft.items if whole[r.snapshot.id]]
+        incomplete = [r for r in ft.items if not whole[r.snapshot.id]]
+        prefetched: dict[str, LessonSnapshot] = {}
+        partial = ft.partial
+        for channel, items in (("full_text", complete), ("full_text_partial", incomplete)):
+            cap = cfg.channel_caps[channel]
+            channel_hits[channel] = [(r.snapshot.id, RankContribution(channel, n, r.score))
+                                     for n, r in enumerate(items[:cap], 1)]
+            partial |= len(items) > cap
+            prefetched.update((r.snapshot.id, r.snapshot) for r in items[:cap])
+        return partial, prefetched
 
     # ------------------------------------------------------- find_analogies
     def find_analogies(self, repository: Any, *, source: LessonSnapshot, stored_ids: Sequence[str],

@@ -3,7 +3,8 @@
 Input (validated by ``schema/tools/search_lessons.input.schema.json``):
 ``query`` (empty → newest-first listing without calling search), ``filters``,
 ``fields``, ``limit`` (default 5, max 20), ``cursor``, ``min_score``,
-``retrieval_mode``, ``scope``.
+``retrieval_mode``, ``scope``, ``facet`` (hybrid_v1: rank by one facet's channel only,
+docs/retrieval.md#facet-selector; echoed in the output when hybrid_v1 answered).
 
 Output: ``results`` (best first), ``next_cursor``, ``requested_mode`` /
 ``effective_mode`` / ``ranking_version`` / ``semantic_status``, ``partial`` /
@@ -116,12 +117,14 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     scope = arguments.get("scope")
     filters = SearchFilters.from_mapping(arguments.get("filters")).intersect(scope_filters(arguments, ctx))
     min_score = float(arguments.get("min_score", 0.0))
+    facet = arguments.get("facet")
     modes = retrieval_state(arguments, ctx)
     listing = not query.strip()
     request = {
         "query": query, "filters": filters.canonical(), "fields": list(fields) if fields else None,
         "min_score": min_score, "effective_mode": modes["effective_mode"], "ranking_version": legacy.RANKING_VERSION,
         "generation": GENERATION, "scope": scope, "listing": listing, "schema": load_schema().meta["schema_version"],
+        **({"facet": facet} if facet else {}),
     }
     pager = Pager(ctx, TOOL, request)
     ranking_version = legacy.RANKING_VERSION
@@ -146,7 +149,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
                 **request, "effective_mode": mode, "ranking_version": version, "generation": generation}),
             legacy_version=legacy.RANKING_VERSION,
             run_hybrid=lambda continuing: ctx.retrieval.search_lessons(
-                repo, query=query, filters=filters, min_score=min_score, continuation=continuing),
+                repo, query=query, filters=filters, min_score=min_score, continuation=continuing, facet=facet),
             run_legacy=lambda: legacy.search(repo, query, filters, min_score))
         window = list(ranked.items[offset:offset + limit])
 
@@ -155,6 +158,8 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
     base = {**modes, "ranking_version": ranking_version, "partial": ranked.partial,
             "scanned": ranked.scanned, "scan_limit": ranked.scan_limit, "scope": scope}
+    if facet and base["effective_mode"] == "hybrid_v1":
+        base["facet"] = facet
     views = [hits.view(r) for r in window]
 
     def build(part) -> dict[str, Any]:
