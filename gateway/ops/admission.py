@@ -48,12 +48,12 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
-import threading
 import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
 
 from gateway.core.errors import JsonRpcError, ToolError
+from gateway.ops.gate import QUEUE_FULL, QUEUE_TIMEOUT, BoundedGate
 
 __all__ = [
     "OVERLOADED",
@@ -72,6 +72,10 @@ log = logging.getLogger("s3rm.admission")
 OVERLOADED = -32003
 #: The admission classes, in reporting order.
 CLASSES = ("read", "write", "semantic")
+
+#: The keys of :meth:`AdmissionClass.stats` (the /metrics ``admission`` entries).
+_CLASS_STATS = ("state", "in_use", "waiting", "admitted", "queued", "rejected_full", "rejected_timeout",
+                "max_wait_seconds")
 
 _CURRENT: contextvars.ContextVar["Admission | None"] = contextvars.ContextVar("s3rm_admission", default=None)
 
@@ -97,127 +101,57 @@ class AdmissionRejected(JsonRpcError):
         self.headers = {"Retry-After": str(retry_after)}
 
 
-class AdmissionClass:
-    """One class: ``concurrency`` slots plus at most ``queue`` callers waiting up to ``timeout_seconds``.
+class AdmissionClass(BoundedGate):
+    """One class: a :class:`~gateway.ops.gate.BoundedGate` of ``concurrency`` slots plus at most
+    ``queue`` callers waiting up to ``timeout_seconds``, refusing with :class:`AdmissionRejected`.
 
-    :meth:`acquire` admits, queues or raises :class:`AdmissionRejected`;
-    :meth:`try_acquire` never waits (the semantic class). While anyone waits,
-    newcomers join the queue instead of taking a slot directly; each released
-    slot wakes one waiter (order among waiters is not strictly FIFO; every
-    wait is bounded by ``timeout_seconds``). Thread-safe; counters only grow.
+    :meth:`acquire` admits, queues or raises :class:`AdmissionRejected` (429
+    ``queue_full`` / 503 ``queue_timeout``); :meth:`try_acquire` never waits
+    (the semantic class). Queue rules are the gate's (see
+    :mod:`gateway.ops.gate`). Thread-safe; counters only grow.
     """
 
     def __init__(self, name: str, concurrency: int, queue: int, timeout_seconds: float, *,
                  monotonic: Callable[[], float] = time.monotonic):
         if concurrency < 1 or queue < 0 or timeout_seconds <= 0:
             raise ValueError("concurrency must be ≥ 1, queue ≥ 0 and timeout > 0")
-        self.name = name
-        self.concurrency = concurrency
-        self.queue = queue
-        self.timeout_seconds = timeout_seconds
-        self._monotonic = monotonic
-        self._cond = threading.Condition()
-        self._in_use = 0
-        self._waiting = 0
-        self.admitted = 0
-        self.queued = 0
-        self.rejected_full = 0
-        self.rejected_timeout = 0
-        self.max_wait_seconds = 0.0
+        super().__init__(name, concurrency, queue, timeout_seconds=timeout_seconds, monotonic=monotonic)
 
-    # ------------------------------------------------------------ acquire
+    @property
+    def concurrency(self) -> int:
+        """Slots of this class (``S3RM_ADMISSION_<CLASS>_CONCURRENCY``)."""
+        return self.slots
+
+    @property
+    def queue(self) -> int:
+        """Queue places of this class (``S3RM_ADMISSION_<CLASS>_QUEUE``)."""
+        return self.queue_limit
+
     @property
     def retry_after(self) -> int:
         """Seconds a refused caller should wait: the queue timeout rounded up, at least 1."""
         return max(1, math.ceil(self.timeout_seconds))
 
-    def acquire(self) -> None:
-        """Take a slot, waiting in the bounded queue; raise :class:`AdmissionRejected` (429/503) otherwise."""
-        with self._cond:
-            if self._in_use < self.concurrency and self._waiting == 0:
-                self._in_use += 1
-                self.admitted += 1
-                return
-            if self._waiting >= self.queue:
-                self.rejected_full += 1
-                raise AdmissionRejected(
-                    self.name, "queue_full", 429, self.retry_after,
-                    f"Too Many Requests: the server is at capacity for {self.name} calls; "
-                    f"retry after {self.retry_after} s",
-                )
-            self._waiting += 1
-            self.queued += 1
-            started = self._monotonic()
-            deadline = started + self.timeout_seconds
-            try:
-                while self._in_use >= self.concurrency:
-                    remaining = deadline - self._monotonic()
-                    if remaining <= 0:
-                        self.rejected_timeout += 1
-                        raise AdmissionRejected(
-                            self.name, "queue_timeout", 503, self.retry_after,
-                            f"Service Unavailable: no {self.name} slot became free within "
-                            f"{self.timeout_seconds:g} s; retry after {self.retry_after} s",
-                        )
-                    self._cond.wait(remaining)
-                self._in_use += 1
-                self.admitted += 1
-                self.max_wait_seconds = max(self.max_wait_seconds, self._monotonic() - started)
-            finally:
-                self._waiting -= 1
-
-    def try_acquire(self) -> bool:
-        """Take a free slot without waiting; ``False`` when all slots are busy (nothing is queued)."""
-        with self._cond:
-            if self._in_use < self.concurrency:
-                self._in_use += 1
-                self.admitted += 1
-                return True
-            self.rejected_full += 1
-            return False
-
-    def release(self) -> None:
-        """Return a slot (exactly once per successful acquire)."""
-        with self._cond:
-            self._in_use = max(0, self._in_use - 1)
-            self._cond.notify()
-
-    @contextmanager
-    def slot(self) -> Iterator[None]:
-        """``with cls.slot():`` — acquire (may raise :class:`AdmissionRejected`), always release."""
-        self.acquire()
-        try:
-            yield
-        finally:
-            self.release()
-
-    # -------------------------------------------------------------- state
-    def saturated(self) -> bool:
-        """True when every slot is busy and the queue is full (the next caller is refused)."""
-        with self._cond:
-            return self._in_use >= self.concurrency and self._waiting >= self.queue
+    def rejection(self, reason: str) -> AdmissionRejected:
+        """429 for ``queue_full``, 503 for ``queue_timeout``, both with ``Retry-After``."""
+        if reason == QUEUE_FULL:
+            return AdmissionRejected(
+                self.name, QUEUE_FULL, 429, self.retry_after,
+                f"Too Many Requests: the server is at capacity for {self.name} calls; "
+                f"retry after {self.retry_after} s",
+            )
+        return AdmissionRejected(
+            self.name, QUEUE_TIMEOUT, 503, self.retry_after,
+            f"Service Unavailable: no {self.name} slot became free within "
+            f"{self.timeout_seconds:g} s; retry after {self.retry_after} s",
+        )
 
     def stats(self) -> dict[str, Any]:
         """Counts only: ``in_use``, ``waiting``, ``admitted``, ``queued``, ``rejected_full``,
         ``rejected_timeout``, ``max_wait_seconds`` and the bounded ``state`` word
         (``ok`` | ``busy`` | ``saturated``). Limits are configuration and are not included."""
-        with self._cond:
-            if self._in_use >= self.concurrency and self._waiting >= self.queue:
-                state = "saturated"
-            elif self._in_use >= self.concurrency:
-                state = "busy"
-            else:
-                state = "ok"
-            return {
-                "state": state,
-                "in_use": self._in_use,
-                "waiting": self._waiting,
-                "admitted": self.admitted,
-                "queued": self.queued,
-                "rejected_full": self.rejected_full,
-                "rejected_timeout": self.rejected_timeout,
-                "max_wait_seconds": round(self.max_wait_seconds, 4),
-            }
+        counts = super().stats()
+        return {key: counts[key] for key in _CLASS_STATS}
 
 
 class Admission:
@@ -270,7 +204,7 @@ class Admission:
 
         ``stats()`` returns the retrieval layer's gate counts with at least
         ``in_use``, ``slots``, ``waiting`` and ``queue_limit`` (as
-        ``gateway.retrieval.embedding.AdmissionGate.stats``).
+        :meth:`gateway.ops.gate.BoundedGate.stats`).
         """
         self._gate_stats = stats
 
@@ -285,10 +219,7 @@ class Admission:
 
     def semantic_saturated(self) -> bool:
         """True when the semantic class or the embedding gate cannot take one more caller now."""
-        sem = self.classes["semantic"]
-        with sem._cond:
-            own = sem._in_use >= sem.concurrency
-        return own or self._gate_saturated()
+        return self.classes["semantic"].all_busy() or self._gate_saturated()
 
     @contextmanager
     def semantic(self, *, continuing: bool = False) -> Iterator[bool]:

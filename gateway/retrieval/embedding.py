@@ -1,7 +1,7 @@
 """EmbeddingProvider: texts → L2-normalised float32 vectors over OpenAI-compatible HTTP.
 
 One provider object per process serves both query embedding (request
-threads) and indexing (the refresher). They share ONE :class:`AdmissionGate`
+threads) and indexing (the refresher). They share ONE :class:`EmbeddingGate`
 — a bounded semaphore of ``S3RM_EMBEDDING_MAX_CONCURRENCY`` slots plus a
 waiting queue of at most ``S3RM_EMBEDDING_QUEUE_LIMIT`` callers — so semantic
 work can never exhaust the threads, connections or memory of lexical search
@@ -48,9 +48,10 @@ import requests
 
 from gateway.config.profiles import EmbeddingProfile, ProfileMismatch, get_profile
 from gateway.config.retrieval import RetrievalSettings
+from gateway.ops.gate import QUEUE_FULL, BoundedGate
 
 __all__ = [
-    "AdmissionGate",
+    "EmbeddingGate",
     "CircuitBreaker",
     "DisabledProvider",
     "EmbeddingError",
@@ -136,8 +137,8 @@ class ProviderProfileMismatch(EmbeddingError):
 
 
 # ------------------------------------------------------------ admission gate
-class AdmissionGate:
-    """ONE bounded semaphore plus a bounded waiting queue, shared by queries and indexing.
+class EmbeddingGate(BoundedGate):
+    """The provider's ONE shared gate (a :class:`~gateway.ops.gate.BoundedGate`) for queries and indexing.
 
     ``acquire(timeout)`` waits at most ``timeout`` seconds for one of
     ``slots`` slots. When ``queue_limit`` callers are already waiting, or the
@@ -145,49 +146,19 @@ class AdmissionGate:
     (docs/retrieval.md#resource-isolation). ``release()`` frees a slot. Thread-safe.
     """
 
-    def __init__(self, slots: int, queue_limit: int):
-        if slots < 1 or queue_limit < 0:
-            raise ValueError("slots must be ≥ 1 and queue_limit ≥ 0")
-        self.slots = slots
-        self.queue_limit = queue_limit
-        self._cond = threading.Condition()
-        self._in_use = 0
-        self._waiting = 0
-        self.rejected = 0
+    def __init__(self, slots: int, queue_limit: int, *, reserved: int = 0):
+        super().__init__("embedding", slots, queue_limit, reserved=reserved)
 
-    def acquire(self, timeout: float) -> None:
-        """Take a slot within ``timeout`` seconds or raise :class:`EmbeddingSaturated`."""
-        deadline = time.monotonic() + max(0.0, timeout)
-        with self._cond:
-            if self._in_use < self.slots and self._waiting == 0:
-                self._in_use += 1
-                return
-            if self._waiting >= self.queue_limit:
-                self.rejected += 1
-                raise EmbeddingSaturated("embedding queue is full")
-            self._waiting += 1
-            try:
-                while self._in_use >= self.slots:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        self.rejected += 1
-                        raise EmbeddingSaturated("no embedding slot became free in time")
-                    self._cond.wait(remaining)
-                self._in_use += 1
-            finally:
-                self._waiting -= 1
-
-    def release(self) -> None:
-        """Return a slot (call exactly once per successful acquire)."""
-        with self._cond:
-            self._in_use = max(0, self._in_use - 1)
-            self._cond.notify()
+    def rejection(self, reason: str) -> EmbeddingSaturated:
+        """:class:`EmbeddingSaturated` for a full queue or a wait that ran out."""
+        if reason == QUEUE_FULL:
+            return EmbeddingSaturated("embedding queue is full")
+        return EmbeddingSaturated("no embedding slot became free in time")
 
     def stats(self) -> dict[str, int]:
         """``{"in_use", "waiting", "slots", "queue_limit", "rejected"}`` (counts only)."""
-        with self._cond:
-            return {"in_use": self._in_use, "waiting": self._waiting, "slots": self.slots,
-                    "queue_limit": self.queue_limit, "rejected": self.rejected}
+        counts = super().stats()
+        return {key: counts[key] for key in ("in_use", "waiting", "slots", "queue_limit", "rejected")}
 
 
 # ----------------------------------------------------------- circuit breaker
@@ -361,12 +332,12 @@ class OpenAICompatibleProvider(EmbeddingProvider):
     enabled = True
 
     def __init__(self, settings: RetrievalSettings, profile: EmbeddingProfile, *,
-                 gate: AdmissionGate | None = None, breaker: CircuitBreaker | None = None, metrics: Any = None):
+                 gate: EmbeddingGate | None = None, breaker: CircuitBreaker | None = None, metrics: Any = None):
         self.settings = settings
         self.profile = profile
         self.url = settings.embedding_url
         self.timeout = settings.timeout_seconds
-        self.gate = gate or AdmissionGate(settings.max_concurrency, settings.queue_limit)
+        self.gate = gate or EmbeddingGate(settings.max_concurrency, settings.queue_limit)
         self.breaker = breaker or CircuitBreaker()
         self.metrics = metrics
         self.batch_items = max(1, min(settings.batch_size, profile.max_batch_items))
