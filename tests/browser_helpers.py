@@ -298,14 +298,37 @@ def wiki_url(wiki, title: str, **query: str) -> str:
 # ------------------------------------------------------------------ browser
 
 
-def launch_chromium(playwright, user_data_dir: str | Path | None = None, *, viewport=(1280, 900)):
-    """A persistent Chromium context (fresh temp profile unless ``user_data_dir`` is given)."""
+#: The two screen sizes the browser tests run at: a desktop and a phone (CSS px).
+DESKTOP = (1280, 900)
+PHONE = (390, 844)
+
+
+def launch_chromium(playwright, user_data_dir: str | Path | None = None, *, viewport=DESKTOP, phone: bool = False,
+                    timezone_id: str = "UTC"):
+    """A persistent Chromium context (fresh temp profile unless ``user_data_dir`` is given).
+
+    ``phone``: a touch device with a device-pixel ratio of 3 that honours the page's viewport
+    meta (what a phone browser does); ``timezone_id``: the reader's time zone (IANA name).
+    """
     profile = str(user_data_dir or tempfile.mkdtemp(prefix="s3rm-chromium-"))
+    extra = {"is_mobile": True, "has_touch": True, "device_scale_factor": 3} if phone else {}
     return playwright.chromium.launch_persistent_context(
         profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-        viewport={"width": viewport[0], "height": viewport[1]}, locale="ko-KR", timezone_id="UTC",
-        reduced_motion="reduce",
+        viewport={"width": viewport[0], "height": viewport[1]}, locale="ko-KR", timezone_id=timezone_id,
+        reduced_motion="reduce", **extra,
     )
+
+
+def write_lessons(wiki, specs: list[dict]) -> None:
+    """Save synthetic Lessons (``KOREAN_LESSONS``-shaped dicts) as the import account, unless present."""
+    schema = load_schema()
+    account = wiki.importer.username.split("@", 1)[0]
+    repo = MediaWikiRepository(import_client(wiki), schema)
+    current = repo.get_snapshots([spec["id"] for spec in specs])
+    for spec in specs:
+        if spec["id"] not in current:
+            page = _korean_page(spec, account, format_ts(datetime.now(timezone.utc)), schema)
+            _save_checked(repo, account, spec["id"], page, f"S3RM browser-test fixture: {spec['id']}", None, set())
 
 
 def graph_json(gateway_base: str) -> dict:
@@ -333,3 +356,52 @@ def dump_json(name: str, data) -> Path:
     path = ARTIFACTS / name
     path.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
     return path
+
+
+# ------------------------------------------------------------------ phone-size checks
+
+#: Evaluated in the page: what a phone reader meets. Returns
+#: ``{"viewport": <meta content>, "scroll_width", "client_width",
+#:   "small_text": [[selector-ish, px, text]], "small_targets": [[selector-ish, w, h, text]]}``.
+#: Text: every visible element with its own non-blank text node inside the content area or the
+#: skin header. Tap targets: visible buttons, inputs, selects, summaries and links that stand
+#: alone (a link that is the only content of its parent; links inside running text are exempt,
+#: as WCAG 2.5.8 exempts inline targets) inside the content area and the skin header.
+MOBILE_REPORT_JS = r"""() => {
+    const meta = document.querySelector('meta[name=viewport]');
+    const roots = [document.getElementById('mw-content-text'), document.querySelector('.vector-header, .mw-header')]
+        .filter(Boolean);
+    const visible = e => {
+        const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+        return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none' &&
+            !e.closest('[hidden], .s3rm-visually-hidden, .mw-editsection, noscript');
+    };
+    const name = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') +
+        (e.className && typeof e.className === 'string' ? '.' + e.className.trim().split(/\s+/).join('.') : '');
+    const smallText = [], smallTargets = [], seen = new Set();
+    for (const root of roots) {
+        for (const e of root.querySelectorAll('*')) {
+            if (seen.has(e)) continue;
+            seen.add(e);
+            if (!visible(e)) continue;
+            const own = Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
+            const px = parseFloat(getComputedStyle(e).fontSize);
+            if (own && px < 14) smallText.push([name(e), px, e.textContent.trim().slice(0, 40)]);
+            let target = e.matches('button, select, textarea, summary, [role=button], input:not([type=hidden])');
+            if (e.matches('input[type=checkbox], input[type=radio]')) target = false;  // the label is the target
+            if (e.matches('label') && e.querySelector('input[type=checkbox], input[type=radio]')) target = true;
+            if (e.matches('a[href]')) {
+                const parent = e.parentElement;
+                target = parent && parent.textContent.trim() === e.textContent.trim() &&
+                    !parent.matches('p, td, dd');
+            }
+            if (target) {
+                const r = e.getBoundingClientRect();
+                if (r.height < 40 || r.width < 40) smallTargets.push([name(e), Math.round(r.width), Math.round(r.height),
+                                                                    e.textContent.trim().slice(0, 30)]);
+            }
+        }
+    }
+    return {viewport: meta ? meta.content : null, scroll_width: document.documentElement.scrollWidth,
+            client_width: document.documentElement.clientWidth, small_text: smallText, small_targets: smallTargets};
+}"""

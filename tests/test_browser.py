@@ -117,17 +117,22 @@ class Console:
         assert not self.problems, "console errors:\n" + "\n".join(self.problems)
 
 
-@pytest.fixture
-def page(browser, request):
-    page = browser.new_page()
-    console = Console(page)
-    page.console = console  # type: ignore[attr-defined]
+def _watched_page(context, request, size_name: str = "desktop"):
+    """A new page of ``context`` whose console is checked and whose last state is saved at the end."""
+    page = context.new_page()
+    page.console = Console(page)  # type: ignore[attr-defined]
+    page.size_name = size_name  # type: ignore[attr-defined]
     yield page
     try:
         bh.screenshot(page, f"last-{request.node.name}")
     finally:
         page.close()
-    console.assert_clean()
+    page.console.assert_clean()
+
+
+@pytest.fixture
+def page(browser, request):
+    yield from _watched_page(browser, request)
 
 
 def relation_labels() -> dict[str, str]:
@@ -534,7 +539,7 @@ def test_id_launcher_refuses_invalid_ids(stack, page, bad, message):
     page.console.assert_clean()
 
 
-def test_id_launcher_existing_id_and_logged_out_path(stack, page):
+def test_id_launcher_existing_id(stack, page):
     page.goto(stack.home)
     page.wait_for_selector("#s3rm-create-id")
     existing = stack.seeded.lesson_ids[0]
@@ -542,13 +547,7 @@ def test_id_launcher_existing_id_and_logged_out_path(stack, page):
     page.click("#s3rm-create-submit")
     page.wait_for_function("() => document.getElementById('s3rm-create-message').textContent.includes('이미 같은 ID')")
     assert page.locator("#s3rm-create-message a").get_attribute("href").endswith(f"Lesson:{existing}")
-    # logged out: a free, valid id goes to the login page, which returns to the edit form
-    assert page.inner_text("#s3rm-create-submit") == "로그인하고 쓰기"
-    page.fill("#s3rm-create-id", "browser_logged_out_probe")
-    page.click("#s3rm-create-submit")
-    page.wait_for_url(re.compile(r".*Special:(UserLogin|%ED%8A%B9%EC%88%98).*|.*returnto=.*"))
-    assert "returnto=Lesson%3Abrowser_logged_out_probe" in page.url
-    assert "preload" in requests.utils.unquote(page.url)
+    # (the logged-out path follows the wiki's rights: test_write_button_follows_the_wikis_rights)
     page.console.assert_clean()
 
 
@@ -652,3 +651,217 @@ def test_noscript_fallback(stack, playwright, tmp_path):
         bh.screenshot(page, "home-noscript")
     finally:
         context.close()
+
+
+# ------------------------------------------------------------------ phones, logo, similarity, cards, rights, times
+#
+# Each runs at the desktop size and at a phone's 390 × 844 (a touch device that honours the
+# page's viewport meta, as a phone browser does).
+
+SIZES = {"desktop": bh.DESKTOP, "phone": bh.PHONE}
+LONG_WORD = "kube-apiserver-" + "x" * 40 + "-etcd-compaction-" + "y" * 40
+SAME_TITLE = "같은 제목을 가진 두 메모: 설정 캐시가 오래 남음"
+CARD_LESSONS = [
+    dict(bh.KOREAN_LESSONS[0], id="ko-long-word-title", title=f"긴 낱말 {LONG_WORD} 때문에 카드가 넘침"),
+    dict(bh.KOREAN_LESSONS[1], id="ko-same-title-a", title=SAME_TITLE),
+    dict(bh.KOREAN_LESSONS[2], id="ko-same-title-b", title=SAME_TITLE),
+]
+
+
+@pytest.fixture(scope="module")
+def cards(stack):
+    bh.write_lessons(stack.wiki, CARD_LESSONS)
+    return CARD_LESSONS
+
+
+@pytest.fixture(scope="module", params=sorted(SIZES))
+def sized(request, playwright, tmp_path_factory):
+    """(size name, context) for both sizes; the phone context is a touch device."""
+    name = request.param
+    context = bh.launch_chromium(playwright, tmp_path_factory.mktemp(f"chromium-{name}"), viewport=SIZES[name],
+                                 phone=name == "phone", timezone_id="Asia/Seoul")
+    yield name, context
+    context.close()
+
+
+@pytest.fixture
+def spage(sized, request):
+    name, context = sized
+    yield from _watched_page(context, request, name)
+
+
+@pytest.mark.parametrize("where", ["home", "lesson"])
+def test_usable_on_a_phone(stack, spage, where):
+    url = stack.home if where == "home" else stack.url("Lesson:ko-config-change-spread")
+    spage.goto(url)
+    if where == "home":
+        spage.wait_for_function(GRAPH_READY, timeout=30_000)
+        spage.wait_for_selector("#s3rm-recent-list[data-state=ready]")
+    else:
+        spage.wait_for_selector(".s3rm-evidence-digest[data-state=ready]", timeout=20_000)
+    report = spage.evaluate(bh.MOBILE_REPORT_JS)
+    bh.screenshot(spage, f"{where}-{spage.size_name}")
+    # the skin is responsive: a device-width viewport, so a phone does not shrink a 1000 px page
+    assert report["viewport"] and "width=device-width" in report["viewport"], report["viewport"]
+    assert report["scroll_width"] <= report["client_width"], "horizontal scroll"
+    if spage.size_name == "phone":
+        assert report["client_width"] == bh.PHONE[0]
+        assert not report["small_text"], f"text under 14 px: {report['small_text'][:10]}"
+        assert not report["small_targets"], f"tap targets under 40 px: {report['small_targets'][:10]}"
+        # the search box is a real target too
+        if where == "home":
+            box = spage.locator("#s3rm-search-input").bounding_box()
+            assert box["height"] >= 40 and box["width"] >= 200
+
+
+def test_logo_is_the_project_svg(stack, spage):
+    spage.goto(stack.home)
+    logo = spage.locator(".mw-logo-icon, #p-logo a").first
+    expect(logo).to_be_visible()
+    src = logo.get_attribute("src") or ""
+    assert src.endswith("/s3rm-assets/s3rm-logo.svg"), src
+    assert spage.evaluate("() => { const i = document.querySelector('.mw-logo-icon'); return i.complete && i.naturalWidth; }") > 0
+    served = requests.get(stack.wiki.server_url + src, timeout=10)
+    assert served.status_code == 200 and served.headers["Content-Type"].startswith("image/svg+xml")
+    assert served.content == (bh.REPO / "deploy/mediawiki/assets/s3rm-logo.svg").read_bytes()
+    assert "change-your-logo" not in spage.content()
+
+
+def test_graph_draws_similarity_apart_from_relations(stack, spage):
+    data = stack.graph()
+    assert data["similar"] and data["similar_basis"] == "lexical-tfidf-v1"
+    ids = {n["id"] for n in data["nodes"]}
+    assert all(p["from"] in ids and p["to"] in ids and p["from"] < p["to"] and 0 < p["score"] <= 1
+               for p in data["similar"])
+    open_home(spage, stack)
+    root = spage.locator("#s3rm-knowledge-graph")
+    # few stored relations → similarity shown by default; here (40 relations for ~70 Lessons) it is not
+    few = 2 * len(data["edges"]) < len(data["nodes"])
+    assert root.get_attribute("data-similar-shown") == ("true" if few else "false")
+    # with no stored relation at all (an imported corpus) the same data is shown by default
+    assert spage.evaluate("(d) => mw.s3rm.home.buildModel(d).showSimilar",
+                          {"nodes": data["nodes"], "edges": [], "similar": data["similar"]}) is True
+    edges_before = root.get_attribute("data-edge-count")
+    spage.locator("label[for=s3rm-graph-similar]").click()
+    assert root.get_attribute("data-similar-shown") == "true"
+    assert int(root.get_attribute("data-similar-count")) == len(data["similar"])
+    # labelled as similarity, never as a stored relation: legend, status line, counts
+    assert "저장된 관계 아님" in spage.inner_text("#s3rm-legend-similar")
+    assert f"비슷한 내용 연결 {len(data['similar'])}개 (추정)" in spage.inner_text("#s3rm-graph-stats")
+    assert root.get_attribute("data-edge-count") == edges_before
+    assert spage.inner_text("#s3rm-graph-stats").startswith(f"메모 {len(ids)}개 · 관계 {len(data['edges'])}개")
+    # drawn: dashed grey lines, painted at midpoints that no stored relation crosses
+    state = graph_state(spage)
+    pos = {n["id"]: n for n in state["nodes"]}
+    stored_pairs = {frozenset((a, b)) for a, _, b in state["edges"]}
+    mids = [((pos[p["from"]]["x"] + pos[p["to"]]["x"]) / 2, (pos[p["from"]]["y"] + pos[p["to"]]["y"]) / 2)
+            for p in data["similar"] if frozenset((p["from"], p["to"])) not in stored_pairs]
+    inside = [(x, y) for x, y in mids if 0 <= x <= state["width"] and 0 <= y <= state["height"]]
+    painted = [a for a in pixel_alpha(spage, inside, radius=3) if a > 0]
+    assert len(painted) >= 0.8 * len(inside), (len(painted), len(inside))
+    # the layout uses them: Lessons without a stored relation but with a similar one leave the rim
+    # (they now sit among the connected ones); the inspector lists them under the similarity heading
+    node = next(n for n in state["nodes"] if n["degree"] == 0 and any(
+        n["id"] in (p["from"], p["to"]) for p in data["similar"]))
+    spage.evaluate("(id) => mw.s3rm.home.graph.select(mw.s3rm.home.graph.model.index[id], false)", node["id"])
+    assert spage.inner_text("#s3rm-inspector-degree") == "아직 연결된 메모가 없습니다"
+    assert "저장된 관계 아님" in spage.inner_text(".s3rm-inspector-similar-head")
+    assert spage.locator(".s3rm-inspector-similar li").count() >= 1
+    assert spage.locator(".s3rm-inspector-relations").count() == 0
+    bh.screenshot(spage, f"graph-similarity-{spage.size_name}")
+    # and off again: the stored-relations picture is back
+    spage.locator("label[for=s3rm-graph-similar]").click()
+    assert root.get_attribute("data-similar-shown") == "false"
+    assert spage.locator("#s3rm-legend-similar").count() == 0
+
+
+def _inside(inner: dict, outer: dict, slack: float = 1.0) -> bool:
+    return (inner["x"] >= outer["x"] - slack and inner["y"] >= outer["y"] - slack
+            and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + slack
+            and inner["y"] + inner["height"] <= outer["y"] + outer["height"] + slack)
+
+
+def test_long_words_wrap_and_equal_titles_show_ids(stack, cards, spage):
+    open_home(spage, stack)
+    assert search(spage, "긴 낱말 카드가 넘침") == "results"
+    card = spage.locator("#s3rm-search-results li[data-id='ko-long-word-title']")
+    expect(card).to_have_count(1)
+    box = card.bounding_box()
+    for part in (".s3rm-semantic-result-link", ".s3rm-badge", ".s3rm-lesson-id"):
+        assert _inside(card.locator(part).bounding_box(), box), part
+    assert card.evaluate("e => e.scrollWidth <= e.clientWidth")
+    assert card.locator(".s3rm-lesson-id").inner_text() == "ko-long-word-title"
+    # two Lessons with one title: both listed, told apart by their ids
+    assert search(spage, SAME_TITLE) == "results"
+    rows = spage.eval_on_selector_all(
+        "#s3rm-search-results li[data-id]",
+        "els => els.map(e => [e.querySelector('.s3rm-semantic-result-link').textContent,"
+        " e.querySelector('.s3rm-lesson-id').textContent])")
+    same = [r for r in rows if r[0] == SAME_TITLE]
+    assert sorted(i for _, i in same) == ["ko-same-title-a", "ko-same-title-b"], rows
+    # the recent list shows ids too, and its long title stays inside its row
+    spage.click("#s3rm-search-clear")
+    recent = spage.locator("#s3rm-recent-list li[data-id]")
+    for i in range(recent.count()):
+        row = recent.nth(i)
+        assert row.locator(".s3rm-lesson-id").inner_text() == row.get_attribute("data-id")
+        assert _inside(row.locator(".s3rm-summary-title").bounding_box(), row.bounding_box())
+    # the Lesson page header too
+    spage.goto(stack.url("Lesson:ko-long-word-title"))
+    header = spage.locator(".s3rm-lesson-header")
+    assert _inside(header.locator(".s3rm-lesson-title").bounding_box(), header.bounding_box())
+    assert _inside(header.locator(".s3rm-badge").bounding_box(), header.bounding_box())
+    assert spage.evaluate("() => document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    bh.screenshot(spage, f"long-word-{spage.size_name}")
+
+
+def _launch(page, stack, rights: str, button: str, lesson_id: str) -> None:
+    """Open home, check what the write button says, submit a free id."""
+    page.goto(stack.home)
+    page.wait_for_selector("#s3rm-create-form[data-state=ready]")
+    assert page.get_attribute("#s3rm-create-form", "data-rights") == rights
+    assert page.inner_text("#s3rm-create-submit") == button
+    page.fill("#s3rm-create-id", lesson_id)
+    page.click("#s3rm-create-submit")
+
+
+def test_write_button_follows_the_wikis_rights(stack, spage):
+    # the development wiki lets anonymous readers edit (MediaWiki's default): no forced login
+    _launch(spage, stack, "write", "쓰기 시작", "browser_anonymous_probe")
+    spage.wait_for_url(re.compile(r".*Lesson:browser_anonymous_probe.*action=edit.*"))
+    assert "UserLogin" not in spage.url and "preload" in requests.utils.unquote(spage.url)
+    # a wiki that refuses anonymous edits (the production settings): the button logs in first
+    local = stack.wiki.dir / "S3RM.local.php"
+    local.write_text("<?php\n$wgGroupPermissions['*']['edit'] = false;\n$wgGroupPermissions['*']['createpage'] = false;\n")
+    try:
+        _launch(spage, stack, "login", "로그인하고 쓰기", "browser_logged_out_probe")
+        spage.wait_for_url(re.compile(r".*returnto=.*"))
+        assert "returnto=Lesson%3Abrowser_logged_out_probe" in spage.url
+    finally:
+        local.unlink()
+
+
+def test_times_are_local_with_utc_available(stack, spage):
+    from datetime import datetime, timedelta
+
+    def expected_parts(iso: str) -> tuple[str, str]:
+        kst = datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ") + timedelta(hours=9)
+        return f"{kst.year}. {kst.month}. {kst.day}.", f"{kst.minute:02d}"
+
+    open_home(spage, stack)
+    spage.wait_for_selector("#s3rm-recent-list[data-state=ready]")
+    times = spage.eval_on_selector_all("#s3rm-recent-list time",
+                                       "els => els.map(e => [e.getAttribute('datetime'), e.title, e.textContent])")
+    assert times
+    for iso, title, text in times:
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", iso) and title == f"UTC {iso}"
+        day, minute = expected_parts(iso)
+        assert day in text and f":{minute}" in text and "GMT+9" in text and iso not in text, (iso, text)
+    # Lesson page: the template prints UTC; the script shows it local with the UTC value kept
+    spage.goto(stack.url("Lesson:ko-config-change-spread"))
+    spage.wait_for_selector(".s3rm-evidence-digest[data-state=ready]", timeout=20_000)
+    for cls in ("s3rm-created-at", "s3rm-updated-at", "s3rm-added-at", "s3rm-verified-at"):
+        iso, title, text = spage.eval_on_selector(
+            f".{cls} time", "e => [e.getAttribute('datetime'), e.title, e.textContent]")
+        day, minute = expected_parts(iso)
+        assert title == f"UTC {iso}" and day in text and "GMT+9" in text, (cls, iso, text)

@@ -99,6 +99,23 @@ $wgJobRunRate = 0;
 $wgDiff3 = false;
 # <<< s3rm shared: editing
 
+# --------------------------------------------------------------- skin
+# The official image bundles Vector; the Dockerfile copies the logo into the web root.
+wfLoadSkin( 'Vector' );
+# >>> s3rm shared: skin
+# Vector 2022 in its responsive mode: a device-width viewport on phones (MediaWiki 1.39 and
+# 1.43; in 1.43 only Vector 2022 is responsive-capable). The logo is the project's own SVG,
+# deploy/mediawiki/assets/s3rm-logo.svg, served at this path on both wikis
+# (docs/operations.md#browser-and-skin).
+$wgDefaultSkin = 'vector-2022';
+$wgVectorResponsive = true;
+$wgLogos = [
+	'1x' => '/s3rm-assets/s3rm-logo.svg',
+	'icon' => '/s3rm-assets/s3rm-logo.svg',
+	'svg' => '/s3rm-assets/s3rm-logo.svg',
+];
+# <<< s3rm shared: skin
+
 # ------------------------------------------------ accounts and rights
 # Reading is public; writing needs a named account (docs/operations.md#wiki-accounts).
 $wgGroupPermissions['*']['edit'] = false;

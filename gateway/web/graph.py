@@ -8,6 +8,8 @@ Response (``application/json``)::
 
     {"nodes": [{"id", "title", "confidence", "updated_at"}, ...],
      "edges": [{"from", "to", "relation"}, ...],
+     "similar": [{"from", "to", "score"}, ...],  # estimated, NOT stored relations
+     "similar_basis": "lexical-tfidf-v1",
      "generated_at": "2026-01-01T00:00:00Z",   # when the data was read from the wiki
      "truncated": false,                        # true when a node or edge cap cut the data
      "stale": false,                            # true when the wiki failed and older data is served
@@ -16,7 +18,10 @@ Response (``application/json``)::
 
 ``id`` is the bare Lesson id (no ``Lesson:``), ``relation`` one of the seven
 relation names, and every edge joins two listed nodes (relations pointing at
-a Lesson that is missing or beyond the cap are left out). Nodes are sorted
+a Lesson that is missing or beyond the cap are left out). ``similar`` holds
+each Lesson's nearest neighbours by shared words (``score`` a 0–1 cosine,
+``from`` < ``to``; :mod:`gateway.web.similarity`): an estimate the page draws
+apart from the stored relations (docs/read-path.md#graph-similarity). Nodes are sorted
 newest ``updated_at`` first, so the first six are the home page's recent list.
 
 Why it is built this way
@@ -78,6 +83,8 @@ from flask import Blueprint, Response, request
 
 from gateway.core.jsonio import encode_json, json_response
 from gateway.domain.repository import SNAPSHOT_BATCH, LessonRepository, RepositoryError
+from gateway.web.similarity import BASIS as SIMILARITY_BASIS
+from gateway.web.similarity import nearest_neighbours
 
 __all__ = [
     "DEFAULT_MAX_EDGES",
@@ -105,6 +112,9 @@ PROBE_LIMIT = 10
 #: The seven relation names an edge may carry (schema/lesson.toml ``enums.relation``).
 RELATIONS = ("supports", "contradicts", "analogous_to", "failed_because", "works_when", "suggests", "supersedes")
 
+#: Lesson fields whose words define content similarity (title, where/what, why).
+SIMILARITY_FIELDS = ("title", "context", "interpretation")
+
 ROUTE = "/mcp/graph"
 ASK_PAGE = 500
 
@@ -120,6 +130,7 @@ class _Node:
     confidence: str
     updated_at: str
     revision_id: int = 0
+    text: str = ""  # what similarity is computed over (never sent)
 
 
 @dataclass
@@ -155,11 +166,16 @@ class GraphData:
                     break
                 seen.add(key)
                 edges.append({"from": source, "to": target, "relation": relation})
+        texts = {n.id: n.text or n.title for n in nodes}
+        similar = [{"from": a, "to": b, "score": score}
+                   for a, b, score in nearest_neighbours(texts, max_pairs=max_edges)]
         return {
             "nodes": [
                 {"id": n.id, "title": n.title, "confidence": n.confidence, "updated_at": n.updated_at} for n in nodes
             ],
             "edges": edges,
+            "similar": similar,
+            "similar_basis": SIMILARITY_BASIS,
             "generated_at": self.generated_at,
             "truncated": truncated,
             "source": self.source,
@@ -186,6 +202,7 @@ def _node_from_snapshot(snapshot) -> _Node:
         confidence=(fields.get("confidence") or "").strip(),
         updated_at=(fields.get("updated_at") or "").strip() or snapshot.timestamp,
         revision_id=int(snapshot.revision_id or 0),
+        text=" ".join(fields.get(name) or "" for name in SIMILARITY_FIELDS),
     )
 
 

@@ -62,6 +62,8 @@
 	var CONFIDENCE_LABELS = { low: '낮음', medium: '보통', high: '높음' };
 	var CONFIDENCE_COLORS = { high: '#4fbf86', medium: '#8c9cff', low: '#e7a24f' };
 	var UNKNOWN_COLOR = '#9aa3bf';
+	var SIMILAR_COLOR = '#aeb6cf';
+	var SIMILAR_LABEL = '내용이 비슷함 (자동 추정, 저장된 관계 아님)';
 	var LABEL_FONT = '12px "Noto Sans KR", "Apple SD Gothic Neo", "Malgun Gothic", sans-serif';
 	var SEARCH_EXAMPLES = [
 		'재시도가 한꺼번에 몰려 지연이 커진 경우',
@@ -125,6 +127,66 @@
 	function formatDate( iso ) {
 		var m = /^(\d{4})-(\d{2})-(\d{2})/.exec( String( iso || '' ) );
 		return m ? m[ 1 ] + '. ' + Number( m[ 2 ] ) + '. ' + Number( m[ 3 ] ) + '.' : '';
+	}
+
+	var ISO_UTC = /\b(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)\b/;
+	var localFormat = null;
+
+	/** An ISO-8601 UTC value in the reader's time zone ("2026. 12. 1. 오후 3:04 GMT+9"); '' if unparsable. */
+	function localTime( iso ) {
+		var ms = ISO_UTC.test( String( iso || '' ) ) ? Date.parse( iso ) : NaN;
+		if ( isNaN( ms ) ) {
+			return '';
+		}
+		try {
+			localFormat = localFormat || new Intl.DateTimeFormat( 'ko-KR', {
+				year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: '2-digit', timeZoneName: 'short'
+			} );
+			return localFormat.format( new Date( ms ) );
+		} catch ( e ) {
+			return formatDate( iso );
+		}
+	}
+
+	/** A <time> element: the local time as text, the UTC value in datetime and in the tooltip. */
+	function timeEl( iso, prefix, className ) {
+		var shown = localTime( iso );
+		return el( 'time', {
+			className: 's3rm-local-time' + ( className ? ' ' + className : '' ),
+			datetime: iso,
+			title: 'UTC ' + iso
+		}, ( prefix || '' ) + ( shown || iso ) );
+	}
+
+	/** Rewrite the raw UTC timestamps the templates print (Lesson pages) as local <time> elements. */
+	function localizeTimes( scope ) {
+		var holders = ( scope || document ).querySelectorAll( '.s3rm-created-at, .s3rm-updated-at, .s3rm-added-at, .s3rm-verified-at, .s3rm-summary-updated' );
+		var i, holder, text, m, node;
+		for ( i = 0; i < holders.length && i < 2000; i++ ) {
+			holder = holders[ i ];
+			if ( holder.querySelector( 'time' ) ) {
+				continue;
+			}
+			text = holder.textContent;
+			m = ISO_UTC.exec( text );
+			if ( !m ) {
+				continue;
+			}
+			node = timeEl( m[ 1 ] );
+			clear( holder );
+			if ( m.index > 0 ) {
+				holder.appendChild( document.createTextNode( text.slice( 0, m.index ) ) );
+			}
+			holder.appendChild( node );
+			if ( m.index + m[ 1 ].length < text.length ) {
+				holder.appendChild( document.createTextNode( text.slice( m.index + m[ 1 ].length ) ) );
+			}
+		}
+	}
+
+	/** The Lesson id under a title, so two Lessons with the same title are told apart. */
+	function idEl( id ) {
+		return el( 'code', { className: 's3rm-lesson-id', title: '문서 ID' }, id );
 	}
 
 	function confidenceBadge( confidence ) {
@@ -346,6 +408,7 @@
 				updatedAt: String( raw.updated_at || '' ),
 				index: nodes.length,
 				degree: 0,
+				similar: [],
 				out: [],
 				inc: [],
 				x: 0,
@@ -376,9 +439,26 @@
 			nodes[ a ].out.push( edges.length - 1 );
 			nodes[ b ].inc.push( edges.length - 1 );
 		}
+		var rawSimilar = Array.isArray( data && data.similar ) ? data.similar.slice( 0, MAX_EDGES ) : [];
+		var similar = [];
+		for ( i = 0; i < rawSimilar.length; i++ ) {
+			raw = rawSimilar[ i ] || {};
+			a = index[ bareId( raw.from ) ];
+			b = index[ bareId( raw.to ) ];
+			if ( a === undefined || b === undefined || a === b ) {
+				continue;
+			}
+			similar.push( { a: a, b: b, score: Number( raw.score ) || 0 } );
+			nodes[ a ].similar.push( similar.length - 1 );
+			nodes[ b ].similar.push( similar.length - 1 );
+		}
 		return {
 			nodes: nodes,
 			edges: edges,
+			similar: similar,
+			// few stored relations (fewer than one per two Lessons): show similarity by default
+			showSimilar: similar.length > 0 && edges.length * 2 < nodes.length,
+			similarBasis: String( ( data && data.similar_basis ) || '' ),
 			index: index,
 			truncated: !!( data && data.truncated ) || ( data && data.nodes && data.nodes.length > MAX_NODES ),
 			generatedAt: data && data.generated_at
@@ -406,9 +486,13 @@
 			return x;
 		}
 
+		// similarity pairs (when shown) pull Lessons together like weak relations
+		if ( model.showSimilar ) {
+			edges = edges.concat( model.similar );
+		}
 		for ( i = 0; i < nodes.length; i++ ) {
 			parent[ i ] = i;
-			( nodes[ i ].degree > 0 ? connected : isolated ).push( nodes[ i ] );
+			( nodes[ i ].degree > 0 || ( model.showSimilar && nodes[ i ].similar.length ) ? connected : isolated ).push( nodes[ i ] );
 		}
 		for ( i = 0; i < edges.length; i++ ) {
 			parent[ find( edges[ i ].a ) ] = find( edges[ i ].b );
@@ -635,6 +719,12 @@
 			className: 's3rm-graph-relation-select',
 			'aria-label': '관계 종류로 거르기'
 		}, options );
+		this.similarToggle = el( 'input', { type: 'checkbox', id: 's3rm-graph-similar', checked: model.showSimilar, disabled: !model.similar.length } );
+		this.similarControl = el( 'label', {
+			className: 's3rm-graph-similar-toggle',
+			'for': 's3rm-graph-similar',
+			title: '저장된 관계가 아니라 제목과 맥락, 해석에 함께 나오는 낱말로 추정한 연결입니다' + ( model.similarBasis ? ' (' + model.similarBasis + ')' : '' )
+		}, [ this.similarToggle, ' 비슷한 메모 잇기 (추정)' ] );
 		this.zoomIn = el( 'button', { type: 'button', id: 's3rm-graph-zoom-in', className: 's3rm-graph-button', 'aria-label': '확대', title: '확대' }, '+' );
 		this.zoomOut = el( 'button', { type: 'button', id: 's3rm-graph-zoom-out', className: 's3rm-graph-button', 'aria-label': '축소', title: '축소' }, '−' );
 		this.zoomFit = el( 'button', { type: 'button', id: 's3rm-graph-fit', className: 's3rm-graph-button s3rm-graph-button-wide', title: '전체 보기' }, '전체 보기' );
@@ -662,10 +752,12 @@
 		this.root.appendChild( el( 'div', { className: 's3rm-graph-toolbar', role: 'toolbar', 'aria-label': '그래프 도구' }, [
 			el( 'div', { className: 's3rm-graph-filter' }, this.filterInput ),
 			this.relationSelect,
+			this.similarControl,
 			el( 'div', { className: 's3rm-graph-zoom' }, [ this.zoomOut, this.zoomIn, this.zoomFit ] )
 		] ) );
 		this.root.appendChild( el( 'div', { className: 's3rm-graph-body' }, [ this.viewport, this.inspector ] ) );
-		this.root.appendChild( el( 'div', { className: 's3rm-graph-footer' }, [ this.status, this.legend() ] ) );
+		this.legendBox = el( 'div', { className: 's3rm-graph-legend-box' }, this.legend() );
+		this.root.appendChild( el( 'div', { className: 's3rm-graph-footer' }, [ this.status, this.legendBox ] ) );
 		this.root.appendChild( this.list );
 		this.root.appendChild( this.announcer );
 		this.ctx = this.canvas.getContext( '2d' );
@@ -688,6 +780,14 @@
 				'신뢰도 ' + CONFIDENCE_LABELS[ keys[ i ] ]
 			] ) );
 		}
+		items.push( el( 'span', { className: 's3rm-graph-legend-item' }, [
+			el( 'i', { className: 's3rm-legend-line s3rm-legend-relation', 'aria-hidden': 'true' } ), '실선: 저장된 관계'
+		] ) );
+		if ( this.model.showSimilar ) {
+			items.push( el( 'span', { className: 's3rm-graph-legend-item', id: 's3rm-legend-similar' }, [
+				el( 'i', { className: 's3rm-legend-line s3rm-legend-similar', 'aria-hidden': 'true' } ), '점선: ' + SIMILAR_LABEL
+			] ) );
+		}
 		return el( 'div', { className: 's3rm-graph-legend' }, items );
 	};
 
@@ -701,7 +801,10 @@
 			}
 		}
 		this.status.textContent = '메모 ' + model.nodes.length + '개 · 관계 ' + model.edges.length + '개 · 연결된 메모 ' + connected + '개' +
+			( model.showSimilar ? ' · 비슷한 내용 연결 ' + model.similar.length + '개 (추정)' : '' ) +
 			( model.truncated ? ' · 메모가 많아 일부만 표시합니다' : '' );
+		this.root.setAttribute( 'data-similar-count', String( model.similar.length ) );
+		this.root.setAttribute( 'data-similar-shown', model.showSimilar ? 'true' : 'false' );
 	};
 
 	GraphView.prototype.fillList = function () {
@@ -756,6 +859,9 @@
 		this.relationSelect.addEventListener( 'change', function () {
 			self.relationFilter = self.relationSelect.value;
 			self.requestDraw();
+		} );
+		this.similarToggle.addEventListener( 'change', function () {
+			self.setSimilar( self.similarToggle.checked );
 		} );
 		this.zoomIn.addEventListener( 'click', function () {
 			self.zoomAt( 1.35, self.width / 2, self.height / 2 );
@@ -1053,7 +1159,7 @@
 		this.inspector.appendChild( el( 'h3', { className: 's3rm-inspector-title' }, node.title ) );
 		this.inspector.appendChild( el( 'div', { className: 's3rm-inspector-meta' }, [
 			confidenceBadge( node.confidence ),
-			node.updatedAt ? el( 'span', null, '수정 ' + formatDate( node.updatedAt ) ) : null
+			node.updatedAt ? timeEl( node.updatedAt, '수정 ' ) : null
 		] ) );
 		this.inspector.appendChild( el( 'p', { className: 's3rm-inspector-degree', id: 's3rm-inspector-degree' },
 			node.degree ? '연결 ' + node.degree + '개' : '아직 연결된 메모가 없습니다' ) );
@@ -1073,8 +1179,36 @@
 				this.inspector.appendChild( el( 'p', { className: 's3rm-inspector-muted' }, '그 밖에 ' + ( neighbours.length - 12 ) + '개 더 있습니다.' ) );
 			}
 		}
+		if ( model.showSimilar && node.similar.length ) {
+			this.inspector.appendChild( el( 'div', { className: 's3rm-inspector-kicker s3rm-inspector-similar-head' }, SIMILAR_LABEL ) );
+			this.inspector.appendChild( el( 'ul', { className: 's3rm-inspector-similar' }, node.similar.slice( 0, 8 ).map( function ( k ) {
+				var pair = model.similar[ k ];
+				other = model.nodes[ pair.a === node.index ? pair.b : pair.a ];
+				return el( 'li', null, el( 'button', { type: 'button', className: 's3rm-link-button', 'data-node': String( other.index ) }, [
+					el( 'span', { className: 's3rm-inspector-arrow', 'aria-hidden': 'true' }, '≈' ),
+					' ' + clip( other.title, 60 ) + ' · ' + Math.round( pair.score * 100 ) + '%'
+				] ) );
+			} ) ) );
+		}
 		this.inspector.appendChild( el( 'a', { className: 's3rm-graph-primary-link', href: lessonUrl( node.id ) }, '메모 열기' ) );
 		this.inspector.appendChild( el( 'p', { className: 's3rm-inspector-muted' }, '문서 ID ' + node.id ) );
+	};
+
+	/** Show or hide the estimated similarity links; the layout is recomputed with or without them. */
+	GraphView.prototype.setSimilar = function ( on ) {
+		var model = this.model;
+		model.showSimilar = !!on && model.similar.length > 0;
+		this.similarToggle.checked = model.showSimilar;
+		this.results = null;
+		layoutModel( model );
+		clear( this.legendBox );
+		this.legendBox.appendChild( this.legend() );
+		this.updateStatus();
+		this.fit( false );
+		if ( this.selected >= 0 ) {
+			this.showNode( model.nodes[ this.selected ] );
+		}
+		this.requestDraw();
 	};
 
 	GraphView.prototype.resize = function () {
@@ -1320,6 +1454,24 @@
 			}
 		}
 
+		// estimated similarity: dashed grey, beneath the stored relations
+		if ( model.showSimilar && model.similar.length ) {
+			ctx.save();
+			ctx.setLineDash( [ 4, 4 ] );
+			ctx.lineWidth = 1;
+			ctx.strokeStyle = SIMILAR_COLOR;
+			ctx.globalAlpha = anyFilter || sel ? 0.18 : 0.5;
+			ctx.beginPath();
+			for ( i = 0; i < model.similar.length; i++ ) {
+				e = model.similar[ i ];
+				a = nodes[ e.a ];
+				b = nodes[ e.b ];
+				ctx.moveTo( a.x * view.scale + view.x, a.y * view.scale + view.y );
+				ctx.lineTo( b.x * view.scale + view.x, b.y * view.scale + view.y );
+			}
+			ctx.stroke();
+			ctx.restore();
+		}
 		// edges: dim pass first, then bright pass, grouped by relation colour
 		ctx.lineWidth = Math.max( 0.6, Math.min( 2, 1.1 * Math.sqrt( view.scale ) ) );
 		for ( pass = 0; pass < 2; pass++ ) {
@@ -1653,6 +1805,7 @@
 					el( 'a', { href: lessonUrl( id ), className: 's3rm-semantic-result-link' }, clip( item.title || id, 120 ) ),
 					confidenceBadge( item.confidence )
 				] ),
+				idEl( id ),
 				item.reusable_lesson ? el( 'p', null, clip( item.reusable_lesson, 160 ) ) : null
 			] ) );
 		}
@@ -1698,7 +1851,9 @@
 				' ',
 				confidenceBadge( item.confidence ),
 				' ',
-				item.updated_at ? el( 'time', { className: 's3rm-summary-updated', datetime: item.updated_at }, '수정 ' + formatDate( item.updated_at ) ) : null
+				idEl( id ),
+				' ',
+				item.updated_at ? timeEl( item.updated_at, '수정 ', 's3rm-summary-updated' ) : null
 			] ) );
 		}
 		root.appendChild( list );
@@ -1764,8 +1919,10 @@
 			'aria-describedby': 's3rm-create-message',
 			'aria-label': '새 메모의 문서 ID'
 		} );
-		var loggedIn = !!mw.config.get( 'wgUserName' );
-		var button = el( 'button', { type: 'submit', id: 's3rm-create-submit', className: 's3rm-create-submit' }, loggedIn ? '쓰기 시작' : '로그인하고 쓰기' );
+		// what the wiki actually allows this reader (anonymous editing may be on): decided by the
+		// wiki's own rights list; until it answers, a logged-in reader may write and others log in first
+		var canWrite = !!mw.config.get( 'wgUserName' );
+		var button = el( 'button', { type: 'submit', id: 's3rm-create-submit', className: 's3rm-create-submit' }, canWrite ? '쓰기 시작' : '로그인하고 쓰기' );
 		var message = el( 'p', { id: 's3rm-create-message', className: 's3rm-create-message', role: 'status' },
 			'영문 소문자, 숫자, _, - 만 씁니다. “Lesson:”은 붙이지 않습니다.' );
 		var form = el( 'form', { id: 's3rm-create-launcher', className: 's3rm-create-launcher', novalidate: true }, [
@@ -1788,7 +1945,7 @@
 
 		function target( id ) {
 			var query = { action: 'edit', preload: PRELOAD_PAGE };
-			if ( loggedIn ) {
+			if ( canWrite ) {
 				return lessonUrl( id, query );
 			}
 			return mw.util.getUrl( 'Special:UserLogin', { returnto: LESSON_NS + ':' + id, returntoquery: 'action=edit&preload=' + encodeURIComponent( PRELOAD_PAGE ) } );
@@ -1839,7 +1996,19 @@
 		} );
 		clear( root );
 		root.appendChild( form );
-		root.setAttribute( 'data-state', 'ready' );
+		root.setAttribute( 'data-rights', 'pending' );
+		return mw.loader.using( 'mediawiki.user' ).then( function () {
+			return mw.user.getRights();
+		} ).then( function ( rights ) {
+			rights = rights || [];
+			canWrite = rights.indexOf( 'edit' ) !== -1 && rights.indexOf( 'createpage' ) !== -1;
+			button.textContent = canWrite ? '쓰기 시작' : '로그인하고 쓰기';
+			root.setAttribute( 'data-rights', canWrite ? 'write' : 'login' );
+		}, function () {
+			root.setAttribute( 'data-rights', 'unknown' );
+		} ).then( function () {
+			root.setAttribute( 'data-state', 'ready' );
+		} );
 	}
 
 	// ------------------------------------------------- Lesson page: digests
@@ -1944,7 +2113,7 @@
 	// ------------------------------------------------------------- wiring
 
 	function initHome( graphRoot, earlyGraph ) {
-		var api = { graph: null, search: null, data: null };
+		var api = { graph: null, search: null, data: null, buildModel: buildModel };
 		var searchRoot = document.getElementById( 's3rm-semantic-search' );
 		var recentRoot = document.getElementById( 's3rm-recent-list' );
 		var ready;
@@ -2096,6 +2265,7 @@
 		if ( createRoot ) {
 			buildCreateForm( createRoot );
 		}
+		localizeTimes( document.getElementById( 'mw-content-text' ) );
 		if ( digests.length && mw.config.get( 'wgNamespaceNumber' ) === 3000 && mw.config.get( 'wgAction' ) === 'view' ) {
 			fillDigests( Array.prototype.slice.call( digests, 0, 200 ) );
 		}

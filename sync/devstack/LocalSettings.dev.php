@@ -27,6 +27,21 @@ $wgCapitalLinkOverrides[NS_LESSON_TALK] = false;
 
 wfLoadExtension( 'ParserFunctions' );
 
+// Vector is loaded by the installer's LocalSettings.php; the router serves the logo.
+# >>> s3rm shared: skin
+# Vector 2022 in its responsive mode: a device-width viewport on phones (MediaWiki 1.39 and
+# 1.43; in 1.43 only Vector 2022 is responsive-capable). The logo is the project's own SVG,
+# deploy/mediawiki/assets/s3rm-logo.svg, served at this path on both wikis
+# (docs/operations.md#browser-and-skin).
+$wgDefaultSkin = 'vector-2022';
+$wgVectorResponsive = true;
+$wgLogos = [
+	'1x' => '/s3rm-assets/s3rm-logo.svg',
+	'icon' => '/s3rm-assets/s3rm-logo.svg',
+	'svg' => '/s3rm-assets/s3rm-logo.svg',
+];
+# <<< s3rm shared: skin
+
 # >>> s3rm shared: editing
 # Site JS/CSS are pushed by `s3rm sync push` with a bot password in interface-admin.
 $wgEnableBotPasswords = true;
@@ -64,3 +79,8 @@ $wgAccountCreationThrottle = false;
 $wgShowExceptionDetails = true;
 $wgDebugLogGroups['exception'] = __DIR__ . '/logs/exception.log';
 $wgDebugLogGroups['error'] = __DIR__ . '/logs/exception.log';
+
+// A wiki directory may carry local overrides (tests use it to switch anonymous editing off).
+if ( is_file( __DIR__ . '/S3RM.local.php' ) ) {
+	require __DIR__ . '/S3RM.local.php';
+}

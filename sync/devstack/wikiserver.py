@@ -38,6 +38,8 @@ SERVER_WORKERS = 8
 JOBRUNNER_STATE_FILE = "jobrunner-state.json"
 #: The router script copied into every wiki directory.
 ROUTER_FILE = Path(__file__).with_name("router.php")
+#: The project's logo (the production image copies the same file); the router serves the copy.
+LOGO_FILE = Path(__file__).resolve().parents[2] / "deploy" / "mediawiki" / "assets" / "s3rm-logo.svg"
 USER_AGENT = "s3rm-devwiki/0.1 (S3 Research Memory dev wiki readiness check)"
 
 
@@ -108,6 +110,8 @@ def start_server(wiki_dir: Path, host: str, port: int, port_env: str) -> int:
     Raises :class:`ConfigError` when the port is taken (naming ``--port`` and ``port_env``).
     """
     shutil.copyfile(ROUTER_FILE, wiki_dir / "router.php")
+    (wiki_dir / "s3rm-assets").mkdir(exist_ok=True)
+    shutil.copyfile(LOGO_FILE, wiki_dir / "s3rm-assets" / "s3rm-logo.svg")
     if _port_in_use(host, port):
         raise ConfigError(
             f"port {host}:{port} is already in use by another program; "
