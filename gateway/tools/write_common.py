@@ -40,10 +40,12 @@ from typing import Any, Callable
 from gateway.core.errors import ToolError, error_payload
 from gateway.domain.idempotency import find_prior_write
 from gateway.domain.model import LessonSnapshot
+from gateway.domain.schema import load_schema
 from gateway.domain.repository import EditConflict, PageExists, PageMissing, WikiUnavailable
 from gateway.domain.writes import Plan, Request, WriteRefused, parse_request, plan, replay_response
 from gateway.tools.base import ToolContext
 from gateway.tools.read_common import read_tool, repository
+from gateway.tools.readability import check_readable
 from gateway.wiki import edit
 from hooks_spec.checker import check_revision
 
@@ -206,6 +208,9 @@ def run_write(tool: str, arguments: dict[str, Any], ctx: ToolContext) -> dict[st
         first = violations[0]
         raise WriteToolError("rule_violation", f"the write would break hooks_spec {first.rule_id}: {first.message}",
                              rule=first.rule_id, details={"rules": sorted({v.rule_id for v in violations})})
+
+    # nothing is saved that get_lesson could not return whole (docs/read-path.md#read-back)
+    check_readable(planned.page, request.lesson_id, ctx.budget, load_schema(), WriteToolError)
 
     try:
         saved = edit.save_lesson(repo, request.lesson_id, planned.wikitext, planned.summary,
