@@ -94,14 +94,14 @@ class GatewayConfig:
     schema_dir: Path = DEFAULT_SCHEMA_DIR
     retrieval_default_mode: str = "legacy"
     bind: str = "127.0.0.1:8080"
-    gunicorn_threads: int = 16
+    gunicorn_threads: int = 48
     # admission control (gateway/ops/admission.py): per-class slots, queue places, queue wait
     admission_read_concurrency: int = 8
     admission_read_queue: int = 5
     admission_read_timeout_seconds: float = 2.0
-    admission_write_concurrency: int = 1
-    admission_write_queue: int = 1
-    admission_write_timeout_seconds: float = 5.0
+    admission_write_concurrency: int = 3
+    admission_write_queue: int = 15
+    admission_write_timeout_seconds: float = 30.0
     admission_semantic_concurrency: int = 2
     # per-principal token buckets in open mode (gateway/ops/ratelimit.py)
     rate_limit_per_second: float = 5.0
@@ -235,16 +235,22 @@ def _admission(get: Getter, threads: int) -> dict[str, Any]:
     Every admitted or queued read/write call holds one gunicorn thread, so the
     sum of read and write slots and queue places must leave
     :data:`ADMISSION_RESERVED_THREADS` threads free for health probes and
-    immediate 429 answers (no thread exhaustion). Defaults for
-    ``threads`` = T: usable U = max(2, T - 1); writes 1 slot + 1 queue place
-    (more from T >= 24); reads two thirds of the rest as slots, the remainder
-    as queue places. Explicit values that do not fit raise :class:`ConfigError`.
+    immediate 429 answers (no thread exhaustion). Defaults for ``threads`` = T
+    (docs/operations.md#admission): usable U = max(2, T - 1); writes
+    min(4, U // 12) slots (at least 1) and min(32, U // 3) queue places (at
+    least 1) — a burst of writes waits in that queue (up to 30 s) before any
+    429, while writes to different Lessons run side by side (per-Lesson
+    serialisation is ``gateway/wiki/edit.py``'s page lock); reads two thirds of
+    the rest as slots (at most 8), the remainder as queue places (at most 8).
+    At the default T = 48: writes 3 + 15, reads 8 + 8. Explicit values that do
+    not fit raise :class:`ConfigError`.
     """
     usable = max(2, threads - ADMISSION_RESERVED_THREADS)
-    write_default = max(1, usable // 16)
-    rest = max(1, usable - 2 * write_default)
-    read_default = max(1, (rest * 2) // 3)
-    read_queue_default = max(0, rest - read_default)
+    write_default = max(1, min(4, usable // 12))
+    write_queue_default = max(1, min(32, usable // 3))
+    rest = max(1, usable - write_default - write_queue_default)
+    read_default = max(1, min(8, (rest * 2) // 3))
+    read_queue_default = max(0, min(8, rest - read_default))
     out = {
         "admission_read_concurrency": number(get, "S3RM_ADMISSION_READ_CONCURRENCY", read_default, int, 1, 256),
         "admission_read_queue": number(get, "S3RM_ADMISSION_READ_QUEUE", read_queue_default, int, 0, 1024),
@@ -252,9 +258,9 @@ def _admission(get: Getter, threads: int) -> dict[str, Any]:
             get, "S3RM_ADMISSION_READ_TIMEOUT_SECONDS", 2.0, float, 0.01, 120.0
         ),
         "admission_write_concurrency": number(get, "S3RM_ADMISSION_WRITE_CONCURRENCY", write_default, int, 1, 64),
-        "admission_write_queue": number(get, "S3RM_ADMISSION_WRITE_QUEUE", write_default, int, 0, 1024),
+        "admission_write_queue": number(get, "S3RM_ADMISSION_WRITE_QUEUE", write_queue_default, int, 0, 1024),
         "admission_write_timeout_seconds": number(
-            get, "S3RM_ADMISSION_WRITE_TIMEOUT_SECONDS", 5.0, float, 0.01, 120.0
+            get, "S3RM_ADMISSION_WRITE_TIMEOUT_SECONDS", 30.0, float, 0.01, 120.0
         ),
         "admission_semantic_concurrency": number(get, "S3RM_ADMISSION_SEMANTIC_CONCURRENCY", 2, int, 1, 64),
     }
