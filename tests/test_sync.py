@@ -20,7 +20,9 @@ import pytest
 from lesson_samples import evidence, lesson, relation, verification
 
 from gateway.domain.codec import serialize_page
+from gateway.domain.repository import EditConflict, PermissionDenied, WikiUnavailable
 from gateway.domain.schema import load_schema
+from gateway.wiki.client import WikiClient
 from sync import cli
 from sync.devstack import envfiles
 from sync.site import pageset, push, wikisite
@@ -302,13 +304,82 @@ def test_push_without_interface_admin_names_editsitejs(first_push, sync_env, dev
         assert plans[0].action == push.UPDATE
         # the API's own refusal is reported the same way
         agent = connect_as(dev_wiki, "agent")
-        with pytest.raises(wikisite.MissingRightsError, match="editsitejs"):
-            agent.edit("MediaWiki:Common.js", "/* x */", "test", create=False)
+        current = agent.fetch(["MediaWiki:Common.js"])[agent.info.key("MediaWiki:Common.js")]
+        with pytest.raises(wikisite.MissingRightsError, match="editsitejs") as refused:
+            agent.edit("MediaWiki:Common.js", "/* x */", "test", base=current)
+        assert isinstance(refused.value, PermissionDenied) and push.exit_code(refused.value) == 2
     finally:
         monkeypatch.setenv("S3RM_SYNC_USERNAME", dev_wiki.sync.username)
         monkeypatch.setenv("S3RM_SYNC_PASSWORD", dev_wiki.sync.password)
         code, out, err = run_cli(capsys, "push")
     assert code == 0 and "2 updated" in out
+
+
+def _raw_edit(client: WikiClient, title: str, text: str, **extra) -> dict:
+    """A plain ``action=edit`` (no base revision unless ``extra`` names one); returns the edit result."""
+    return client.post({"action": "edit", "title": title, "text": text, "summary": "raced edit",
+                        "nocreate": True, **extra})["edit"]
+
+
+def _latest(client: WikiClient, title: str) -> tuple[int, str, str]:
+    """(revision id, timestamp, text) of the page's latest revision."""
+    data = client.get({"action": "query", "prop": "revisions", "titles": title,
+                       "rvprop": "ids|timestamp|content", "rvslots": "main"})
+    rev = data["query"]["pages"][0]["revisions"][0]
+    return rev["revid"], rev["timestamp"], rev["slots"]["main"]["content"]
+
+
+@pytest.mark.parametrize("racer", ["agent", "sync"])
+def test_push_never_overwrites_a_page_edited_after_planning(first_push, sync_env, dev_wiki, capsys,
+                                                           racer) -> None:
+    """An edit made between planning and saving is an edit conflict, whoever made it — another
+    account, or the sync account itself (the case ``basetimestamp`` lets MediaWiki overwrite)."""
+    title = "Template:Lesson relation"
+    wiki = connect_as(dev_wiki, "sync")
+    admin = WikiClient(dev_wiki.api_url, dev_wiki.sync.username, dev_wiki.sync.password)
+    other = WikiClient(dev_wiki.api_url, dev_wiki.account(racer).username, dev_wiki.account(racer).password)
+    page = next(p for p in first_push["pages"] if p.title == title)
+    try:
+        _raw_edit(admin, title, page.text + "\n<!-- drift -->")
+        plans = push.plan_sync(wiki, [page])
+        assert plans[0].action == push.UPDATE
+        raced = page.text + f"\n<!-- raced by {racer} -->"
+        _raw_edit(other, title, raced)
+        raced_rev = _latest(admin, title)[0]
+        with pytest.raises(EditConflict) as conflict:
+            push.push(wiki, plans, out=io.StringIO())
+        assert conflict.value.current_revision_id == raced_rev
+        assert _latest(admin, title)[0] == raced_rev  # nothing saved on top of the raced edit
+        assert _latest(admin, title)[2] == wikisite.normalize_text(raced)
+        assert push.exit_code(conflict.value) == 1
+    finally:
+        code, out, err = run_cli(capsys, "push")
+    assert code == 0 and "1 updated" in out, out + err
+    assert run_cli(capsys, "check")[0] == 0
+
+
+def test_basetimestamp_lets_mediawiki_overwrite_the_same_accounts_edit(first_push, dev_wiki) -> None:
+    """Why the one edit policy never sends ``basetimestamp`` (gateway/wiki/edit.py): MediaWiki 1.39
+    drops the conflict when the same account made every edit since that time."""
+    title = "Help:S3RM basetimestamp probe"
+    admin = WikiClient(dev_wiki.api_url, dev_wiki.sync.username, dev_wiki.sync.password)
+    admin.post({"action": "edit", "title": title, "text": "first", "summary": "probe"})
+    base_rev, base_ts, _ = _latest(admin, title)
+    _raw_edit(admin, title, "second, by the same account")
+    result = _raw_edit(admin, title, "third, from the stale base", basetimestamp=base_ts)
+    assert result["result"] == "Success"  # no conflict: "second" was overwritten
+    assert _latest(admin, title)[2] == "third, from the stale base"
+    # the same stale write by base revision id is refused
+    with pytest.raises(EditConflict):
+        _raw_edit(admin, title, "fourth, from the stale base", baserevid=base_rev)
+
+
+def test_wiki_errors_map_to_exit_codes() -> None:
+    assert push.exit_code(EditConflict("x", current_revision_id=1)) == 1
+    assert push.exit_code(WikiUnavailable("x")) == 2
+    assert push.exit_code(PermissionDenied("x")) == 2
+    assert push.exit_code(wikisite.SyncConfigError("x")) == 2
+    assert push.exit_code(wikisite.SyncError("x")) == 1
 
 
 def test_bad_settings_are_clear_errors(sync_env, monkeypatch, capsys) -> None:

@@ -23,6 +23,20 @@ SNAPSHOT_BATCH = 50
 class RepositoryError(Exception):
     """Base class of repository failures. ``retryable`` tells callers whether a retry may help.
 
+    The ONE error tree of MediaWiki failures, raised by
+    :class:`gateway.wiki.client.WikiClient` for the gateway and for every
+    ``s3rm`` command (sync, import, audit, dev-wiki readiness)::
+
+        RepositoryError
+        ├── WikiUnavailable        unreachable, timeouts, HTTP 5xx/429, maxlag, read-only (retryable)
+        ├── PermissionDenied       a right is missing (protected page or namespace, blocked, …)
+        │   ├── LoginFailed        the bot password was refused at login
+        │   └── AssertUserFailed   the session was lost and logging in again did not restore it
+        ├── EditConflict           the page's latest revision is not the base of the save
+        ├── PageExists             a create-only save found the page
+        ├── PageMissing            the page to update does not exist
+        └── WikiApiError           any other API refusal (bad value, invalid title, …)
+
     ``wiki_code`` keeps the MediaWiki API error code (e.g. ``"maxlag"``,
     ``"protectedpage"``, ``"http-503"``) when the failure came from the wiki,
     else None. ``maybe_applied`` is True only for a write whose outcome is
@@ -71,6 +85,17 @@ class PermissionDenied(RepositoryError):
     Also raised when the configured bot password is refused at login
     (``wiki_code`` = the login result, e.g. ``"Failed"``).
     """
+
+
+class LoginFailed(PermissionDenied):
+    """The wiki refused the bot-password login; ``wiki_code`` is MediaWiki's login result
+    (``"Failed"``, ``"WrongToken"``, ``"Aborted"``, …)."""
+
+
+class AssertUserFailed(PermissionDenied):
+    """A request asserted a logged-in user (``assert=user``) and the session was gone
+    even after one fresh login (``wiki_code`` ``assertuserfailed``, ``assertbotfailed``
+    or ``notloggedin``)."""
 
 
 class WikiApiError(RepositoryError):

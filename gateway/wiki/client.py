@@ -1,11 +1,21 @@
-"""Thread-safe MediaWiki Action API client (``requests``, bot-password login).
+"""The ONE MediaWiki Action API client: thread-safe, ``requests``, bot-password login.
+
+The gateway and every ``s3rm`` command that talks to a wiki (``sync
+push|diff|check`` through ``sync/site/wikisite.py``, ``import``, ``audit``,
+the dev wiki's readiness check) use this class, its error tree
+(:mod:`gateway.domain.repository`) and one edit policy
+(:func:`gateway.wiki.edit.conditional_save`).
 
 Why not mwclient: ``mwclient.Site`` keeps one ``requests.Session`` plus mutable
 token and login state without locks, retries by sleeping inside the calling
 thread with its own error classes, and hides the raw response envelope. The
 gateway runs ONE process with many threads (docs/retrieval.md#one-process), so it needs
 serialised re-login, a shared cookie store and the error mapping of
-:mod:`gateway.domain.repository`; that is this small module.
+:mod:`gateway.domain.repository`; that is this small module. mwclient's
+``Page.edit`` also sends ``basetimestamp``, which MediaWiki ignores when the
+same account made every edit since (see :mod:`gateway.wiki.edit`), so its edit
+path cannot carry our conflict policy either. mwclient stays a test
+dependency: tests use it as an independent second client.
 
 Usage::
 
@@ -30,7 +40,9 @@ when credentials are configured, ``assert=user``. Behaviour:
   failures); a read timeout or 5xx after sending raises WikiUnavailable with
   ``maybe_applied=True``.
 * **Errors** — API error codes map to :class:`WikiUnavailable` (retryable),
-  :class:`PermissionDenied`, :class:`EditConflict`, :class:`PageExists`,
+  :class:`PermissionDenied` (:class:`LoginFailed` when the bot password is
+  refused, :class:`AssertUserFailed` when a re-login did not restore the
+  session), :class:`EditConflict`, :class:`PageExists`,
   :class:`PageMissing` or :class:`WikiApiError`; ``exc.wiki_code`` keeps the
   MediaWiki code (``http-503``/``timeout``/``connection``/``badresponse`` for
   transport failures).
@@ -52,7 +64,9 @@ from typing import Any, Mapping
 import requests
 
 from gateway.domain.repository import (
+    AssertUserFailed,
     EditConflict,
+    LoginFailed,
     PageExists,
     PageMissing,
     PermissionDenied,
@@ -79,7 +93,9 @@ RETRYABLE_CODES = frozenset({
     "internal_api_error_Wikimedia\\Rdbms\\DBUnexpectedError",
 })
 #: API codes meaning "the session is gone": log in again, then retry once.
-SESSION_CODES = frozenset({"assertuserfailed", "assertbotfailed", "notloggedin", "badtoken"})
+#: Of those, the codes that mean "the request ran without our user" (AssertUserFailed if a re-login fails).
+ASSERT_CODES = frozenset({"assertuserfailed", "assertbotfailed", "notloggedin"})
+SESSION_CODES = ASSERT_CODES | {"badtoken"}
 PERMISSION_CODES = frozenset({
     "permissiondenied", "protectedpage", "protectedtitle", "protectednamespace",
     "protectednamespace-interface", "cascadeprotected", "cantcreate", "cantcreate-anon", "noedit",
@@ -103,6 +119,8 @@ def error_from_api(code: str, info: str = "", *, action: str = "") -> Repository
     text = f"{where}MediaWiki refused the request ({code})" + (f": {info}" if info else "")
     if code in RETRYABLE_CODES or code.startswith("internal_api_error"):
         exc: RepositoryError = WikiUnavailable(text)
+    elif code in ASSERT_CODES:
+        exc = AssertUserFailed(text)
     elif code in PERMISSION_CODES:
         exc = PermissionDenied(text)
     elif code in CONFLICT_CODES:
@@ -339,8 +357,8 @@ class WikiClient:
                     return
                 if result == "WrongToken" and attempt == 0:
                     continue
-                exc = PermissionDenied(f"MediaWiki refused the bot-password login ({result or 'no result'}); "
-                                       "check S3RM_WIKI_USERNAME / S3RM_WIKI_PASSWORD")
+                exc = LoginFailed(f"MediaWiki refused the bot-password login of {self.username!r} "
+                                  f"({result or 'no result'})")
                 exc.wiki_code = result or "login-failed"
                 raise exc
 

@@ -1,5 +1,13 @@
 """Conditional page saves on MediaWiki 1.39: exactly one of two racing writers wins, never a merge.
 
+This is the ONE edit and conflict policy of the repository: the gateway's
+Lesson writes (``MediaWikiRepository.save_page``) and ``s3rm sync push``
+(``sync/site/wikisite.py``) both save through :func:`conditional_save`, with
+the revision id they read as the base. A save whose base is no longer the
+page's latest revision raises EditConflict; nothing is overwritten silently,
+whoever made the concurrent edit (another account, a browser, or the same
+account in another process). Nothing in the repository sends ``basetimestamp``.
+
 What MediaWiki 1.39 does with ``action=edit`` (read from ``ApiEditPage.php`` and
 ``EditPage::internalAttemptSave``, confirmed against the dev wiki):
 
@@ -151,18 +159,23 @@ def _post_edit(client, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def conditional_save(client, title: str, wikitext: str, summary: str, *,
-                     base_revision_id: int | None) -> SaveResult:
+                     base_revision_id: int | None, content_model: str | None = "wikitext",
+                     bot: bool = False) -> SaveResult:
     """Save ``title`` only if its latest revision is ``base_revision_id`` (None = create only).
 
+    ``content_model`` is sent as ``contentmodel`` (None: the page keeps its
+    model, a new page gets the one its title implies, e.g. ``javascript`` for
+    ``MediaWiki:Common.js``); ``bot`` marks the edit as a bot edit.
     Returns the SaveResult of the new revision (``parent_revision_id`` = base).
     ``nochange=True`` means MediaWiki already held exactly this text (a
-    concurrent identical write); callers treat it as a conflict.
+    concurrent identical write); Lesson writers treat it as a conflict.
     See the module docstring for the guarantees and raised errors.
     """
     lock = page_lock(getattr(client, "api_url", ""), title)
     with lock:
         params: dict[str, Any] = {"action": "edit", "title": title, "text": wikitext, "summary": summary,
-                                  "contentmodel": "wikitext", "watchlist": "nochange", "notminor": True}
+                                  "contentmodel": content_model, "watchlist": "nochange", "notminor": True,
+                                  "bot": bot}
         if base_revision_id is None:
             params["createonly"] = True
             try:
@@ -194,10 +207,12 @@ def conditional_save(client, title: str, wikitext: str, summary: str, *,
         if parent == base_revision_id:
             return SaveResult(revision_id=new_id, timestamp=str(edit.get("newtimestamp", "")),
                               parent_revision_id=parent)
-        return _undo_merge(client, title, merged=new_id, restored=parent, base=base_revision_id)
+        return _undo_merge(client, title, merged=new_id, restored=parent, base=base_revision_id,
+                           content_model=content_model)
 
 
-def _undo_merge(client, title: str, *, merged: int, restored: int | None, base: int) -> SaveResult:
+def _undo_merge(client, title: str, *, merged: int, restored: int | None, base: int,
+                content_model: str | None) -> SaveResult:
     """MediaWiki merged our save (revision ``merged``) into ``restored``: put ``restored``'s content back."""
     log.warning("MediaWiki auto-merged a conditional save; undoing it merged_rev=%s parent=%s base=%s",
                 merged, restored, base)
@@ -208,7 +223,7 @@ def _undo_merge(client, title: str, *, merged: int, restored: int | None, base: 
             summary = build_summary(f"MCP: undo automatic merge of revision {merged} into revision {restored}",
                                     Marker(tag="S3U", parent=merged, restored=restored))
             edit = _post_edit(client, {"action": "edit", "title": title, "text": text, "summary": summary,
-                                       "contentmodel": "wikitext", "watchlist": "nochange", "notminor": True,
+                                       "contentmodel": content_model, "watchlist": "nochange", "notminor": True,
                                        "nocreate": True, "baserevid": merged})
             if not edit.get("nochange"):
                 undo_rev = int(edit["newrevid"])

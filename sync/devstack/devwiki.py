@@ -122,6 +122,9 @@ class DevWiki:
         """Return an ``mwclient.Site`` for this wiki, logged in as ``account``
         (see :meth:`account`) unless ``login`` is false.
 
+        For tests only: mwclient (a test dependency) is an independent second
+        client that cross-checks what the repository's own client
+        (:class:`gateway.wiki.client.WikiClient`) wrote; no command uses it.
         Raises ``mwclient.errors.LoginError`` if the login is refused.
         """
         import mwclient

@@ -32,8 +32,14 @@ each changed page needs (``editsitejs`` for ``MediaWiki:Common.js``,
 message naming the right and the group that has it. A refusal from the API is
 reported the same way.
 
-Exit codes: 0 success / in sync; 1 drift (check) or a failed edit; 2 settings,
-login or rights problems.
+Conflicts: every save is conditional on the revision read when the push was
+planned (the repository's one edit policy, docs/consistency.md; never
+``basetimestamp``). A page someone edited in between — another account, a
+browser, or this same account from another process — is not overwritten:
+the push stops with an edit conflict (exit 1) and the next push plans afresh.
+
+Exit codes: 0 success / in sync; 1 drift (check), a failed edit or an edit conflict;
+2 settings, login or rights problems, or an unreachable wiki.
 """
 from __future__ import annotations
 
@@ -44,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
+from gateway.domain.repository import EditConflict, PermissionDenied, RepositoryError, WikiUnavailable
 from sync.devstack import envfiles
 from sync.site.pageset import DesiredPage, build_page_set
 from sync.site.wikisite import (
@@ -185,7 +192,9 @@ def push(wiki: WikiSite, plans: list[PagePlan], *, dry_run: bool = False,
 
     Raises:
         MissingRightsError: the account lacks a needed right (checked before any edit).
-        EditFailedError: the wiki refused an edit (earlier edits stay).
+        EditConflict: a page changed after it was planned (by anyone); it is
+            left as it is and earlier edits stay — run push again.
+        RepositoryError: the wiki refused an edit or failed (earlier edits stay).
     """
     out = out or sys.stdout
     if not dry_run:
@@ -196,8 +205,8 @@ def push(wiki: WikiSite, plans: list[PagePlan], *, dry_run: bool = False,
     for plan in plans:
         action = plan.action
         if action in (CREATE, UPDATE) and not dry_run:
-            result = wiki.edit(plan.page.title, plan.text, plan.page.summary, create=action == CREATE,
-                               basetimestamp=plan.remote.timestamp if plan.remote else None)
+            result = wiki.edit(plan.page.title, plan.text, plan.page.summary,
+                               base=plan.remote if action == UPDATE else None)
             if result.changed:
                 edited.append(plan)
             else:  # the wiki already stores our text (saved by someone meanwhile)
@@ -316,15 +325,26 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1
 
 
+def exit_code(exc: SyncError | RepositoryError) -> int:
+    """The CLI exit code of a failure: 2 for settings, login, rights and an unreachable wiki, else 1."""
+    code = getattr(exc, "exit_code", None)
+    if code is not None:
+        return int(code)
+    return 2 if isinstance(exc, (PermissionDenied, WikiUnavailable)) else 1
+
+
 def _handler(command: Callable[[argparse.Namespace, TextIO, TextIO], int]) -> Callable[[argparse.Namespace], int]:
-    """Wrap a command: streams looked up at call time, SyncError → message + exit code (no traceback)."""
+    """Wrap a command: streams looked up at call time, SyncError or wiki error → message + exit code
+    (no traceback)."""
     def run(args: argparse.Namespace) -> int:
         try:
             return command(args, sys.stdout, sys.stderr)
-        except SyncError as exc:
+        except (SyncError, RepositoryError) as exc:
             sys.stdout.flush()
-            sys.stderr.write(f"sync: error: {exc}\n")
-            return exc.exit_code
+            hint = " (the page changed after it was read; run `s3rm sync diff`, then push again)" \
+                if isinstance(exc, EditConflict) else ""
+            sys.stderr.write(f"sync: error: {exc}{hint}\n")
+            return exit_code(exc)
     return run
 
 

@@ -1,7 +1,9 @@
 """The sync account's connection to a MediaWiki and what that wiki can do.
 
 ``sync push|diff|check`` talk to the wiki through :class:`WikiSite`, a thin
-layer over ``mwclient.Site`` that adds exactly what sync needs:
+layer over the repository's ONE MediaWiki client
+(:class:`gateway.wiki.client.WikiClient`, the one the gateway, import, audit
+and the dev wiki's readiness check use) that adds exactly what sync needs:
 
 * **Settings** (:func:`resolve_settings`): the Action API URL from
   ``--api-url`` or ``S3RM_WIKI_API_URL``; the login from
@@ -18,9 +20,16 @@ layer over ``mwclient.Site`` that adds exactly what sync needs:
   ``틀:Lesson``. Titles are therefore compared by namespace id plus the
   normalized page name, never as localized strings (docs/data-contract.md#language).
 * **Reads and edits** (:meth:`WikiSite.fetch`, :meth:`WikiSite.edit`):
-  batched ``prop=revisions`` reads (50 titles a request) and edits whose API
-  failures become :class:`SyncError` subclasses with a message for humans
-  (a missing right is named, e.g. ``editsitejs``).
+  batched ``prop=revisions`` reads (50 titles a request) and edits through
+  the one edit and conflict policy, :func:`gateway.wiki.edit.conditional_save`
+  (base revision id, never ``basetimestamp``): a page that changed after it
+  was read is an EditConflict, never overwritten.
+* **Errors**: wiki failures are the client's one tree
+  (:mod:`gateway.domain.repository`: WikiUnavailable, PermissionDenied,
+  EditConflict, …); a missing right is a :class:`MissingRightsError` (a
+  PermissionDenied naming the right, e.g. ``editsitejs``, and who grants
+  it). :class:`SyncError` is only for sync's own problems (sources, settings,
+  titles), :class:`SyncConfigError` for settings the caller must fix.
 
 Nothing here prints; callers decide what to show.
 """
@@ -34,10 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
-import mwclient
-import mwclient.errors
-import requests
-
+from gateway.domain.repository import LoginFailed, PermissionDenied, RepositoryError, WikiUnavailable
+from gateway.wiki.client import WikiClient
+from gateway.wiki.edit import conditional_save
 from sync.devstack.envfiles import DEV_ENV_FILE, read_env_file
 
 API_URL_ENV = "S3RM_WIKI_API_URL"
@@ -116,26 +124,22 @@ class SyncConfigError(SyncError):
     exit_code = 2
 
 
-class MissingRightsError(SyncError):
+class MissingRightsError(PermissionDenied):
     """The sync account lacks rights needed for some pages (exit 2).
 
-    ``missing`` maps each missing right to the titles that need it.
+    A :class:`~gateway.domain.repository.PermissionDenied` of the one wiki
+    error tree, raised by the pre-check of ``sync push`` and when MediaWiki
+    refuses an edit for a missing right. ``missing`` maps each missing right
+    to the titles that need it.
     """
 
     exit_code = 2
 
-    def __init__(self, username: str, missing: Mapping[str, Iterable[str]]):
+    def __init__(self, username: str, missing: Mapping[str, Iterable[str]], wiki_code: str | None = None):
         self.username = username
         self.missing = {right: sorted(titles) for right, titles in missing.items()}
         super().__init__(describe_missing_rights(username, self.missing))
-
-
-class EditFailedError(SyncError):
-    """The wiki refused one edit for a reason other than rights (``code`` is the API code)."""
-
-    def __init__(self, title: str, code: str, info: str):
-        self.title, self.code, self.info = title, code, info
-        super().__init__(f"editing {title} failed: {code}: {info}")
+        self.wiki_code = wiki_code
 
 
 def describe_missing_rights(username: str, missing: Mapping[str, Iterable[str]]) -> str:
@@ -207,7 +211,7 @@ def resolve_settings(api_url: str | None = None, environ: Mapping[str, str] | No
 
 
 def split_api_url(api_url: str) -> tuple[str, str, str]:
-    """Split ``http://host:port/w/api.php`` into ``("http", "host:port", "/w/")`` for mwclient.
+    """Check and split ``http://host:port/w/api.php`` into ``("http", "host:port", "/w/")``.
 
     Raises:
         SyncConfigError: not an http(s) URL ending in ``api.php``.
@@ -416,35 +420,27 @@ class EditResult:
 
 
 class WikiSite:
-    """A logged-in connection for the sync account.
+    """A logged-in connection for the sync account over the ONE MediaWiki client.
 
-    Build it with :func:`connect`. ``info`` is the wiki's :class:`SiteInfo`;
-    ``username`` the login name (bot passwords: ``User@app``).
+    Build it with :func:`connect`. ``client`` is the
+    :class:`~gateway.wiki.client.WikiClient` the gateway uses too (login,
+    retries, the error tree of :mod:`gateway.domain.repository`); ``info`` is
+    the wiki's :class:`SiteInfo`; ``username`` the login name (bot passwords:
+    ``User@app``).
     """
 
-    def __init__(self, site: mwclient.Site, info: SiteInfo, username: str, api_url: str):
-        self.site = site
+    def __init__(self, client: WikiClient, info: SiteInfo, username: str, api_url: str):
+        self.client = client
         self.info = info
         self.username = username
         self.api_url = api_url
         self._rights: frozenset[str] | None = None
 
-    # -- low level ---------------------------------------------------------
-    def _call(self, action: str, **params) -> dict:
-        """POST one API request; connection problems become SyncConfigError."""
-        try:
-            return self.site.post(action, **params)
-        except (requests.exceptions.ConnectionError, requests.exceptions.Timeout,
-                mwclient.errors.MaximumRetriesExceeded) as exc:
-            raise SyncConfigError(f"cannot reach the wiki at {self.api_url}: {exc}") from None
-        except requests.exceptions.HTTPError as exc:
-            raise SyncError(f"the wiki at {self.api_url} answered with HTTP error: {exc}") from None
-
     # -- account -----------------------------------------------------------
     def rights(self) -> frozenset[str]:
         """The rights this session has (for a bot password: limited by its grants)."""
         if self._rights is None:
-            data = self._call("query", meta="userinfo", uiprop="rights|groups", formatversion=2)
+            data = self.client.get({"action": "query", "meta": "userinfo", "uiprop": "rights|groups"})
             self._rights = frozenset(data["query"]["userinfo"].get("rights", []))
         return self._rights
 
@@ -471,17 +467,20 @@ class WikiSite:
         """Current content of ``titles`` (canonical or localized), keyed by :class:`TitleKey`.
 
         Reads in batches of :data:`BATCH_SIZE` with ``prop=revisions``
-        (``rvslots=main``). Missing pages come back with ``exists=False``.
+        (``rvslots=main``; POSTed, so long titles fit). Missing pages come back
+        with ``exists=False``.
 
         Raises:
-            SyncError: the wiki calls a title invalid, or the request fails.
+            SyncError: the wiki calls a title invalid.
+            RepositoryError: the request failed (the client's error tree).
         """
         titles = list(dict.fromkeys(titles))
         out: dict[TitleKey, RemotePage] = {}
         for start in range(0, len(titles), BATCH_SIZE):
             batch = titles[start:start + BATCH_SIZE]
-            data = self._call("query", prop="revisions", rvprop="content|ids|timestamp|contentmodel",
-                              rvslots="main", titles="|".join(batch), formatversion=2)
+            data = self.client.post({"action": "query", "prop": "revisions",
+                                     "rvprop": "content|ids|timestamp|contentmodel", "rvslots": "main",
+                                     "titles": batch}, token=None, idempotent=True)
             for page in data.get("query", {}).get("pages", []):
                 if page.get("invalid"):
                     raise SyncError(f"the wiki rejects the title {page.get('title')!r}: "
@@ -497,37 +496,35 @@ class WikiSite:
         return out
 
     # -- writing -----------------------------------------------------------
-    def edit(self, title: str, text: str, summary: str, *, create: bool,
-             basetimestamp: str | None = None) -> EditResult:
-        """Save ``text`` to ``title`` (``create``: the page must not exist yet; else it must).
+    def edit(self, title: str, text: str, summary: str, *, base: RemotePage | None) -> EditResult:
+        """Save ``text`` to ``title`` by the repository's one edit policy (:func:`gateway.wiki.edit.conditional_save`).
+
+        ``base`` None creates the page (it must not exist); otherwise the save
+        succeeds only while ``base.revid`` is still the page's latest revision,
+        and the page keeps its content model (``javascript`` for
+        ``MediaWiki:Common.js``). Edits are marked as bot edits.
 
         Raises:
             MissingRightsError: the wiki refused for lack of a right (named).
-            EditFailedError: any other refusal (edit conflict, spam filter, …).
+            EditConflict: the page changed since ``base`` was read (by anyone, this account included).
+            PageExists / PageMissing: the page appeared / disappeared since it was read.
+            RepositoryError: any other refusal (spam filter, …) or an unreachable wiki.
         """
-        params = dict(title=title, text=text, summary=summary, bot=1, formatversion=2,
-                      errorformat="plaintext", uselang="en", token=self.site.get_token("csrf"))
-        if create:
-            params["createonly"] = 1
-        else:
-            params["nocreate"] = 1
-            if basetimestamp:
-                params["basetimestamp"] = basetimestamp
+        if base is not None and base.revid is None:
+            raise SyncError(f"the wiki reported no revision id for {title}")
         try:
-            data = self._call("edit", **params)
-        except mwclient.errors.APIError as exc:  # errorformat=bc style, in case a proxy rewrote it
-            data = {"errors": [{"code": exc.code or "", "text": exc.info or ""}]}
-        errors = data.get("errors") or []
-        if errors:
-            missing = {ERROR_RIGHTS[e.get("code", "")]: [title] for e in errors if e.get("code") in ERROR_RIGHTS}
-            if missing:
-                raise MissingRightsError(self.username, missing)
-            first = errors[0]
-            raise EditFailedError(title, first.get("code", "?"), first.get("text", ""))
-        result = data.get("edit", {})
-        if result.get("result") != "Success":
-            raise EditFailedError(title, str(result.get("result")), str(result))
-        return EditResult(title, not result.get("nochange", False), result.get("newrevid"))
+            result = conditional_save(self.client, title, text, summary,
+                                      base_revision_id=None if base is None else int(base.revid),
+                                      content_model=None, bot=True)
+        except PermissionDenied as exc:
+            right = ERROR_RIGHTS.get(exc.wiki_code or "")
+            if right:
+                # MediaWiki names only its first reason; report every right the page needs and we lack
+                lacking = self.required_rights(self.info.key(title), base is None) - self.rights()
+                raise MissingRightsError(self.username, {r: [title] for r in (lacking or {right})},
+                                         exc.wiki_code) from None
+            raise
+        return EditResult(title, not result.nochange, None if result.nochange else result.revision_id)
 
     def purge(self, titles: Iterable[str]) -> None:
         """Purge ``titles`` and refresh their link tables (``action=purge``, ``forcelinkupdate``), 50 per request.
@@ -538,39 +535,34 @@ class WikiSite:
         """
         titles = list(titles)
         for start in range(0, len(titles), 50):
-            self._call("purge", titles="|".join(titles[start:start + 50]), forcelinkupdate=1, formatversion=2,
-                       token=self.site.get_token("csrf"))
+            self.client.post({"action": "purge", "titles": titles[start:start + 50], "forcelinkupdate": True},
+                             token="csrf", idempotent=True)
 
 
 def connect(settings: ConnectionSettings, *, timeout: float = 30.0) -> WikiSite:
     """Open a logged-in :class:`WikiSite` for ``settings``.
 
+    Problems with the settings themselves are reported as
+    :class:`SyncConfigError` naming what to fix (exit 2).
+
     Raises:
         SyncConfigError: bad URL, wiki unreachable, not a MediaWiki API, or login refused.
     """
-    scheme, host, path = split_api_url(settings.api_url)
+    split_api_url(settings.api_url)
+    client = WikiClient(settings.api_url, settings.username, settings.password, timeout=timeout,
+                        max_retries=2, user_agent=USER_AGENT)
     try:
-        site = mwclient.Site(host, path=path, scheme=scheme, clients_useragent=USER_AGENT,
-                             max_retries=2, retry_timeout=2, connection_options={"timeout": timeout})
-    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout,
-            mwclient.errors.MaximumRetriesExceeded) as exc:
+        client.login()
+        info = SiteInfo.from_query(client.siteinfo())
+    except LoginFailed as exc:
+        raise SyncConfigError(f"the wiki refused the login of {settings.username!r}"
+                              + (f": {exc.wiki_code}" if exc.wiki_code else "")) from None
+    except WikiUnavailable as exc:
+        if exc.wiki_code == "badresponse":
+            raise SyncConfigError(f"{settings.api_url} does not answer like a MediaWiki Action API "
+                                  f"({exc})") from None
         raise SyncConfigError(f"cannot reach the wiki at {settings.api_url}: {exc}") from None
-    except (requests.exceptions.HTTPError, mwclient.errors.InvalidResponse, mwclient.errors.APIError,
-            ValueError) as exc:
+    except RepositoryError as exc:
         raise SyncConfigError(f"{settings.api_url} does not answer like a MediaWiki Action API: "
                               f"{type(exc).__name__}: {str(exc)[:200]}") from None
-    try:
-        site.login(settings.username, settings.password)
-    except mwclient.errors.LoginError as exc:
-        reason = ""
-        if len(exc.args) > 1 and isinstance(exc.args[1], Mapping):
-            reason = exc.args[1].get("reason") or exc.args[1].get("result") or ""
-        raise SyncConfigError(f"the wiki refused the login of {settings.username!r}"
-                              + (f": {reason}" if reason else "")) from None
-    try:
-        data = site.get("query", meta="siteinfo", siprop="general|namespaces|namespacealiases|extensions",
-                        formatversion=2)
-    except (requests.exceptions.RequestException, mwclient.errors.MwClientError) as exc:
-        raise SyncConfigError(f"cannot read the siteinfo of {settings.api_url}: {exc}") from None
-    return WikiSite(site, SiteInfo.from_query(data["query"]), settings.username, settings.api_url)
-
+    return WikiSite(client, info, settings.username, settings.api_url)
