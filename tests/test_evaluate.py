@@ -1,4 +1,4 @@
-"""Tests of ``s3rm evaluate`` (sync/ops/evaluate.py) and the committed query file (eval/).
+"""Tests of ``s3rm evaluate`` (sync/ops/evaluate.py, evalset.py, evalmetrics.py) and the committed query file (eval/).
 
 * Metric functions against hand-computed values (recall is any-of, nDCG is binary).
 * The committed query file: ≥ 60 lines, ≥ 15 per group, every expected and
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from gateway_helpers import schema_dir_for_tests
 
-from sync.ops import evaluate as ev
+from sync.ops import evalmetrics as em, evalset as es
 from sync.cli import main
 from sync.ops.importers.cloud_incidents import read_records
 
@@ -42,26 +42,26 @@ CSV_PATH = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"   # vendore
 # ------------------------------------------------------------------ metrics
 def test_recall_is_any_of_within_the_cut():
     ranked = ["a", "b", "c", "d", "e", "f"]
-    assert ev.recall_at_k(ranked, {"c", "zz"}, 1) == 0.0
-    assert ev.recall_at_k(ranked, {"c", "zz"}, 2) == 0.0
-    assert ev.recall_at_k(ranked, {"c", "zz"}, 3) == 1.0
-    assert ev.recall_at_k(ranked, {"zz"}, 10) == 0.0
-    assert ev.recall_at_k([], {"a"}, 5) == 0.0
+    assert em.recall_at_k(ranked, {"c", "zz"}, 1) == 0.0
+    assert em.recall_at_k(ranked, {"c", "zz"}, 2) == 0.0
+    assert em.recall_at_k(ranked, {"c", "zz"}, 3) == 1.0
+    assert em.recall_at_k(ranked, {"zz"}, 10) == 0.0
+    assert em.recall_at_k([], {"a"}, 5) == 0.0
 
 
 def test_id_recall_is_the_share_of_expected_ids_found():
     ranked = ["a", "b", "c", "d"]
-    assert ev.id_recall_at_k(ranked, {"a", "d", "x", "y"}, 4) == 0.5     # 2 of 4
-    assert ev.id_recall_at_k(ranked, {"a", "d", "x", "y"}, 1) == 0.25    # 1 of 4
-    assert ev.id_recall_at_k(ranked, set(), 4) == 0.0
+    assert em.id_recall_at_k(ranked, {"a", "d", "x", "y"}, 4) == 0.5     # 2 of 4
+    assert em.id_recall_at_k(ranked, {"a", "d", "x", "y"}, 1) == 0.25    # 1 of 4
+    assert em.id_recall_at_k(ranked, set(), 4) == 0.0
 
 
 def test_mrr_uses_the_first_expected_id_within_k():
     ranked = ["a", "b", "c", "d"]
-    assert ev.mrr_at_k(ranked, {"c", "d"}, 10) == pytest.approx(1 / 3)
-    assert ev.mrr_at_k(ranked, {"a"}, 10) == 1.0
-    assert ev.mrr_at_k(ranked, {"d"}, 3) == 0.0   # rank 4 is outside k=3
-    assert ev.mrr_at_k(ranked, {"z"}, 10) == 0.0
+    assert em.mrr_at_k(ranked, {"c", "d"}, 10) == pytest.approx(1 / 3)
+    assert em.mrr_at_k(ranked, {"a"}, 10) == 1.0
+    assert em.mrr_at_k(ranked, {"d"}, 3) == 0.0   # rank 4 is outside k=3
+    assert em.mrr_at_k(ranked, {"z"}, 10) == 0.0
 
 
 def test_ndcg_binary_hand_computed():
@@ -69,47 +69,47 @@ def test_ndcg_binary_hand_computed():
     # DCG = 1/log2(3) + 1/log2(5) = 0.63093 + 0.43068 = 1.06161
     # IDCG (3 relevant at ranks 1..3) = 1 + 0.63093 + 0.5 = 2.13093 → nDCG = 0.49819
     ranked = ["a", "b", "c", "d"]
-    assert ev.ndcg_at_k(ranked, {"b", "d", "z"}, 10) == pytest.approx(0.49819, abs=1e-5)
+    assert em.ndcg_at_k(ranked, {"b", "d", "z"}, 10) == pytest.approx(0.49819, abs=1e-5)
     # one relevant at rank 1 is perfect; at rank 2 it is 1/log2(3)
-    assert ev.ndcg_at_k(["x"], {"x"}, 10) == 1.0
-    assert ev.ndcg_at_k(["y", "x"], {"x"}, 10) == pytest.approx(1 / math.log2(3))
+    assert em.ndcg_at_k(["x"], {"x"}, 10) == 1.0
+    assert em.ndcg_at_k(["y", "x"], {"x"}, 10) == pytest.approx(1 / math.log2(3))
     # the ideal is cut at k: 12 relevant ids, all of the top 10 relevant → 1.0
     many = [f"r{i}" for i in range(12)]
-    assert ev.ndcg_at_k(many, set(many), 10) == pytest.approx(1.0)
+    assert em.ndcg_at_k(many, set(many), 10) == pytest.approx(1.0)
     # a repeated id earns its gain once
-    assert ev.ndcg_at_k(["x", "x"], {"x", "y"}, 10) == pytest.approx(1 / (1 + 1 / math.log2(3)))
-    assert ev.ndcg_at_k(["a"], set(), 10) == 0.0
+    assert em.ndcg_at_k(["x", "x"], {"x", "y"}, 10) == pytest.approx(1 / (1 + 1 / math.log2(3)))
+    assert em.ndcg_at_k(["a"], set(), 10) == 0.0
 
 
 def test_percentile_nearest_rank():
     values = [5.0, 1.0, 4.0, 2.0, 3.0]
-    assert ev.percentile(values, 50) == 3.0
-    assert ev.percentile(values, 95) == 5.0
-    assert ev.percentile(list(range(1, 101)), 95) == 95
-    assert ev.percentile([7.0], 50) == 7.0
-    assert ev.percentile([], 50) is None
+    assert em.percentile(values, 50) == 3.0
+    assert em.percentile(values, 95) == 5.0
+    assert em.percentile(list(range(1, 101)), 95) == 95
+    assert em.percentile([7.0], 50) == 7.0
+    assert em.percentile([], 50) is None
 
 
 def test_solution_repeats_compare_normalised_reusable_lessons():
     same_a = {"id": "a", "reusable_lesson": "In Storage, software bugs produced availability problems (Azure on 2019-01-02)."}
     same_b = {"id": "b", "reusable_lesson": "in storage,  SOFTWARE BUGS produced availability problems (azure on 2021-07-08)"}
     other = {"id": "c", "reusable_lesson": "In DNS, insufficient resource produced availability problems (AWS on 2018-11-24)."}
-    assert ev.solution_repeats([same_a, other, same_b]) is True
-    assert ev.solution_repeats([same_a, other]) is False
-    assert ev.solution_repeats([same_a, {"id": "d"}]) is None          # fewer than two carry the field
-    assert ev.solution_repeats([same_a, other, other], n=2) is False    # only the first n count
+    assert em.solution_repeats([same_a, other, same_b]) is True
+    assert em.solution_repeats([same_a, other]) is False
+    assert em.solution_repeats([same_a, {"id": "d"}]) is None          # fewer than two carry the field
+    assert em.solution_repeats([same_a, other, other], n=2) is False    # only the first n count
 
 
 def test_lacking_evidence_and_applicability():
     full = {"citations": [{"id": "e1"}], "applicability": "Systems like X."}
-    assert not ev.lacks_evidence(full) and not ev.lacks_applicability(full)
-    assert ev.lacks_evidence({"citations": []}) and ev.lacks_evidence({})
-    assert ev.lacks_applicability({"applicability": "  "})
-    assert ev.lacks_applicability({"applicability": "Not recorded in the source data."})
+    assert not em.lacks_evidence(full) and not em.lacks_applicability(full)
+    assert em.lacks_evidence({"citations": []}) and em.lacks_evidence({})
+    assert em.lacks_applicability({"applicability": "  "})
+    assert em.lacks_applicability({"applicability": "Not recorded in the source data."})
 
 
-def _case(line: int, group: str, expected: tuple[str, ...], analogous: tuple[str, ...] = ()) -> ev.QueryCase:
-    return ev.QueryCase(line=line, query=f"secret-free query text number {line}", expected_ids=expected,
+def _case(line: int, group: str, expected: tuple[str, ...], analogous: tuple[str, ...] = ()) -> es.QueryCase:
+    return es.QueryCase(line=line, query=f"secret-free query text number {line}", expected_ids=expected,
                         group=group, analogous_ids=analogous)
 
 
@@ -121,12 +121,12 @@ def _result(i: str, lesson: str = "", citations: bool = True) -> dict:
 def test_summarize_hand_computed_block():
     cases = [_case(1, "ko", ("a",), ("z",)), _case(2, "ko", ("b", "c"))]
     outcomes = [
-        ev.QueryOutcome(1, "ko", "hybrid_v1", ["x", "a", "z"], [_result("x", "same"), _result("a", "same"), _result("z")],
+        em.QueryOutcome(1, "ko", "hybrid_v1", ["x", "a", "z"], [_result("x", "same"), _result("a", "same"), _result("z")],
                         latency_ms=10.0, effective_mode="legacy", semantic_status="disabled"),
-        ev.QueryOutcome(2, "ko", "hybrid_v1", ["q", "w"], [_result("q", citations=False), _result("w")],
+        em.QueryOutcome(2, "ko", "hybrid_v1", ["q", "w"], [_result("q", citations=False), _result("w")],
                         latency_ms=30.0, effective_mode="hybrid_v1", semantic_status="ready", partial=True),
     ]
-    report = ev.summarize(cases, outcomes, k=10, modes=["hybrid_v1"], corpus_size=5)
+    report = em.summarize(cases, outcomes, k=10, modes=["hybrid_v1"], corpus_size=5)
     block = report["modes"]["hybrid_v1"]["overall"]
     assert block["recall@1"] == 0.0 and block["recall@5"] == 0.5 and block["recall@10"] == 0.5
     assert block["mrr"] == 0.25                                   # (1/2 + 0) / 2
@@ -143,14 +143,14 @@ def test_summarize_hand_computed_block():
 
 # ------------------------------------------------------------ query file
 @pytest.fixture(scope="module")
-def committed_cases() -> list[ev.QueryCase]:
-    return ev.load_queries(QUERY_FILE)
+def committed_cases() -> list[es.QueryCase]:
+    return es.load_queries(QUERY_FILE)
 
 
 def test_committed_query_file_is_balanced(committed_cases):
     assert len(committed_cases) >= 60
     counts = Counter(c.group for c in committed_cases)
-    assert set(counts) == set(ev.GROUPS)
+    assert set(counts) == set(es.GROUPS)
     assert all(n >= 15 for n in counts.values()), counts
     assert len({c.query for c in committed_cases}) == len(committed_cases), "duplicate query"
     assert any(c.analogous_ids for c in committed_cases)
@@ -159,7 +159,7 @@ def test_committed_query_file_is_balanced(committed_cases):
 def test_every_expected_and_analogous_id_exists_in_the_imported_corpus(committed_cases):
     records, failures = read_records(CSV_PATH)
     assert not failures
-    assert ev.dangling_ids(committed_cases, {r.lesson_id for r in records}) == []
+    assert es.dangling_ids(committed_cases, {r.lesson_id for r in records}) == []
 
 
 def test_english_paraphrases_copy_no_title_or_five_word_run():
@@ -172,7 +172,7 @@ def test_english_paraphrases_copy_no_title_or_five_word_run():
         for column in ("title", "summary", "mitigation_actions", "services_affected", "impact_symptoms"):
             w = words.findall(row[column].lower())
             runs.update(tuple(w[i:i + 5]) for i in range(len(w) - 4))
-    for case in ev.load_queries(QUERY_FILE):
+    for case in es.load_queries(QUERY_FILE):
         if case.group != "en_paraphrase":
             continue
         assert case.query.strip().casefold() not in titles, f"line {case.line} is a title"
@@ -182,7 +182,7 @@ def test_english_paraphrases_copy_no_title_or_five_word_run():
 
 
 def test_committed_file_trips_no_privacy_heuristic(committed_cases):
-    assert all(not ev.privacy_findings(c.query) for c in committed_cases)
+    assert all(not es.privacy_findings(c.query) for c in committed_cases)
 
 
 @pytest.mark.parametrize("text, finding", [
@@ -199,13 +199,13 @@ def test_committed_file_trips_no_privacy_heuristic(committed_cases):
     ("https://user:pw@example.org/x", "URL with credentials"),
 ])
 def test_privacy_heuristics_catch_secrets_and_personal_data(text, finding):
-    assert finding in ev.privacy_findings(text)
+    assert finding in es.privacy_findings(text)
 
 
 @pytest.mark.parametrize("text", ["AADSTS90033", "HTTP 503 Azure Portal", "us-west1-b 100% packet loss",
                                   "Tracking ID 8KND-JP8", "EBS volume이 stuck 상태"])
 def test_privacy_heuristics_allow_incident_identifiers(text):
-    assert ev.privacy_findings(text) == []
+    assert es.privacy_findings(text) == []
 
 
 def _write_jsonl(path: Path, rows: list) -> Path:
@@ -227,8 +227,8 @@ def test_invalid_lines_are_named_by_line_number_without_query_text(tmp_path):
         {"query": "z", "expected_ids": ["a"], "analogous_ids": ["a"], "group": "exact", "retrieval_mode": "vector"},
         "{not json",
     ])
-    with pytest.raises(ev.QueryFileError) as info:
-        ev.load_queries(path)
+    with pytest.raises(es.QueryFileError) as info:
+        es.load_queries(path)
     lines = {n for n, _ in info.value.problems}
     assert lines == {3, 4, 5, 6, 7}
     assert "e-mail address" in str(info.value)
@@ -250,27 +250,27 @@ def test_cli_rejects_invalid_file_and_bad_arguments_with_exit_2(tmp_path, capsys
 # ------------------------------------------------------------ the printer
 def test_report_never_contains_query_text():
     cases = [dataclasses.replace(_case(i, g, (f"id-{i}",)), query=f"UNIQUEQUERYTEXT-{i} 한국어 질의 {i}")
-             for i, g in enumerate(ev.GROUPS * 3, start=1)]
-    outcomes = [ev.QueryOutcome(c.line, c.group, m, [f"id-{c.line}"], [_result(f"id-{c.line}")], latency_ms=1.0 + c.line,
+             for i, g in enumerate(es.GROUPS * 3, start=1)]
+    outcomes = [em.QueryOutcome(c.line, c.group, m, [f"id-{c.line}"], [_result(f"id-{c.line}")], latency_ms=1.0 + c.line,
                                 effective_mode="legacy", semantic_status="disabled")
-                for m in ev.MODES for c in cases]
+                for m in es.MODES for c in cases]
     outcomes[0].error_code = "rate_limited"
-    report = ev.summarize(cases, outcomes, k=10, modes=list(ev.MODES), corpus_size=12)
+    report = em.summarize(cases, outcomes, k=10, modes=list(es.MODES), corpus_size=12)
     for output in ("json", "text"):
-        text = ev.format_report(report, output)
+        text = em.format_report(report, output)
         assert "UNIQUEQUERYTEXT" not in text and "한국어" not in text
-    parsed = json.loads(ev.format_report(report, "json"))
-    assert set(parsed["modes"]) == set(ev.MODES)
-    assert set(parsed["modes"]["legacy"]["groups"]) == set(ev.GROUPS)
+    parsed = json.loads(em.format_report(report, "json"))
+    assert set(parsed["modes"]) == set(es.MODES)
+    assert set(parsed["modes"]["legacy"]["groups"]) == set(es.GROUPS)
     assert parsed["modes"]["legacy"]["errors"] == [{"line": 1, "code": "rate_limited"}]
     assert parsed["modes"]["hybrid_v1"]["overall"]["fallback"] == 12
 
 
 def test_report_size_is_bounded_by_modes_and_groups():
     def size(n: int) -> int:
-        cases = [_case(i, ev.GROUPS[i % 4], ("a",)) for i in range(1, n + 1)]
-        outcomes = [ev.QueryOutcome(c.line, c.group, "legacy", ["b"], [_result("b")], latency_ms=1.0) for c in cases]
-        return len(ev.format_report(ev.summarize(cases, outcomes, k=10, modes=["legacy"]), "json"))
+        cases = [_case(i, es.GROUPS[i % 4], ("a",)) for i in range(1, n + 1)]
+        outcomes = [em.QueryOutcome(c.line, c.group, "legacy", ["b"], [_result("b")], latency_ms=1.0) for c in cases]
+        return len(em.format_report(em.summarize(cases, outcomes, k=10, modes=["legacy"]), "json"))
 
     assert size(1000) - size(200) < 600   # only the capped missed_lines list grows, never past 50 entries
 
@@ -526,7 +526,7 @@ def test_real_stack_evaluate_imported_incidents(real_gateway_url, tmp_path, caps
     assert all(q["query"] not in out + err for q in E2E_QUERIES)
     report = json.loads(out)
     assert report["corpus_size"] >= len(E2E_IDS)
-    for mode in ev.MODES:
+    for mode in es.MODES:
         data = report["modes"][mode]
         assert data["errors"] == [] and data["overall"]["evaluated"] == len(E2E_QUERIES)
         assert sum(data["effective_mode"].values()) == len(E2E_QUERIES)
