@@ -8,8 +8,10 @@ against a running dev stack without extra settings (docs/operations.md).
 """
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
+from typing import Iterable, Mapping
 
 from gateway.domain.schema import REPO_ROOT
 
@@ -47,3 +49,24 @@ def read_env_file(path: Path) -> dict[str, str]:
             continue
         out[name] = parts[0] if parts else ""
     return out
+
+
+def lookup(names: Iterable[str], environ: Mapping[str, str] | None = None,
+           env_file: Path | None = DEV_ENV_FILE) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Find each of ``names``: a non-empty value in ``environ`` (default ``os.environ``)
+    wins, else a non-empty value in ``env_file``.
+
+    Returns ``(found, from_file)``: the values found (names without a value are
+    absent) and, in ``names`` order, the names whose value came from the file.
+    """
+    environ = os.environ if environ is None else environ
+    file_values = read_env_file(env_file) if env_file else {}
+    found: dict[str, str] = {}
+    from_file: list[str] = []
+    for name in names:
+        if environ.get(name):
+            found[name] = environ[name]
+        elif file_values.get(name):
+            found[name] = file_values[name]
+            from_file.append(name)
+    return found, tuple(from_file)

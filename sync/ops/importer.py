@@ -27,7 +27,6 @@ unchanged, failed with reasons). Exit 0 when nothing failed, 1 otherwise,
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -43,7 +42,7 @@ from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
-from sync.devstack.envfiles import DEV_ENV_FILE, read_env_file
+from sync.devstack.envfiles import DEV_ENV_FILE, lookup
 from sync.ops.importers.cloud_incidents import ImportRecord, read_records
 
 SUMMARY = "S3RM import: {source} {lesson_id}"
@@ -76,15 +75,13 @@ def resolve_import_settings(environ=None, env_file: Path | None = DEV_ENV_FILE) 
     Raises:
         ImportConfigError: a value is found nowhere.
     """
-    environ = os.environ if environ is None else environ
-    file_values = read_env_file(env_file) if env_file else {}
-    values = [environ.get(n) or file_values.get(n, "") for n in ENV_NAMES]
-    missing = [n for n, v in zip(ENV_NAMES, values) if not v]
+    found, _ = lookup(ENV_NAMES, environ, env_file)
+    missing = [n for n in ENV_NAMES if n not in found]
     if missing:
         raise ImportConfigError(
             "import needs " + ", ".join(missing) + " (set them in the environment; "
             "`s3rm dev wiki up` writes the dev wiki's values to .dev/wiki/env)")
-    return values[0], values[1], values[2]
+    return found[ENV_NAMES[0]], found[ENV_NAMES[1]], found[ENV_NAMES[2]]
 
 
 def _client_view(page: LessonPage, schema) -> tuple:

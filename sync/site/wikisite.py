@@ -35,7 +35,6 @@ Nothing here prints; callers decide what to show.
 """
 from __future__ import annotations
 
-import os
 import re
 import unicodedata
 import urllib.parse
@@ -46,7 +45,7 @@ from typing import Iterable, Mapping
 from gateway.domain.repository import LoginFailed, PermissionDenied, RepositoryError, WikiUnavailable
 from gateway.wiki.client import WikiClient
 from gateway.wiki.edit import conditional_save
-from sync.devstack.envfiles import DEV_ENV_FILE, read_env_file
+from sync.devstack.envfiles import DEV_ENV_FILE, lookup
 
 API_URL_ENV = "S3RM_WIKI_API_URL"
 USERNAME_ENV = "S3RM_SYNC_USERNAME"
@@ -188,18 +187,10 @@ def resolve_settings(api_url: str | None = None, environ: Mapping[str, str] | No
     Raises:
         SyncConfigError: a value is found nowhere (the message says where to set it).
     """
-    environ = os.environ if environ is None else environ
-    file_values = read_env_file(env_file) if env_file else {}
-    values: dict[str, str] = {}
-    from_file: list[str] = []
-    for name in (API_URL_ENV, USERNAME_ENV, PASSWORD_ENV):
-        if name == API_URL_ENV and api_url:
-            values[name] = api_url
-        elif environ.get(name):
-            values[name] = environ[name]
-        elif file_values.get(name):
-            values[name] = file_values[name]
-            from_file.append(name)
+    values, from_file = lookup((API_URL_ENV, USERNAME_ENV, PASSWORD_ENV), environ, env_file)
+    if api_url:
+        values[API_URL_ENV] = api_url
+        from_file = tuple(n for n in from_file if n != API_URL_ENV)
     missing = [n for n in (API_URL_ENV, USERNAME_ENV, PASSWORD_ENV) if n not in values]
     if missing:
         where = f" or in {env_file}" if env_file else ""
