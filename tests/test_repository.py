@@ -16,14 +16,16 @@ import pytest
 
 from gateway.domain.codec import serialize_page
 from gateway.domain.repository import (
+    AssertUserFailed,
     EditConflict,
+    LoginFailed,
     PageExists,
     PageMissing,
     PermissionDenied,
     WikiApiError,
     WikiUnavailable,
 )
-from gateway.wiki.client import WikiClient
+from gateway.wiki.client import WikiClient, error_from_api
 from gateway.wiki.memory import InMemoryRepository
 from gateway.wiki.repository import MediaWikiRepository
 from lesson_samples import agent_client, ensure_relation_template, lesson, relation, write_pages
@@ -45,9 +47,21 @@ def test_login_assert_user_and_relogin_after_session_loss(client, dev_wiki):
     assert client.get({"action": "query", "meta": "userinfo"})["query"]["userinfo"]["id"] > 0
     bad = WikiClient(dev_wiki.api_url, dev_wiki.agent.username, "wrong-password-123")
     assert bad.check_login() is False
-    with pytest.raises(PermissionDenied) as info:
+    with pytest.raises(LoginFailed) as info:
         bad.login()
-    assert info.value.wiki_code == "Failed"
+    assert info.value.wiki_code == "Failed" and isinstance(info.value, PermissionDenied)
+
+
+def test_error_tree_maps_api_codes_by_type():
+    """One small tree (docs of gateway/domain/repository.py): callers handle MediaWiki failures by type."""
+    cases = {"assertuserfailed": AssertUserFailed, "assertbotfailed": AssertUserFailed,
+             "protectedpage": PermissionDenied, "editconflict": EditConflict, "articleexists": PageExists,
+             "missingtitle": PageMissing, "maxlag": WikiUnavailable, "badvalue": WikiApiError}
+    for code, kind in cases.items():
+        exc = error_from_api(code, "info", action="edit")
+        assert type(exc) is kind and exc.wiki_code == code, code
+    assert issubclass(AssertUserFailed, PermissionDenied) and issubclass(LoginFailed, PermissionDenied)
+    assert error_from_api("maxlag").retryable and not error_from_api("protectedpage").retryable
 
 
 def test_api_errors_map_to_repository_errors(client):

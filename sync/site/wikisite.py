@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from gateway.domain.repository import LoginFailed, PermissionDenied, RepositoryError, WikiUnavailable
+from gateway.domain.repository import LoginFailed, PermissionDenied, RepositoryError, WikiApiError, WikiUnavailable
 from gateway.wiki.client import WikiClient
 from gateway.wiki.edit import conditional_save
 from sync.devstack.envfiles import DEV_ENV_FILE, lookup
@@ -514,6 +514,10 @@ class WikiSite:
                 lacking = self.required_rights(self.info.key(title), base is None) - self.rights()
                 raise MissingRightsError(self.username, {r: [title] for r in (lacking or {right})},
                                          exc.wiki_code) from None
+            exc.args = (f"editing {title} failed: {exc}",)
+            raise
+        except (WikiApiError, WikiUnavailable) as exc:
+            exc.args = (f"editing {title} failed: {exc}",)  # same type and wiki_code, the page named
             raise
         return EditResult(title, not result.nochange, None if result.nochange else result.revision_id)
 
