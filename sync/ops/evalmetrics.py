@@ -1,4 +1,4 @@
-"""The ``s3rm evaluate`` metrics and report: recall, MRR, nDCG, latency percentiles and the E2 shares.
+"""The ``s3rm evaluate`` metrics and report: recall, MRR, nDCG, latency percentiles and the quality shares.
 
 Definitions: the ``sync/ops/evaluate.py`` module documentation (metrics).
 Pure functions over :class:`QueryOutcome` values; no network.

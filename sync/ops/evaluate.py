@@ -1,7 +1,6 @@
 """``s3rm evaluate``: retrieval quality over a fixed query file, through the MCP endpoint.
 
-Seeds: design-hybrid-search.ko.wiki "품질 평가" (evaluate-retrieval), DESIGN.md §4,
-CHECKLIST E2, issue 6. The evaluator is an ordinary MCP client (the official
+Contract: docs/retrieval.md#evaluation. The evaluator is an ordinary MCP client (the official
 ``mcp`` SDK over Streamable HTTP) and calls ONE tool, the read-only
 ``search_lessons``:
 
@@ -13,8 +12,7 @@ CHECKLIST E2, issue 6. The evaluator is an ordinary MCP client (the official
    query, ``fields=["id"]``, limit 20, following ``next_cursor``; at most
    :data:`MAX_LISTING_PAGES` pages) and fail the run (exit 1) when an
    ``expected_ids`` or ``analogous_ids`` entry is not in it: a vanished gold
-   answer is a broken instrument, not a quality result (seeds/TIL
-   "사라진 gold").
+   answer is a broken instrument, not a quality result.
 3. **Search** every query in every requested mode (sequentially, so latencies
    are comparable) and print bounded metrics (:func:`sync.ops.evalmetrics.summarize`).
 
@@ -33,7 +31,7 @@ Metrics (per mode; overall and per group; k = ``--k``, default 10):
 
 * ``recall@1``, ``recall@5``, ``recall@k`` — any-of: a query counts when at
   least one expected id is in its top n (several expected ids mean "any of
-  these answers the question"; seeds/TIL "복수 gold(any-of)").
+  these answers the question").
 * ``id_recall@k`` — classic recall: mean share of a query's expected ids in its top k.
 * ``mrr`` — mean reciprocal rank of the first expected id within the top k (0 when none).
 * ``ndcg@k`` — binary relevance (expected id = gain 1, anything else 0),
@@ -44,16 +42,16 @@ Metrics (per mode; overall and per group; k = ``--k``, default 10):
   shortened the first page below k results).
 * ``fallback`` — queries that asked for ``hybrid_v1`` but were answered with
   ``effective_mode`` ``legacy``; ``partial`` — responses with ``partial: true``.
-* ``analogous_recall@k`` (CHECKLIST E2) — over queries that carry
+* ``analogous_recall@k`` — over queries that carry
   ``analogous_ids`` only: mean share of those ids in the top k. Only
   ``search_lessons`` is called, so this measures whether search surfaces the
   cross-domain neighbours a person marked, not ``find_analogies``.
-* ``solution_repeat@5`` (E2) — share of queries (with at least two results)
+* ``solution_repeat@5`` — share of queries (with at least two results)
   whose top 5 holds two results with the same normalised ``reusable_lesson``
   (NFKC, case-folded, digits and punctuation dropped, whitespace collapsed —
   so two Lessons that teach the same thing about the same services differ
   only by date and still count as a repeat).
-* ``lacking_evidence``, ``lacking_applicability``, ``lacking_either`` (E2) —
+* ``lacking_evidence``, ``lacking_applicability``, ``lacking_either`` —
   share of all returned top-k results whose ``citations`` list is empty or
   whose ``applicability`` is blank or only says the source did not record it.
 
@@ -82,7 +80,7 @@ from sync.ops.evalset import MODES, QueryCase, QueryFileError, dangling_ids, loa
 
 __all__ = ["McpSearch", "SearchError", "cmd_evaluate", "register"]
 
-#: Fields requested per result for the E2 metrics.
+#: Fields requested per result for the quality shares (docs/retrieval.md#evaluation).
 RESULT_FIELDS = ["id", "reusable_lesson", "applicability", "citations"]
 #: search_lessons' maximum page size.
 MAX_LIMIT = 20

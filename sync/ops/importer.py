@@ -221,7 +221,7 @@ def register(subparsers) -> None:
         description="Import a data set into the wiki as imported Lessons, logged in as the import "
                     "account (S3RM_IMPORT_USERNAME / S3RM_IMPORT_PASSWORD, else .dev/wiki/env).")
     parser.add_argument("source", choices=sorted(SOURCES), help="data set kind")
-    parser.add_argument("path", help="path of the data file, e.g. ../shared/data/cloud-incidents/cloud_incidents.csv")
+    parser.add_argument("path", help="path of the data file, e.g. data/cloud-incidents/cloud_incidents.csv")
     parser.add_argument("--workers", type=int, default=4, help="parallel saves (default 4)")
     parser.add_argument("--limit", type=int, default=0, help="import only the first N records")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -1,10 +1,10 @@
 """Map the cloud-incident post-mortem corpus to ``imported`` Lessons.
 
-Source: ``shared/data/cloud-incidents/cloud_incidents.csv`` (MIT licence),
+Source: ``data/cloud-incidents/cloud_incidents.csv`` (MIT licence),
 356 public AWS / Azure / Google incident post-mortems with columns
 ``id, provider, date, title, duration_minutes, services_affected,
 impact_symptoms, root_cause_l1, root_cause_l2, human_error,
-mitigation_actions, url, summary`` (DESIGN.md §6).
+mitigation_actions, url, summary`` (``data/cloud-incidents/README.md``).
 
 Mapping rules (no invented facts — where the CSV is silent the field says so):
 
