@@ -16,7 +16,7 @@ from gateway.core.jsonio import encode_json
 from gateway.tools.base import result_message
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
-from gateway.transport.auth import Credentials
+from gateway.ops.auth import Credentials
 
 SECRET = b"read-tests-cursor-secret-0123456789"
 

@@ -3,7 +3,7 @@
 For each call, in order:
 
 1. look the tool up — unknown → JSON-RPC ``-32602`` (:class:`JsonRpcError`);
-2. authorise it — an unauthorised write → :class:`~gateway.transport.auth.AuthError` (HTTP 401/403);
+2. authorise it — an unauthorised write → :class:`~gateway.ops.auth.AuthError` (HTTP 401/403);
    then take a slot of its admission class (``read``/``write``,
    :mod:`gateway.ops.admission`) — over capacity →
    :class:`~gateway.ops.admission.AdmissionRejected` (HTTP 429/503, ``Retry-After``);
@@ -47,7 +47,7 @@ from gateway.tools.base import (
     utc_now,
 )
 from gateway.tools.registry import ToolEntry, ToolRegistry
-from gateway.transport.auth import Credentials, authorize
+from gateway.ops.auth import Credentials, authorize
 
 __all__ = ["Dispatcher", "describe_validation_error"]
 
@@ -102,7 +102,7 @@ class Dispatcher:
         (counted against ``S3RM_OUTPUT_MAX_BYTES``, see :class:`OutputBudget`).
 
         Raises :class:`JsonRpcError` (-32602) for an unknown tool or malformed
-        params and :class:`~gateway.transport.auth.AuthError` for an
+        params and :class:`~gateway.ops.auth.AuthError` for an
         unauthorised write; every other failure is an ``isError`` result.
         """
         name = params.get("name")

@@ -26,7 +26,7 @@ from gateway.retrieval.cursors import CursorCodec, fingerprint, invalid_cursor
 from gateway.retrieval.filters import SearchFilters, resolve_scope
 from gateway.retrieval.hybrid import choose_mode
 from gateway.tools.base import OutputBudget, ToolContext
-from gateway.transport.auth import check_scope_access
+from gateway.ops.auth import check_scope_access
 
 __all__ = ["read_tool", "repository", "Pager", "fit_page", "retrieval_state", "scope_filters", "DEFAULT_LIMIT"]
 

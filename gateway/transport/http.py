@@ -52,7 +52,7 @@ from gateway.core.errors import (
 from gateway.core.jsonio import json_response
 from gateway.ops.ratelimit import client_address, principal_key
 from gateway.transport import headers as rules
-from gateway.transport.auth import AuthError, Credentials, authorize
+from gateway.ops.auth import AuthError, Credentials, authorize
 from gateway.transport.jsonrpc import classify
 from gateway.transport.modern import check_modern_request, check_notification_version, is_modern_request
 

@@ -34,7 +34,7 @@ from gateway.core.errors import INVALID_PARAMS, JsonRpcError, METHOD_NOT_FOUND
 from gateway.core.jsonio import encode_json
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.policy import CONTENT_POLICY
-from gateway.transport.auth import Credentials
+from gateway.ops.auth import Credentials
 from gateway.transport.headers import ALL_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from gateway.transport.jsonrpc import Message
 from gateway.transport.modern import SERVER_INFO_META_KEY, ModernEnvelope
@@ -94,7 +94,7 @@ class McpProtocol:
         ``modern`` is the checked 2026-07-28 envelope, or ``None`` for the
         2025 era. Raises :class:`JsonRpcError` -32601 for unknown methods
         (HTTP 404 in the 2026-07-28 era), -32602 for bad params; tools/call
-        may also raise :class:`~gateway.transport.auth.AuthError`.
+        may also raise :class:`~gateway.ops.auth.AuthError`.
         """
         if modern is not None:
             return self._handle_modern(message, credentials)

@@ -1,5 +1,9 @@
 """Write authorisation and the caller's principal (docs/transport.md#write-auth).
 
+Pure policy over the configuration and a :class:`~gateway.core.principal.Principal`:
+the transport extracts the credentials from the HTTP request, the dispatcher
+and the read tools ask these functions, so the rules sit below both.
+
 * ``token`` mode (default): reads, initialize and tools/list are public; the
   five write tools need ``Authorization: Bearer <token>`` whose SHA-256 hex
   digest equals ``S3RM_MCP_WRITE_TOKEN_SHA256`` (compared in constant time).

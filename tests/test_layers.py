@@ -1,0 +1,200 @@
+"""The import layers of gateway/, hooks_spec/ and sync/, declared once and checked on every module.
+
+:data:`LAYERS` is the one declaration of the layer order (bottom first; README's
+layout table describes the same packages). The test parses every module with
+``ast`` and collects every import it contains — top-level, function-local and
+``TYPE_CHECKING`` ones alike, since each is a dependency — then fails on
+
+* a module that no layer claims (declare a new package here first),
+* an edge that points up the order (a lower layer importing a higher one),
+* any import of ``sync`` from ``gateway`` (the gateway never needs the CLI), and
+* any import cycle between modules, also inside one layer.
+
+Third-party and standard-library imports are ignored.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("gateway", "hooks_spec", "sync")
+
+#: The layer order, bottom to top. Each entry lists the module prefixes of one layer;
+#: a module belongs to the layer of its longest matching prefix and may import only
+#: from its own layer or lower ones.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("gateway.core",),            # errors and codes, JSON encoding + the JSON response helper, Principal
+    ("gateway.config",),          # the one configuration object (load_config), embedding profiles
+    ("gateway.domain",),          # domain rules over plain data, schema source loader, page codec
+    ("hooks_spec",),              # the save rules as data + the checker (gateway and auditor share it)
+    ("gateway.ops",),             # metrics, the bounded-queue gate, admission, rate limits, access rules
+    ("gateway.wiki",),            # the MediaWiki Action API client and the Lesson repository over it
+    ("gateway.retrieval",),       # legacy + hybrid search, index, embedding client, fusion, cursors
+    ("gateway.tools",),           # one module per tool, the dispatcher, the registry, the write pipeline
+    ("gateway.transport",),       # MCP Streamable HTTP: JSON-RPC, headers, protocol versions
+    ("gateway.web",),             # HTTP routes outside MCP: browser JSON, health probes, /metrics
+    ("gateway.app",),             # create_app(config) wires everything
+    ("gateway.serving", "gateway"),  # gunicorn settings, worker and wsgi (top of the gateway)
+    ("sync.schema", "sync.generate", "sync.toolschemas", "sync.pages"),  # schema generation
+    ("sync.devstack",),           # development wiki and stack
+    ("sync.site", "sync.ops"),    # push/diff/check and page sets; import, audit, evaluate, admin commands
+    ("sync.cli", "sync"),         # the s3rm entry point (verbs = admin verbs)
+)
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted module name → file, for every .py file of :data:`PACKAGES` (``pkg/__init__.py`` → ``pkg``)."""
+    out: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if all(part.isidentifier() for part in parts):  # skips gunicorn.conf.py-style files
+                out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The known module ``name`` refers to (its longest known prefix), or ``None`` for outside code."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(module: str, path: Path) -> set[str]:
+    """Every known module ``module`` imports anywhere in its body (relative imports resolved)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([base] if base else []))
+            # ``from pkg import mod`` imports the module pkg.mod; ``from mod import name`` the module mod
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
+        else:
+            continue
+        found.update(t for t in map(_resolve, targets) if t is not None)
+    found.discard(module)
+    return found
+
+
+GRAPH = {module: imports_of(module, path) for module, path in MODULES.items()}
+
+
+def layer_of(module: str) -> int | None:
+    """Index in :data:`LAYERS` of the longest prefix matching ``module`` (``None``: undeclared)."""
+    best: tuple[int, int] | None = None
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                if best is None or len(prefix) > best[0]:
+                    best = (len(prefix), index)
+    return None if best is None else best[1]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    counter = 0
+
+    def visit(node: str) -> None:
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def test_every_module_is_in_a_declared_layer():
+    undeclared = sorted(m for m in MODULES if layer_of(m) is None)
+    assert not undeclared, f"declare the layer of these modules in tests/test_layers.py LAYERS: {undeclared}"
+
+
+def test_imports_point_down_the_layers():
+    upward = sorted(
+        f"{source} (layer {LAYERS[layer_of(source)][0]}) imports {target} (layer {LAYERS[layer_of(target)][0]})"
+        for source, targets in GRAPH.items()
+        for target in targets
+        if layer_of(source) is not None and layer_of(target) is not None and layer_of(target) > layer_of(source)
+    )
+    assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_gateway_never_imports_sync():
+    edges = sorted(f"{s} imports {t}" for s, ts in GRAPH.items() if s.split(".")[0] == "gateway"
+                   for t in ts if t.split(".")[0] == "sync")
+    assert not edges, "\n".join(edges)
+
+
+def test_no_import_cycles():
+    cycles = _cycles(GRAPH)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+# ------------------------------------------------------------- the checker itself
+def test_the_parser_sees_local_relative_and_type_checking_imports(tmp_path, monkeypatch):
+    source = tmp_path / "gateway" / "ops" / "example.py"
+    source.parent.mkdir(parents=True)
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from . import gate\n"
+        "if TYPE_CHECKING:\n    from gateway.tools import dispatcher\n"
+        "def f():\n    import gateway.app\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setitem(MODULES, "gateway.ops.example", source)
+    assert imports_of("gateway.ops.example", source) == {"gateway.ops.gate", "gateway.tools.dispatcher", "gateway.app"}
+
+
+def test_cycles_and_upward_edges_are_found():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+    assert layer_of("gateway.ops.gate") < layer_of("gateway.tools.dispatcher")
+    assert layer_of("gateway.serving.wsgi") > layer_of("gateway.app")
+    assert layer_of("sync.devstack.stack") > layer_of("gateway.serving.wsgi")
+    assert layer_of("unknown.module") is None
+
+
+@pytest.mark.parametrize("module", ["gateway.core", "gateway.config", "gateway.ops.gate"])
+def test_the_bottom_layers_import_nothing_above_them(module):
+    assert all(layer_of(t) <= layer_of(module) for t in GRAPH[module])
