@@ -15,7 +15,7 @@ import sys
 
 #: Modules that contribute sub-commands, in the order ``--help`` lists them.
 COMMAND_MODULES = (
-    "sync.generate",
+    "sync.schema.generate",
     "sync.devstack.devwiki",
     "sync.site.push",
     "sync.devstack.serve",

@@ -1,4 +1,4 @@
-"""Tests of the schema generator (sync/generate.py, sync/pages, sync/toolschemas.py).
+"""Tests of the schema generator (sync/schema/generate.py, sync/schema/pages, sync/schema/toolschemas.py).
 
 Contract: docs/data-contract.md#schema-source (one source, committed output,
 staleness check), docs/data-contract.md#templates,
@@ -19,9 +19,9 @@ from jsonschema import Draft202012Validator
 
 from gateway.domain.schema import load_schema, schema_dir
 from sync.cli import main as cli_main
-from sync.generate import GENERATED_DIRS, render_generated_files
-from sync.pages import WikiCapabilities, page_relpath, render_schema_pages, title_for_relpath
-from sync.toolschemas import TOOL_NAMES, render_tool_schemas
+from sync.schema.generate import GENERATED_DIRS, render_generated_files
+from sync.schema.pages import WikiCapabilities, page_relpath, render_schema_pages, title_for_relpath
+from sync.schema.toolschemas import TOOL_NAMES, render_tool_schemas
 
 SCHEMA = load_schema()
 FULL = render_schema_pages(SCHEMA, WikiCapabilities.full())

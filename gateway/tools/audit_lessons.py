@@ -1,18 +1,164 @@
-"""Read tool ``audit_lessons`` (DESIGN.md §3; contract in ``schema/tools/audit_lessons.*.schema.json``).
+"""Read tool ``audit_lessons``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#audit_lessons).
 
-The handler lives in :mod:`gateway.tools.read_audit` (behaviour, errors and
-contract sources are documented there).
+Input: ``expectations`` (1–50; each ``id`` plus optional ``revision_id``,
+``content_digest``, ``evidence_ids`` (≤ 8) and ``relations`` (≤ 8 ``{relation,
+to}`` stored on the Lesson)), ``limit`` (default and max 20), ``cursor``.
+
+Every call reads ALL target Lessons fresh (one batch of ≤ 50) and returns the
+outcomes of expectations ``[offset, offset+n)`` in request order:
+``ok`` | ``missing`` (no such page) | ``mismatch`` with ``failed`` listing
+each failed expectation and, for list expectations, the failing item's
+``index``. A page that exists but cannot be parsed is a ``mismatch`` on every
+given expectation. ``current_revision_id`` is the Lesson's latest revision.
+
+The cursor binds the expectation list and the revision ids of ALL targets as
+read for the first page: if any target changed between pages the cursor is
+refused (``invalid_cursor``) so an audit never mixes two states of the wiki.
 """
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
 from mcp.types import ToolAnnotations
 
-from gateway.tools.base import ToolSpec
-from gateway.tools.read_audit import handle
+from gateway.domain.digests import content_digest
+from gateway.domain.model import LessonSnapshot
+from gateway.domain.schema import load_schema
+from gateway.retrieval.cursors import invalid_cursor
+from gateway.tools.base import ToolContext, ToolSpec
 from gateway.tools.policy import describe
+from gateway.tools.read_common import fit_page, Pager, read_tool, repository
+from gateway.tools.schema_parts import (
+    array, cursor, DIGEST_PATTERN, enum, Fields, integer, LIMITS, next_cursor, nullable, obj, page_limit,
+    revision_id, scan_props, string
+)
 
-__all__ = ["SPEC"]
+__all__ = ["NAME", "SPEC"]
+
+NAME = "audit_lessons"
+DEFAULT_AUDIT_LIMIT = 20
+SCALARS = ("revision_id", "content_digest")
+LISTS = ("evidence_ids", "relations")
+
+
+def _failures(expect: dict[str, Any], snap: LessonSnapshot | None) -> list[dict[str, Any]]:
+    """Failed expectations of one target (every given expectation when ``snap`` is None)."""
+    failed: list[dict[str, Any]] = []
+    page = snap.page if snap else None
+    for key in SCALARS:
+        if key not in expect:
+            continue
+        actual = None if snap is None else (snap.revision_id if key == "revision_id" else content_digest(page))
+        if actual != expect[key]:
+            failed.append({"expectation": key, "index": None})
+    if "evidence_ids" in expect:
+        present = {e.get("id") for e in page.evidence} if page else set()
+        failed += [{"expectation": "evidence_ids", "index": i}
+                   for i, eid in enumerate(expect["evidence_ids"]) if eid not in present]
+    if "relations" in expect:
+        stored = {(r.get("relation"), r.get("to")) for r in page.relations} if page else set()
+        failed += [{"expectation": "relations", "index": i}
+                   for i, rel in enumerate(expect["relations"]) if (rel["relation"], rel["to"]) not in stored]
+    return failed
+
+
+def _state_digest(revisions: dict[str, int | None]) -> str:
+    body = json.dumps(sorted(revisions.items()), separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+@read_tool
+def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Run ``audit_lessons`` (see module doc)."""
+    repo = repository(ctx)
+    expectations = arguments["expectations"]
+    limit = int(arguments.get("limit", DEFAULT_AUDIT_LIMIT))
+    ids = list(dict.fromkeys(e["id"] for e in expectations))
+    snaps = repo.get_snapshots(ids)
+    unparsable = repo.exists([i for i in ids if i not in snaps]) if len(snaps) < len(ids) else set()
+    revisions = {i: (snaps[i].revision_id if i in snaps else None) for i in ids}
+    state = _state_digest({**revisions, **{i: -1 for i in unparsable}})
+
+    pager = Pager(ctx, NAME, {"expectations": expectations, "schema": load_schema().meta["schema_version"]})
+    position = pager.position(arguments.get("cursor"), {"o": 0, "s": state})
+    offset = position.get("o") if isinstance(position, dict) else None
+    if not isinstance(offset, int) or offset < 0:
+        raise invalid_cursor("The cursor is malformed.")
+    if position.get("s") != state:
+        raise invalid_cursor("A Lesson in this audit changed since the first page was read.")
+
+    def outcome(index: int) -> dict[str, Any]:
+        expect = expectations[index]
+        snap = snaps.get(expect["id"])
+        if snap is None and expect["id"] not in unparsable:
+            return {"position": index, "id": expect["id"], "status": "missing", "current_revision_id": None,
+                    "failed": []}
+        failed = _failures(expect, snap)
+        return {"position": index, "id": expect["id"], "status": "mismatch" if failed else "ok",
+                "current_revision_id": snap.revision_id if snap else None, "failed": failed}
+
+    window = [outcome(i) for i in range(offset, min(offset + limit, len(expectations)))]
+
+    def build(part) -> dict[str, Any]:
+        nxt = offset + len(part)
+        return {"results": list(part),
+                "next_cursor": pager.cursor({"o": nxt, "s": state}) if nxt < len(expectations) else None,
+                "partial": False, "scanned": len(ids), "scan_limit": 50}
+
+    result, _ = fit_page(ctx.budget, window, build)
+    return result
+
+
+# ------------------------------------------------------------------ schemas
+AUDIT_STATUSES = ("ok", "missing", "mismatch")
+AUDIT_EXPECTATIONS = ("revision_id", "content_digest", "evidence_ids", "relations")
+
+
+def input_schema(F: Fields) -> dict:
+    rel = F.schema.relation
+    expectation = obj({
+        "id": F.lesson_id(),
+        "revision_id": revision_id("Expected current revision id."),
+        "content_digest": string("Expected content digest.", 71, pattern=DIGEST_PATTERN),
+        "evidence_ids": array("Evidence ids expected on the Lesson.", F.evidence_id(), min_items=1,
+                              max_items=LIMITS["expectation_items_max"], unique=True),
+        "relations": array("Relations expected on the Lesson.", obj({
+            "relation": F.field(rel, "relation"),
+            "to": F.field(rel, "to"),
+        }, ["relation", "to"], "An expected outgoing relation."), min_items=1,
+            max_items=LIMITS["expectation_items_max"], unique=True),
+    }, ["id"], "What the caller expects about one Lesson.")
+    return obj({
+        "expectations": array("Lessons to check.", expectation, min_items=1,
+                              max_items=LIMITS["audit_expectations_max"]),
+        "limit": page_limit("Results per page.", default=LIMITS["audit_page_default"]),
+        "cursor": cursor(),
+    }, ["expectations"], "Check stored Lessons against expectations.")
+
+
+def output_schema(F: Fields) -> dict:
+    failed = obj({
+        "expectation": enum("Which expectation failed.", AUDIT_EXPECTATIONS),
+        "index": nullable(integer("Position within evidence_ids/relations, or null for scalar expectations.", 0)),
+    }, ["expectation", "index"], "One failed expectation.")
+    result = obj({
+        "position": integer("Index of the expectation in the request.", 0),
+        "id": F.lesson_id(),
+        "status": enum("ok, missing (no such Lesson) or mismatch.", AUDIT_STATUSES),
+        "current_revision_id": nullable(revision_id("Current revision id, or null when missing.")),
+        "failed": array("Failed expectations (empty when ok).", failed),
+    }, ["position", "id", "status", "current_revision_id", "failed"], "Audit outcome of one expectation.")
+    return obj({
+        "results": array("Outcomes in expectation order.", result, max_items=LIMITS["page_max"]),
+        "next_cursor": next_cursor(),
+        **scan_props(),
+    }, ["results", "next_cursor", "partial", "scanned", "scan_limit"], "Audit results.")
+
 
 SPEC = ToolSpec(
-    name='audit_lessons',
+    name=NAME,
     title='Audit Lessons',
     description=describe(
         """Check up to 50 exact expectations about Lessons you wrote or depend on (revision id, content digest, up to 8 evidence ids, up to 8 relations each) without re-reading their bodies. Returns up to 20 results per page as ok, missing or mismatch with the position of the failed expectation; a cursor is refused when any target's revision changed between pages. Use it after changing several Lessons."""
@@ -25,5 +171,7 @@ SPEC = ToolSpec(
         idempotentHint=True,
         openWorldHint=False,
     ),
+    input_schema=input_schema,
+    output_schema=output_schema,
     handler=handle,
 )

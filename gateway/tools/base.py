@@ -28,10 +28,12 @@ from gateway.core.errors import ToolError
 from gateway.core.jsonio import compact_json, encode_json
 from gateway.core.principal import Principal
 from gateway.ops.metrics import Metrics
+from gateway.tools.schema_parts import Fields
 
 __all__ = [
     "Handler",
     "OutputBudget",
+    "SchemaBuilder",
     "ToolContext",
     "ToolSpec",
     "not_implemented_handler",
@@ -161,6 +163,8 @@ class ToolContext:
 
 #: A tool handler: validated arguments + context → result object (validated against the output schema).
 Handler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
+#: Builds one of a tool's JSON Schemas from the schema source's field definitions.
+SchemaBuilder = Callable[[Fields], dict[str, Any]]
 
 
 # --------------------------------------------------------------------- spec
@@ -171,7 +175,10 @@ class ToolSpec:
     ``name`` (snake_case, also the schema file stem), ``title`` (human label),
     ``description`` (what it does plus the content policy, docs/tools.md#content-policy),
     ``kind`` (``"read"`` or ``"write"``; writes need the write token in token
-    mode), ``annotations`` (truthful MCP hints) and ``handler``.
+    mode), ``annotations`` (truthful MCP hints), ``handler``, and the builders
+    ``input_schema(F)`` / ``output_schema(F)`` of its JSON Schemas
+    (:class:`~gateway.tools.schema_parts.Fields` → schema dict), which
+    ``s3rm schema generate`` writes to ``schema/tools/``.
     """
 
     name: str
@@ -180,6 +187,8 @@ class ToolSpec:
     kind: Literal["read", "write"]
     annotations: ToolAnnotations
     handler: Handler = field(compare=False)
+    input_schema: SchemaBuilder = field(compare=False)
+    output_schema: SchemaBuilder = field(compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in ("read", "write"):

@@ -1,18 +1,120 @@
-"""Read tool ``find_related_lessons`` (DESIGN.md §3; contract in ``schema/tools/find_related_lessons.*.schema.json``).
+"""Read tool ``find_related_lessons``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#find_related_lessons).
 
-The handler lives in :mod:`gateway.tools.read_related` (behaviour, errors and
-contract sources are documented there).
+Input: ``id``, ``relation_types`` (default all), ``direction``
+(``outgoing`` | ``incoming`` | ``both``, default both), ``limit``, ``cursor``.
+
+Edges come from :meth:`LessonRepository.find_relation_edges` — outgoing from
+the Lesson's own page, incoming through the wiki's link tables (or SMW
+``ask``) without reading every Lesson; ``partial``/``scanned``/``scan_limit``
+report that bounded scan. Symmetric types (``analogous_to``) are shown from
+both ends: such an edge matches either direction filter, while ``from``/``to``
+and ``direction`` keep the stored orientation and ``symmetric`` is true. Each
+result names the OTHER Lesson (``id``) with its current title ("" when that
+Lesson no longer exists). Order: outgoing edges in page order, then incoming
+ones by source id; offset cursor bound to (id, types, direction).
 """
+from __future__ import annotations
+
+from typing import Any
+
 from mcp.types import ToolAnnotations
 
-from gateway.tools.base import ToolSpec
-from gateway.tools.read_related import handle
+from gateway.core.errors import ToolError
+from gateway.domain.schema import load_schema
+from gateway.retrieval.shaping import conformer
+from gateway.tools.base import ToolContext, ToolSpec
 from gateway.tools.policy import describe
+from gateway.tools.read_common import DEFAULT_LIMIT, fit_page, Pager, read_tool, repository
+from gateway.tools.read_items import symmetric_relations
+from gateway.tools.schema_parts import (
+    array, cursor, DIRECTIONS, enum, Fields, LIMITS, next_cursor, obj, page_limit, scan_props
+)
 
-__all__ = ["SPEC"]
+__all__ = ["NAME", "SPEC"]
+
+NAME = "find_related_lessons"
+SCAN_LIMIT = 500
+
+
+@read_tool
+def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Run ``find_related_lessons`` (see module doc)."""
+    repo = repository(ctx)
+    lesson_id = arguments["id"]
+    schema = load_schema()
+    types = frozenset(arguments.get("relation_types") or schema.enum("relation").values)
+    direction = arguments.get("direction", "both")
+    limit = int(arguments.get("limit", DEFAULT_LIMIT))
+    symmetric = symmetric_relations(schema)
+    wants_sym = bool(types & symmetric)
+    edges = repo.find_relation_edges(lesson_id, outgoing=direction != "incoming" or wants_sym,
+                                     incoming=direction != "outgoing" or wants_sym, limit=SCAN_LIMIT)
+    if not edges.outgoing and not repo.exists([lesson_id]):
+        raise ToolError("not_found", f"No Lesson with id {lesson_id!r}; use search_lessons to find ids.")
+
+    def wanted(relation: str, stored: str) -> bool:
+        return relation in types and (direction in ("both", stored) or relation in symmetric)
+
+    rows = [(e, "outgoing", e.target) for e in edges.outgoing if wanted(e.relation, "outgoing")]
+    rows += [(e, "incoming", e.source) for e in sorted(edges.incoming, key=lambda e: e.source)
+             if wanted(e.relation, "incoming")]
+    pager = Pager(ctx, NAME, {"id": lesson_id, "types": sorted(types), "direction": direction})
+    offset = pager.offset(arguments.get("cursor"))
+    window = rows[offset:offset + limit]
+    snaps = repo.get_snapshots([other for _, _, other in window])
+    fix = conformer(str(ctx.config.schema_dir), NAME, "results", "[]")
+    items = []
+    for edge, stored, other in window:
+        item = {"id": other, "title": snaps[other].page.fields.get("title", "") if other in snaps else "",
+                "relation": edge.relation, "direction": stored, "from": edge.source, "to": edge.target,
+                "symmetric": edge.relation in symmetric}
+        if edge.note:
+            item["note"] = edge.note
+        items.append(fix.fix(item))
+
+    def build(part) -> dict[str, Any]:
+        return {"id": lesson_id, "results": [i for i in part if i is not None],
+                "next_cursor": pager.next_offset(offset, len(part), len(rows)),
+                "partial": edges.partial, "scanned": edges.scanned, "scan_limit": edges.scan_limit}
+
+    result, _ = fit_page(ctx.budget, items, build)
+    return result
+
+
+# ------------------------------------------------------------------ schemas
+def input_schema(F: Fields) -> dict:
+    return obj({
+        "id": F.lesson_id(),
+        "relation_types": array("Only these relation types (default: all).",
+                                F.field(F.schema.relation, "relation"), min_items=1, unique=True),
+        "direction": enum("Which stored edges to follow.", ("outgoing", "incoming", "both"), default="both"),
+        "limit": page_limit("Results per page."),
+        "cursor": cursor(),
+    }, ["id"], "List Lessons linked to a Lesson by stored relations.")
+
+
+def output_schema(F: Fields) -> dict:
+    rel = F.schema.relation
+    result = obj({
+        "id": F.lesson_id("Id of the related Lesson."),
+        "title": F.field(F.schema.lesson, "title"),
+        "relation": F.field(rel, "relation"),
+        "direction": enum("outgoing or incoming, seen from the requested Lesson.", DIRECTIONS),
+        "from": F.field(rel, "from"),
+        "to": F.field(rel, "to"),
+        "note": F.field(rel, "note"),
+        "symmetric": {"description": "True for relation types shown in both directions.", "type": "boolean"},
+    }, ["id", "title", "relation", "direction", "from", "to", "symmetric"], "One related Lesson.")
+    return obj({
+        "id": F.lesson_id("The requested Lesson."),
+        "results": array("Related Lessons.", result, max_items=LIMITS["page_max"]),
+        "next_cursor": next_cursor(),
+        **scan_props(),
+    }, ["id", "results", "next_cursor", "partial", "scanned", "scan_limit"], "Related Lessons.")
+
 
 SPEC = ToolSpec(
-    name='find_related_lessons',
+    name=NAME,
     title='Find related Lessons',
     description=describe(
         """List the stored relations of one Lesson (supports, contradicts, analogous_to, failed_because, works_when, suggests, supersedes), filtered by relation type and direction (outgoing, incoming or both), as a bounded cursor page. analogous_to is shown as symmetric on read while the stored endpoints stay explicit."""
@@ -25,5 +127,7 @@ SPEC = ToolSpec(
         idempotentHint=True,
         openWorldHint=False,
     ),
+    input_schema=input_schema,
+    output_schema=output_schema,
     handler=handle,
 )

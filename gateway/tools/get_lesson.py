@@ -1,18 +1,252 @@
-"""Read tool ``get_lesson`` (DESIGN.md §3; contract in ``schema/tools/get_lesson.*.schema.json``).
+"""Read tool ``get_lesson``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#get_lesson).
 
-The handler lives in :mod:`gateway.tools.read_lesson` (behaviour, errors and
-contract sources are documented there).
+Returns the Lesson's current ``revision_id``, its ``content_digest`` (what
+``audit_lessons`` compares), the selected core ``lesson`` fields (default:
+all; legacy reviewer/review_state never) and three independent cursor pages —
+``citations`` (each with its evidence ``digest`` and ``current_verdict``),
+``verifications`` and ``relations`` (outgoing ones stored on the page plus
+incoming ones stored on other Lessons, each with ``direction``; analogous_to
+marked ``symmetric``) — default 5, max 20 items each, with ``total``.
+
+Byte cap: the sub-pages shrink first (to a common size, then each grows back
+while it fits); when even one item per list does not fit, long Lesson fields
+are shortened with an explicit marker and listed in ``truncated``.
+``citation_detail=full`` never shortens a citation: the page shrinks, and when
+one citation alone cannot be returned (over the cap or over the schema's
+field length) the call fails with ``item_too_large`` naming the evidence.
+Sub-list cursors bind the Lesson id, its revision and the detail level: after
+an edit they are refused with ``invalid_cursor`` (restart from the first page).
+
+Errors: ``not_found``, ``item_too_large``, ``invalid_cursor``,
+``malformed_lesson`` and the repository mappings of :mod:`gateway.tools.read_common`.
 """
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
 from mcp.types import ToolAnnotations
 
-from gateway.tools.base import ToolSpec
-from gateway.tools.read_lesson import handle
+from gateway.core.errors import ToolError
+from gateway.domain.digests import content_digest
+from gateway.domain.schema import load_schema
+from gateway.retrieval.shaping import conformer, ItemTooLarge, truncate_text
+from gateway.tools.base import ToolContext, ToolSpec
 from gateway.tools.policy import describe
+from gateway.tools.read_common import DEFAULT_LIMIT, Pager, read_tool, repository
+from gateway.tools.read_items import citation_items, relation_item, symmetric_relations, verification_item
+from gateway.tools.schema_parts import (
+    array, citation_item_schema, cursor, DIGEST_PATTERN, DIRECTIONS, enum, Fields, integer, LIMITS,
+    next_cursor, obj, page_limit, revision_id, string
+)
+from gateway.wiki.repository import snapshot_edges
 
-__all__ = ["SPEC"]
+__all__ = ["NAME", "SPEC"]
+
+NAME = "get_lesson"
+SUBLISTS = ("citations", "verifications", "relations")
+#: Pages examined for incoming relations (link-table candidates).
+INCOMING_SCAN_LIMIT = 500
+_MAX_FIELD_CHARS = 20000
+
+
+@dataclass
+class _Sub:
+    """One sub-list page: conformed window (None = invalid record, skipped) and its cursor helper."""
+
+    pager: Pager
+    offset: int
+    window: list[dict[str, Any] | None]
+    total: int
+    count: int = field(default=0)
+
+    def view(self, count: int) -> dict[str, Any]:
+        return {"items": [x for x in self.window[:count] if x is not None],
+                "next_cursor": self.pager.next_offset(self.offset, count, self.total), "total": self.total}
+
+
+def _too_large(name: str, index: int, record_id: str) -> ToolError:
+    return ToolError("item_too_large", f"{name} item {index} ({record_id or 'no id'}) alone exceeds the response "
+                     "limits with citation_detail=full; request citation_detail=compact to read the rest.",
+                     details={"list": name, "position": index, "record_id": record_id[:64]})
+
+
+@read_tool
+def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Run ``get_lesson`` (see module doc)."""
+    repo = repository(ctx)
+    lesson_id = arguments["id"]
+    snap = repo.get_snapshot(lesson_id)
+    if snap is None:
+        raise ToolError("not_found", f"No Lesson with id {lesson_id!r}; use search_lessons to find ids.")
+    schema = load_schema()
+    schema_dir = str(ctx.config.schema_dir)
+    detail = arguments.get("citation_detail", "compact")
+    symmetric = symmetric_relations(schema)
+    incoming = repo.find_relation_edges(lesson_id, outgoing=False, incoming=True, limit=INCOMING_SCAN_LIMIT)
+    records = {
+        "citations": citation_items(snap.page, detail, schema),
+        "verifications": [verification_item(v) for v in snap.page.verifications],
+        "relations": [relation_item(e, "outgoing", symmetric) for e in snapshot_edges(snap)]
+        + [relation_item(e, "incoming", symmetric) for e in incoming.incoming],
+    }
+    subs: dict[str, _Sub] = {}
+    for name in SUBLISTS:
+        pager = Pager(ctx, f"{NAME}:{name}", {"id": lesson_id, "revision_id": snap.revision_id,
+                                              "detail": detail if name == "citations" else None})
+        offset = pager.offset(arguments.get(f"{name}_cursor"))
+        limit = int(arguments.get(f"{name}_limit", DEFAULT_LIMIT))
+        strict = name == "citations" and detail == "full"
+        fix = conformer(schema_dir, NAME, name, "items", "[]")
+        window = []
+        for index, item in enumerate(records[name][offset:offset + limit], start=offset):
+            try:
+                window.append(fix.fix(item, allow_truncation=not strict))
+            except ItemTooLarge:
+                raise _too_large(name, index, str(item.get("id", ""))) from None
+        subs[name] = _Sub(pager, offset, window, len(records[name]))
+
+    lesson_fix = conformer(schema_dir, NAME, "lesson")
+    names = list(arguments.get("fields") or lesson_fix.properties)
+    cache: dict[int | None, tuple[dict[str, Any], set[str]]] = {}
+
+    def lesson_view(cap: int | None) -> tuple[dict[str, Any], set[str]]:
+        if cap not in cache:
+            cut: set[str] = set()
+            values = {}
+            for n in names:
+                value = snap.page.fields.get(n, "")
+                if cap is not None and lesson_fix.max_length(n):
+                    value, was_cut = truncate_text(value, cap)
+                    if was_cut:
+                        cut.add(n)
+                values[n] = value
+            cache[cap] = (lesson_fix.fix(values, truncated=cut) or {}, cut)
+        return cache[cap]
+
+    digest = content_digest(snap.page, schema)
+
+    def build(counts: dict[str, int], cap: int | None) -> dict[str, Any]:
+        lesson, cut = lesson_view(cap)
+        out = {"id": lesson_id, "revision_id": snap.revision_id, "content_digest": digest, "lesson": lesson}
+        out.update({name: subs[name].view(counts[name]) for name in SUBLISTS})
+        if cut:
+            out["truncated"] = sorted(cut)
+        return out
+
+    return _fit(ctx, subs, build)
+
+
+def _fit(ctx: ToolContext, subs: dict[str, _Sub], build) -> dict[str, Any]:
+    """Largest sub-pages (then longest Lesson text) that fit the byte cap; see module doc."""
+    fits = ctx.budget.fits
+    full = {name: len(sub.window) for name, sub in subs.items()}
+    if fits(build(full, None)):
+        return build(full, None)
+
+    def common(k: int) -> dict[str, int]:
+        return {name: min(k, n) for name, n in full.items()}
+
+    lo, hi, best = 1, max(full.values()), None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if fits(build(common(mid), None)):
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    cap: int | None = None
+    if best is None:
+        counts = common(1)
+        lo, hi = 0, _MAX_FIELD_CHARS
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if fits(build(counts, mid)):
+                cap, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        if cap is None:
+            for name, sub in subs.items():
+                alone = {n: (1 if n == name else 0) for n in subs}
+                if full[name] and not fits(build({**alone, name: min(1, full[name])}, 0)):
+                    first = sub.window[0] or {}
+                    if name == "citations":
+                        raise _too_large(name, sub.offset, str(first.get("id", "")))
+            raise ToolError("output_too_large", f"The Lesson does not fit the {ctx.budget.cap_bytes}-byte response "
+                            "cap; request fewer fields or smaller sub-list limits.")
+    else:
+        counts = common(best)
+    for name in SUBLISTS:  # let each list grow back while the page still fits
+        while counts[name] < full[name] and fits(build({**counts, name: counts[name] + 1}, cap)):
+            counts[name] += 1
+    return build(counts, cap)
+
+
+# ------------------------------------------------------------------ schemas
+def _verification_item(F: Fields) -> dict:
+    rec = F.schema.verification
+    props = {f.name: F.for_field(rec, f, "out") for f in rec.fields}
+    props["id"] = F.verification_id()
+    props["evidence_id"] = F.evidence_id("Id of the evidence this record checked.")
+    return obj(props, list(props), "One append-only verification record.")
+
+
+def _relation_item(F: Fields) -> dict:
+    rec = F.schema.relation
+    props = {f.name: F.for_field(rec, f, "out") for f in rec.fields}
+    props["direction"] = enum("outgoing: stored on this Lesson; incoming: stored on another Lesson pointing here.",
+                              DIRECTIONS)
+    props["symmetric"] = {"description": "True for relation types shown in both directions (analogous_to).",
+                          "type": "boolean"}
+    required = [n for n in props if n != "note"]
+    return obj(props, required, "One typed relation between two Lessons.")
+
+
+def _sub_page(description: str, item: dict) -> dict:
+    return obj({
+        "items": array("This page of records.", item, max_items=LIMITS["page_max"]),
+        "next_cursor": next_cursor(),
+        "total": integer("Total number of records of this kind on the Lesson.", 0),
+    }, ["items", "next_cursor", "total"], description)
+
+
+def input_schema(F: Fields) -> dict:
+    return obj({
+        "id": F.lesson_id(),
+        "fields": array("Core fields to return (default: all).",
+                        {"type": "string", "enum": F.core_fields()}, min_items=1, unique=True),
+        "citation_detail": enum("compact omits note and provenance; full returns them and never truncates "
+                                "silently.", ("compact", "full"), default="compact"),
+        "citations_cursor": cursor("Cursor of the citations page."),
+        "citations_limit": page_limit("Citations per page."),
+        "verifications_cursor": cursor("Cursor of the verification records page."),
+        "verifications_limit": page_limit("Verification records per page."),
+        "relations_cursor": cursor("Cursor of the relations page."),
+        "relations_limit": page_limit("Relations per page."),
+    }, ["id"], "Read one Lesson.")
+
+
+def output_schema(F: Fields) -> dict:
+    rec = F.schema.lesson
+    lesson = obj({n: F.field(rec, n) for n in F.core_fields()}, (),
+                 "Selected core fields (legacy reviewer/review_state are never returned).")
+    return obj({
+        "id": F.lesson_id(),
+        "revision_id": revision_id("Revision the Lesson was read from."),
+        "content_digest": string("Digest of the whole Lesson content (audit_lessons compares it).", 71,
+                                 pattern=DIGEST_PATTERN),
+        "lesson": lesson,
+        "citations": _sub_page("Evidence of the Lesson.", citation_item_schema(F)),
+        "verifications": _sub_page("Verification records of the Lesson.", _verification_item(F)),
+        "relations": _sub_page("Relations stored on or pointing at the Lesson.", _relation_item(F)),
+        "truncated": array("Lesson fields shortened (text ends with an explicit truncation marker) to fit the "
+                           "response byte cap; request them alone with `fields` to get more.",
+                           {"type": "string", "enum": F.core_fields()}, unique=True),
+    }, ["id", "revision_id", "content_digest", "lesson", "citations", "verifications", "relations"],
+        "One Lesson with paged citations, verification records and relations.")
+
 
 SPEC = ToolSpec(
-    name='get_lesson',
+    name=NAME,
     title='Get Lesson',
     description=describe(
         """Read one Lesson by id (without the `Lesson:` prefix): its current revision id, content digest, core fields, and its citations, verification records and relations as independent cursor pages (default 5, max 20 each). `citation_detail=full` adds note, added_by and added_at and never truncates silently: the page shrinks, or an explicit error says one item alone exceeds the response cap. Each evidence item carries its digest, the value `record_evidence_verification` expects."""
@@ -25,5 +259,7 @@ SPEC = ToolSpec(
         idempotentHint=True,
         openWorldHint=False,
     ),
+    input_schema=input_schema,
+    output_schema=output_schema,
     handler=handle,
 )

@@ -1,14 +1,15 @@
-"""The ten MCP tools and their JSON Schemas (DESIGN.md §3).
+"""The ten MCP tools and their JSON Schemas (docs/tools.md#the-ten-tools).
 
-:data:`TOOL_MODULES` lists exactly the ten tool modules; each exposes ``SPEC``
-(a :class:`~gateway.tools.base.ToolSpec`). :meth:`ToolRegistry.load` attaches
-the generated, closed draft-2020-12 schemas from
-``<schema_dir>/tools/<name>.input.schema.json`` and
-``<schema_dir>/tools/<name>.output.schema.json`` and precompiles validators.
+:data:`SPECS` holds the ten :class:`~gateway.tools.base.ToolSpec` values, one
+per tool module ``gateway/tools/<tool>.py``, in the order tools/list returns
+them; :data:`READ_TOOLS` / :data:`WRITE_TOOLS` follow from each spec's
+``kind``. :meth:`ToolRegistry.load` attaches the generated, closed
+draft-2020-12 schemas from ``<schema_dir>/tools/<name>.input.schema.json`` and
+``<schema_dir>/tools/<name>.output.schema.json`` (written from the specs'
+schema builders by ``s3rm schema generate``) and precompiles validators.
 """
 from __future__ import annotations
 
-import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,16 +19,32 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from mcp.types import Tool
 
+from gateway.tools import (
+    attach_evidence,
+    audit_lessons,
+    create_lesson_draft,
+    find_analogies,
+    find_related_lessons,
+    get_lesson,
+    link_lessons,
+    record_evidence_verification,
+    revise_lesson,
+    search_lessons,
+)
 from gateway.tools.base import ToolSpec
 
-__all__ = ["READ_TOOLS", "WRITE_TOOLS", "TOOL_MODULES", "SchemaLoadError", "ToolEntry", "ToolRegistry", "load_specs"]
+__all__ = ["READ_TOOLS", "WRITE_TOOLS", "SPECS", "SchemaLoadError", "ToolEntry", "ToolRegistry", "load_specs"]
 
+#: The ten tools in listing order: five reads, then five writes.
+SPECS: tuple[ToolSpec, ...] = (
+    search_lessons.SPEC, get_lesson.SPEC, audit_lessons.SPEC, find_related_lessons.SPEC, find_analogies.SPEC,
+    create_lesson_draft.SPEC, link_lessons.SPEC, attach_evidence.SPEC, record_evidence_verification.SPEC,
+    revise_lesson.SPEC,
+)
 #: The five read tools, public in token mode.
-READ_TOOLS = ("search_lessons", "get_lesson", "audit_lessons", "find_related_lessons", "find_analogies")
+READ_TOOLS = tuple(spec.name for spec in SPECS if spec.kind == "read")
 #: The five write tools, which need the write token in token mode.
-WRITE_TOOLS = ("create_lesson_draft", "link_lessons", "attach_evidence", "record_evidence_verification", "revise_lesson")
-#: Module of each tool, in the order tools/list returns them.
-TOOL_MODULES = tuple(f"gateway.tools.{name}" for name in READ_TOOLS + WRITE_TOOLS)
+WRITE_TOOLS = tuple(spec.name for spec in SPECS if spec.kind == "write")
 
 
 #: Format assertions (date-time, email, ...) checked on inputs and outputs.
@@ -65,18 +82,8 @@ class ToolEntry:
 
 
 def load_specs() -> tuple[ToolSpec, ...]:
-    """Import the ten tool modules and return their ``SPEC`` values in listing order."""
-    specs = []
-    for module_name in TOOL_MODULES:
-        spec = importlib.import_module(module_name).SPEC
-        expected = module_name.rsplit(".", 1)[1]
-        if spec.name != expected:
-            raise RuntimeError(f"{module_name}.SPEC.name is {spec.name!r}, expected {expected!r}")
-        want_kind = "read" if expected in READ_TOOLS else "write"
-        if spec.kind != want_kind:
-            raise RuntimeError(f"{module_name}.SPEC.kind must be {want_kind!r}")
-        specs.append(spec)
-    return tuple(specs)
+    """The ten tool specs in listing order (:data:`SPECS`)."""
+    return SPECS
 
 
 def _load_schema(path: Path) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 :func:`build_page_set` assembles, for one wiki's capabilities:
 
-1. the **schema pages** from the generator (:func:`sync.pages.render_schema_pages`):
+1. the **schema pages** from the generator (:func:`sync.schema.pages.render_schema_pages`):
    templates always; ``Property:`` pages only with Semantic MediaWiki and
    ``Form:`` pages only with Page Forms (the generator picks the variant that
    renders cleanly on that wiki);
@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Mapping
 
 from gateway.domain.schema import Schema, SchemaError, load_schema, schema_dir
 from sync.site import variants
-from sync.pages import WikiCapabilities, render_schema_pages
+from sync.schema.pages import WikiCapabilities, render_schema_pages
 from sync.devstack.envfiles import DEV_STACK_ENV_FILE, read_env_file
 from sync.site.wikisite import SyncConfigError, SyncError
 

@@ -4,9 +4,9 @@ From ``schema/lesson.toml`` (or PATH / ``$S3RM_SCHEMA_DIR/lesson.toml``) this
 writes, next to the source file:
 
 * ``Properties/<name>.wiki``, ``Templates/<name>.wiki``, ``Forms/<name>.wiki`` —
-  the FULL variant (SMW + Page Forms) of :func:`sync.pages.render_schema_pages`;
+  the FULL variant (SMW + Page Forms) of :func:`sync.schema.pages.render_schema_pages`;
 * ``tools/<tool>.input.schema.json`` / ``tools/<tool>.output.schema.json`` —
-  :func:`sync.toolschemas.render_tool_schemas`.
+  :func:`sync.schema.toolschemas.render_tool_schemas`.
 
 Output is deterministic: sorted, UTF-8, LF line ends, one trailing newline;
 JSON with ``indent=2, ensure_ascii=False`` in the builders' stable key order.
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.domain.schema import Schema, SchemaError, parse_schema, schema_dir
-from sync.pages import PAGE_DIRS, WikiCapabilities, page_relpath, render_schema_pages
-from sync.toolschemas import render_tool_schemas
+from sync.schema.pages import PAGE_DIRS, WikiCapabilities, page_relpath, render_schema_pages
+from sync.schema.toolschemas import render_tool_schemas
 
 __all__ = ["GENERATED_DIRS", "CheckResult", "WikiCapabilities", "check_output", "register", "render_generated_files",
            "render_schema_pages", "render_tool_schemas", "run", "write_output"]
