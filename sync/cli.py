@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "sync.ops.audit",
     "sync.devstack.stack",
     "sync.ops.collect_candidates",
+    "sync.ops.research_query",
 )
 
 
