@@ -10,7 +10,7 @@ Not a test. Run against a running dev wiki (``s3rm dev wiki up``)::
 What it does, in one run:
 
 1. Seeds up to ``--seed`` imported Lessons from the cloud-incident corpus
-   (``shared/data/cloud-incidents``) with the agent account, if missing.
+   (``data/cloud-incidents/``) with the agent account, if missing.
 2. For each case (several ``search_lessons`` queries and ``get_lesson`` ids),
    records the exact MediaWiki API requests the tool makes by running its
    handler once in-process over a recording client.

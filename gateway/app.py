@@ -1,4 +1,4 @@
-"""Flask application factory for the gateway (STYLE.md: ``create_app(config)``, no import-time side effects).
+"""Flask application factory for the gateway: ``create_app(config)``, no import-time side effects.
 
 ``create_app`` wires one :class:`GatewayState` per process into
 ``app.extensions["s3rm"]``: the configuration, the tool registry (schemas

@@ -36,7 +36,7 @@ from sync.ops.importers.cloud_incidents import read_records
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY_FILE = REPO / "eval" / "cloud_incidents.queries.jsonl"
-CSV_PATH = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"   # vendored copy of shared/data
+CSV_PATH = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"   # the vendored corpus
 
 
 # ------------------------------------------------------------------ metrics

@@ -1,4 +1,4 @@
-"""The one place every tools/call goes through (DESIGN.md §3; STYLE.md "one dispatcher").
+"""The one place every tools/call goes through (docs/tools.md#results, docs/tools.md#output-limits).
 
 For each call, in order:
 

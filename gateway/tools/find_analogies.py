@@ -64,7 +64,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     stored = [e.target for e in snapshot_edges(source) if e.relation == "analogous_to"]
     stored += [e.source for e in edges.incoming if e.relation == "analogous_to"]
     retrieval = ctx.retrieval
-    # hybrid_v1 (R5): the hybrid fingerprint also binds the generation's projection hash of the source
+    # hybrid_v1 (docs/tools.md#cursors): the hybrid fingerprint also binds the generation's projection hash of the source
     ranked, ranking_version, pager, offset, modes = rank_page(
         ctx, modes, pager, arguments.get("cursor"),
         hybrid_pager=lambda mode, version, generation: Pager(ctx, NAME, {

@@ -1,4 +1,4 @@
-"""The content policy every tool description states (CHECKLIST R8; seeds/usage.ko.wiki "에이전트에게 작성을 맡길 때")."""
+"""The content policy every tool description states (docs/tools.md#content-policy)."""
 
 __all__ = ["CONTENT_POLICY", "describe"]
 

@@ -3,11 +3,11 @@
 Shapes follow the generated output schemas (``schema/tools/*.output.schema.json``):
 
 * citation (compact): ``id, citation, url?, kind, verification_basis, digest,
-  current_verdict``; full adds ``note, added_by, added_at`` (CHECKLIST R6).
+  current_verdict``; full adds ``note, added_by, added_at`` (docs/tools.md#get-lesson).
   ``digest`` is :func:`gateway.domain.digests.evidence_digest` — what
-  ``record_evidence_verification.expected_evidence_digest`` must equal (R2);
+  ``record_evidence_verification.expected_evidence_digest`` must equal (docs/data-contract.md#digests);
   ``current_verdict`` is the latest verification's outcome, ``ambiguous`` for
-  equal/reversed timestamps, ``none`` without records (W2).
+  equal/reversed timestamps, ``none`` without records (docs/data-contract.md#current-verdict).
 * verification record: every schema field, ``claim_fields`` as a list.
 * relation: stored ``from``/``relation``/``to``/``note``/provenance plus
   ``direction`` (seen from the requested Lesson) and ``symmetric``
