@@ -219,3 +219,24 @@ def test_missing_mediawiki_is_a_clear_error(tmp_path, monkeypatch) -> None:
     with pytest.raises(devwiki.DevWikiError, match="MediaWiki not found"):
         devwiki.start_test_wiki(tmp_path / "wiki", template_dir=tmp_path / "template")
     assert not (tmp_path / "template").exists()
+
+
+def test_env_names_are_variables_the_tools_read(dev_wiki: devwiki.DevWiki) -> None:
+    """Every variable the dev wiki hands to the gateway and the commands is one some reader reads.
+
+    A misspelt name (the job-runner state file once became ``S3RM_wikiserver.…``) would leave the
+    gateway's health check on ``jobrunner: missing`` while every name still looks plausible.
+    """
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    readers = [p for p in (repo / "gateway").rglob("*.py")] + [
+        p for p in (repo / "sync").rglob("*.py") if p.name != "devwiki.py"
+    ]
+    known = set()
+    for path in readers:
+        known.update(re.findall(r"S3RM_[A-Z0-9_]+", path.read_text(encoding="utf-8")))
+    env = dev_wiki.env()
+    assert env["S3RM_JOBRUNNER_STATE_FILE"] == str(dev_wiki.jobrunner_state_file)
+    assert set(env) <= known, sorted(set(env) - known)

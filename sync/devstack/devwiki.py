@@ -148,7 +148,7 @@ class DevWiki:
             "S3RM_SYNC_PASSWORD": self.sync.password,
             "S3RM_IMPORT_USERNAME": self.importer.username,
             "S3RM_IMPORT_PASSWORD": self.importer.password,
-            "S3RM_wikiserver.JOBRUNNER_STATE_FILE": str(self.jobrunner_state_file),
+            "S3RM_JOBRUNNER_STATE_FILE": str(self.jobrunner_state_file),
         }
 
 
