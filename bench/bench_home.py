@@ -2,7 +2,7 @@
 """Home-page time to interactive in a real browser, on the full imported corpus (docs/browser.md#home-page).
 
 Not a CI test. Loopback only. Builds the same kind of stack as
-``tests/test_browser.py`` but bigger: a throw-away copy of the test MediaWiki on a
+``tests/schema/site/test_browser.py`` but bigger: a throw-away copy of the test MediaWiki on a
 free port, ``s3rm sync push`` with ``S3RM_MCP_PUBLIC_URL`` pointing at a gateway
 under gunicorn (embedding provider disabled), ALL 356 cloud-incident records
 imported plus the three Korean synthetic Lessons, and ``--relations`` (500)
@@ -49,7 +49,7 @@ import requests  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from sync.devstack import devwiki  # noqa: E402
-from tests import browser_helpers as bh  # noqa: E402
+from support import browser as bh  # noqa: E402
 
 TARGET_MS = 1500.0
 READY = ("() => { const g = document.getElementById('s3rm-knowledge-graph');"

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from gateway.config import GatewayConfig  # noqa: E402
+from sync.devstack.wikiserver import free_port  # noqa: E402
 from gateway.domain.model import LessonPage  # noqa: E402
 from gateway.ops.metrics import Metrics  # noqa: E402
 from gateway.tools.base import OutputBudget, ToolContext, utc_now
@@ -68,12 +68,6 @@ class RecordingClient(WikiClient):
     def get(self, params, *, assert_user=True):
         self.calls.append(dict(params))
         return super().get(params, assert_user=assert_user)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -159,7 +153,7 @@ class Gateway:
 
 
 def start_gateway(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     genv = {**os.environ, **env, "S3RM_BIND": f"127.0.0.1:{port}", "S3RM_MCP_PUBLIC_URL": url}
     # the production entry point: `s3rm serve` = gunicorn -c gateway/serving/gunicorn.conf.py gateway.serving.wsgi:app

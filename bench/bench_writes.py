@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from load import Run, _classify  # noqa: E402  (the same result bookkeeping as bench/load.py)
-from service_helpers import Gateway, call_tool  # noqa: E402
+from support.services import Gateway, call_tool  # noqa: E402
 from test_write_concurrency import TOKEN, create_args, gateway_env  # noqa: E402
 
 from sync.devstack import devwiki  # noqa: E402

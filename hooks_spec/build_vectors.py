@@ -3,7 +3,7 @@
 Run ``python -m hooks_spec.build_vectors`` after changing a vector here. Every
 vector's expected rule ids are written down BY HAND below (``expect=``), never
 computed by the checker: the vectors are the specification the checker is
-tested against (tests/test_hooks_spec.py).
+tested against (tests/hooks_spec/test_hooks_spec.py).
 
 Vector file format (JSON)::
 

@@ -45,7 +45,7 @@ EOF
   python -m pip install -q -e '.[test]'
 }
 
-# The real MCP clients the client tests drive (tests/test_clients.py), each pinned:
+# The real MCP clients the client tests drive (tests/gateway/test_clients.py), each pinned:
 #  * npm: tests/clients/package-lock.json: @modelcontextprotocol/sdk 1.x,
 #    @modelcontextprotocol/client 2.x, @modelcontextprotocol/inspector, mcp-remote, node 22;
 #  * python-sdk 2.x in its own venv (.dev/venv-mcp2): it cannot share an environment with the

@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gateway.web",),             # HTTP routes outside MCP: browser JSON, health probes, /metrics
     ("gateway.app",),             # create_app(config) wires everything
     ("gateway.serving", "gateway"),  # gunicorn settings, worker and wsgi (top of the gateway)
-    ("sync.schema", "sync.generate", "sync.toolschemas", "sync.pages"),  # schema generation
+    ("sync.schema",),             # schema generation (walks the gateway.tools registry)
     ("sync.devstack",),           # development wiki and stack
     ("sync.site", "sync.ops"),    # push/diff/check and page sets; import, audit, evaluate, admin commands
     ("sync.cli", "sync"),         # the s3rm entry point (verbs = admin verbs)

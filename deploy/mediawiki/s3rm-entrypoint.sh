@@ -115,7 +115,7 @@ run_jobrunner() {
 	done
 }
 
-# tests source this file for its functions only (tests/test_compose.py)
+# tests source this file for its functions only (tests/deploy/test_compose.py)
 if [ "${S3RM_ENTRYPOINT_SOURCE_ONLY:-0}" = "1" ]; then return 0 2>/dev/null || exit 0; fi
 
 case "${1:-web}" in

@@ -4,7 +4,7 @@
 // the rendered copy. Placeholders (an upper-case name between double at signs)
 // are filled from schema/lesson.toml and the wiki's address. The blocks between "s3rm shared" markers must equal
 // the same blocks of deploy/mediawiki/LocalSettings.php once rendered
-// (tests/test_localsettings.py).
+// (tests/sync/devstack/test_localsettings.py).
 if ( !defined( 'MEDIAWIKI' ) ) {
 	exit;
 }

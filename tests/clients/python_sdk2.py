@@ -1,4 +1,4 @@
-"""Drive the gateway with python-sdk 2.x ``mcp.Client`` (run inside the 2.x venv, tests/test_clients.py).
+"""Drive the gateway with python-sdk 2.x ``mcp.Client`` (run inside the 2.x venv, tests/gateway/test_clients.py).
 
 Usage: python python_sdk2.py URL MODE TOKEN READ_ARGS_JSON WRITE_ARGS_JSON   (MODE: auto | legacy | 2026-07-28)
 Prints one JSON object: the negotiated protocol version, the tool names, the

@@ -1,4 +1,4 @@
-// Drive the gateway with a TypeScript MCP client (tests/test_clients.py).
+// Drive the gateway with a TypeScript MCP client (tests/gateway/test_clients.py).
 // Usage: node ts_client.mjs sdk1|client2 MODE URL TOKEN READ_ARGS_JSON WRITE_ARGS_JSON
 //   sdk1: @modelcontextprotocol/sdk 1.x (MODE ignored); client2: @modelcontextprotocol/client 2.x,
 //   MODE legacy | auto | 2026-07-28 (a pin). Prints one JSON object: the negotiated version, tool

