@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp.types import ErrorData, JSONRPCError
+from mcp_types import ErrorData, JSONRPCError
 
 __all__ = [
     "PARSE_ERROR",

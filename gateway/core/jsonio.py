@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from flask import Response
 
-__all__ = ["compact_json", "encode_json", "json_response"]
+__all__ = ["MODERN_ONLY_FIELDS", "compact_json", "dump_model", "encode_json", "json_response"]
 
 
 def compact_json(obj: Any) -> str:
@@ -35,6 +35,18 @@ def encode_json(obj: Any) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+#: Fields ``mcp_types`` (python-sdk 2.x) always serialises that only the 2026-07-28 wire carries
+#: (``resultType``, the ``ttlMs``/``cacheScope`` caching hints): left out of every 2025-era answer,
+#: which stays byte-for-byte what it was (docs/transport.md#protocol-versions).
+MODERN_ONLY_FIELDS = frozenset({"result_type", "ttl_ms", "cache_scope"})
+
+
+def dump_model(model: Any) -> dict[str, Any]:
+    """An ``mcp_types`` model as its 2025-era wire JSON: camelCase aliases, no ``None`` members, no
+    :data:`MODERN_ONLY_FIELDS` (the 2026-07-28 members are added by ``gateway.transport.protocol``)."""
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json", exclude=set(MODERN_ONLY_FIELDS))
 
 
 def json_response(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:

@@ -21,7 +21,7 @@ import hashlib
 import json
 from typing import Any
 
-from mcp.types import ToolAnnotations
+from mcp_types import ToolAnnotations
 
 from gateway.domain.digests import content_digest
 from gateway.domain.model import LessonSnapshot

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Literal, Sequence, TypeVar
 
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from gateway.config import GatewayConfig
 from gateway.core.errors import ToolError
-from gateway.core.jsonio import compact_json, encode_json
+from gateway.core.jsonio import compact_json, dump_model, encode_json
 from gateway.core.principal import Principal
 from gateway.ops.metrics import Metrics
 from gateway.tools.schema_parts import Fields
@@ -51,7 +51,7 @@ def result_message(request_id: str | int | None, result: CallToolResult) -> dict
     return {
         "jsonrpc": "2.0",
         "id": request_id,
-        "result": result.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        "result": dump_model(result),
     }
 
 

@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from jsonschema.exceptions import ValidationError, best_match
-from mcp.types import CallToolResult
+from mcp_types import CallToolResult
 
 from gateway.config import GatewayConfig
 from gateway.core.errors import INVALID_PARAMS, JsonRpcError, ToolError, error_payload

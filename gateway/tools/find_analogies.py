@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp.types import ToolAnnotations
+from mcp_types import ToolAnnotations
 
 from gateway.core.errors import ToolError
 from gateway.retrieval import legacy

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp.types import ToolAnnotations
+from mcp_types import ToolAnnotations
 
 from gateway.core.errors import ToolError
 from gateway.domain.schema import load_schema

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from mcp.types import Tool
+from mcp_types import Tool
 
 from gateway.tools import (
     attach_evidence,
@@ -70,7 +70,7 @@ class ToolEntry:
     output_validator: Draft202012Validator = field(compare=False, repr=False)
 
     def to_mcp(self) -> Tool:
-        """The tool as listed by tools/list (``mcp.types.Tool``)."""
+        """The tool as listed by tools/list (``mcp_types.Tool``)."""
         return Tool(
             name=self.spec.name,
             title=self.spec.title,
@@ -158,5 +158,5 @@ class ToolRegistry:
         return len(self._entries)
 
     def list_tools(self) -> list[Tool]:
-        """All tools as ``mcp.types.Tool`` values, in listing order."""
+        """All tools as ``mcp_types.Tool`` values, in listing order."""
         return [entry.to_mcp() for entry in self]

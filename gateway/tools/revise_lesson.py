@@ -5,7 +5,7 @@ operation_id replay, hooks_spec check, conditional save; docs/tools.md#write-sem
 """
 from __future__ import annotations
 
-from mcp.types import ToolAnnotations
+from mcp_types import ToolAnnotations
 
 from gateway.tools.base import ToolSpec
 from gateway.tools.policy import describe

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp.types import ToolAnnotations
+from mcp_types import ToolAnnotations
 
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.schema import load_schema

@@ -14,15 +14,16 @@ identity, and the cacheable ones (discover, tools/list) ``ttlMs`` and
 ``cacheScope``. ``initialize``, ``ping`` and any other method are unknown there
 (-32601, HTTP 404).
 
-Results are built with ``mcp.types`` models and dumped with
-``model_dump(by_alias=True, exclude_none=True, mode="json")``.
+Results are built with ``mcp_types`` models (the python-sdk 2.x wire types) and
+dumped with :func:`gateway.core.jsonio.dump_model`.
 """
 from __future__ import annotations
 
 from importlib import metadata
 from typing import Any
 
-from mcp.types import (
+from mcp_types import (
+    DiscoverResult,
     Implementation,
     InitializeResult,
     ListToolsResult,
@@ -31,7 +32,7 @@ from mcp.types import (
 )
 
 from gateway.core.errors import INVALID_PARAMS, JsonRpcError, METHOD_NOT_FOUND
-from gateway.core.jsonio import encode_json
+from gateway.core.jsonio import dump_model, encode_json
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.policy import CONTENT_POLICY
 from gateway.ops.auth import Credentials
@@ -64,7 +65,11 @@ def negotiate_version(requested: Any) -> str:
     return requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
 
 
-def _dump(model) -> dict[str, Any]:
+_dump = dump_model
+
+
+def _dump_modern(model) -> dict[str, Any]:
+    """A 2026-07-28 result: every member ``mcp_types`` serialises, ``resultType`` and caching hints included."""
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
@@ -75,16 +80,20 @@ class McpProtocol:
         self.dispatcher = dispatcher
         self._server_info = Implementation(name=SERVER_NAME, title="S3 Research Memory", version=_server_version())
         self._tools_result = _dump(ListToolsResult(tools=dispatcher.registry.list_tools()))
-        self._capabilities = _dump(ServerCapabilities(tools=ToolsCapability(listChanged=False)))
         #: members every 2026-07-28 result carries (``_meta`` identity, ``resultType``)
         self._modern_members = {
             "_meta": {SERVER_INFO_META_KEY: _dump(self._server_info)},
             "resultType": "complete",
         }
-        self._modern_cache = {"ttlMs": LIST_TTL_MS, "cacheScope": "public"}
         #: bytes the modern members add to a non-empty result object: ``,"_meta":{...},"resultType":"complete"``
         self._modern_overhead = len(encode_json(self._modern_members)) - 1
-        self._modern_tools_result = {**self._tools_result, **self._modern_cache, **self._modern_members}
+        server_meta = {SERVER_INFO_META_KEY: _dump(self._server_info)}
+        self._modern_tools_result = _dump_modern(ListToolsResult(
+            tools=dispatcher.registry.list_tools(), ttl_ms=LIST_TTL_MS, cache_scope="public", meta=server_meta))
+        self._discover_result = _dump_modern(DiscoverResult(
+            supported_versions=list(ALL_PROTOCOL_VERSIONS),
+            capabilities=ServerCapabilities(tools=ToolsCapability(listChanged=False)),
+            instructions=_INSTRUCTIONS, ttl_ms=LIST_TTL_MS, cache_scope="public", meta=server_meta))
 
     def handle(
         self, message: Message, credentials: Credentials, modern: ModernEnvelope | None = None
@@ -117,7 +126,7 @@ class McpProtocol:
     def _handle_modern(self, message: Message, credentials: Credentials) -> dict[str, Any]:
         method = message.method
         if method == "server/discover":
-            return self._discover()
+            return self._discover_result
         if method == "tools/list":
             return self._modern_tools_result
         if method == "tools/call":
@@ -135,15 +144,6 @@ class McpProtocol:
             http_status=404,
             request_id=message.id,
         )
-
-    def _discover(self) -> dict[str, Any]:
-        return {
-            "supportedVersions": list(ALL_PROTOCOL_VERSIONS),
-            "capabilities": self._capabilities,
-            "instructions": _INSTRUCTIONS,
-            **self._modern_cache,
-            **self._modern_members,
-        }
 
     def _initialize(self, message: Message) -> dict[str, Any]:
         requested = message.params.get("protocolVersion")
