@@ -44,7 +44,7 @@ SPEC = ToolSpec(
     name=NAME,
     title='Attach evidence',
     description=describe(
-        """Append one evidence item (citation, optional url, kind, verification_basis, note) to an existing Lesson. Needs the write token in token mode. Evidence ids derive from the request, and the operation_id makes a retried call a no-op. Returns the evidence id, its digest and current_revision_id."""
+        """Append one evidence item (citation, optional url, kind, verification_basis, note) to an existing Lesson. Needs the write token in token mode. The evidence id derives from the request and operation_id makes a retried call a no-op. Returns the evidence id, its digest and current_revision_id."""
     ),
     kind='write',
     annotations=ToolAnnotations(

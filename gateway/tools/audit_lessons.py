@@ -161,7 +161,7 @@ SPEC = ToolSpec(
     name=NAME,
     title='Audit Lessons',
     description=describe(
-        """Check up to 50 exact expectations about Lessons you wrote or depend on (revision id, content digest, up to 8 evidence ids, up to 8 relations each) without re-reading their bodies. Returns up to 20 results per page as ok, missing or mismatch with the position of the failed expectation; a cursor is refused when any target's revision changed between pages. Use it after changing several Lessons."""
+        """Check up to 50 exact expectations about Lessons (revision id, content digest, up to 8 evidence ids and 8 relations each) without re-reading their bodies. Returns pages of up to 20 results (ok, missing, or mismatch with the position of the failed expectation); a cursor is refused when a target's revision changed between pages. Use it after changing several Lessons."""
     ),
     kind='read',
     annotations=ToolAnnotations(

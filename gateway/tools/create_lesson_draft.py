@@ -74,7 +74,7 @@ SPEC = ToolSpec(
     name=NAME,
     title='Create Lesson draft',
     description=describe(
-        """Create a new Lesson with its initial evidence in one revision (title, question, attempt, context, observation, interpretation, reusable_lesson, applicability, confidence, initial_evidence). Needs the write token in token mode. Server-managed fields (author, timestamps, record_origin=lab, review fields) are set by the server. Every call carries an operation_id: repeating the identical request replays the first result instead of creating a second Lesson; reusing the id for a different request is an idempotency_conflict. Returns the Lesson id and current_revision_id."""
+        """Create a Lesson with its initial evidence in one revision (title, question, attempt, context, observation, interpretation, reusable_lesson, applicability, confidence, initial_evidence). Needs the write token in token mode. The server sets author, timestamps, record_origin=lab and the review fields. operation_id makes retries safe: the identical request replays the first result instead of creating a second Lesson; the same id with a different request is an idempotency_conflict. Returns the Lesson id and current_revision_id."""
     ),
     kind='write',
     annotations=ToolAnnotations(

@@ -117,7 +117,7 @@ SPEC = ToolSpec(
     name=NAME,
     title='Find related Lessons',
     description=describe(
-        """List the stored relations of one Lesson (supports, contradicts, analogous_to, failed_because, works_when, suggests, supersedes), filtered by relation type and direction (outgoing, incoming or both), as a bounded cursor page. analogous_to is shown as symmetric on read while the stored endpoints stay explicit."""
+        """List the stored relations of one Lesson (supports, contradicts, analogous_to, failed_because, works_when, suggests, supersedes), filtered by type and direction (outgoing, incoming or both), as a bounded cursor page. analogous_to reads as symmetric; the stored endpoints stay explicit."""
     ),
     kind='read',
     annotations=ToolAnnotations(

@@ -249,7 +249,7 @@ SPEC = ToolSpec(
     name=NAME,
     title='Get Lesson',
     description=describe(
-        """Read one Lesson by id (without the `Lesson:` prefix): its current revision id, content digest, core fields, and its citations, verification records and relations as independent cursor pages (default 5, max 20 each). `citation_detail=full` adds note, added_by and added_at and never truncates silently: the page shrinks, or an explicit error says one item alone exceeds the response cap. Each evidence item carries its digest, the value `record_evidence_verification` expects."""
+        """Read one Lesson by id (without the `Lesson:` prefix): current revision id, content digest, core fields, and its citations, verification records and relations as separate cursor pages (default 5, max 20 each). `citation_detail=full` adds note, added_by and added_at and never truncates silently: the page shrinks, or an error says one item alone exceeds the response cap. Each evidence item carries the digest that record_evidence_verification expects."""
     ),
     kind='read',
     annotations=ToolAnnotations(

@@ -44,7 +44,7 @@ SPEC = ToolSpec(
     name=NAME,
     title='Link Lessons',
     description=describe(
-        """Add one directed relation between two existing Lessons (supports, contradicts, analogous_to, failed_because, works_when, suggests, supersedes) with an optional note. Needs the write token in token mode. The target must exist and duplicate edges are refused. Carries an operation_id so retries never add the edge twice. Returns current_revision_id."""
+        """Add one directed relation between two existing Lessons (supports, contradicts, analogous_to, failed_because, works_when, suggests, supersedes) with an optional note. Needs the write token in token mode. The target must exist and duplicate edges are refused; operation_id makes a retry never add the edge twice. Returns current_revision_id."""
     ),
     kind='write',
     annotations=ToolAnnotations(

@@ -4,12 +4,11 @@ __all__ = ["CONTENT_POLICY", "describe"]
 
 #: Appended to every tool description so agents read it wherever they look.
 CONTENT_POLICY = (
-    "Content policy: a Lesson is one reusable research finding (one problem and its conclusion per Lesson) "
-    "backed by citable evidence. Never store CI or workflow runs, tool-call success/failure status, retries, "
-    "authentication or connection errors, or raw logs as Lessons; a failure qualifies only when the failure "
-    "itself is the research subject and its cause and conditions generalise beyond one run. "
-    "Always search_lessons first and extend an existing Lesson (evidence, relation or revision) instead of "
-    "writing a duplicate."
+    "Content policy: one Lesson is one reusable research finding (a problem and its conclusion) backed by "
+    "citable evidence. Never store CI or workflow runs, tool-call success or failure, retries, authentication "
+    "or connection errors, or raw logs; a failure qualifies only when it is itself the research subject and its "
+    "cause and conditions generalise beyond one run. Call search_lessons first and extend an existing Lesson "
+    "(evidence, relation or revision) instead of writing a duplicate."
 )
 
 

@@ -50,7 +50,7 @@ SPEC = ToolSpec(
     name=NAME,
     title='Record evidence verification',
     description=describe(
-        """Append one verification record for an evidence item of a Lesson: what source was checked (identity, SHA-256, locator, coverage), the outcome (supports, contradicts, inconclusive) and which claim fields it covers. Needs the write token in token mode, expected_revision_id and expected_evidence_digest (from get_lesson); records are append-only and the latest one per evidence is its current verdict. Carries an operation_id. Returns current_revision_id."""
+        """Append one verification record to an evidence item of a Lesson: the source checked (identity, SHA-256, locator, coverage), the outcome (supports, contradicts, inconclusive) and the claim fields it covers. Needs the write token in token mode, expected_revision_id and expected_evidence_digest (from get_lesson). Records are append-only; the latest one per evidence is its current verdict. Carries an operation_id. Returns current_revision_id."""
     ),
     kind='write',
     annotations=ToolAnnotations(

@@ -54,7 +54,7 @@ SPEC = ToolSpec(
     name=NAME,
     title='Revise Lesson',
     description=describe(
-        """Conditionally revise the core fields of an existing Lesson, overwriting their previous values in a new revision. Needs the write token in token mode, expected_revision_id (the revision you read; a changed Lesson is refused, never auto-merged) and 1-8 basis_evidence_ids already on the Lesson; raising confidence needs supporting verification records. Carries an operation_id: an identical retry returns the applied revision instead of revising twice. Returns current_revision_id."""
+        """Conditionally overwrite core fields of an existing Lesson in a new revision. Needs the write token in token mode, expected_revision_id (the revision you read: a changed Lesson is refused, never auto-merged) and 1-8 basis_evidence_ids already on the Lesson; raising confidence needs supporting verification records. operation_id: an identical retry returns the applied revision instead of revising twice. Returns current_revision_id."""
     ),
     kind='write',
     annotations=ToolAnnotations(
