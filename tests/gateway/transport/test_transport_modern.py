@@ -216,3 +216,24 @@ def test_tools_list_is_gzipped_when_accepted(client, accept_encoding, compressed
 def test_small_answers_are_not_compressed(client):
     r = client.post("/mcp", data=json.dumps(rpc("ping")), headers=dict(HEADERS, **{"Accept-Encoding": "gzip"}))
     assert r.status_code == 200 and "Content-Encoding" not in r.headers and r.get_json()["result"] == {}
+
+
+def test_output_cap_counts_the_2026_members_exactly(schema_dir):
+    # the budget measures the bytes sent, resultType and _meta included (docs/transport.md#tool-results)
+    from test_transport import _make_app, _specs_with
+
+    sizes = {}
+
+    def handler(arguments, ctx):
+        items = [f"항목 {i} " + "x" * 300 for i in range(40)]
+        obj, n = ctx.budget.fit_prefix(items, lambda part: {"results": list(part), "next_cursor": str(len(part))})
+        sizes["n"], sizes["remaining"] = n, ctx.budget.remaining_bytes(obj)
+        return obj
+
+    cap = 4096
+    client = _make_app(schema_dir, specs=_specs_with(search_lessons=handler), S3RM_OUTPUT_MAX_BYTES=str(cap)).test_client()
+    r = send(client, modern("tools/call", {"name": "search_lessons", "arguments": {}}, id_="req-42"),
+             name="search_lessons")
+    result = assert_json(r)["result"]
+    assert result["isError"] is False and result["resultType"] == "complete" and "_meta" in result
+    assert 0 < sizes["n"] < 40 and len(r.data) == cap - sizes["remaining"] and len(r.data) <= cap
