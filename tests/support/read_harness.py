@@ -36,12 +36,12 @@ class Harness:
                                       credentials=Credentials())
         self.last_size = len(encode_json(result_message(1, result)))
         assert self.last_size <= self.config.output_max_bytes, (tool, self.last_size)
-        if result.isError:
+        if result.is_error:
             payload = json.loads(result.content[0].text)
             assert payload["error"]["code"] != "internal_error", payload
             return payload
-        assert json.loads(result.content[0].text) == result.structuredContent
-        return result.structuredContent
+        assert json.loads(result.content[0].text) == result.structured_content
+        return result.structured_content
 
     def error(self, tool: str, **arguments: Any) -> dict[str, Any]:
         """The error object of a call that must fail."""

@@ -92,10 +92,10 @@ class WriteHarness:
         """``structuredContent`` of a successful call, else ``{"error": {...}}``."""
         result = self.dispatcher.call({"name": tool, "arguments": arguments}, request_id=1, credentials=Credentials())
         payload = json.loads(result.content[0].text)
-        if result.isError:
+        if result.is_error:
             assert payload["error"]["code"] != "internal_error", payload
             return payload
-        assert payload == result.structuredContent
+        assert payload == result.structured_content
         return payload
 
     def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
