@@ -60,7 +60,8 @@ install_test_clients() {
   if [[ "$(cat "${stamp}" 2>/dev/null)" != "${lock}" ]]; then
     # `npm install` with the lockfile installs exactly the locked versions; `npm ci` refuses here because
     # vite (pulled in by the Inspector) names a Windows-only optional package the registry does not serve.
-    (cd "${dir}" && npm install --no-audit --no-fund --loglevel=error) || return $?
+    # (the Inspector's postinstall only matters in its own source checkout; skip it explicitly)
+    (cd "${dir}" && INSPECTOR_SKIP_CLIENT_INSTALL=1 npm install --no-audit --no-fund --loglevel=error) || return $?
     echo "${lock}" > "${stamp}"
   fi
   if ! "${venv}/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '${MCP2_SDK_REQUIREMENT#mcp==}')" 2>/dev/null; then
