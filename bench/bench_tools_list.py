@@ -21,11 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from gateway.app import create_app  # noqa: E402
-from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig  # noqa: E402
-from gateway.core.jsonio import encode_json  # noqa: E402
+from gateway.app import create_app
+from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
+from gateway.core.jsonio import encode_json
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
