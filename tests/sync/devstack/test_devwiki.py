@@ -102,13 +102,15 @@ def test_sync_account_edits_site_js_and_css(dev_wiki: devwiki.DevWiki) -> None:
 
 
 def test_lesson_namespace_is_3000_content_and_case_sensitive(dev_wiki: devwiki.DevWiki) -> None:
+    schema = load_schema()
+    assert schema.namespace_id == 3000  # the served id is the schema source's (sync/devstack/settings.py)
     info = devwiki.siteinfo(dev_wiki.api_url)
     ns = {n["id"]: n for n in info["namespaces"].values()}
-    assert ns[3000]["canonical"] == "Lesson"
-    assert ns[3000]["name"] == "Lesson"
-    assert ns[3000]["case"] == "case-sensitive"
-    assert ns[3000]["content"] is True
-    assert ns[3001]["canonical"] == "Lesson talk"
+    assert ns[schema.namespace_id]["canonical"] == schema.namespace == "Lesson"
+    assert ns[schema.namespace_id]["name"] == "Lesson"
+    assert ns[schema.namespace_id]["case"] == "case-sensitive"
+    assert ns[schema.namespace_id]["content"] is True
+    assert ns[schema.namespace_id + 1]["canonical"] == "Lesson talk"
 
 
 def test_lesson_titles_keep_lowercase(dev_wiki: devwiki.DevWiki) -> None:
