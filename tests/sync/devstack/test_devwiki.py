@@ -230,9 +230,8 @@ def test_env_names_are_variables_the_tools_read(dev_wiki: devwiki.DevWiki) -> No
     gateway's health check on ``jobrunner: missing`` while every name still looks plausible.
     """
     import re
-    from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[1]
+    from gateway.domain.schema import REPO_ROOT as repo
     readers = [p for p in (repo / "gateway").rglob("*.py")] + [
         p for p in (repo / "sync").rglob("*.py") if p.name != "devwiki.py"
     ]
