@@ -23,8 +23,9 @@ reported):
   webhooks, OpenAI-style ``sk-`` keys, JWTs, passwords in URLs
   (``scheme://user:password@host``), passwords and keys in connection strings
   (``Password=…;``, ``AccountKey=…``), secret-looking assignments
-  (``password = …``, ``api_key: …``) and high-entropy strings
-  (:func:`high_entropy`).
+  (``password = …``, ``api_key: …`` — :func:`secret_name`; in programming-language
+  sources only quoted values, since a bare value there is code) and high-entropy
+  strings (:func:`high_entropy`).
 
 Masking errs on the side of hiding: long hex digests and random-looking
 identifiers are masked as ``high_entropy`` too.
@@ -68,11 +69,21 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("connection_string_password", re.compile(
         r"(?i)\b(?:password|pwd|passwd|accountkey|sharedaccesskey|sharedaccesssignature|client_?secret)\s*=\s*"
         r"([^;\s'\"]+)"), 1),
-    ("password_assignment", re.compile(
-        r"(?i)\b[\w.-]*(?:pass(?:word|wd|phrase)?|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)"
-        r"[\w.-]*['\"]?\s*(?::=|=>|[:=])\s*(?:(['\"])([^'\"\n]{4,})\1|([^\s'\",;]{4,}))"), -1),
     ("authorization_header", re.compile(r"(?i)\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/=-]{12,})"), 1),
 )
+
+#: ``name <sep> value`` with a quoted (2) or bare (3) value; :func:`secret_name` decides whether the name
+#: is secret-looking, and bare values count only outside programming-language sources.
+_ASSIGNMENT = re.compile(
+    r"([A-Za-z_][\w.-]*)['\"]?\s*(?::=|=>|[:=])\s*(?:(['\"])([^'\"\n]{4,})\2|([^\s'\",;]{4,}))")
+_SECRET_WORDS = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "secret", "secrets", "token",
+                           "apikey", "credential", "credentials", "privatekey", "accesskey", "secretkey"})
+_SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"),
+                           ("client", "secret"), ("auth", "token"), ("access", "token")})
+#: Source files whose bare assignment values are code (a name, a call), not literals.
+CODE_SUFFIXES = frozenset({".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java",
+                           ".kt", ".scala", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift",
+                           ".lua", ".pl", ".r", ".jl", ".dart", ".ex", ".exs", ".hs", ".ml", ".sql"})
 
 _PEM_BLOCK = re.compile(
     r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S)
@@ -155,21 +166,36 @@ def _library_spans(line: str, filename: str) -> Iterable[tuple[int, int, str]]:
                 yield s, e, kind
 
 
-def _pattern_spans(line: str) -> Iterable[tuple[int, int, str]]:
+def secret_name(name: str) -> bool:
+    """True when an assigned name looks like it holds a secret: one of its words (split at ``_ . -``
+    and camelCase) is a secret word, or two adjacent words form one (``api_key``, ``clientSecret``).
+
+    >>> secret_name("DB_PASSWORD"), secret_name("apiKey"), secret_name("max_input_tokens")
+    (True, True, False)
+    """
+    words = [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+    return any(w in _SECRET_WORDS for w in words) or any(p in _SECRET_PAIRS for p in zip(words, words[1:]))
+
+
+def _pattern_spans(line: str, code: bool) -> Iterable[tuple[int, int, str]]:
     for kind, pattern, group in PATTERNS:
         for m in pattern.finditer(line):
-            if group >= 0:
-                yield m.start(group), m.end(group), kind
-            else:  # password_assignment: the quoted (2) or the bare (3) value
-                g = 2 if m.group(2) is not None else 3
-                yield m.start(g), m.end(g), kind
+            yield m.start(group), m.end(group), kind
+    for m in _ASSIGNMENT.finditer(line):
+        if not secret_name(m.group(1)):
+            continue
+        if m.group(3) is not None:
+            yield m.start(3), m.end(3), "password_assignment"
+        elif not code:
+            yield m.start(4), m.end(4), "password_assignment"
     for m in _ENTROPY_TOKEN.finditer(line):
         if high_entropy(m.group(0)):
             yield m.start(), m.end(), "high_entropy"
 
 
 def _mask_line(line: str, filename: str, counts: Counter) -> str:
-    spans = sorted(set(_pattern_spans(line)) | set(_library_spans(line, filename)))
+    code = ("." + filename.rsplit(".", 1)[-1].lower()) in CODE_SUFFIXES if "." in filename else False
+    spans = sorted(set(_pattern_spans(line, code)) | set(_library_spans(line, filename)))
     spans = [s for s in spans if s[1] > s[0]]
     if not spans:
         return line

@@ -326,3 +326,11 @@ def test_markdown_setext_and_rst_overline_sections():
 def test_slack_markup_is_readable():
     assert readable_text("hi <@U1> in <#C1|dev>: <https://x.org|docs> &lt;ok&gt;", {"U1": "Ana"}, {}) == \
         "hi @Ana in #dev: docs <https://x.org> <ok>"
+
+
+def test_assignments_mask_literals_but_leave_code_names_alone():
+    code = mask_text('max_input_tokens = 16384\napi_key = environ.get("KEY")\npassword = "x9Lq2ZwPq"\n', "settings.py")
+    assert "16384" in code.text and 'environ.get("KEY")' in code.text
+    assert "x9Lq2ZwPq" not in code.text and code.counts["password_assignment"] == 1
+    config = mask_text("DB_PASSWORD=x9Lq2ZwPq\nclientSecret: abcdefgh\ntimeout=30\n", "app.env")
+    assert "x9Lq2ZwPq" not in config.text and "abcdefgh" not in config.text and "timeout=30" in config.text
