@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 #: Query groups, in report order.
-GROUPS = ("en_paraphrase", "ko", "mixed", "exact")
+GROUPS = ("en_paraphrase", "ko", "ko_ko", "mixed", "exact")
 #: Retrieval modes search_lessons accepts.
 MODES = ("legacy", "hybrid_v1")
 #: Upper bound on query lines in one file.

@@ -22,7 +22,7 @@ The query file is read by :mod:`sync.ops.evalset`, the metrics are computed by
 Query file line (closed object)::
 
     {"query": str (1-500 chars), "expected_ids": [id, ...] (1-50, unique),
-     "group": "en_paraphrase" | "ko" | "mixed" | "exact",
+     "group": "en_paraphrase" | "ko" | "ko_ko" | "mixed" | "exact",
      "retrieval_mode": "legacy" | "hybrid_v1"   (optional: run only in that mode),
      "scope": str (optional, passed to search_lessons),
      "analogous_ids": [id, ...]                   (optional, disjoint from expected_ids)}

@@ -1,6 +1,8 @@
-"""``s3rm import cloud-incidents PATH``: load a corpus as ``imported`` Lessons.
+"""``s3rm import SOURCE PATH``: load a corpus as ``imported`` (or ``synthetic``) Lessons.
 
-Records come from a mapper (``sync.ops.importers.cloud_incidents``); this module
+Records come from a mapper (``sync.ops.importers.cloud_incidents``, or
+``sync.ops.importers.synthetic_lessons`` for the Lessons written for the retrieval
+evaluation, which keep ``record_origin=synthetic``); this module
 writes them through the same pieces the gateway uses — the page codec, the
 hooks_spec checker (every rule a save hook would enforce) and
 ``MediaWikiRepository.save_page`` — logged in as the *import* account
@@ -11,7 +13,8 @@ Behaviour (issue "The main job end to end on real data"):
 
 * New Lesson → one revision with the Lesson and its evidence; ``author`` and
   ``added_by`` = the import account, ``created_at = updated_at = added_at`` =
-  now (UTC), ``record_origin=imported``, ``review_state=Draft``.
+  now (UTC), ``record_origin`` from the record (``imported`` by default),
+  ``review_state=Draft``.
 * Existing Lesson whose content (client-level fields and evidence) equals the
   record → ``unchanged``, no edit. A re-run therefore makes 0 edits.
 * Existing Lesson whose core fields differ → one conditional revision
@@ -43,11 +46,12 @@ from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
 from sync.devstack.envfiles import DEV_ENV_FILE, lookup
+from sync.ops.importers import synthetic_lessons
 from sync.ops.importers.cloud_incidents import ImportRecord, read_records
 
 SUMMARY = "S3RM import: {source} {lesson_id}"
 ENV_NAMES = ("S3RM_WIKI_API_URL", "S3RM_IMPORT_USERNAME", "S3RM_IMPORT_PASSWORD")
-SOURCES = {"cloud-incidents": read_records}
+SOURCES = {"cloud-incidents": read_records, "synthetic-lessons": synthetic_lessons.read_records}
 
 
 class ImportConfigError(Exception):
@@ -96,7 +100,7 @@ def build_new_page(record: ImportRecord, account: str, now: str, schema) -> Less
     """The page a first import of ``record`` writes (see module doc for provenance)."""
     fields = {name: "" for name in schema.lesson.field_names}
     fields.update(record.fields)
-    fields.update(record_origin="imported", author=account, reviewer="", review_state="Draft",
+    fields.update(record_origin=record.record_origin, author=account, reviewer="", review_state="Draft",
                   created_at=now, updated_at=now)
     evidence = {name: "" for name in schema.evidence.field_names}
     evidence.update(record.evidence)

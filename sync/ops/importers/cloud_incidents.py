@@ -45,13 +45,16 @@ class ImportRecord:
     """One Lesson to import: its id, client-level Lesson fields and one evidence.
 
     ``fields`` holds the client-settable Lesson fields (title … evidence,
-    confidence); ``evidence`` the client-settable evidence fields. Provenance
-    and time fields are filled by the writer at save time.
+    confidence); ``evidence`` the client-settable evidence fields;
+    ``record_origin`` is ``imported`` (external data) or ``synthetic`` (written
+    as an example, e.g. for the retrieval evaluation). Provenance and time
+    fields are filled by the writer at save time.
     """
 
     lesson_id: str
     fields: dict[str, str]
     evidence: dict[str, str]
+    record_origin: str = "imported"
 
 
 def _slug(raw: str) -> str:
