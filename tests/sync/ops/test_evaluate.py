@@ -35,6 +35,8 @@ from sync.ops.importers.cloud_incidents import read_records
 
 REPO = Path(__file__).resolve().parents[3]
 QUERY_FILE = REPO / "eval" / "cloud_incidents.queries.jsonl"
+KO_QUERY_FILE = REPO / "eval" / "synthetic_ko.queries.jsonl"
+KO_LESSONS = REPO / "data" / "synthetic-ko" / "lessons.jsonl"
 CSV_PATH = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"   # the vendored corpus
 
 
@@ -149,10 +151,34 @@ def committed_cases() -> list[es.QueryCase]:
 def test_committed_query_file_is_balanced(committed_cases):
     assert len(committed_cases) >= 60
     counts = Counter(c.group for c in committed_cases)
-    assert set(counts) == set(es.GROUPS)
+    assert set(counts) == set(es.GROUPS) - {"ko_ko"}  # Korean→Korean lives in synthetic_ko.queries.jsonl
     assert all(n >= 15 for n in counts.values()), counts
     assert len({c.query for c in committed_cases}) == len(committed_cases), "duplicate query"
     assert any(c.analogous_ids for c in committed_cases)
+
+
+@pytest.mark.parametrize("name", ["cloud_incidents", "synthetic_ko"])
+def test_tuning_and_heldout_halves_are_the_fixed_odd_and_even_lines(name):
+    lines = (REPO / "eval" / f"{name}.queries.jsonl").read_text(encoding="utf-8").splitlines()
+    tuning = (REPO / "eval" / f"{name}.tuning.jsonl").read_text(encoding="utf-8").splitlines()
+    heldout = (REPO / "eval" / f"{name}.heldout.jsonl").read_text(encoding="utf-8").splitlines()
+    assert tuning == lines[0::2] and heldout == lines[1::2]
+    assert not set(tuning) & set(heldout)
+
+
+def test_korean_queries_target_the_synthetic_korean_lessons():
+    from sync.ops.importers.synthetic_lessons import read_records as read_synthetic
+
+    records, failures = read_synthetic(KO_LESSONS)
+    assert not failures and len(records) >= 40
+    assert all(r.record_origin == "synthetic" and "합성" in r.fields["evidence"] for r in records)
+    cases = es.load_queries(KO_QUERY_FILE)
+    assert len(cases) >= 40 and {c.group for c in cases} == {"ko_ko"}
+    assert es.dangling_ids(cases, {r.lesson_id for r in records}) == []
+    assert all(not es.privacy_findings(c.query) for c in cases)
+    for case in cases:  # the query never repeats the title: matching must survive other spellings
+        title = next(r.fields["title"] for r in records if r.lesson_id == case.expected_ids[0])
+        assert case.query != title
 
 
 def test_every_expected_and_analogous_id_exists_in_the_imported_corpus(committed_cases):
@@ -262,7 +288,7 @@ def test_report_never_contains_query_text():
     assert set(parsed["modes"]) == set(es.MODES)
     assert set(parsed["modes"]["legacy"]["groups"]) == set(es.GROUPS)
     assert parsed["modes"]["legacy"]["errors"] == [{"line": 1, "code": "rate_limited"}]
-    assert parsed["modes"]["hybrid_v1"]["overall"]["fallback"] == 12
+    assert parsed["modes"]["hybrid_v1"]["overall"]["fallback"] == len(cases)
 
 
 def test_report_size_is_bounded_by_modes_and_groups():
