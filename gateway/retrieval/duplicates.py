@@ -13,14 +13,15 @@ Rules:
 * score = mean over the three facets of the cosine between the new Lesson's
   facet vector and the existing one's (empty facets count 0), so it lies in
   [-1, 1] and is reported clipped to [0, 1];
-* bands from the profile calibration (``rrf_v2``): ``near_identical`` at or
+* bands from the profile calibration (ranking ``rrf_v3``): ``near_identical`` at or
   above ``Calibration.near_identical``, ``same_topic`` at or above
   ``Calibration.same_topic``; below that, nothing is listed;
 * titles are read fresh from MediaWiki (the index holds no text, docs/retrieval.md#index-records);
   candidates that vanished are skipped;
 * the field is always present with a ``status``: ``ok`` (ran; items may be
   empty), ``disabled`` (no provider), ``not_ready`` (no usable snapshot),
-  ``saturated`` (embedding queue full or no checker slot free), ``timeout``
+  ``saturated`` (embedding queue full or no checker slot free; the check
+  waits in the ordinary embedding lane, behind queries, within its budget), ``timeout``
   (budget exhausted), ``skipped`` (nothing to compare: all facets empty),
   ``error`` (anything else). It never raises, blocks past its budget, or
   fails the write.
@@ -100,7 +101,8 @@ class DuplicateChecker:
             return _result("skipped" if not texts else "ok")
         try:
             matrix = service.provider.embed_documents([t for _, t in texts],
-                                                      timeout=max(0.01, deadline - time.monotonic()), retries=0)
+                                                      timeout=max(0.01, deadline - time.monotonic()), retries=0,
+                                                      lane="background")
         except EmbeddingSaturated:
             self._count("saturated")
             return _result("saturated")

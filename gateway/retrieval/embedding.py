@@ -51,6 +51,7 @@ from gateway.config.retrieval import RetrievalSettings
 from gateway.ops.gate import QUEUE_FULL, BoundedGate
 
 __all__ = [
+    "LANES",
     "EmbeddingGate",
     "CircuitBreaker",
     "DisabledProvider",
@@ -134,6 +135,10 @@ class ProviderProfileMismatch(EmbeddingError):
 
     code = "profile_mismatch"
     retryable = False
+
+
+#: Embedding lanes, in priority order: read requests, the index refresher, write-time duplicate checks.
+LANES = ("query", "index", "background")
 
 
 # ------------------------------------------------------------ admission gate
@@ -242,8 +247,8 @@ class EmbeddingProvider:
     enabled: bool = False
 
     def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None,
-                        retries: int = DOCUMENT_RETRIES) -> np.ndarray:
-        """Embed Lesson facet texts (document form, no instruction)."""
+                        retries: int = DOCUMENT_RETRIES, lane: str = "index") -> np.ndarray:
+        """Embed Lesson facet texts (document form, no instruction) in ``lane`` (:data:`LANES`)."""
         raise NotImplementedError
 
     def embed_queries(self, query: str, facets: Sequence[str], *, timeout: float | None = None) -> dict[str, np.ndarray]:
@@ -274,7 +279,7 @@ class DisabledProvider(EmbeddingProvider):
     def __init__(self, profile: EmbeddingProfile):
         self.profile = profile
 
-    def embed_documents(self, texts, *, timeout=None, retries=DOCUMENT_RETRIES):
+    def embed_documents(self, texts, *, timeout=None, retries=DOCUMENT_RETRIES, lane="index"):
         raise EmbeddingDisabled("embedding provider is disabled")
 
     def embed_queries(self, query, facets, *, timeout=None):
@@ -337,7 +342,9 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         self.profile = profile
         self.url = settings.embedding_url
         self.timeout = settings.timeout_seconds
-        self.gate = gate or EmbeddingGate(settings.max_concurrency, settings.queue_limit)
+        # one slot is reserved for query embeddings when there are two or more (docs/hybrid-search.md#lanes)
+        self.gate = gate or EmbeddingGate(settings.max_concurrency, settings.queue_limit,
+                                          reserved=1 if settings.max_concurrency >= 2 else 0)
         self.breaker = breaker or CircuitBreaker()
         self.metrics = metrics
         self.batch_items = max(1, min(settings.batch_size, profile.max_batch_items))
@@ -352,8 +359,13 @@ class OpenAICompatibleProvider(EmbeddingProvider):
 
     # ------------------------------------------------------------ public
     def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None,
-                        retries: int = DOCUMENT_RETRIES) -> np.ndarray:
+                        retries: int = DOCUMENT_RETRIES, lane: str = "index") -> np.ndarray:
         """Embed document texts in batches; ``timeout`` bounds each batch's wait + call.
+
+        ``lane`` (:data:`LANES`): ``index`` (the refresher) waits behind queries
+        and never takes the reserved slot; ``query`` (a read request embedding
+        a source Lesson) goes first; ``background`` (write-time duplicate
+        candidates) is ordinary too, bounded by the caller's budget.
 
         Returns ``(len(texts), dims)`` float32, L2-normalised. Empty strings are
         not allowed (callers skip empty facets). Raises the first batch error
@@ -362,6 +374,8 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         """
         if any(not t for t in texts):
             raise ValueError("empty texts are never sent to the provider")
+        if lane not in LANES:
+            raise ValueError(f"unknown embedding lane {lane!r}")
         if not texts:
             return np.zeros((0, self.profile.dims), dtype=np.float32)
         per_call = self.timeout * DOCUMENT_TIMEOUT_FACTOR if timeout is None else timeout
@@ -379,7 +393,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
                     index = todo.popleft()
                     deadline = time.monotonic() + per_call
                     try:
-                        pending[index] = (self._submit(batches[index], fields, deadline), deadline)
+                        pending[index] = (self._submit(batches[index], fields, deadline, lane=lane), deadline)
                     except EmbeddingError as exc:
                         self._retry_or_raise(exc, index, attempts, todo, retries)
                 if not pending:
@@ -435,7 +449,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             forms.setdefault(self.profile.format_query(facet, query), []).append(facet)
         texts = list(forms)
         try:
-            future = self._submit(texts, self.profile.query_request_fields, deadline)
+            future = self._submit(texts, self.profile.query_request_fields, deadline, lane="query")
         except EmbeddingError as exc:
             self._count("embedding_failures", code=exc.code, kind="query")
             raise
@@ -492,14 +506,19 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         return batches
 
     # ---------------------------------------------------------- execution
-    def _submit(self, texts: list[str], fields: Mapping[str, Any], deadline: float) -> Future:
-        """Acquire a gate slot before ``deadline`` and run one HTTP call on the pool.
+    def _submit(self, texts: list[str], fields: Mapping[str, Any], deadline: float, *,
+                lane: str = "index") -> Future:
+        """Acquire a gate slot in ``lane`` before ``deadline`` and run one HTTP call on the pool.
 
-        The slot is released by the worker when the call ends (even after the
-        caller gave up), so abandoned calls still count against concurrency.
+        ``query`` takes the priority lane (the reserved slot, ahead of every
+        waiting ordinary caller); ``index`` and ``background`` wait in the
+        ordinary lane, behind any waiting query, until their deadline
+        (EmbeddingSaturated otherwise). The slot is released by the worker when
+        the call ends (even after the caller gave up), so abandoned calls still
+        count against concurrency.
         """
         self.breaker.before_call()
-        self.gate.acquire(max(0.0, deadline - time.monotonic()))
+        self.gate.acquire(max(0.0, deadline - time.monotonic()), priority=lane == "query")
         try:
             return self._pool.submit(self._call_and_release, texts, fields, deadline)
         except RuntimeError:

@@ -1,4 +1,4 @@
-"""Versioned rank fusion ``rrf_v2``: channels → one ordered list with 0–1 service scores.
+"""Versioned rank fusion ``rrf_v3``: channels → one ordered list with 0–1 service scores.
 
 Contract: ``docs/retrieval.md#fusion``, ``docs/retrieval.md#min-score``; weights and
 calibration in ``docs/hybrid-search.md``. Everything that decides an order is pinned by
@@ -53,7 +53,7 @@ __all__ = [
     "RANKING_VERSION",
     "Calibration",
     "RankingConfig",
-    "RRF_V2",
+    "RRF_V3",
     "RankContribution",
     "FusionCandidate",
     "FusedResult",
@@ -65,17 +65,24 @@ __all__ = [
     "basis_of",
     "verified_coverage",
     "is_exact_query",
+    "mostly_hangul",
     "exact_match",
 ]
 
-RANKING_VERSION = "rrf_v2"
+RANKING_VERSION = "rrf_v3"
 
-#: search_lessons channels: MediaWiki full text and the query against each facet. Full-text hits
-#: that contain only some query terms (legacy's single-term fallback) vote in ``full_text_partial``
-#: with a lower weight; a Lesson is in one of the two, so ``raw_max`` counts ``full_text`` only.
-SEARCH_CHANNELS = ("full_text", "semantic:situation", "semantic:approach", "semantic:mechanism")
-#: find_analogies channels: stored analogous_to, source facet similarity, lexical Jaccard.
-ANALOGY_CHANNELS = ("relation", "source:situation", "source:mechanism", "lexical")
+#: search_lessons channels: MediaWiki full text, the in-process BM25 channel over the analysed
+#: whole text (``bm25``), and the query against each facet and the whole-Lesson vector. Full-text
+#: hits that contain only some query terms (legacy's single-term fallback) vote in
+#: ``full_text_partial`` with a lower weight; a Lesson is in one of the two, so ``raw_max``
+#: counts ``full_text`` only.
+SEARCH_CHANNELS = ("full_text", "bm25", "semantic:situation", "semantic:approach", "semantic:mechanism",
+                   "semantic:whole")
+#: find_analogies channels: stored analogous_to, source facet and whole-Lesson similarity, lexical
+#: Jaccard (legacy) and BM25 of the source's terms.
+ANALOGY_CHANNELS = ("relation", "source:situation", "source:mechanism", "source:whole", "lexical", "bm25")
+#: Channels whose votes come from the index (dropped when the Lesson's retrieval_hash changed).
+INDEXED_PREFIXES = ("semantic:", "source:", "bm25")
 
 TIER_RELATION, TIER_EXACT, TIER_REST = 2, 1, 0
 
@@ -103,12 +110,19 @@ class RankingConfig:
     version: str = RANKING_VERSION
     k: int = 10
     weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({
-        "full_text": 1.0, "full_text_partial": 0.4, "semantic:situation": 0.5, "semantic:approach": 0.3, "semantic:mechanism": 0.5,
-        "relation": 1.0, "source:situation": 0.8, "source:mechanism": 0.8, "lexical": 0.6,
+        "full_text": 1.0, "full_text_partial": 0.4, "bm25": 1.0,
+        "semantic:situation": 0.5, "semantic:approach": 0.3, "semantic:mechanism": 0.5, "semantic:whole": 1.0,
+        "relation": 1.0, "source:situation": 0.8, "source:mechanism": 0.8, "source:whole": 0.8, "lexical": 0.6,
+    }))
+    #: Weight overrides for queries written mostly in Hangul (language-aware fusion): MediaWiki
+    #: full text matches Korean words only in Korean Lessons and its single-term fallback is mostly noise.
+    hangul_weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({
+        "bm25": 0.5, "full_text_partial": 0.2, "semantic:whole": 2.0,
     }))
     channel_caps: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({
-        "full_text": 50, "full_text_partial": 50, "semantic:situation": 30, "semantic:approach": 30, "semantic:mechanism": 30,
-        "relation": 50, "source:situation": 30, "source:mechanism": 30, "lexical": 50,
+        "full_text": 50, "full_text_partial": 50, "bm25": 50,
+        "semantic:situation": 30, "semantic:approach": 30, "semantic:mechanism": 30, "semantic:whole": 50,
+        "relation": 50, "source:situation": 30, "source:mechanism": 30, "source:whole": 50, "lexical": 50,
     }))
     scan_limit: int = 100
     band_width: float = 0.05
@@ -128,6 +142,17 @@ class RankingConfig:
         if self.prior_weight >= self.band_width:
             raise ValueError("the evidence prior must stay inside one score band")
 
+    def for_query(self, query: str | None) -> "RankingConfig":
+        """This configuration with :attr:`hangul_weights` applied when ``query`` is mostly Hangul.
+
+        "Mostly": Hangul syllables are at least half of the query's letters. Same version.
+        """
+        if not query or not self.hangul_weights or not mostly_hangul(query):
+            return self
+        from dataclasses import replace
+
+        return replace(self, weights=MappingProxyType({**self.weights, **self.hangul_weights}))
+
     def calibration(self, profile_name: str) -> Calibration:
         """Constants for ``profile_name`` (KeyError for an uncalibrated profile)."""
         return self.calibrations[profile_name]
@@ -138,7 +163,14 @@ class RankingConfig:
 
 
 #: The shipped ranking configuration.
-RRF_V2 = RankingConfig()
+RRF_V3 = RankingConfig()
+
+
+def mostly_hangul(text: str) -> bool:
+    """True when Hangul syllables are at least half of the letters of ``text`` (a Korean query)."""
+    letters = [ch for ch in text if ch.isalpha()]
+    hangul = sum(1 for ch in letters if "\uac00" <= ch <= "\ud7a3")
+    return bool(letters) and hangul * 2 >= len(letters)
 
 
 @dataclass(frozen=True)
@@ -160,6 +192,11 @@ class RankContribution:
     def semantic(self) -> bool:
         """True for votes that come from the vector index."""
         return self.channel.startswith(("semantic:", "source:"))
+
+    @property
+    def indexed(self) -> bool:
+        """True for votes computed from the index (vectors or BM25 terms): stale when the hash changed."""
+        return self.channel.startswith(INDEXED_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -197,7 +234,7 @@ class FusedResult:
 
 
 # ------------------------------------------------------------------ scoring
-def rrf_raw(contributions: Iterable[RankContribution], config: RankingConfig = RRF_V2) -> float:
+def rrf_raw(contributions: Iterable[RankContribution], config: RankingConfig = RRF_V3) -> float:
     """``Σ w_c / (k + rank_c)``; a channel counts once (its best rank)."""
     best: dict[str, int] = {}
     for c in contributions:
@@ -206,7 +243,7 @@ def rrf_raw(contributions: Iterable[RankContribution], config: RankingConfig = R
 
 
 def preliminary_order(candidates: Mapping[str, Sequence[RankContribution]],
-                      config: RankingConfig = RRF_V2) -> list[str]:
+                      config: RankingConfig = RRF_V3) -> list[str]:
     """Candidate ids by RRF before revalidation (relations first); decides who fits ``scan_limit``."""
     def key(lesson_id: str):
         votes = candidates[lesson_id]
@@ -232,7 +269,7 @@ def basis_of(channels: Iterable[str], operation: str) -> str:
     return "full_text"
 
 
-def verified_coverage(page: LessonPage, config: RankingConfig = RRF_V2) -> float:
+def verified_coverage(page: LessonPage, config: RankingConfig = RRF_V3) -> float:
     """Share in [0, 1] of *verified* supporting evidence, saturating at ``coverage_saturation`` items.
 
     Counts evidence whose current verdict (``docs/data-contract.md#current-verdict``;
@@ -283,7 +320,7 @@ def exact_match(query: str, texts: Iterable[str]) -> bool:
 
 # ------------------------------------------------------------------- fusion
 def fuse(candidates: Sequence[FusionCandidate], *, operation: str, channels: Sequence[str],
-         calibration: Calibration, config: RankingConfig = RRF_V2,
+         calibration: Calibration, config: RankingConfig = RRF_V3,
          min_score: float | None = None) -> list[FusedResult]:
     """Fuse revalidated candidates into the final order (module docstring steps 1–5).
 

@@ -19,9 +19,12 @@ ranking configuration.
    also queues a due reconcile (never waits for it).
 3. The query embedding starts on the provider's pool (one shared gate; a full
    queue fails at once → fallback ``saturated``) while MediaWiki full text runs.
-4. Channels, each with a fixed cap (``partial`` when a cap is hit, docs/retrieval.md#fusion): full
-   text; query vs situation/approach/mechanism with the profile's cosine
-   floor and a pre-filter on indexed scalars.
+4. Channels, each with a fixed cap (``partial`` when a cap is hit): full
+   text; the in-process BM25 channel over the analysed whole text
+   (``docs/hybrid-search.md#lexical-channel``); query vs
+   situation/approach/mechanism/whole with the profile's cosine floor and a
+   pre-filter on indexed scalars (a Hangul query ranks Korean and other
+   Lessons separately per channel, ``docs/hybrid-search.md#ranking``).
 5. Preliminary RRF order; only the first ``scan_limit`` ids (one cap over all
    channels) are revalidated: ``scanned`` = ids examined (docs/retrieval.md#fusion).
 6. Canonical revalidation against fresh snapshots (batches of 50): missing →
@@ -57,24 +60,26 @@ from gateway.core.errors import ToolError
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.schema import load_schema
 from gateway.retrieval import legacy, lexical
+from gateway.retrieval.analyzer import analyze
 from gateway.retrieval.duplicates import DuplicateChecker
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, build_provider
 from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.fusion import (
     ANALOGY_CHANNELS,
     FusionCandidate,
-    RRF_V2,
+    RRF_V3,
     RankContribution,
     RankingConfig,
     SEARCH_CHANNELS,
     exact_match,
     fuse,
     is_exact_query,
+    mostly_hangul,
     preliminary_order,
     verified_coverage,
 )
 from gateway.retrieval.index import FilterMask, IndexSnapshot, epoch_seconds
-from gateway.config.profiles import FACETS, generation_id, get_profile
+from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE, generation_id, get_profile
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument, normalize_query
 from gateway.retrieval.refresher import IndexRefresher
 from gateway.config.retrieval import RetrievalSettings
@@ -92,6 +97,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("s3rm.hybrid")
+
+#: The source vectors find_analogies compares (cross-problem similarity and the whole Lesson).
+ANALOGY_FACETS = ("situation", "mechanism", WHOLE)
 
 HYBRID_MODE = "hybrid_v1"
 LEGACY_MODE = "legacy"
@@ -176,12 +184,12 @@ class RetrievalService:
         repository: the Lesson repository the refresher reads (the app's lazy one).
         metrics: optional ``gateway.ops.metrics.Metrics``.
         provider: injectable provider (default: :func:`build_provider`).
-        ranking: ranking configuration (default ``rrf_v2``).
+        ranking: ranking configuration (default ``rrf_v3``).
         clock: monotonic seconds for the refresher.
     """
 
     def __init__(self, settings: RetrievalSettings, repository: Any, *, metrics: Any = None,
-                 provider: EmbeddingProvider | None = None, ranking: RankingConfig = RRF_V2,
+                 provider: EmbeddingProvider | None = None, ranking: RankingConfig = RRF_V3,
                  clock: Callable[[], float] = time.monotonic):
         self.settings = settings
         self.metrics = metrics
@@ -301,8 +309,8 @@ class RetrievalService:
         if not q:
             raise SemanticFallback("empty_query", self.semantic_status())
         snap = self._usable_snapshot(continuation)
-        cfg = self.ranking
-        facets = FACETS if facet is None else (facet,)
+        cfg = self.ranking.for_query(q)
+        facets = INDEX_FACETS if facet is None else (facet,)
         try:
             pending = self.provider.begin_queries(q, facets)
         except EmbeddingError as exc:
@@ -310,12 +318,19 @@ class RetrievalService:
         channel_hits: dict[str, list[tuple[str, RankContribution]]] = {}
         partial = False
         prefetched: dict[str, LessonSnapshot] = {}
+        allowed = snap.allowed_rows(_mask(filters))
         if facet is None:
             try:
-                partial, prefetched = self._full_text_votes(repository, query, filters, channel_hits)
+                partial, prefetched = self._full_text_votes(repository, query, filters, channel_hits, cfg)
             except BaseException:
                 pending.cancel()
                 raise
+            t0 = time.monotonic()
+            cap = cfg.channel_caps["bm25"]
+            hits = snap.lexical_search(analyze(q), cap, allowed=allowed)
+            channel_hits["bm25"] = self._indexed_votes(snap, "bm25", hits)
+            partial |= len(hits) >= cap
+            self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="bm25")
         t0 = time.monotonic()
         try:
             vectors = pending.result()
@@ -323,23 +338,26 @@ class RetrievalService:
             self._fallback(exc.code, self._status_after_failure(), continuation)
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="embedding_wait")
         t0 = time.monotonic()
-        allowed = snap.allowed_rows(_mask(filters))
+        partitions = _language_partitions(snap, allowed) if mostly_hangul(q) else (allowed,)
         for name in facets:
             channel = f"semantic:{name}"
             cap = cfg.channel_caps[channel]
-            hits = snap.search(name, vectors[name], cap, allowed=allowed, min_score=self.calibration.semantic_floor)
-            channel_hits[channel] = self._semantic_votes(snap, channel, hits)
-            partial |= len(hits) >= cap
+            votes = []
+            for rows in partitions:
+                hits = snap.search(name, vectors[name], cap, allowed=rows, min_score=self.calibration.semantic_floor)
+                votes += self._indexed_votes(snap, channel, hits)
+                partial |= len(hits) >= cap
+            channel_hits[channel] = votes
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
         channels = SEARCH_CHANNELS if facet is None else (f"semantic:{facet}",)
         return self._finish(repository, snap, channel_hits, operation="search_lessons", channels=channels,
-                            filters=filters, min_score=min_score, partial=partial, query=q, prefetched=prefetched)
+                            filters=filters, min_score=min_score, partial=partial, query=q, prefetched=prefetched,
+                            config=cfg)
 
     def _full_text_votes(self, repository: Any, query: str, filters: SearchFilters,
-                         channel_hits: dict[str, list[tuple[str, RankContribution]]]
+                         channel_hits: dict[str, list[tuple[str, RankContribution]]], cfg: RankingConfig
                          ) -> tuple[bool, dict[str, LessonSnapshot]]:
         """Fill the full_text / full_text_partial channels; returns (partial, snapshots read)."""
-        cfg = self.ranking
         t0 = time.monotonic()
         ft = legacy.search(repository, query, filters, 0.0)
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="full_text")
@@ -382,6 +400,8 @@ class RetrievalService:
             self._fallback(exc.code, self._status_after_failure(), continuation)
         self._observe("hybrid_stage_seconds", time.monotonic() - started, stage="embedding")
         lg = legacy.analogies(repository, source, stored_ids, filters, 0.0)
+        source_terms = snap.terms(source.id) if snap.retrieval_hash(source.id) == doc.retrieval_hash \
+            else tuple(analyze(doc.text(WHOLE)))
         channel_hits: dict[str, list[tuple[str, RankContribution]]] = {}
         partial = lg.partial
         for channel, basis in (("relation", "stored_relation"), ("lexical", "lexical")):
@@ -394,13 +414,16 @@ class RetrievalService:
         terms = {r.snapshot.id: tuple(r.shared_terms) for r in lg.items}
         t0 = time.monotonic()
         allowed = snap.allowed_rows(_mask(filters))
-        for facet in ("situation", "mechanism"):
+        for facet in ANALOGY_FACETS:
             channel = f"source:{facet}"
             vec = source_vectors.get(facet)
             hits = [] if vec is None else snap.search(facet, vec, cfg.channel_caps[channel], allowed=allowed,
                                                       exclude=(source.id,), min_score=self.calibration.semantic_floor)
-            channel_hits[channel] = self._semantic_votes(snap, channel, hits)
+            channel_hits[channel] = self._indexed_votes(snap, channel, hits)
             partial |= len(hits) >= cfg.channel_caps[channel]
+        hits = snap.lexical_search(source_terms, cfg.channel_caps["bm25"], allowed=allowed, exclude=(source.id,))
+        channel_hits["bm25"] = self._indexed_votes(snap, "bm25", hits)
+        partial |= len(hits) >= cfg.channel_caps["bm25"]
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
         out = self._finish(repository, snap, channel_hits, operation="find_analogies", channels=ANALOGY_CHANNELS,
                            filters=filters, min_score=min_score, partial=partial, query=None, exclude=source.id,
@@ -419,8 +442,8 @@ class RetrievalService:
                        source_projection_hash=doc.retrieval_hash)
 
     def _source_vectors(self, snap: IndexSnapshot, doc: ProjectionDocument) -> dict[str, np.ndarray]:
-        """Situation and mechanism vectors of the source: from the index when current, else embedded."""
-        wanted = ("situation", "mechanism")
+        """The source's vectors for :data:`ANALOGY_FACETS`: from the index when current, else embedded."""
+        wanted = ANALOGY_FACETS
         if snap.retrieval_hash(doc.lesson_id) == doc.retrieval_hash:
             out = {}
             for facet in wanted:
@@ -431,7 +454,7 @@ class RetrievalService:
         texts = [(facet, doc.text(facet)) for facet in wanted if doc.text(facet)]
         if not texts:
             return {}
-        matrix = self.provider.embed_documents([t for _, t in texts], retries=0)
+        matrix = self.provider.embed_documents([t for _, t in texts], retries=0, lane="query")
         self.refresher.hint_dirty(doc.lesson_id)
         return {facet: matrix[row] for row, (facet, _) in enumerate(texts)}
 
@@ -444,8 +467,8 @@ class RetrievalService:
 
     # ---------------------------------------------------------- shared tail
     @staticmethod
-    def _semantic_votes(snap: IndexSnapshot, channel: str, hits) -> list[tuple[str, RankContribution]]:
-        """Votes of a semantic channel, each carrying the indexed revision and retrieval hash."""
+    def _indexed_votes(snap: IndexSnapshot, channel: str, hits) -> list[tuple[str, RankContribution]]:
+        """Votes of an index channel (vectors or BM25), each carrying the indexed revision and retrieval hash."""
         votes = []
         for hit in hits:
             record = snap.record(hit.lesson_id)
@@ -458,9 +481,10 @@ class RetrievalService:
                 channel_hits: Mapping[str, list[tuple[str, RankContribution]]], *,
                 operation: str, channels: Sequence[str], filters: SearchFilters, min_score: float | None,
                 partial: bool, query: str | None, exclude: str | None = None,
-                prefetched: Mapping[str, LessonSnapshot] | None = None) -> HybridList:
+                prefetched: Mapping[str, LessonSnapshot] | None = None,
+                config: RankingConfig | None = None) -> HybridList:
         """Preliminary fusion, scan cap, canonical revalidation, final fusion (steps 5–7)."""
-        cfg = self.ranking
+        cfg = config or self.ranking
         votes: dict[str, list[RankContribution]] = {}
         for hits in channel_hits.values():
             for lesson_id, vote in hits:
@@ -495,7 +519,7 @@ class RetrievalService:
                                          or record.metadata_hash != doc.metadata.metadata_hash):
                 metadata.append(lesson_id)
             if not hash_ok:
-                contributions = [c for c in contributions if not c.semantic]
+                contributions = [c for c in contributions if not c.indexed]
             if not filters.matches(snapshot.page):
                 dropped_by_filter += 1
                 continue
@@ -539,6 +563,20 @@ class RetrievalService:
     def _observe(self, name: str, seconds: float, **labels: str) -> None:
         if self.metrics is not None:
             self.metrics.observe(name, seconds, **labels)
+
+
+def _language_partitions(snap: IndexSnapshot, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Rows split into Korean and other Lessons (each intersected with ``allowed``).
+
+    A Korean query ranks each semantic channel within each language
+    separately (``docs/hybrid-search.md#ranking``): multilingual-e5 scores any
+    Korean text above an English Lesson on the same topic, so without the
+    split a Korean question about an English post-mortem only ever sees
+    Korean Lessons. Each Lesson is in one partition, so it keeps one rank.
+    """
+    korean = snap.hangul_rows()
+    base = np.ones(len(snap), dtype=bool) if allowed is None else allowed
+    return base & korean, base & ~korean
 
 
 def _mask(filters: SearchFilters) -> FilterMask | None:

@@ -2,7 +2,7 @@
 
 An :class:`IndexSnapshot` holds, for one generation:
 
-* per facet (situation, approach, mechanism) one read-only ``float32`` matrix
+* per index facet (situation, approach, mechanism, whole) one read-only ``float32`` matrix
   of ``n`` L2-normalised Lesson vectors (an all-zero vector marks an empty
   facet and scores 0 against everything), stored column-per-Lesson: a
   C-contiguous ``(dims, n)`` array. ``q @ M`` then streams the matrix once in
@@ -13,8 +13,10 @@ An :class:`IndexSnapshot` holds, for one generation:
 * columnar per-row records — Lesson id, indexed revision id, retrieval and
   metadata hashes (raw 32-byte digests, ``(n, 32)`` uint8), created/updated times (epoch
   seconds), filter scalars (confidence, record_origin, review_state as small
-  codes) and the truncation bit mask. Nothing else: no normalised text, no
-  evidence, no relations (docs/retrieval.md#index-records).
+  codes) and the truncation bit mask;
+* the lexical channel (:class:`~gateway.retrieval.bm25.Bm25Index`): per row
+  the analysed terms of the ``whole`` text and a BM25 model over them.
+  No original text, no evidence, no relations (``docs/hybrid-search.md#index``).
 
 A snapshot never changes after construction. :meth:`IndexSnapshot.apply`
 returns a NEW snapshot (copy-on-write), so a search that holds the old one
@@ -36,7 +38,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from gateway.config.profiles import FACETS
+from gateway.retrieval.bm25 import Bm25Index
+from gateway.config.profiles import INDEX_FACETS
 
 __all__ = ["IndexEntry", "IndexRecord", "IndexSnapshot", "SemanticHit", "FilterMask", "epoch_seconds"]
 
@@ -81,10 +84,11 @@ class IndexRecord:
 
 @dataclass(frozen=True)
 class IndexEntry:
-    """A record plus its facet vectors (each ``(dims,)`` float32, L2-normalised or all zero)."""
+    """A record, its facet vectors (each ``(dims,)`` float32, L2-normalised or all zero) and lexical terms."""
 
     record: IndexRecord
     vectors: Mapping[str, np.ndarray]
+    terms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,14 @@ class FilterMask:
                     or self.updated_after is not None or self.updated_before is not None)
 
 
+def _mostly_hangul_terms(terms: Sequence[str]) -> bool:
+    """True when at least 30 % of a Lesson's lexical terms contain Hangul (a Korean Lesson)."""
+    if not terms:
+        return False
+    hangul = sum(1 for t in terms if any("\uac00" <= ch <= "\ud7a3" for ch in t[:1]))
+    return hangul * 10 >= 3 * len(terms)
+
+
 class _Codes:
     """Small fixed vocabularies of the filter scalars → uint8 codes."""
 
@@ -144,17 +156,19 @@ class IndexSnapshot:
     """
 
     __slots__ = ("generation", "dims", "built_at", "_ids", "_row", "_matrices", "_revision", "_rhash",
-                 "_mhash", "_created", "_updated", "_scalars", "_truncated")
+                 "_mhash", "_created", "_updated", "_scalars", "_truncated", "_lexical", "_hangul")
 
     def __init__(self, generation: str, dims: int, ids: Sequence[str], columns: Mapping[str, np.ndarray],
                  revision: np.ndarray, rhash: np.ndarray, mhash: np.ndarray, created: np.ndarray,
-                 updated: np.ndarray, scalars: np.ndarray, truncated: np.ndarray, built_at: float | None = None):
+                 updated: np.ndarray, scalars: np.ndarray, truncated: np.ndarray, built_at: float | None = None,
+                 terms: Sequence[tuple[str, ...]] | None = None):
         """Wrap prepared columns: ``columns[facet]`` is C-contiguous float32 ``(dims, n)``;
         ``revision``/``created``/``updated`` int64 ``(n,)``, ``rhash``/``mhash`` uint8 ``(n, 32)``,
-        ``scalars`` uint8 ``(n, 3)``, ``truncated`` uint8 ``(n,)``. Arrays become read-only (no copy)."""
+        ``scalars`` uint8 ``(n, 3)``, ``truncated`` uint8 ``(n,)``; ``terms`` one tuple of lexical terms per row
+        (None: none). Arrays become read-only (no copy)."""
         n = len(ids)
-        if set(columns) != set(FACETS):
-            raise ValueError(f"columns must cover {FACETS}")
+        if set(columns) != set(INDEX_FACETS):
+            raise ValueError(f"columns must cover {INDEX_FACETS}")
         for facet, matrix in columns.items():
             if matrix.shape != (dims, n) or matrix.dtype != np.float32 or not matrix.flags.c_contiguous:
                 raise ValueError(f"{facet} matrix is {matrix.shape} {matrix.dtype}; expected C-contiguous "
@@ -167,7 +181,13 @@ class IndexSnapshot:
         self._row = {lesson_id: i for i, lesson_id in enumerate(self._ids)}
         if len(self._row) != n:
             raise ValueError("duplicate Lesson ids in snapshot")
-        self._matrices = MappingProxyType({f: columns[f] for f in FACETS})
+        self._matrices = MappingProxyType({f: columns[f] for f in INDEX_FACETS})
+        terms = tuple(terms) if terms is not None else ((),) * n
+        if len(terms) != n:
+            raise ValueError("terms length mismatch")
+        self._lexical = Bm25Index(terms)
+        self._hangul = np.fromiter((_mostly_hangul_terms(t) for t in terms), dtype=bool, count=n)
+        self._hangul.setflags(write=False)
         for arr in (revision, rhash, mhash, created, updated, scalars, truncated):
             if len(arr) != n:
                 raise ValueError("column length mismatch")
@@ -189,7 +209,7 @@ class IndexSnapshot:
     @classmethod
     def empty_columns(cls, generation: str, dims: int) -> "IndexSnapshot":
         z = lambda dtype, *shape: np.zeros((0, *shape), dtype=dtype)  # noqa: E731
-        return cls(generation, dims, (), {f: np.zeros((dims, 0), np.float32) for f in FACETS}, z(np.int64),
+        return cls(generation, dims, (), {f: np.zeros((dims, 0), np.float32) for f in INDEX_FACETS}, z(np.int64),
                    z(np.uint8, 32),
                    z(np.uint8, 32), z(np.int64), z(np.int64), z(np.uint8, 3), z(np.uint8))
 
@@ -214,7 +234,7 @@ class IndexSnapshot:
         runs = list(zip(np.concatenate(([0], breaks)).tolist(), np.concatenate((breaks, [n_keep])).tolist()))
         runs = [(a, b) for a, b in runs if b > a]
         columns = {}
-        for facet in FACETS:
+        for facet in INDEX_FACETS:
             out = np.empty((self.dims, n), dtype=np.float32)
             old = self._matrices[facet]
             for a, b in runs:  # contiguous runs of kept Lessons: block copies, no temporary matrix
@@ -246,7 +266,8 @@ class IndexSnapshot:
                 cols["created"][row] = record.created_at
                 cols["updated"][row] = record.updated_at
                 cols["scalars"][row] = self._codes(record)
-        return IndexSnapshot(self.generation, self.dims, ids, columns, built_at=None, **cols)
+        terms = [self._lexical.terms[i] for i in keep] + [tuple(e.terms) for e in added]
+        return IndexSnapshot(self.generation, self.dims, ids, columns, built_at=None, terms=terms, **cols)
 
     @staticmethod
     def _codes(record: IndexRecord) -> tuple[int, int, int]:
@@ -333,6 +354,26 @@ class IndexSnapshot:
             keep &= self._updated < mask.updated_before
         return keep
 
+    def lexical_search(self, query_terms: Sequence[str], k: int, *, allowed: np.ndarray | None = None,
+                       exclude: Iterable[str] = ()) -> list[SemanticHit]:
+        """Top-``k`` rows by BM25 of ``query_terms`` (analysed query); only scores above 0.
+
+        Same masks and order rules as :meth:`search`; ``score`` is the BM25 value.
+        """
+        scores = self._lexical.scores(query_terms)
+        if scores is None or k <= 0:
+            return []
+        return self._top(scores, k, allowed, exclude, 1e-9)
+
+    def hangul_rows(self) -> np.ndarray:
+        """Read-only boolean ``(n,)``: rows whose lexical terms are mostly Korean (the Lesson's language)."""
+        return self._hangul
+
+    def terms(self, lesson_id: str) -> tuple[str, ...]:
+        """The lexical terms of an indexed Lesson (``()`` when not indexed)."""
+        row = self._row.get(lesson_id)
+        return () if row is None else self._lexical.terms[row]
+
     def search(self, facet: str, query: np.ndarray, k: int, *, allowed: np.ndarray | None = None,
                exclude: Iterable[str] = (), min_score: float | None = None) -> list[SemanticHit]:
         """Exact top-``k`` rows of ``facet`` by cosine with ``query`` ``(dims,)``.
@@ -345,7 +386,11 @@ class IndexSnapshot:
         if n == 0 or k <= 0:
             return []
         q = np.asarray(query, dtype=np.float32).reshape(self.dims)
-        scores = q @ self._matrices[facet]
+        return self._top(q @ self._matrices[facet], k, allowed, exclude, min_score)
+
+    def _top(self, scores: np.ndarray, k: int, allowed: np.ndarray | None, exclude: Iterable[str],
+             min_score: float | None) -> list[SemanticHit]:
+        n = len(self._ids)
         if allowed is not None:
             scores = np.where(allowed, scores, -np.inf)
         for lesson_id in exclude:

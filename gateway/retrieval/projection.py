@@ -1,8 +1,11 @@
-"""ProjectionBuilder v1: deterministic retrieval text of a Lesson, its hashes and filter scalars.
+"""ProjectionBuilder v2: deterministic retrieval text of a Lesson, its hashes and filter scalars.
 
-One Lesson is never embedded as a whole. Projection v1 has three facets, each
-built from fixed fields in a fixed order (docs/retrieval.md#facets;
-the ``facet`` keys of ``schema/lesson.toml``):
+Contract: ``docs/hybrid-search.md#projection``. Projection v2 has three
+facets, each built from fixed fields in a fixed order (the ``facet`` keys of
+``schema/lesson.toml``), plus the ``whole`` text — ``title: <title>``
+followed by the three facets' lines — which gets a vector of its own and feeds
+the lexical channel (measured: a whole-Lesson vector finds short paraphrases
+and titles the facets miss, ``bench/bench_quality.py``):
 
 =============  ================================================  ==============================
 facet          fields (in this order)                            used to find
@@ -21,14 +24,14 @@ Text rules, in order, for every field value:
 3. whitespace runs collapsed to one space, ends stripped.
 
 A facet is ``"<field>: <value>"`` lines joined by ``"\\n"``; empty values are
-left out. A facet longer than ``facet_char_cap`` (4,000) characters keeps its
+left out; ``whole`` is the title line and the non-empty facets joined by
+``"\\n"``. A text longer than ``facet_char_cap`` (4,000) characters keeps its
 head (2/3 of the room) and tail (1/3) around :data:`ELISION` and records the
-cut in :class:`FacetTruncation` — a truncation nobody sees silently
-weakens retrieval, so every cut is counted.
+cut in :class:`FacetTruncation` — a truncation nobody sees is a silent loss.
 
-Title, evidence, verification records, relations, author, reviewer and time
-stamps are never embedded. ``retrieval_hash`` covers the projection identity
-and the facet texts; ``metadata_hash`` covers confidence, record_origin,
+Evidence, verification records, relations, author, reviewer and time stamps
+are never embedded; the title enters ``whole`` only. ``retrieval_hash``
+covers the projection identity and the four texts; ``metadata_hash`` covers confidence, record_origin,
 author, review_state, created_at, updated_at and whether structured evidence
 exists, so a metadata-only change updates filter scalars without re-embedding
 (docs/retrieval.md#revalidation).
@@ -46,7 +49,8 @@ from typing import Mapping
 
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.schema import Schema, load_schema
-from gateway.config.profiles import FACETS
+from gateway.retrieval.analyzer import ANALYZER_VERSION
+from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE
 
 __all__ = [
     "PROJECTION_VERSION",
@@ -66,7 +70,7 @@ __all__ = [
     "sanitize_markup",
 ]
 
-PROJECTION_VERSION = "s3rm-projection-v1"
+PROJECTION_VERSION = "s3rm-projection-v2"
 SANITIZER_VERSION = "wikimarkup-v1"
 FACET_CHAR_CAP = 4000
 #: Marker placed where a facet was cut (counted in the cap).
@@ -171,7 +175,8 @@ class ProjectionDocument:
         lesson_id: Lesson id.
         revision_id: source revision (0 when built from a bare page).
         projection_version: :data:`PROJECTION_VERSION`.
-        facets: ``((facet, text), ...)`` in :data:`FACETS` order; text may be ``""``.
+        facets: ``((facet, text), ...)`` in ``INDEX_FACETS`` order (the three facets, then
+            ``whole``); text may be ``""``.
         retrieval_hash: ``"sha256:" + hex`` over projection identity and facet texts.
         metadata: the Lesson's :class:`LessonMetadata`.
         truncation: one :class:`FacetTruncation` per cut facet.
@@ -194,9 +199,9 @@ class ProjectionDocument:
 
     @property
     def truncated_mask(self) -> int:
-        """Bit i set when facet ``FACETS[i]`` was cut."""
+        """Bit i set when ``INDEX_FACETS[i]`` was cut."""
         cut = {t.facet for t in self.truncation}
-        return sum(1 << i for i, f in enumerate(FACETS) if f in cut)
+        return sum(1 << i for i, f in enumerate(INDEX_FACETS) if f in cut)
 
 
 def _sha(obj) -> str:
@@ -231,20 +236,25 @@ class ProjectionBuilder:
         """What makes two builders produce the same text (part of the generation hash)."""
         return {"version": self.version, "sanitizer": SANITIZER_VERSION, "facet_char_cap": self.facet_char_cap,
                 "layout": {k: list(v) for k, v in self._layout.items()}, "elision": ELISION,
-                "head_share": "2/3"}
+                "head_share": "2/3", "whole": ["title", *FACETS], "lexical_analyzer": ANALYZER_VERSION}
 
     # --------------------------------------------------------------- build
     def build(self, lesson_id: str, page: LessonPage, revision_id: int = 0) -> ProjectionDocument:
-        """Project one decoded page: three facets, each ≤ ``facet_char_cap`` code points."""
+        """Project one decoded page: three facets and ``whole``, each ≤ ``facet_char_cap`` code points."""
         facets: list[tuple[str, str]] = []
         cuts: list[FacetTruncation] = []
+        full: dict[str, str] = {}
         for facet in FACETS:
             lines = []
             for name in self._layout[facet]:
                 value = normalize_text(page.fields.get(name, ""))
                 if value:
                     lines.append(f"{name}: {value}")
-            text = "\n".join(lines)
+            full[facet] = "\n".join(lines)
+        title = normalize_text(page.fields.get("title", ""))
+        full[WHOLE] = "\n".join(([f"title: {title}"] if title else []) + [full[f] for f in FACETS if full[f]])
+        for facet in INDEX_FACETS:
+            text = full[facet]
             if len(text) > self.facet_char_cap:
                 cuts.append(FacetTruncation(facet, len(text), self.facet_char_cap))
                 text = self._cut(text)

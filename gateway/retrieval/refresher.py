@@ -54,7 +54,8 @@ from gateway.core.errors import ToolError
 from gateway.domain.repository import LessonRepository, RepositoryError, SNAPSHOT_BATCH
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, ProviderProfileMismatch
 from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
-from gateway.config.profiles import FACETS
+from gateway.retrieval.analyzer import analyze, analyzer
+from gateway.config.profiles import INDEX_FACETS, WHOLE
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument
 from gateway.config.retrieval import RetrievalSettings
 
@@ -340,6 +341,8 @@ class IndexRefresher:
         outcome = RefreshOutcome(kind)
         needed: set[str] = set(ids)
         try:
+            if self._state.snapshot is None:
+                analyzer()  # load Kiwi before the first snapshot serves: no request ever waits for it
             if not self._state.profile_verified:
                 self.provider.probe()
                 with self._cond:
@@ -354,7 +357,8 @@ class IndexRefresher:
             vectors = self._embed(upserts)
         except (EmbeddingError, RepositoryError, ToolError) as exc:
             return self._fail(outcome, exc, needed)
-        entries = [IndexEntry(record_of(doc), vectors[doc.lesson_id]) for doc in upserts]
+        entries = [IndexEntry(record_of(doc), vectors[doc.lesson_id], tuple(analyze(doc.text(WHOLE))))
+                   for doc in upserts]
         outcome.examined = len(docs)
         outcome.embedded, outcome.metadata_only, outcome.removed = len(entries), len(metadata), len(removed)
         changed = bool(entries or metadata or removed) or self._state.snapshot is None
@@ -414,13 +418,13 @@ class IndexRefresher:
 
         texts, slots = [], []
         for doc in docs:
-            for facet in FACETS:
+            for facet in INDEX_FACETS:
                 text = doc.text(facet)
                 if text:
                     texts.append(text)
                     slots.append((doc.lesson_id, facet))
         matrix = self.provider.embed_documents(texts) if texts else np.zeros((0, self.dims), np.float32)
-        out: dict[str, dict[str, Any]] = {d.lesson_id: {f: np.zeros(self.dims, np.float32) for f in FACETS}
+        out: dict[str, dict[str, Any]] = {d.lesson_id: {f: np.zeros(self.dims, np.float32) for f in INDEX_FACETS}
                                           for d in docs}
         for row, (lesson_id, facet) in enumerate(slots):
             out[lesson_id][facet] = matrix[row]

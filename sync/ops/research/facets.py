@@ -1,4 +1,4 @@
-"""Facet searches over MCP in parallel, fused with the gateway's own ``rrf_v2`` code.
+"""Facet searches over MCP in parallel, fused with the gateway's own ``rrf_v3`` code.
 
 Contract: docs/research-tools.md#research-query, docs/retrieval.md#facet-selector,
 docs/retrieval.md#fusion.
@@ -10,7 +10,7 @@ per facet (``situation``, ``approach``, ``mechanism``) concurrently, each with
 
 :func:`fuse_facets` turns the three ranked lists into one with
 :func:`gateway.retrieval.fusion.fuse` — the same function and the same
-:data:`~gateway.retrieval.fusion.RRF_V2` constants the gateway ranks with: a
+:data:`~gateway.retrieval.fusion.RRF_V3` constants the gateway ranks with: a
 Lesson's vote in a facet is its rank there (channel ``semantic:<facet>``),
 ``score = Σ w / (k + rank)`` normalised to 0–1 over the three channels, then
 bands and the ``record_origin`` diversity pass. The client has no vectors, no
@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from gateway.retrieval.fusion import RANKING_VERSION, RRF_V2, Calibration, FusionCandidate, RankContribution, fuse
+from gateway.retrieval.fusion import RANKING_VERSION, RRF_V3, Calibration, FusionCandidate, RankContribution, fuse
 from sync.ops.mcpsearch import McpSearch
 
 __all__ = ["FACETS", "DEPTH", "RESULT_FIELDS", "FacetRun", "ResearchHit", "search_facets", "fuse_facets",
@@ -135,7 +135,7 @@ def fuse_facets(runs: Sequence[FacetRun], limit: int) -> list[ResearchHit]:
     candidates = [FusionCandidate(lesson_id=i, contributions=tuple(v),
                                   record_origin=str(fields[i].get("record_origin", ""))) for i, v in votes.items()]
     fused = fuse(candidates, operation="search_lessons", channels=[f"semantic:{r.facet}" for r in runs],
-                 calibration=_NO_VECTORS, config=RRF_V2)
+                 calibration=_NO_VECTORS, config=RRF_V3)
     order = {f: n for n, f in enumerate(FACETS)}
     return [ResearchHit(id=r.lesson_id, score=r.score,
                         facets=dict(sorted(ranks[r.lesson_id].items(), key=lambda kv: order.get(kv[0], 9))),

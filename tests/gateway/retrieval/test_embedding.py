@@ -213,4 +213,4 @@ def test_production_profile_pins():
     assert len(p.artifact_sha256) == 64 and len(p.tokenizer_sha256) == 64 and p.tokenizer_id
     assert p.facet_char_cap * p.max_tokens_per_char <= p.max_input_tokens  # CJK byte fallback fits
     assert all(t.startswith("Instruct: ") and t.endswith("Query:{text}") for t in p.query_templates.values())
-    assert len(set(p.query_templates.values())) == 3 and p.document_template == "{text}"
+    assert len(set(p.query_templates.values())) == 4 and p.document_template == "{text}"

@@ -1,10 +1,10 @@
-"""rrf_v2 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
+"""rrf_v3 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
 from __future__ import annotations
 
 import numpy as np
 
 from gateway.retrieval.fusion import (
-    RRF_V2,
+    RRF_V3,
     SEARCH_CHANNELS,
     ANALOGY_CHANNELS,
     Calibration,
@@ -37,7 +37,7 @@ def test_rrf_uses_ranks_only_and_service_score_is_within_0_1():
     out = fuse([only_text, top_everywhere], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
     assert order(out) == ["a", "b"]
     assert out[0].score == 1.0
-    assert abs(out[1].score - 1.0 / sum(RRF_V2.weights[c] for c in SEARCH_CHANNELS)) < 1e-6
+    assert abs(out[1].score - 1.0 / sum(RRF_V3.weights[c] for c in SEARCH_CHANNELS)) < 1e-6
     # raw cosine values never matter, only ranks
     assert rrf_raw([V("semantic:situation", 3, 0.99)]) == rrf_raw([V("semantic:situation", 3, 0.01)])
     # one channel counts once, with its best rank
@@ -65,7 +65,7 @@ def test_evidence_prior_reorders_only_within_a_band():
     a = cand("a", V("full_text", 2), coverage=0.0)
     b = cand("b", V("semantic:situation", 1), V("semantic:mechanism", 5), coverage=1.0)
     out = fuse([a, b], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
-    assert out[0].score // RRF_V2.band_width == out[1].score // RRF_V2.band_width
+    assert out[0].score // RRF_V3.band_width == out[1].score // RRF_V3.band_width
     assert order(out) == ["b", "a"] and out[0].score < out[1].score
     # different bands: full coverage never lifts a candidate over a higher band
     hi = cand("hi", V("full_text", 1), V("semantic:situation", 1), coverage=0.0)
@@ -109,7 +109,7 @@ def test_diversity_demotes_a_near_duplicate_mechanism_but_only_boundedly():
     dups = [cand(f"d{i:02d}", V("full_text", i + 1), vectors=same) for i in range(12)]
     fresh = cand("zz-fresh", V("full_text", 13), vectors=other)
     out = fuse(dups + [fresh], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
-    assert out.index(next(r for r in out if r.lesson_id == "d01")) <= 1 + RRF_V2.max_displacement
+    assert out.index(next(r for r in out if r.lesson_id == "d01")) <= 1 + RRF_V3.max_displacement
 
 
 def test_diversity_spreads_record_origins_when_scores_are_close():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from gateway.retrieval.index import FilterMask, IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
-from gateway.config.profiles import FACETS
+from gateway.config.profiles import INDEX_FACETS as FACETS
 
 DIMS = 16
 RNG = np.random.default_rng(7)

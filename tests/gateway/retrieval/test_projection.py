@@ -1,4 +1,4 @@
-"""ProjectionBuilder v1 (docs/retrieval.md#facets, docs/retrieval.md#index-records)."""
+"""ProjectionBuilder v2 (docs/retrieval.md#facets): three facets plus the whole-Lesson text."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,9 +6,9 @@ import dataclasses
 import pytest
 
 from gateway.domain.schema import load_schema
+from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.projection import (
     ELISION,
-    FACETS,
     PROJECTION_VERSION,
     ProjectionBuilder,
     ProjectionError,
@@ -24,24 +24,29 @@ B = ProjectionBuilder()
 def test_facets_hold_fixed_fields_in_fixed_order_with_names():
     doc = B.build("x", lesson("x", question="Q?", context="C.", observation="O.", attempt="A.",
                                interpretation="I.", reusable_lesson="R.", applicability="P."))
-    assert [f for f, _ in doc.facets] == list(FACETS)
+    assert [f for f, _ in doc.facets] == list(INDEX_FACETS)
     assert doc.text("situation") == "question: Q?\ncontext: C.\nobservation: O."
     assert doc.text("approach") == "attempt: A."
     assert doc.text("mechanism") == "interpretation: I.\nreusable_lesson: R.\napplicability: P."
-    assert doc.projection_version == PROJECTION_VERSION
+    title = doc.text("whole").split("\n", 1)[0]
+    assert title.startswith("title: ")
+    assert doc.text("whole") == "\n".join([title, doc.text("situation"), doc.text("approach"), doc.text("mechanism")])
+    assert doc.projection_version == PROJECTION_VERSION == "s3rm-projection-v2"
 
 
-def test_title_evidence_relations_and_people_are_never_embedded():
+def test_evidence_relations_and_people_are_never_embedded_and_the_title_only_in_whole():
     base = lesson("x")
     doc = B.build("x", base)
-    changed = base.evolve(fields={**base.fields, "title": "Other title", "author": "Someone", "evidence": "E",
-                                  "reviewer": "R"},
+    changed = base.evolve(fields={**base.fields, "author": "Someone", "evidence": "E", "reviewer": "R"},
                           evidence=(evidence("e1"),), relations=({"from": "x", "relation": "supports", "to": "y"},))
     other = B.build("x", changed)
     assert other.retrieval_hash == doc.retrieval_hash
     assert other.metadata.metadata_hash != doc.metadata.metadata_hash  # author, evidence presence
     for _, text in other.facets:
-        assert "Other title" not in text and "Someone" not in text
+        assert "Someone" not in text
+    retitled = B.build("x", base.evolve(fields={**base.fields, "title": "Other title"}))
+    assert retitled.retrieval_hash != doc.retrieval_hash
+    assert [f for f, t in retitled.facets if "Other title" in t] == ["whole"]
 
 
 @pytest.mark.parametrize("field,value", [("confidence", "high"), ("record_origin", "imported"),
@@ -89,10 +94,11 @@ def test_long_facet_keeps_head_and_tail_and_records_the_cut():
     assert len(text) == B.facet_char_cap == 4000
     assert text.startswith("attempt: head-marker") and text.endswith("tail-marker")
     assert ELISION in text
-    (cut,) = doc.truncation
+    cut, whole = doc.truncation  # the whole-Lesson text holds the same field, so it is cut as well
     assert cut.facet == "approach" and cut.chars == len("attempt: " + long) and cut.kept_chars == 4000
     assert cut.dropped_chars == cut.chars - (4000 - len(ELISION))
-    assert doc.truncated_mask == 0b010
+    assert whole.facet == "whole" and len(doc.text("whole")) == 4000 and doc.text("whole").startswith("title: ")
+    assert doc.truncated_mask == 0b1010
     assert B.build("x", lesson("x")).truncation == ()
 
 
