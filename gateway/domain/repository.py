@@ -239,6 +239,17 @@ class LessonRepository(abc.ABC):
     def search_full_text(self, query: str, limit: int) -> FullTextResult:
         """MediaWiki full-text candidates (``list=search``, ``srwhat=text``, Lesson namespace)."""
 
+    def search_snapshots(self, query: str, limit: int) -> tuple[FullTextResult, dict[str, LessonSnapshot]]:
+        """Full-text candidates AND their latest snapshots (``docs/read-path.md``: fewest round trips).
+
+        Same hits, order and ``partial`` as :meth:`search_full_text`; the dict
+        holds the snapshots of the hits that exist and parse. The default
+        composes the two reads; MediaWiki answers both in one request
+        (``generator=search`` + ``prop=revisions``).
+        """
+        hits = self.search_full_text(query, limit)
+        return hits, self.get_snapshots([h.id for h in hits.hits])
+
     @abc.abstractmethod
     def find_relation_edges(self, lesson_id: str, *, outgoing: bool = True, incoming: bool = True,
                             limit: int = 500) -> EdgesResult:

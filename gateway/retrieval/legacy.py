@@ -13,7 +13,10 @@ Search (ranking version :data:`RANKING_VERSION`):
    terms first) add Lessons matching only some terms, merged round-robin.
    At most :data:`SEARCH_SCAN_LIMIT` candidate ids are kept (``partial`` when
    more existed).
-2. Fresh snapshots of the candidates are read in batches of 50; vanished pages
+2. Fresh snapshots of the candidates: the all-terms search reads its hits'
+   pages in the same MediaWiki request (``generator=search`` +
+   ``prop=revisions``; one round trip for up to 50 hits), only fallback ids
+   are read afterwards (batches of 50); vanished pages
    drop out and the structured filters (and scope) are applied to the CURRENT
    values — filters decide membership, never order.
 3. Score (0–1), computed from the fetched snapshot so the template's ``title``
@@ -101,9 +104,18 @@ class RankedList:
 
 
 # ------------------------------------------------------------------ search
-def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limit: int) -> tuple[list[str], bool]:
-    first = repo.search_full_text(lexical.mediawiki_query(terms), scan_limit)
+def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limit: int
+                ) -> tuple[list[str], bool, dict[str, LessonSnapshot], int]:
+    """Candidate ids (search rank order), ``partial``, the snapshots read with them, and how many
+    leading ids were already read (the all-terms hits; absent ones among them are gone).
+
+    The all-terms search reads its hits' pages in the same request
+    (:meth:`LessonRepository.search_snapshots`); the single-term fallback
+    searches read ids only.
+    """
+    first, snaps = repo.search_snapshots(lexical.mediawiki_query(terms), scan_limit)
     ids = [h.id for h in first.hits]
+    read = len(ids)
     partial = first.partial
     if len(terms) > 1 and len(ids) < FALLBACK_THRESHOLD:
         chosen = sorted(terms, key=lambda t: (-len(t.text), t.text))[:FALLBACK_TERMS]
@@ -120,7 +132,7 @@ def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan
                     break
                 seen.add(group)
                 ids.append(group)
-    return ids[:scan_limit], partial
+    return ids[:scan_limit], partial, snaps, read
 
 
 def _round_robin(lists: list[list[str]]) -> Iterable[str]:
@@ -159,8 +171,9 @@ def search(repo: LessonRepository, query: str, filters: SearchFilters, min_score
     terms = lexical.query_terms(query)
     if not terms:
         return RankedList((), 0, scan_limit, False)
-    ids, partial = _candidates(repo, terms, scan_limit)
-    snaps = repo.get_snapshots(ids)
+    ids, partial, snaps, read = _candidates(repo, terms, scan_limit)
+    if len(ids) > read:
+        snaps = {**snaps, **repo.get_snapshots(ids[read:])}
     ranked = []
     for rank, lesson_id in enumerate(ids):
         snap = snaps.get(lesson_id)

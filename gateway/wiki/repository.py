@@ -236,6 +236,51 @@ class MediaWikiRepository(LessonRepository):
         return FullTextResult(hits=tuple(FullTextHit(i, rank) for rank, i in enumerate(ids)),
                               scanned=len(ids), scan_limit=limit, partial=bool(more))
 
+    def search_snapshots(self, query: str, limit: int) -> tuple[FullTextResult, dict[str, LessonSnapshot]]:
+        """:meth:`search_full_text` and the hits' latest snapshots in ONE ``generator=search`` request.
+
+        ``prop=revisions`` carries the wikitext of up to 50 of the hits per
+        response (MediaWiki's content limit); the rest follow ``rvcontinue``
+        with the same generator (so up to 50 hits cost one round trip, 100
+        cost two). Order is the search rank (``index``); ``partial`` is True
+        when MediaWiki offers more hits (``gsroffset``). Raises WikiUnavailable.
+        """
+        limit = max(1, min(int(limit), SEARCH_MAX))
+        params: dict[str, Any] = {"action": "query", "generator": "search", "gsrsearch": query, "gsrwhat": "text",
+                                  "gsrnamespace": self.ns_id, "gsrlimit": limit, "gsrprop": "",
+                                  "prop": "revisions", "rvprop": "ids|timestamp|content|user", "rvslots": "main"}
+        ranked: dict[str, int] = {}
+        revs: dict[str, dict[str, Any]] = {}
+        more = False
+        while True:
+            data = self.client.get(params)
+            for page in data.get("query", {}).get("pages", []):
+                lesson_id = self.lesson_id(page)
+                if not lesson_id:
+                    continue
+                ranked.setdefault(lesson_id, int(page.get("index", len(ranked) + 1)))
+                page_revs = page.get("revisions") or []
+                if page_revs and not page.get("missing") and _content(page_revs[0]) is not None:
+                    revs[lesson_id] = page_revs[0]
+            cont = data.get("continue", {})
+            more = more or "gsroffset" in cont
+            if "rvcontinue" not in cont:
+                break
+            params = {**params, "rvcontinue": cont["rvcontinue"], "continue": cont.get("continue", "")}
+        ids = sorted(ranked, key=lambda i: (ranked[i], i))
+        snaps: dict[str, LessonSnapshot] = {}
+        for lesson_id in ids:
+            rev = revs.get(lesson_id)
+            if rev is None:
+                continue
+            try:
+                snaps[lesson_id] = self._snapshot(lesson_id, rev)
+            except PageFormatError:
+                continue  # reported by the auditor, never served
+        hits = FullTextResult(hits=tuple(FullTextHit(i, rank) for rank, i in enumerate(ids)), scanned=len(ids),
+                              scan_limit=limit, partial=more)
+        return hits, snaps
+
     def find_relation_edges(self, lesson_id: str, *, outgoing: bool = True, incoming: bool = True,
                             limit: int = 500) -> EdgesResult:
         """Stored relation edges of ``lesson_id`` (see module doc); ``limit`` caps incoming candidates."""
