@@ -1,22 +1,78 @@
 """Write tool ``attach_evidence``: its spec and input and output JSON Schemas (docs/tools.md#attach_evidence).
 
-The handler is :func:`gateway.tools.write_common.write_handler` (validation,
-operation_id replay, hooks_spec check, conditional save; docs/tools.md#write-semantics).
+Its :data:`OPERATION` (parse, plan and replay rules as one value) feeds the one write
+pipeline, :func:`gateway.tools.write_pipeline.write_handler` (validation, operation_id
+replay, hooks_spec check, conditional save; docs/tools.md#write-semantics).
 """
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from mcp_types import ToolAnnotations
 
+from gateway.domain.digests import evidence_digest
+from gateway.domain.ids import derive_evidence_id
+from gateway.domain.markers import Marker
+from gateway.domain.model import LessonSnapshot
+from gateway.domain.writes import (
+    Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, evidence_values, finish, lesson_id_arg,
+    marker_for, touch
+)
 from gateway.tools.base import ToolSpec
 from gateway.tools.policy import describe
 from gateway.tools.schema_parts import (
     DIGEST_PATTERN, enum, Fields, new_evidence_props, obj, operation_id, revision_id, string, WRITE_STATUSES
 )
-from gateway.tools.write_common import write_handler
+from gateway.tools.write_pipeline import write_handler
 
-__all__ = ["NAME", "SPEC"]
+__all__ = ["NAME", "OPERATION", "SPEC"]
 
 NAME = "attach_evidence"
+
+
+# ------------------------------------------------------------------ operation
+def _attach_id(request: Request) -> str:
+    return request.values["evidence"]["id"] or derive_evidence_id(request.operation_id, "attach")
+
+
+def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
+    """Validate and normalise the arguments of ``attach_evidence`` (raises WriteRefused ``invalid_argument``)."""
+    values = {"lesson_id": lesson_id_arg(arguments, "lesson_id")}
+    rest = {k: v for k, v in arguments.items() if k not in ("operation_id", "lesson_id")}
+    values["evidence"] = evidence_values(rest, "", id_key="evidence_id")
+    lesson_id = values["lesson_id"]
+    payload = {"lesson_id": lesson_id, "evidence": values["evidence"]}
+    return Parsed(lesson_id, values, payload)
+
+
+def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Plan:
+    """Plan the save of ``attach_evidence`` (raises WriteRefused; docs/tools.md#attach_evidence)."""
+    account, now = env.account, env.now
+    snap = snapshot
+    ev_id = _attach_id(request)
+    if snap.page.evidence_by_id(ev_id) is not None:
+        raise WriteRefused("rule_violation", f"evidence id {ev_id} is already used on this Lesson",
+                           field="evidence_id", rule="HS24")
+    page, stamp = touch(snap, now)
+    evidence = {**request.values["evidence"], "id": ev_id, "added_by": account, "added_at": stamp}
+    page = page.evolve(evidence=snap.page.evidence + (evidence,))
+    response = {"lesson_id": request.lesson_id, "evidence_id": ev_id, "evidence_digest": evidence_digest(evidence)}
+    return finish(request, page, f"MCP attach_evidence {ev_id}", marker_for(request, snap.revision_id),
+                   snap.revision_id, response, dirty=False)
+
+
+def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
+    """Response fields of an already applied ``attach_evidence`` request (docs/tools.md#replay-and-conflict)."""
+    ev_id = _attach_id(request)
+    stored = snapshot.page.evidence_by_id(ev_id)
+    if stored is None:
+        raise WriteRefused("malformed_lesson", "this request was applied earlier but its evidence is no longer "
+                           "on the Lesson (edited outside the gateway); the auditor reports it")
+    return {"lesson_id": request.lesson_id, "evidence_id": ev_id, "evidence_digest": evidence_digest(stored)}
+
+
+#: This tool's part of the write pipeline (docs/tools.md#attach_evidence).
+OPERATION = WriteOperation(name=NAME, tag="S3W", kind="evidence", parse=parse, plan=plan, replay=replay)
 
 
 # ------------------------------------------------------------------ schemas
@@ -56,5 +112,5 @@ SPEC = ToolSpec(
     ),
     input_schema=input_schema,
     output_schema=output_schema,
-    handler=write_handler(NAME),
+    handler=write_handler(OPERATION),
 )

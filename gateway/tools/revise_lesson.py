@@ -1,20 +1,126 @@
 """Write tool ``revise_lesson``: its spec and input and output JSON Schemas (docs/tools.md#revise_lesson).
 
-The handler is :func:`gateway.tools.write_common.write_handler` (validation,
-operation_id replay, hooks_spec check, conditional save; docs/tools.md#write-semantics).
+Its :data:`OPERATION` (parse, plan and replay rules as one value) feeds the one write
+pipeline, :func:`gateway.tools.write_pipeline.write_handler` (validation, operation_id
+replay, hooks_spec check, conditional save; docs/tools.md#write-semantics).
 """
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from mcp_types import ToolAnnotations
 
+from gateway.domain.confidence import revision_problems
+from gateway.domain.markers import Marker
+from gateway.domain.model import LessonSnapshot
+from gateway.domain.schema import load_schema
+from gateway.domain.seals import SealError, make_seal
+from gateway.domain.writes import (
+    Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, bad, closed, core_fields,
+    expect_revision, field_value, finish, int_arg, lesson_id_arg, string_arg, touch
+)
 from gateway.tools.base import ToolSpec
 from gateway.tools.policy import describe
 from gateway.tools.schema_parts import array, enum, Fields, LIMITS, obj, operation_id, revision_id, string
-from gateway.tools.write_common import write_handler
+from gateway.tools.write_pipeline import write_handler
 
-__all__ = ["NAME", "SPEC"]
+__all__ = ["NAME", "OPERATION", "SPEC"]
 
 NAME = "revise_lesson"
+
+
+# ------------------------------------------------------------------ operation
+def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
+    """Validate and normalise the arguments of ``revise_lesson`` (raises WriteRefused ``invalid_argument``)."""
+    schema = load_schema()
+    closed(arguments, {"operation_id", "lesson_id", "expected_revision_id", "basis_evidence_ids", "changes",
+                        "reason"})
+    values = {"lesson_id": lesson_id_arg(arguments, "lesson_id"),
+              "expected_revision_id": int_arg(arguments, "expected_revision_id"),
+              "reason": string_arg(arguments, "reason", required=False)}
+    if len(values["reason"]) > LIMITS["reason_max_length"]:
+        raise bad("reason", "maxLength", f"reason is longer than {LIMITS['reason_max_length']} characters")
+    basis = arguments.get("basis_evidence_ids")
+    if not isinstance(basis, list) or not all(isinstance(b, str) for b in basis):
+        raise bad("basis_evidence_ids", "required" if basis is None else "type",
+                   "basis_evidence_ids must be a list of evidence ids already on the Lesson")
+    if not 1 <= len(basis) <= LIMITS["basis_evidence_max"]:
+        raise bad("basis_evidence_ids", "GW05",
+                   f"basis_evidence_ids must name 1 to {LIMITS['basis_evidence_max']} evidence ids")
+    if len(set(basis)) != len(basis):
+        raise bad("basis_evidence_ids", "uniqueItems", "basis_evidence_ids lists an id twice")
+    for i, b in enumerate(basis):
+        field_value({"evidence_id": b}, schema.verification, "evidence_id", where=f"basis_evidence_ids[{i}]")
+    values["basis_evidence_ids"] = list(basis)
+    changes = arguments.get("changes")
+    if not isinstance(changes, Mapping):
+        raise bad("changes", "required" if changes is None else "type", "changes must be an object")
+    if not changes:
+        raise bad("changes", "minProperties", "changes must name at least one field")
+    closed(changes, set(core_fields()), "changes")
+    values["changes"] = {name: field_value(changes, schema.lesson, name, where="changes", required=True)
+                         for name in core_fields() if name in changes}
+    lesson_id = values["lesson_id"]
+    payload = {"lesson_id": lesson_id, "expected_revision_id": values["expected_revision_id"],
+               "basis_evidence_ids": sorted(values["basis_evidence_ids"]), "changes": values["changes"],
+               "reason": values["reason"]}
+    return Parsed(lesson_id, values, payload)
+
+
+def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Plan:
+    """Plan the save of ``revise_lesson`` (raises WriteRefused; docs/tools.md#revise_lesson)."""
+    account, now = env.account, env.now
+    snap = snapshot
+    keys, active_kid = env.keys, env.active_kid
+    v = request.values
+    expect_revision(request, snap)
+    legacy = set(load_schema().enum("verification_basis").extra.get("legacy_only", ()))
+    basis = []
+    for i, eid in enumerate(v["basis_evidence_ids"]):
+        evidence = snap.page.evidence_by_id(eid)
+        if evidence is None:
+            raise WriteRefused("invalid_argument", f"basis evidence {eid} is not on Lesson {request.lesson_id}; "
+                               "attach it first", field=f"basis_evidence_ids[{i}]", rule="GW05")
+        basis.append(evidence)
+    if all(e.get("verification_basis") in legacy for e in basis):
+        raise WriteRefused("rule_violation", "a revise needs at least one basis evidence whose "
+                           "verification_basis is not not_recorded", field="basis_evidence_ids", rule="GW07")
+    changed = [n for n in load_schema().lesson.field_names
+               if n in v["changes"] and v["changes"][n] != snap.page.fields.get(n, "")]
+    if not changed:
+        raise WriteRefused("invalid_argument", "the requested values equal the current ones; nothing to revise",
+                           field="changes", rule="GW08")
+    page, _ = touch(snap, now)
+    page = page.evolve(fields={**page.fields, **{n: v["changes"][n] for n in changed}})
+    problems = revision_problems(snap.page, page, evidence_ids=v["basis_evidence_ids"])
+    if problems:
+        raise WriteRefused("rule_violation", problems[0].message, field="basis_evidence_ids", rule=problems[0].rule,
+                           details={"rules": [p.rule for p in problems]})
+    try:
+        seal = make_seal(keys=keys, active_kid=active_kid, lesson_id=request.lesson_id, account=account,
+                         op=request.operation_id, request_digest=request.digest, basis_ids=v["basis_evidence_ids"],
+                         fields=tuple(changed), parent=snap.revision_id, page=page)
+    except SealError as exc:
+        raise WriteRefused("not_configured", f"revise_lesson is unavailable on this server: {exc}") from None
+    human = "MCP revise_lesson: " + (v["reason"] or ", ".join(changed))
+    response = {"lesson_id": request.lesson_id, "changed_fields": changed}
+    return finish(request, page, human, seal, snap.revision_id, response, dirty=True)
+
+
+def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
+    """Response fields of an already applied ``revise_lesson`` request (docs/tools.md#replay-and-conflict)."""
+    return {"lesson_id": request.lesson_id, "changed_fields": list(prior_marker.fields)}
+
+
+def respond(status: str, fields: dict[str, Any], current: int, applied: int | None,
+            duplicates: dict[str, Any] | None) -> dict[str, Any]:
+    """The revise answer: the plain shape plus ``applied_revision_id`` (the original revision on replay)."""
+    return {"status": status, **fields, "applied_revision_id": applied if applied is not None else current,
+            "current_revision_id": current}
+
+
+#: This tool's part of the write pipeline (docs/tools.md#revise_lesson).
+OPERATION = WriteOperation(name=NAME, tag="S3R", kind="revise", parse=parse, plan=plan, replay=replay, respond=respond, success_status="revised")
 
 
 # ------------------------------------------------------------------ schemas
@@ -66,5 +172,5 @@ SPEC = ToolSpec(
     ),
     input_schema=input_schema,
     output_schema=output_schema,
-    handler=write_handler(NAME),
+    handler=write_handler(OPERATION),
 )

@@ -80,6 +80,7 @@ from gateway.domain.schema import load_schema  # noqa: E402
 from gateway.domain.timestamps import next_updated_at  # noqa: E402
 from gateway.domain.verdicts import current_verdict  # noqa: E402
 from gateway.domain.writes import WriteRefused, parse_request, salt  # noqa: E402
+from gateway.tools import attach_evidence, record_evidence_verification  # noqa: E402
 from gateway.domain.codec import parse_page, serialize_page  # noqa: E402
 from hooks_spec import build_vectors as bv  # noqa: E402
 
@@ -182,14 +183,14 @@ def test_request_digest_ignores_order_of_sets_and_absent_optionals():
             "expected_evidence_digest": "sha256:" + "0" * 64, "verification_basis": "full_text",
             "source_identity": "s", "source_sha256": "a" * 64, "source_locator": "l", "coverage": "c",
             "outcome": "supports", "claim_fields": ["observation", "context"]}
-    a = parse_request("record_evidence_verification", base)
-    b = parse_request("record_evidence_verification", {**base, "claim_fields": ["context", "observation"]})
+    a = parse_request(record_evidence_verification.OPERATION, base)
+    b = parse_request(record_evidence_verification.OPERATION, {**base, "claim_fields": ["context", "observation"]})
     assert a.digest == b.digest
     ev = {"operation_id": "op-12345678", "lesson_id": "l", "citation": "c", "kind": "log",
           "verification_basis": "full_text"}
-    assert parse_request("attach_evidence", ev).digest == parse_request("attach_evidence", {**ev, "note": ""}).digest
+    assert parse_request(attach_evidence.OPERATION, ev).digest == parse_request(attach_evidence.OPERATION, {**ev, "note": ""}).digest
     with pytest.raises(WriteRefused) as exc:
-        parse_request("attach_evidence", {**ev, "added_by": "Mallory"})
+        parse_request(attach_evidence.OPERATION, {**ev, "added_by": "Mallory"})
     assert (exc.value.code, exc.value.rule) == ("invalid_argument", "GW02")
 
 

@@ -1,15 +1,18 @@
-"""The shared handler of the five write tools (DESIGN.md §3 "Write semantics").
+"""The one write pipeline: the shared handler of the five write tools (docs/tools.md#write-semantics).
 
-For one call, in order (every refusal changes nothing in the wiki):
+Each write tool module supplies its :class:`~gateway.domain.writes.WriteOperation`
+(marker tag/kind, parse, plan and replay rules, answer shape, whether it
+creates the page); :func:`write_handler` runs it. For one call, in order
+(every refusal changes nothing in the wiki):
 
-1. validate and normalise the arguments (:func:`gateway.domain.writes.parse_request`)
-   → ``invalid_argument`` with ``field`` and ``rule``;
+1. validate and normalise the arguments (:func:`gateway.domain.writes.parse_request`
+   with the operation's ``parse``) → ``invalid_argument`` with ``field`` and ``rule``;
 2. read the target Lesson (``not_found`` when it must exist);
 3. look for the ``operation_id`` in the Lesson's history
    (:mod:`gateway.domain.idempotency`): same request → ``replayed`` response
    (nothing written); another request → ``idempotency_conflict``; a create
    whose id is taken by another request → ``lesson_exists``;
-4. plan the new page (:func:`gateway.domain.writes.plan`): ``rule_violation``,
+4. plan the new page (the operation's ``plan``): ``rule_violation``,
    ``revision_conflict``, ``not_found``, ``not_configured``;
 5. run the hooks_spec checker on (current, planned) — any violation refuses
    with ``rule_violation`` naming the rule (GW12);
@@ -17,9 +20,9 @@ For one call, in order (every refusal changes nothing in the wiki):
    the history is read again — if it was this very request (a parallel
    retry) the answer is ``replayed``, otherwise ``revision_conflict`` /
    ``lesson_exists`` with ``current_revision_id`` in ``details``;
-7. after a create or a revise, the semantic-index dirty hint (CHECKLIST W5);
-   a failing hint is logged and never fails the write;
-8. respond with ``current_revision_id`` (CHECKLIST W6).
+7. after a create or a revise, the semantic-index dirty hint
+   (docs/tools.md#dirty-hint); a failing hint is logged and never fails the write;
+8. respond with ``current_revision_id`` (docs/tools.md#revision-ids-in-write-answers).
 
 Error codes: ``invalid_argument`` (``field``, ``rule``), ``rule_violation``
 (``rule``), ``not_found``, ``revision_conflict`` / ``lesson_exists``
@@ -42,7 +45,7 @@ from gateway.domain.idempotency import find_prior_write
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.schema import load_schema
 from gateway.domain.repository import EditConflict, PageExists, PageMissing, WikiUnavailable
-from gateway.domain.writes import Plan, Request, WriteRefused, parse_request, plan, replay_response
+from gateway.domain.writes import Plan, Request, WriteEnv, WriteOperation, WriteRefused, parse_request
 from gateway.tools.base import ToolContext
 from gateway.tools.read_common import read_tool, repository
 from gateway.tools.readability import check_readable
@@ -105,7 +108,7 @@ def _hint(ctx: ToolContext, lesson_id: str) -> None:
     for hook in hooks:
         try:
             hook(lesson_id)
-        except Exception as exc:  # a hint never fails or undoes a write (CHECKLIST W5)
+        except Exception as exc:  # a hint never fails or undoes a write (docs/tools.md#dirty-hint)
             log.warning("dirty hint failed exception=%s", type(exc).__name__)
 
 
@@ -123,30 +126,13 @@ def _duplicates(ctx: ToolContext, repo, plan_: Plan) -> dict[str, Any]:
     return {"status": "error", "items": []}
 
 
-def _respond(request: Request, status: str, fields: dict[str, Any], current: int, *,
-             applied: int | None = None, duplicates: dict | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"status": status}
-    if request.tool == "create_lesson_draft":
-        out.update(id=fields["id"], current_revision_id=current, evidence_ids=fields["evidence_ids"],
-                   verification_ids=fields["verification_ids"],
-                   duplicate_candidates=duplicates or {"status": "skipped", "items": []})
-        return out
-    out.update(fields)
-    if request.tool == "revise_lesson":
-        out["applied_revision_id"] = applied if applied is not None else current
-    out["current_revision_id"] = current
-    return out
+def _replayed(operation: WriteOperation, request: Request, snapshot: LessonSnapshot, prior) -> dict[str, Any]:
+    fields = operation.replay(request, snapshot, prior.marker)
+    return operation.respond("replayed", fields, snapshot.revision_id, prior.revision_id, None)
 
 
-def _replayed(request: Request, snapshot: LessonSnapshot, prior) -> dict[str, Any]:
-    fields = replay_response(request, snapshot, prior.marker)
-    if request.tool == "attach_evidence" and not fields.get("evidence_digest"):
-        raise WriteToolError("malformed_lesson", "this request was applied earlier but its evidence is no longer "
-                             "on the Lesson (edited outside the gateway); the auditor reports it")
-    return _respond(request, "replayed", fields, snapshot.revision_id, applied=prior.revision_id)
-
-
-def _prior_outcome(repo, request: Request, account: str, keys) -> tuple[LessonSnapshot | None, dict | None]:
+def _prior_outcome(operation: WriteOperation, repo, request: Request, account: str,
+                   keys) -> tuple[LessonSnapshot | None, dict | None]:
     """Re-read the Lesson and its history: (snapshot, replay response) — raises on a conflicting prior."""
     snapshot = repo.get_snapshot(request.lesson_id)
     if snapshot is None:
@@ -155,7 +141,7 @@ def _prior_outcome(repo, request: Request, account: str, keys) -> tuple[LessonSn
     if scan.prior is None:
         return snapshot, None
     if scan.prior.matches(request.tag, request.kind, request.digest):
-        return snapshot, _replayed(request, snapshot, scan.prior)
+        return snapshot, _replayed(operation, request, snapshot, scan.prior)
     raise WriteToolError(
         "idempotency_conflict",
         f"operation_id was already used on Lesson {request.lesson_id} for a different request "
@@ -163,9 +149,9 @@ def _prior_outcome(repo, request: Request, account: str, keys) -> tuple[LessonSn
         field="operation_id", rule="GW01", details={"revision_id": scan.prior.revision_id})
 
 
-def _conflict(request: Request, snapshot: LessonSnapshot | None) -> WriteToolError:
+def _conflict(operation: WriteOperation, request: Request, snapshot: LessonSnapshot | None) -> WriteToolError:
     current = snapshot.revision_id if snapshot else None
-    if request.tool == "create_lesson_draft":
+    if operation.creates:
         return WriteToolError("lesson_exists", f"Lesson {request.lesson_id} already exists (created by another "
                               "request); choose another lesson_id or read it with get_lesson",
                               field="lesson_id", rule="GW09", details={"current_revision_id": current})
@@ -174,34 +160,33 @@ def _conflict(request: Request, snapshot: LessonSnapshot | None) -> WriteToolErr
                           rule="GW10", details={"current_revision_id": current})
 
 
-def run_write(tool: str, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    """Execute write ``tool`` (see the module docstring). Returns the tool's result object."""
+def run_write(operation: WriteOperation, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Execute ``operation`` with ``arguments`` (see the module docstring). Returns the tool's result object."""
     try:
-        request = parse_request(tool, arguments)
+        return _run(operation, arguments, ctx)
     except WriteRefused as exc:
         raise _refused(exc) from None
+
+
+def _run(operation: WriteOperation, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    request = parse_request(operation, arguments)
     repo = repository(ctx)
     account = agent_account(ctx, repo)
     keys = dict(getattr(ctx.config, "revision_hmac_keys", {}) or {})
-    now = ctx.clock()
+    env = WriteEnv(account=account, now=ctx.clock(), keys=keys,
+                   active_kid=getattr(ctx.config, "revision_hmac_active_key_id", ""), exists=repo.exists)
 
-    snapshot, replay = _prior_outcome(repo, request, account, keys)
+    snapshot, replay = _prior_outcome(operation, repo, request, account, keys)
     if replay is not None:
         return replay
-    if tool == "create_lesson_draft" and snapshot is not None:
-        raise _conflict(request, snapshot)
-
-    target_exists = None
-    if tool == "link_lessons" and request.values["to"] != request.values["from"]:
-        target_exists = request.values["to"] in repo.exists([request.values["to"]])
-    try:
-        planned = plan(request, snapshot, account=account, now=now, target_exists=target_exists, keys=keys,
-                       active_kid=getattr(ctx.config, "revision_hmac_active_key_id", ""))
-    except WriteRefused as exc:
-        raise _refused(exc) from None
+    if operation.creates and snapshot is not None:
+        raise _conflict(operation, request, snapshot)
+    if not operation.creates and snapshot is None:
+        raise WriteRefused("not_found", f"Lesson {request.lesson_id} does not exist", field=operation.lesson_field)
+    planned = operation.plan(request, snapshot, env)
 
     violations = check_revision(
-        snapshot.wikitext if snapshot is not None else None, planned.wikitext, account, now, planned.summary,
+        snapshot.wikitext if snapshot is not None else None, planned.wikitext, account, env.now, planned.summary,
         keys=keys, existing_lessons=planned.existing_lessons, lesson_id=request.lesson_id,
         parent_revision_id=planned.base_revision_id or 0, agent_accounts={account})
     if violations:
@@ -227,25 +212,24 @@ def run_write(tool: str, arguments: dict[str, Any], ctx: ToolContext) -> dict[st
                                  "applied", retryable=True) from None
         raise
     if saved is None or saved.nochange:
-        snapshot, replay = _prior_outcome(repo, request, account, keys)
+        snapshot, replay = _prior_outcome(operation, repo, request, account, keys)
         if replay is not None:
             return replay
-        raise _conflict(request, snapshot)
+        raise _conflict(operation, request, snapshot)
 
     if planned.dirty:
         _hint(ctx, request.lesson_id)
-    duplicates = _duplicates(ctx, repo, planned) if tool == "create_lesson_draft" else None
-    status = "revised" if tool == "revise_lesson" else "created"
-    return _respond(request, status, planned.response, saved.revision_id, applied=saved.revision_id,
-                    duplicates=duplicates)
+    duplicates = _duplicates(ctx, repo, planned) if operation.creates else None
+    return operation.respond(operation.success_status, planned.response, saved.revision_id, saved.revision_id,
+                             duplicates)
 
 
-def write_handler(tool: str) -> Callable[[dict[str, Any], ToolContext], dict[str, Any]]:
-    """The handler of write ``tool`` (repository errors mapped like the read tools')."""
+def write_handler(operation: WriteOperation) -> Callable[[dict[str, Any], ToolContext], dict[str, Any]]:
+    """The handler of the write tool ``operation`` (repository errors mapped like the read tools')."""
 
     @read_tool
     def handler(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        return run_write(tool, arguments, ctx)
+        return run_write(operation, arguments, ctx)
 
-    handler.__name__ = f"{tool}_handler"
+    handler.__name__ = f"{operation.name}_handler"
     return handler
