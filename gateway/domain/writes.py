@@ -327,7 +327,7 @@ def touch(snapshot: LessonSnapshot, now: datetime) -> tuple[LessonPage, str]:
     return snapshot.page.evolve(fields={**snapshot.page.fields, "updated_at": stamp}), stamp
 
 def finish(request: Request, page: LessonPage, human: str, marker: Marker, base: int | None,
-            response: dict, dirty: bool, existing: frozenset[str] | None = None) -> Plan:
+           response: dict, dirty: bool, existing: frozenset[str] | None = None) -> Plan:
     """The :class:`Plan` for ``page``: serialised (salted when ``base`` is set) with its summary and response fields."""
     text = serialize_page(page)
     if base is not None:

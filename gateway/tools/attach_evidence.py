@@ -1,4 +1,4 @@
-"""Write tool ``attach_evidence``: its spec and input and output JSON Schemas (docs/tools.md#attach_evidence).
+"""Write tool ``attach_evidence``: its spec and input and output JSON Schemas (docs/tools.md#attach-evidence).
 
 Its :data:`OPERATION` (parse, plan and replay rules as one value) feeds the one write
 pipeline, :func:`gateway.tools.write_pipeline.write_handler` (validation, operation_id
@@ -46,7 +46,7 @@ def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
 
 
 def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Plan:
-    """Plan the save of ``attach_evidence`` (raises WriteRefused; docs/tools.md#attach_evidence)."""
+    """Plan the save of ``attach_evidence`` (raises WriteRefused; docs/tools.md#attach-evidence)."""
     account, now = env.account, env.now
     snap = snapshot
     ev_id = _attach_id(request)
@@ -58,11 +58,11 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
     page = page.evolve(evidence=snap.page.evidence + (evidence,))
     response = {"lesson_id": request.lesson_id, "evidence_id": ev_id, "evidence_digest": evidence_digest(evidence)}
     return finish(request, page, f"MCP attach_evidence {ev_id}", marker_for(request, snap.revision_id),
-                   snap.revision_id, response, dirty=False)
+                  snap.revision_id, response, dirty=False)
 
 
 def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
-    """Response fields of an already applied ``attach_evidence`` request (docs/tools.md#replay-and-conflict)."""
+    """Response fields of an already applied ``attach_evidence`` request (docs/tools.md#idempotency-scopes)."""
     ev_id = _attach_id(request)
     stored = snapshot.page.evidence_by_id(ev_id)
     if stored is None:
@@ -71,7 +71,7 @@ def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> 
     return {"lesson_id": request.lesson_id, "evidence_id": ev_id, "evidence_digest": evidence_digest(stored)}
 
 
-#: This tool's part of the write pipeline (docs/tools.md#attach_evidence).
+#: This tool's part of the write pipeline (docs/tools.md#attach-evidence).
 OPERATION = WriteOperation(name=NAME, tag="S3W", kind="evidence", parse=parse, plan=plan, replay=replay)
 
 

@@ -1,4 +1,4 @@
-"""Read tool ``audit_lessons``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#audit_lessons).
+"""Read tool ``audit_lessons``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#audit-lessons).
 
 Input: ``expectations`` (1–50; each ``id`` plus optional ``revision_id``,
 ``content_digest``, ``evidence_ids`` (≤ 8) and ``relations`` (≤ 8 ``{relation,

@@ -170,7 +170,7 @@ SchemaBuilder = Callable[[Fields], dict[str, Any]]
 # --------------------------------------------------------------------- spec
 @dataclass(frozen=True)
 class ToolSpec:
-    """One MCP tool as a value (docs/tools.md#the-ten-tools).
+    """One MCP tool as a value (docs/tools.md#tool-list).
 
     ``name`` (snake_case, also the schema file stem), ``title`` (human label),
     ``description`` (what it does plus the content policy, docs/tools.md#content-policy),

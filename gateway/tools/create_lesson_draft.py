@@ -1,4 +1,4 @@
-"""Write tool ``create_lesson_draft``: its spec and input and output JSON Schemas (docs/tools.md#create_lesson_draft).
+"""Write tool ``create_lesson_draft``: its spec and input and output JSON Schemas (docs/tools.md#create-lesson-draft).
 
 Its :data:`OPERATION` (parse, plan and replay rules as one value) feeds the one write
 pipeline, :func:`gateway.tools.write_pipeline.write_handler` (validation, operation_id
@@ -50,7 +50,7 @@ def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
     evidence_arg = arguments.get("initial_evidence")
     if not isinstance(evidence_arg, Mapping):
         raise bad("initial_evidence", "required" if evidence_arg is None else "type",
-                   "initial_evidence is required: the Lesson is stored with its first evidence")
+                  "initial_evidence is required: the Lesson is stored with its first evidence")
     values["initial_evidence"] = evidence_values(evidence_arg, "initial_evidence", id_key="id")
     ver = arguments.get("initial_verification")
     if ver is not None and not isinstance(ver, Mapping):
@@ -64,7 +64,7 @@ def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
 
 
 def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Plan:
-    """Plan the save of ``create_lesson_draft`` (raises WriteRefused; docs/tools.md#create_lesson_draft)."""
+    """Plan the save of ``create_lesson_draft`` (raises WriteRefused; docs/tools.md#create-lesson-draft)."""
     account, now = env.account, env.now
     v = request.values
     stamp = format_ts(now)
@@ -92,7 +92,7 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
 
 
 def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
-    """Response fields of an already applied ``create_lesson_draft`` request (docs/tools.md#replay-and-conflict)."""
+    """Response fields of an already applied ``create_lesson_draft`` request (docs/tools.md#idempotency-scopes)."""
     ev_id, vr_id = _ids_of_create(request)
     return {"id": request.lesson_id, "evidence_ids": [ev_id], "verification_ids": [vr_id] if vr_id else []}
 
@@ -105,7 +105,7 @@ def respond(status: str, fields: dict[str, Any], current: int, applied: int | No
             "duplicate_candidates": duplicates or {"status": "skipped", "items": []}}
 
 
-#: This tool's part of the write pipeline (docs/tools.md#create_lesson_draft).
+#: This tool's part of the write pipeline (docs/tools.md#create-lesson-draft).
 OPERATION = WriteOperation(name=NAME, tag="S3W", kind="create", parse=parse, plan=plan, replay=replay, respond=respond, creates=True)
 
 

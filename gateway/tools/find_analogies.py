@@ -1,4 +1,4 @@
-"""Read tool ``find_analogies``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#find_analogies).
+"""Read tool ``find_analogies``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#find-analogies).
 
 Input: ``id``, ``limit``, ``cursor``, ``min_score``, ``retrieval_mode``, ``scope``.
 
@@ -10,7 +10,7 @@ filters apply to every result. ``hybrid_v1`` is answered in legacy mode
 (``effective_mode=legacy``, ``semantic_status=disabled``).
 
 The cursor fingerprint binds the source id, the source revision and the hash
-of the source's analogy projection (docs/retrieval.md#analogies) besides the request
+of the source's analogy projection (docs/retrieval.md#legacy-analogies) besides the request
 (min_score, scope, modes, ranking version, generation): after the source
 Lesson changes, old cursors are refused.
 """

@@ -1,4 +1,4 @@
-"""Read tool ``find_related_lessons``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#find_related_lessons).
+"""Read tool ``find_related_lessons``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#find-related-lessons).
 
 Input: ``id``, ``relation_types`` (default all), ``direction``
 (``outgoing`` | ``incoming`` | ``both``, default both), ``limit``, ``cursor``.

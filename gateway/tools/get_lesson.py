@@ -1,4 +1,4 @@
-"""Read tool ``get_lesson``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#get_lesson).
+"""Read tool ``get_lesson``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#get-lesson).
 
 Returns the Lesson's current ``revision_id``, its ``content_digest`` (what
 ``audit_lessons`` compares), the selected core ``lesson`` fields (default:

@@ -1,4 +1,4 @@
-"""Write tool ``link_lessons``: its spec and input and output JSON Schemas (docs/tools.md#link_lessons).
+"""Write tool ``link_lessons``: its spec and input and output JSON Schemas (docs/tools.md#link-lessons).
 
 Its :data:`OPERATION` (parse, plan and replay rules as one value) feeds the one write
 pipeline, :func:`gateway.tools.write_pipeline.write_handler` (validation, operation_id
@@ -42,7 +42,7 @@ def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
 
 
 def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Plan:
-    """Plan the save of ``link_lessons`` (raises WriteRefused; docs/tools.md#link_lessons)."""
+    """Plan the save of ``link_lessons`` (raises WriteRefused; docs/tools.md#link-lessons)."""
     account, now = env.account, env.now
     snap = snapshot
     v = request.values
@@ -60,17 +60,17 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
     page = page.evolve(relations=snap.page.relations + (relation,))
     response = {"from": v["from"], "relation": v["relation"], "to": v["to"]}
     return finish(request, page, f"MCP link_lessons: {v['relation']} -> {v['to']}",
-                   marker_for(request, snap.revision_id), snap.revision_id, response, dirty=False,
-                   existing=frozenset({v["to"]}))
+                  marker_for(request, snap.revision_id), snap.revision_id, response, dirty=False,
+                  existing=frozenset({v["to"]}))
 
 
 def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
-    """Response fields of an already applied ``link_lessons`` request (docs/tools.md#replay-and-conflict)."""
+    """Response fields of an already applied ``link_lessons`` request (docs/tools.md#idempotency-scopes)."""
     v = request.values
     return {"from": v["from"], "relation": v["relation"], "to": v["to"]}
 
 
-#: This tool's part of the write pipeline (docs/tools.md#link_lessons).
+#: This tool's part of the write pipeline (docs/tools.md#link-lessons).
 OPERATION = WriteOperation(name=NAME, tag="S3W", kind="link", parse=parse, plan=plan, replay=replay, lesson_field="from")
 
 

@@ -1,4 +1,4 @@
-"""Write tool ``record_evidence_verification``: its spec and input and output JSON Schemas (docs/tools.md#record_evidence_verification).
+"""Write tool ``record_evidence_verification``: its spec and input and output JSON Schemas (docs/tools.md#record-evidence-verification).
 
 Its :data:`OPERATION` (parse, plan and replay rules as one value) feeds the one write
 pipeline, :func:`gateway.tools.write_pipeline.write_handler` (validation, operation_id
@@ -52,7 +52,7 @@ def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
 
 
 def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Plan:
-    """Plan the save of ``record_evidence_verification`` (raises WriteRefused; docs/tools.md#record_evidence_verification)."""
+    """Plan the save of ``record_evidence_verification`` (raises WriteRefused; docs/tools.md#record-evidence-verification)."""
     account, now = env.account, env.now
     snap = snapshot
     v = request.values
@@ -77,17 +77,17 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
     response = {"lesson_id": request.lesson_id, "verification_id": vr_id, "evidence_id": v["evidence_id"],
                 "current_verdict": current_verdict(page, v["evidence_id"]).verdict}
     return finish(request, page, f"MCP record_evidence_verification {v['evidence_id']}: {v['claims']['outcome']}",
-                   marker_for(request, snap.revision_id), snap.revision_id, response, dirty=False)
+                  marker_for(request, snap.revision_id), snap.revision_id, response, dirty=False)
 
 
 def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
-    """Response fields of an already applied ``record_evidence_verification`` request (docs/tools.md#replay-and-conflict)."""
+    """Response fields of an already applied ``record_evidence_verification`` request (docs/tools.md#idempotency-scopes)."""
     v = request.values
     return {"lesson_id": request.lesson_id, "verification_id": derive_verification_id(request.operation_id, "record"),
             "evidence_id": v["evidence_id"], "current_verdict": current_verdict(snapshot.page, v["evidence_id"]).verdict}
 
 
-#: This tool's part of the write pipeline (docs/tools.md#record_evidence_verification).
+#: This tool's part of the write pipeline (docs/tools.md#record-evidence-verification).
 OPERATION = WriteOperation(name=NAME, tag="S3V", kind="verify", parse=parse, plan=plan, replay=replay)
 
 

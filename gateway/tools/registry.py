@@ -1,4 +1,4 @@
-"""The ten MCP tools and their JSON Schemas (docs/tools.md#the-ten-tools).
+"""The ten MCP tools and their JSON Schemas (docs/tools.md#tool-list).
 
 :data:`SPECS` holds the ten :class:`~gateway.tools.base.ToolSpec` values, one
 per tool module ``gateway/tools/<tool>.py``, in the order tools/list returns

@@ -1,4 +1,4 @@
-"""Write tool ``revise_lesson``: its spec and input and output JSON Schemas (docs/tools.md#revise_lesson).
+"""Write tool ``revise_lesson``: its spec and input and output JSON Schemas (docs/tools.md#revise-lesson).
 
 Its :data:`OPERATION` (parse, plan and replay rules as one value) feeds the one write
 pipeline, :func:`gateway.tools.write_pipeline.write_handler` (validation, operation_id
@@ -34,7 +34,7 @@ def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
     """Validate and normalise the arguments of ``revise_lesson`` (raises WriteRefused ``invalid_argument``)."""
     schema = load_schema()
     closed(arguments, {"operation_id", "lesson_id", "expected_revision_id", "basis_evidence_ids", "changes",
-                        "reason"})
+                       "reason"})
     values = {"lesson_id": lesson_id_arg(arguments, "lesson_id"),
               "expected_revision_id": int_arg(arguments, "expected_revision_id"),
               "reason": string_arg(arguments, "reason", required=False)}
@@ -43,10 +43,10 @@ def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
     basis = arguments.get("basis_evidence_ids")
     if not isinstance(basis, list) or not all(isinstance(b, str) for b in basis):
         raise bad("basis_evidence_ids", "required" if basis is None else "type",
-                   "basis_evidence_ids must be a list of evidence ids already on the Lesson")
+                  "basis_evidence_ids must be a list of evidence ids already on the Lesson")
     if not 1 <= len(basis) <= LIMITS["basis_evidence_max"]:
         raise bad("basis_evidence_ids", "GW05",
-                   f"basis_evidence_ids must name 1 to {LIMITS['basis_evidence_max']} evidence ids")
+                  f"basis_evidence_ids must name 1 to {LIMITS['basis_evidence_max']} evidence ids")
     if len(set(basis)) != len(basis):
         raise bad("basis_evidence_ids", "uniqueItems", "basis_evidence_ids lists an id twice")
     for i, b in enumerate(basis):
@@ -68,7 +68,7 @@ def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
 
 
 def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Plan:
-    """Plan the save of ``revise_lesson`` (raises WriteRefused; docs/tools.md#revise_lesson)."""
+    """Plan the save of ``revise_lesson`` (raises WriteRefused; docs/tools.md#revise-lesson)."""
     account, now = env.account, env.now
     snap = snapshot
     keys, active_kid = env.keys, env.active_kid
@@ -108,7 +108,7 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
 
 
 def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
-    """Response fields of an already applied ``revise_lesson`` request (docs/tools.md#replay-and-conflict)."""
+    """Response fields of an already applied ``revise_lesson`` request (docs/tools.md#idempotency-scopes)."""
     return {"lesson_id": request.lesson_id, "changed_fields": list(prior_marker.fields)}
 
 
@@ -119,7 +119,7 @@ def respond(status: str, fields: dict[str, Any], current: int, applied: int | No
             "current_revision_id": current}
 
 
-#: This tool's part of the write pipeline (docs/tools.md#revise_lesson).
+#: This tool's part of the write pipeline (docs/tools.md#revise-lesson).
 OPERATION = WriteOperation(name=NAME, tag="S3R", kind="revise", parse=parse, plan=plan, replay=replay, respond=respond, success_status="revised")
 
 

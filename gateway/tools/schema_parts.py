@@ -4,7 +4,7 @@ Each tool module ``gateway/tools/<tool>.py`` writes its own ``input_schema(F)``
 and ``output_schema(F)`` with these helpers; ``s3rm schema generate``
 (:mod:`sync.schema.toolschemas`) walks the tool registry and writes them to
 ``schema/tools/<tool>.input.schema.json`` and ``…output.schema.json``, which
-the registry loads at start-up (docs/tools.md#the-ten-tools).
+the registry loads at start-up (docs/tools.md#tool-list).
 
 Every string length, enum and id pattern that also exists in
 ``schema/lesson.toml`` is taken from the loaded
@@ -143,7 +143,7 @@ def next_cursor(description: str = "Cursor for the next page, or null when this 
 
 
 def operation_id() -> dict:
-    """Idempotency key of a write (docs/tools.md#operation_id-and-the-request-digest)."""
+    """Idempotency key of a write (docs/tools.md#operation-id)."""
     return string("Client-chosen idempotency key; retrying the same request with the same id replays it.",
                   128, pattern=OPERATION_ID_PATTERN)
 
@@ -240,7 +240,7 @@ class Fields:
 
     # groups -----------------------------------------------------------------
     def core_fields(self) -> list[str]:
-        """Lesson fields a reader may select: everything except legacy fields (docs/data-contract.md#legacy-fields-and-values)."""
+        """Lesson fields a reader may select: everything except legacy fields (docs/data-contract.md#legacy-fields)."""
         return [f.name for f in self.schema.lesson.fields if f.settable != "legacy"]
 
     def changeable_fields(self) -> list[str]:

@@ -1,4 +1,4 @@
-"""Read tool ``search_lessons``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#search_lessons).
+"""Read tool ``search_lessons``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#search-lessons).
 
 Input (validated by ``schema/tools/search_lessons.input.schema.json``):
 ``query`` (empty → newest-first listing without calling search), ``filters``,

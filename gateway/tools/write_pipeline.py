@@ -22,7 +22,7 @@ creates the page); :func:`write_handler` runs it. For one call, in order
    ``lesson_exists`` with ``current_revision_id`` in ``details``;
 7. after a create or a revise, the semantic-index dirty hint
    (docs/tools.md#dirty-hint); a failing hint is logged and never fails the write;
-8. respond with ``current_revision_id`` (docs/tools.md#revision-ids-in-write-answers).
+8. respond with ``current_revision_id`` (docs/tools.md#current-revision-id).
 
 Error codes: ``invalid_argument`` (``field``, ``rule``), ``rule_violation``
 (``rule``), ``not_found``, ``revision_conflict`` / ``lesson_exists``

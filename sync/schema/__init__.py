@@ -3,5 +3,5 @@
 * :mod:`sync.schema.generate` — ``s3rm schema generate [--check]``;
 * :mod:`sync.schema.pages` — SMW property pages, templates and the Page Forms form;
 * :mod:`sync.schema.toolschemas` — the tools' JSON Schema documents, built by
-  walking the gateway's tool registry (docs/data-contract.md#the-schema-source).
+  walking the gateway's tool registry (docs/data-contract.md#schema-source).
 """

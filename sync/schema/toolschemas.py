@@ -5,7 +5,7 @@ Each tool's shape is written once, in its module ``gateway/tools/<tool>.py``
 blocks of :mod:`gateway.tools.schema_parts`). This module wraps them as
 documents (``$schema``, ``$id``, ``$comment``, ``title``) for
 ``s3rm schema generate``, which writes ``schema/tools/<tool>.input.schema.json``
-and ``…output.schema.json`` (docs/tools.md#the-ten-tools).
+and ``…output.schema.json`` (docs/tools.md#tool-list).
 """
 from __future__ import annotations
 
