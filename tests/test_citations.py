@@ -43,7 +43,8 @@ third-party data and is skipped) and checks two things.
      parentheses: unqualified it is the product's name (and a cloud storage
      service in the evaluation data).
 
-   This file states the rules and is exempt from the second check.
+   This file states the rules with examples and is exempt from both checks
+   (:func:`test_rules_catch_what_they_should` tests the rules themselves).
 
 A failure names every offending ``path:line`` so it can be fixed in place.
 """
@@ -243,6 +244,8 @@ def _text(name: str) -> str:
 def test_every_reference_resolves():
     problems: list[str] = []
     for name in tracked_files():
+        if name == _SELF:  # its examples name missing files on purpose
+            continue
         problems += references(name, _text(name))
     assert not problems, "broken references:\n" + "\n".join(problems)
 

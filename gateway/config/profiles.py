@@ -58,7 +58,7 @@ WHOLE = "whole"
 #: Every text the index holds a vector for (projection v2; ``docs/hybrid-search.md#projection``).
 INDEX_FACETS = FACETS + (WHOLE,)
 
-#: Layout of the in-process exact index; part of the generation (``docs/hybrid-search.md#profiles``:
+#: Layout of the in-process exact index; part of the generation (``docs/hybrid-search.md#profiles-and-generations``:
 #: the index structure the ranking needs).
 INDEX_STRUCTURE: Mapping[str, Any] = MappingProxyType({
     "kind": "exact_inner_product",
