@@ -339,13 +339,13 @@ def build_reads(gw: Gateway, ids: list[str], concurrency: int, limit_seconds: fl
 
 
 # -------------------------------------------------------------------- main
-def seed(wiki: devwiki.DevWiki, count: int) -> list[str]:
-    """Import up to ``count`` cloud-incident Lessons (idempotent); returns their ids."""
+def seed(wiki: devwiki.DevWiki, count: int, start: int = 0) -> list[str]:
+    """Import up to ``count`` cloud-incident Lessons from record ``start`` on (idempotent); returns their ids."""
     from sync.ops.importer import Importer
     from sync.ops.importers.cloud_incidents import read_records
 
     records, _ = read_records(CORPUS)
-    records = records[:count]
+    records = records[start:start + count]
     repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.importer.username, wiki.importer.password))
     report = Importer(repo, "S3Import", "cloud-incidents").run(records, workers=4)
     if report.failed:
