@@ -44,7 +44,9 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from load import Run, _classify  # noqa: E402  (the same result bookkeeping as bench/load.py)
 from support.services import Gateway, call_tool  # noqa: E402
-from test_write_concurrency import TOKEN, create_args, gateway_env  # noqa: E402
+from support.write_harness import BURST_TOKEN as TOKEN  # noqa: E402
+from support.write_harness import burst_create_args as create_args  # noqa: E402
+from support.write_harness import token_gateway_env as gateway_env  # noqa: E402
 
 from sync.devstack import devwiki  # noqa: E402
 

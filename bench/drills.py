@@ -51,8 +51,10 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from load import seed  # noqa: E402
-from service_helpers import Gateway, call_tool, free_port, tool_payload  # noqa: E402
-from test_write_concurrency import TOKEN, create_args, gateway_env  # noqa: E402
+from support.services import Gateway, call_tool, free_port, tool_payload  # noqa: E402
+from support.write_harness import BURST_TOKEN as TOKEN  # noqa: E402
+from support.write_harness import burst_create_args as create_args  # noqa: E402
+from support.write_harness import token_gateway_env as gateway_env  # noqa: E402
 
 from gateway.wiki.client import WikiClient  # noqa: E402
 from sync.devstack import devwiki  # noqa: E402

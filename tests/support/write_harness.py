@@ -13,6 +13,7 @@ read pages back (wikitext, revision history).
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import secrets
@@ -165,3 +166,31 @@ class WriteHarness:
         else:
             params.update(baserevid=base, nocreate=True)
         return client.post(params, token="csrf")["edit"]
+
+
+# ------------------------------------------------------------- bursts over HTTP
+#: The write token of :func:`token_gateway_env` (tests and bench/ bursts through gunicorn).
+BURST_TOKEN = "concurrency-test-write-token-0123456789"
+
+
+def burst_create_args(lesson_id: str, operation_id: str) -> dict[str, Any]:
+    """A valid create_lesson_draft call for ``lesson_id`` (the same text for every burst member)."""
+    return {
+        "operation_id": operation_id, "lesson_id": lesson_id, "title": f"Concurrent create {lesson_id}",
+        "question": "Do creates of different Lessons wait for each other?", "attempt": "16 agents at once.",
+        "context": "Write concurrency test.", "observation": "Each agent sent one create.",
+        "interpretation": "Admission queues a burst.", "reusable_lesson": "Queue, do not refuse, a burst.",
+        "applicability": "Any write burst.", "confidence": "low", "evidence": "This test.",
+        "initial_evidence": {"citation": "tests/gateway/tools/test_write_concurrency.py", "kind": "code",
+                             "verification_basis": "full_text"},
+    }
+
+
+def token_gateway_env(wiki) -> dict[str, str]:
+    """Gateway environment for ``wiki``: its agent credentials, :data:`BURST_TOKEN` and revision keys."""
+    env = dict(wiki.env())
+    env.update({"S3RM_CURSOR_SECRET": "concurrency-tests-cursor-secret-0123",
+                "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(BURST_TOKEN.encode()).hexdigest(),
+                "S3RM_REVISION_HMAC_KEYS": '{"k1": "concurrency-tests-hmac-key-0123456789"}',
+                "S3RM_REVISION_HMAC_ACTIVE_KEY_ID": "k1"})
+    return env
