@@ -48,7 +48,6 @@ import hashlib
 import json
 import os
 import random
-import statistics
 import sys
 import tempfile
 import threading
@@ -56,6 +55,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import requests
 
@@ -125,12 +125,13 @@ def _classify(response: requests.Response) -> str:
 HYBRID = {"on": False}  # --embedding: half of the searches ask for hybrid_v1
 
 
-def hybrid_reads(url: str, concurrency: int, seconds: float, *, stop: threading.Event | None = None,
-                 seed: int = 31) -> Run:
-    """Closed-loop ``search_lessons`` clients, every call ``retrieval_mode=hybrid_v1``.
+def _closed_loop(url: str, concurrency: int, seconds: float, seed: int, stop: threading.Event | None,
+                 pick: Callable[[random.Random], tuple[str, dict]],
+                 classify: Callable[[requests.Response], str], *, backoff: bool) -> Run:
+    """``concurrency`` closed-loop MCP clients calling ``pick(rng)`` for ``seconds`` (or until ``stop``).
 
-    Outcome ``ok`` when hybrid answered, ``fallback_<status>`` when the
-    response says ``effective_mode: legacy`` (its ``semantic_status``).
+    Each answer is classified by ``classify``; with ``backoff`` a client sleeps
+    50 ms after a 429/503 (a polite client; Retry-After is 1 s).
     """
     run = Run()
     host = url.split("//", 1)[1].split("/", 1)[0]
@@ -142,21 +143,18 @@ def hybrid_reads(url: str, concurrency: int, seconds: float, *, stop: threading.
         session = requests.Session()
         i = 0
         while time.monotonic() < deadline and not (stop and stop.is_set()):
-            args = {"query": rng.choice(QUERIES), "limit": 5, "retrieval_mode": "hybrid_v1"}
+            tool, args = pick(rng)
             body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                               "params": {"name": "search_lessons", "arguments": args}})
+                               "params": {"name": tool, "arguments": args}})
             i += 1
             t0 = time.perf_counter()
             try:
-                response = session.post(url, data=body, headers=headers, timeout=60)
-                outcome = _classify(response)
-                if outcome == "ok":
-                    page = json.loads(response.json()["result"]["content"][0]["text"])
-                    if page.get("effective_mode") != "hybrid_v1":
-                        outcome = f"fallback_{page.get('semantic_status')}"
+                outcome = classify(session.post(url, data=body, headers=headers, timeout=60))
             except requests.RequestException as exc:
                 outcome = f"exc_{type(exc).__name__}"
             run.add(time.perf_counter() - t0, outcome)
+            if backoff and (outcome.startswith("http_429") or outcome.startswith("http_503")):
+                time.sleep(0.05)
         session.close()
 
     started = time.monotonic()
@@ -167,6 +165,29 @@ def hybrid_reads(url: str, concurrency: int, seconds: float, *, stop: threading.
         t.join(seconds + 90)
     run.seconds = time.monotonic() - started
     return run
+
+
+def _classify_hybrid(response: requests.Response) -> str:
+    """Like :func:`_classify`, plus ``fallback_<semantic_status>`` when legacy answered a hybrid call."""
+    outcome = _classify(response)
+    if outcome == "ok":
+        page = json.loads(response.json()["result"]["content"][0]["text"])
+        if page.get("effective_mode") != "hybrid_v1":
+            outcome = f"fallback_{page.get('semantic_status')}"
+    return outcome
+
+
+def hybrid_reads(url: str, concurrency: int, seconds: float, *, stop: threading.Event | None = None,
+                 seed: int = 31) -> Run:
+    """Closed-loop ``search_lessons`` clients, every call ``retrieval_mode=hybrid_v1``.
+
+    Outcome ``ok`` when hybrid answered, ``fallback_<status>`` when the
+    response says ``effective_mode: legacy`` (its ``semantic_status``).
+    """
+    def pick(rng: random.Random) -> tuple[str, dict]:
+        return "search_lessons", {"query": rng.choice(QUERIES), "limit": 5, "retrieval_mode": "hybrid_v1"}
+
+    return _closed_loop(url, concurrency, seconds, seed, stop, pick, _classify_hybrid, backoff=False)
 
 
 def hybrid_during_creates(gw: Gateway, creates: int, concurrency: int, quiet_seconds: float) -> None:
@@ -212,38 +233,8 @@ def _read_call(rng: random.Random, ids: list[str]) -> tuple[str, dict]:
 def read_load(url: str, ids: list[str], concurrency: int, seconds: float, *, seed: int = 7,
               stop: threading.Event | None = None) -> Run:
     """Closed-loop read clients for ``seconds`` (or until ``stop``); returns the measured :class:`Run`."""
-    run = Run()
-    host = url.split("//", 1)[1].split("/", 1)[0]
-    headers = {**MCP_HEADERS, "Host": host}
-    deadline = time.monotonic() + seconds
-
-    def client(n: int) -> None:
-        rng = random.Random(seed * 1000 + n)
-        session = requests.Session()
-        i = 0
-        while time.monotonic() < deadline and not (stop and stop.is_set()):
-            tool, args = _read_call(rng, ids)
-            body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                               "params": {"name": tool, "arguments": args}})
-            i += 1
-            t0 = time.perf_counter()
-            try:
-                outcome = _classify(session.post(url, data=body, headers=headers, timeout=60))
-            except requests.RequestException as exc:
-                outcome = f"exc_{type(exc).__name__}"
-            run.add(time.perf_counter() - t0, outcome)
-            if outcome.startswith("http_429") or outcome.startswith("http_503"):
-                time.sleep(0.05)  # a polite client backs off a little (Retry-After is 1 s)
-        session.close()
-
-    started = time.monotonic()
-    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(concurrency)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(seconds + 90)
-    run.seconds = time.monotonic() - started
-    return run
+    return _closed_loop(url, concurrency, seconds, seed, stop, lambda rng: _read_call(rng, ids), _classify,
+                        backoff=True)
 
 
 # --------------------------------------------------------------- writes
