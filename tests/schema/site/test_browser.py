@@ -271,22 +271,23 @@ def test_graph_renders_every_lesson_and_relation(stack, page):
     # the list view (keyboard/screen-reader alternative) lists every Lesson
     page.click("#s3rm-graph-list summary")
     expect(page.locator("#s3rm-graph-list li")).to_have_count(len(node_ids))  # filled on the async toggle event
-    # connected Lessons in the middle, unconnected ones around the rim
-    # (when the page shows similarity by default — few stored relations in the session wiki — a Lesson
-    # with a similar one is pulled in among the connected ones too, so only the rest belong on the rim)
-    pulled = set()
-    if root.get_attribute("data-similar-shown") == "true":
-        pulled = {i for p in data["similar"] for i in (p["from"], p["to"])}
-    connected = [n for n in state["nodes"] if n["degree"] > 0]
-    rim = [n for n in state["nodes"] if n["degree"] == 0 and n["id"] not in pulled]
-    cx = sum(n["x"] for n in connected) / len(connected)
-    cy = sum(n["y"] for n in connected) / len(connected)
+    # connected Lessons in the middle, unconnected ones on rings around them: the layout's promise is
+    # that every ring lies beyond the farthest node of the core (measured from the layout's origin,
+    # in the page's own classification — with similarity shown, a Lesson with a similar one is core)
+    layout = page.evaluate("""() => {
+        const g = mw.s3rm.home.graph, m = g.model;
+        return {origin: {x: g.view.x, y: g.view.y}, nodes: m.nodes.map(n => ({id: n.id,
+            core: n.degree > 0 || (m.showSimilar && n.similar.length > 0)}))};
+    }""")
+    core = {n["id"] for n in layout["nodes"] if n["core"]}
+    assert {n["id"] for n in state["nodes"] if n["degree"] > 0} <= core
 
     def dist(n):
-        return ((n["x"] - cx) ** 2 + (n["y"] - cy) ** 2) ** 0.5
+        return ((n["x"] - layout["origin"]["x"]) ** 2 + (n["y"] - layout["origin"]["y"]) ** 2) ** 0.5
 
+    rim = [dist(n) for n in state["nodes"] if n["id"] not in core]
     if rim:
-        assert min(dist(n) for n in rim) > sorted(dist(n) for n in connected)[int(len(connected) * 0.9)]
+        assert min(rim) > max(dist(n) for n in state["nodes"] if n["id"] in core)
     bh.screenshot(page, "graph")
     page.console.assert_clean()
 
