@@ -25,6 +25,7 @@ from werkzeug.exceptions import HTTPException
 from gateway.config import GatewayConfig
 from gateway.core.errors import INTERNAL_ERROR, INVALID_REQUEST, ToolError, error_body
 from gateway.core.jsonio import json_response
+from gateway.domain.schema import require_process_schema
 from gateway.ops.admission import Admission
 from gateway.ops.metrics import Metrics
 from gateway.ops.ratelimit import RateLimiter
@@ -149,6 +150,7 @@ def create_app(
     Raises :class:`~gateway.tools.registry.SchemaLoadError` when a tool schema
     is missing or invalid.
     """
+    require_process_schema(config.schema_dir)
     metrics = metrics or Metrics()
     registry = ToolRegistry.load(config.schema_dir, specs)
     repository = LazyRepository(repository_factory, config) if repository_factory is not None else None

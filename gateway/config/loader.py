@@ -41,12 +41,33 @@ from gateway.config.values import (
     redacted_repr,
 )
 
-__all__ = ["ADMISSION_RESERVED_THREADS", "DEFAULT_SCHEMA_DIR", "GatewayConfig", "REPO_ROOT", "load_config"]
+__all__ = ["ADMISSION_RESERVED_THREADS", "DEFAULT_SCHEMA_DIR", "GatewayConfig", "REPO_ROOT", "load_config",
+           "process_schema_dir", "schema_dir_setting"]
 
 #: Repository root (the directory holding ``gateway/`` and ``schema/``).
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Default ``S3RM_SCHEMA_DIR``: the committed, generated schema tree.
 DEFAULT_SCHEMA_DIR = REPO_ROOT / "schema"
+
+
+def schema_dir_setting(environ: Mapping[str, str]) -> Path:
+    """The schema folder an environment selects: ``S3RM_SCHEMA_DIR``, or :data:`DEFAULT_SCHEMA_DIR` when unset/empty.
+
+    The one place that reads this variable (docs/data-contract.md#schema-source); the
+    folder holds ``lesson.toml`` and the generated ``tools/`` schemas.
+    """
+    return Path(environ.get("S3RM_SCHEMA_DIR") or DEFAULT_SCHEMA_DIR)
+
+
+def process_schema_dir() -> Path:
+    """:func:`schema_dir_setting` of this process's environment.
+
+    The schema source is process-wide (docs/data-contract.md#schema-source): the
+    domain rules' default :func:`gateway.domain.schema.load_schema` uses this
+    folder, and ``create_app`` refuses a configuration whose ``schema_dir``
+    holds a different ``lesson.toml``, so one process never mixes two schemas.
+    """
+    return schema_dir_setting(os.environ)
 
 _SECRET_FIELDS = (
     "write_token_sha256",
@@ -214,7 +235,7 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
         revision_hmac_keys=MappingProxyType(hmac_keys),
         revision_hmac_active_key_id=active,
         search_scopes=scopes,
-        schema_dir=Path(get("S3RM_SCHEMA_DIR", str(DEFAULT_SCHEMA_DIR))),
+        schema_dir=schema_dir_setting(env),
         retrieval_default_mode=mode_default,
         bind=bind,
         gunicorn_threads=threads,

@@ -5,7 +5,7 @@ validators) reads field definitions from here instead of repeating them.
 
 Usage::
 
-    schema = load_schema()            # cached; S3RM_SCHEMA_DIR overrides the folder
+    schema = load_schema()            # cached; the process's schema folder (gateway.config)
     schema.lesson.field("title").max_length   # -> 200
     schema.enum("relation").values            # -> ("supports", ...)
     schema.limits["page_max"]                 # -> 20 (tool limits, [limits])
@@ -16,10 +16,12 @@ Contract: ``docs/data-contract.md#schema-source``.
 from __future__ import annotations
 
 import functools
-import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from gateway.config.loader import process_schema_dir
+from gateway.config.values import ConfigError
 
 #: Repository root (the folder holding ``schema/``) for an editable install.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -159,8 +161,34 @@ class Schema:
 
 
 def schema_dir() -> Path:
-    """Folder holding the schema source and generated files (S3RM_SCHEMA_DIR or <repo>/schema)."""
-    return Path(os.environ.get("S3RM_SCHEMA_DIR") or REPO_ROOT / "schema")
+    """This process's schema folder (:func:`gateway.config.loader.process_schema_dir`; the schema source is
+    process-wide, docs/data-contract.md#schema-source)."""
+    return process_schema_dir()
+
+
+def require_process_schema(folder: Path) -> None:
+    """Refuse a configured schema folder whose ``lesson.toml`` differs from this process's schema source.
+
+    The domain rules read the process-wide schema (:func:`schema_dir`); a
+    configuration naming another folder may bring its own ``tools/`` schemas,
+    but a ``lesson.toml`` there must be byte-identical, or one process would
+    validate with one schema and write with another
+    (docs/data-contract.md#schema-source). A folder without ``lesson.toml``
+    is accepted (the process's source applies).
+
+    Raises :class:`~gateway.config.values.ConfigError` naming ``S3RM_SCHEMA_DIR``.
+    """
+    own = Path(folder) / "lesson.toml"
+    process = schema_dir() / "lesson.toml"
+    if not own.is_file() or own.resolve() == process.resolve():
+        return
+    try:
+        same = own.read_bytes() == process.read_bytes()
+    except OSError as exc:
+        raise ConfigError("S3RM_SCHEMA_DIR", f"cannot read the schema source: {exc.strerror}") from None
+    if not same:
+        raise ConfigError("S3RM_SCHEMA_DIR", f"{own} differs from this process's schema source {process}; "
+                          "set S3RM_SCHEMA_DIR in the process environment instead")
 
 
 def _field(raw: dict, enums: dict[str, EnumDef], where: str) -> FieldDef:

@@ -8,7 +8,9 @@ import pytest
 from support.schema_dirs import minimal_schema_dir
 
 from gateway.app import create_app
-from gateway.config import ConfigError, GatewayConfig, RetrievalSettings, load_config
+from gateway.config import ConfigError, DEFAULT_SCHEMA_DIR, GatewayConfig, RetrievalSettings, load_config
+from gateway.config.loader import schema_dir_setting
+from gateway.domain.schema import schema_dir
 from gateway.wiki.memory import InMemoryRepository
 
 
@@ -93,3 +95,23 @@ def test_repr_redacts_every_secret_including_the_embedding_key():
         "S3RM_CURSOR_SECRET": "zq-cursor-secret-0123456789",
     })
     assert "zq-" not in repr(config) and "<redacted>" in repr(config.retrieval)
+
+
+def test_schema_source_is_process_wide(tmp_path):
+    # a copy of the process's lesson.toml is accepted; a different one is refused before anything starts
+    same = minimal_schema_dir(tmp_path / "same")
+    (same / "lesson.toml").write_bytes((DEFAULT_SCHEMA_DIR / "lesson.toml").read_bytes())
+    app = create_app(load_config({"S3RM_SCHEMA_DIR": str(same)}))
+    assert app.extensions["s3rm"].config.schema_dir == same
+    other = minimal_schema_dir(tmp_path / "other")
+    (other / "lesson.toml").write_bytes((DEFAULT_SCHEMA_DIR / "lesson.toml").read_bytes() + b"\n# edited\n")
+    with pytest.raises(ConfigError) as err:
+        create_app(load_config({"S3RM_SCHEMA_DIR": str(other)}))
+    assert err.value.variable == "S3RM_SCHEMA_DIR" and "differs" in str(err.value)
+
+
+def test_the_environment_is_read_for_the_schema_folder_in_one_place(monkeypatch, tmp_path):
+    assert schema_dir_setting({}) == DEFAULT_SCHEMA_DIR
+    assert schema_dir_setting({"S3RM_SCHEMA_DIR": str(tmp_path)}) == tmp_path
+    monkeypatch.setenv("S3RM_SCHEMA_DIR", str(tmp_path))
+    assert schema_dir() == tmp_path == load_config({"S3RM_SCHEMA_DIR": str(tmp_path)}).schema_dir
