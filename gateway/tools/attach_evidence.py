@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from mcp_types import ToolAnnotations
 
 from gateway.domain.digests import evidence_digest
 from gateway.domain.ids import derive_evidence_id
@@ -18,7 +17,7 @@ from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, evidence_values, finish, lesson_id_arg,
     marker_for, touch
 )
-from gateway.tools.base import ToolSpec
+from gateway.tools.base import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_parts import (
     DIGEST_PATTERN, enum, Fields, new_evidence_props, obj, operation_id, revision_id, string, WRITE_STATUSES
@@ -96,21 +95,6 @@ def output_schema(F: Fields) -> dict:
         "Outcome of attach_evidence.")
 
 
-SPEC = ToolSpec(
-    name=NAME,
-    title='Attach evidence',
-    description=describe(
+SPEC = tool_spec(NAME, 'Attach evidence', describe(
         """Append one evidence item (citation, optional url, kind, verification_basis, note) to an existing Lesson. Needs the write token in token mode. The evidence id derives from the request and operation_id makes a retried call a no-op. Returns the evidence id, its digest and current_revision_id."""
-    ),
-    kind='write',
-    annotations=ToolAnnotations(
-        title='Attach evidence',
-        readOnlyHint=False,
-        destructiveHint=False,
-        idempotentHint=True,
-        openWorldHint=False,
-    ),
-    input_schema=input_schema,
-    output_schema=output_schema,
-    handler=write_handler(OPERATION),
-)
+    ), 'write', write_handler(OPERATION), input_schema, output_schema)

@@ -21,13 +21,12 @@ import hashlib
 import json
 from typing import Any
 
-from mcp_types import ToolAnnotations
 
 from gateway.domain.digests import content_digest
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.schema import load_schema
 from gateway.retrieval.cursors import invalid_cursor
-from gateway.tools.base import ToolContext, ToolSpec
+from gateway.tools.base import ToolContext, tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.read_common import fit_page, Pager, read_tool, repository
 from gateway.tools.schema_parts import (
@@ -157,21 +156,6 @@ def output_schema(F: Fields) -> dict:
     }, ["results", "next_cursor", "partial", "scanned", "scan_limit"], "Audit results.")
 
 
-SPEC = ToolSpec(
-    name=NAME,
-    title='Audit Lessons',
-    description=describe(
+SPEC = tool_spec(NAME, 'Audit Lessons', describe(
         """Check up to 50 exact expectations about Lessons (revision id, content digest, up to 8 evidence ids and 8 relations each) without re-reading their bodies. Returns pages of up to 20 results (ok, missing, or mismatch with the position of the failed expectation); a cursor is refused when a target's revision changed between pages. Use it after changing several Lessons."""
-    ),
-    kind='read',
-    annotations=ToolAnnotations(
-        title='Audit Lessons',
-        readOnlyHint=True,
-        destructiveHint=False,
-        idempotentHint=True,
-        openWorldHint=False,
-    ),
-    input_schema=input_schema,
-    output_schema=output_schema,
-    handler=handle,
-)
+    ), 'read', handle, input_schema, output_schema)

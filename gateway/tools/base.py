@@ -36,7 +36,6 @@ __all__ = [
     "SchemaBuilder",
     "ToolContext",
     "ToolSpec",
-    "not_implemented_handler",
     "failure_result",
     "success_result",
     "result_message",
@@ -195,19 +194,17 @@ class ToolSpec:
             raise ValueError(f"tool {self.name}: kind must be 'read' or 'write'")
 
 
-def not_implemented_handler(tool_name: str) -> Handler:
-    """Return a placeholder handler that always raises ``ToolError("not_implemented", ...)``.
+def tool_spec(name: str, title: str, description: str, kind: Literal["read", "write"], handler: Handler,
+              input_schema: SchemaBuilder, output_schema: SchemaBuilder, *, destructive: bool = False) -> ToolSpec:
+    """One tool's :class:`ToolSpec` with its MCP annotations derived from what it is (docs/tools.md#tool-list).
 
-    Used by tool modules whose real handler has not landed yet; the tool is
-    still listed with its schemas and annotations.
+    Every tool is closed-world (``openWorldHint`` false: it touches only this
+    wiki) and idempotent (reads trivially; writes because ``operation_id``
+    replays a repeated call); a read is ``readOnlyHint`` true; ``destructive``
+    marks a write that may overwrite stored values (``revise_lesson``).
+    The annotation title is the tool title. Raises ValueError for another ``kind``.
     """
-
-    def handler(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        raise ToolError(
-            "not_implemented",
-            f"{tool_name} is not available yet on this server; it is listed so clients see the full contract.",
-            retryable=False,
-        )
-
-    handler.__name__ = f"{tool_name}_not_implemented"
-    return handler
+    annotations = ToolAnnotations(title=title, readOnlyHint=kind == "read", destructiveHint=destructive,
+                                  idempotentHint=True, openWorldHint=False)
+    return ToolSpec(name=name, title=title, description=description, kind=kind, annotations=annotations,
+                    input_schema=input_schema, output_schema=output_schema, handler=handler)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from mcp_types import ToolAnnotations
 
 from gateway.domain.confidence import create_problem
 from gateway.domain.digests import evidence_digest
@@ -21,7 +20,7 @@ from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, bad, claim_values, closed, core_fields,
     evidence_values, field_value, finish, lesson_id_arg, marker_for
 )
-from gateway.tools.base import ToolSpec
+from gateway.tools.base import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_parts import (
     array, enum, Fields, LIMITS, new_evidence_props, obj, operation_id, revision_id, score, WRITE_STATUSES
@@ -160,21 +159,6 @@ def output_schema(F: Fields) -> dict:
         "Outcome of create_lesson_draft.")
 
 
-SPEC = ToolSpec(
-    name=NAME,
-    title='Create Lesson draft',
-    description=describe(
+SPEC = tool_spec(NAME, 'Create Lesson draft', describe(
         """Create a Lesson with its initial evidence in one revision (title, question, attempt, context, observation, interpretation, reusable_lesson, applicability, confidence, initial_evidence). Needs the write token in token mode. The server sets author, timestamps, record_origin=lab and the review fields. operation_id makes retries safe: the identical request replays the first result instead of creating a second Lesson; the same id with a different request is an idempotency_conflict. Returns the Lesson id and current_revision_id."""
-    ),
-    kind='write',
-    annotations=ToolAnnotations(
-        title='Create Lesson draft',
-        readOnlyHint=False,
-        destructiveHint=False,
-        idempotentHint=True,
-        openWorldHint=False,
-    ),
-    input_schema=input_schema,
-    output_schema=output_schema,
-    handler=write_handler(OPERATION),
-)
+    ), 'write', write_handler(OPERATION), input_schema, output_schema)

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_types import ToolAnnotations
 
 from gateway.core.errors import ToolError
 from gateway.retrieval import legacy
 from gateway.retrieval.shaping import conformer
-from gateway.tools.base import ToolContext, ToolSpec
+from gateway.tools.base import ToolContext, tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.read_common import (
     DEFAULT_LIMIT, fit_page, Pager, rank_page, read_tool, repository, retrieval_state, scope_filters
@@ -129,21 +128,6 @@ def output_schema(F: Fields) -> dict:
     return obj(props, list(props), "Analogous Lessons.")
 
 
-SPEC = ToolSpec(
-    name=NAME,
-    title='Find analogous Lessons',
-    description=describe(
+SPEC = tool_spec(NAME, 'Find analogous Lessons', describe(
         """Find Lessons analogous to a source Lesson: stored analogous_to relations (score 1.0) plus lexical candidates ranked by Jaccard similarity of normalised words and Korean 2- and 3-character n-grams, each with its shared_terms. Candidates are suggestions; record a real analogy with link_lessons. retrieval_mode=hybrid_v1 adds Lessons close in meaning (the same failure in another field) and fuses all signals into a 0-1 score; stored relations keep 1.0 and come first. min_score applies to the Jaccard score in legacy and to the fused score in hybrid_v1."""
-    ),
-    kind='read',
-    annotations=ToolAnnotations(
-        title='Find analogous Lessons',
-        readOnlyHint=True,
-        destructiveHint=False,
-        idempotentHint=True,
-        openWorldHint=False,
-    ),
-    input_schema=input_schema,
-    output_schema=output_schema,
-    handler=handle,
-)
+    ), 'read', handle, input_schema, output_schema)

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_types import ToolAnnotations
 
 from gateway.core.errors import ToolError
 from gateway.domain.schema import load_schema
 from gateway.retrieval.shaping import conformer
-from gateway.tools.base import ToolContext, ToolSpec
+from gateway.tools.base import ToolContext, tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.read_common import DEFAULT_LIMIT, fit_page, Pager, read_tool, repository
 from gateway.tools.read_items import symmetric_relations
@@ -113,21 +112,6 @@ def output_schema(F: Fields) -> dict:
     }, ["id", "results", "next_cursor", "partial", "scanned", "scan_limit"], "Related Lessons.")
 
 
-SPEC = ToolSpec(
-    name=NAME,
-    title='Find related Lessons',
-    description=describe(
+SPEC = tool_spec(NAME, 'Find related Lessons', describe(
         """List the stored relations of one Lesson (supports, contradicts, analogous_to, failed_because, works_when, suggests, supersedes), filtered by type and direction (outgoing, incoming or both), as a bounded cursor page. analogous_to reads as symmetric; the stored endpoints stay explicit."""
-    ),
-    kind='read',
-    annotations=ToolAnnotations(
-        title='Find related Lessons',
-        readOnlyHint=True,
-        destructiveHint=False,
-        idempotentHint=True,
-        openWorldHint=False,
-    ),
-    input_schema=input_schema,
-    output_schema=output_schema,
-    handler=handle,
-)
+    ), 'read', handle, input_schema, output_schema)

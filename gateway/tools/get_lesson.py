@@ -25,13 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_types import ToolAnnotations
 
 from gateway.core.errors import ToolError
 from gateway.domain.digests import content_digest
 from gateway.domain.schema import load_schema
 from gateway.retrieval.shaping import conformer, ItemTooLarge, truncate_text
-from gateway.tools.base import ToolContext, ToolSpec
+from gateway.tools.base import ToolContext, tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.read_common import DEFAULT_LIMIT, Pager, read_tool, repository
 from gateway.tools.read_items import citation_items, relation_item, symmetric_relations, verification_item
@@ -245,21 +244,6 @@ def output_schema(F: Fields) -> dict:
         "One Lesson with paged citations, verification records and relations.")
 
 
-SPEC = ToolSpec(
-    name=NAME,
-    title='Get Lesson',
-    description=describe(
+SPEC = tool_spec(NAME, 'Get Lesson', describe(
         """Read one Lesson by id (without the `Lesson:` prefix): current revision id, content digest, core fields, and its citations, verification records and relations as separate cursor pages (default 5, max 20 each). `citation_detail=full` adds note, added_by and added_at and never truncates silently: the page shrinks, or an error says one item alone exceeds the response cap. Each evidence item carries the digest that record_evidence_verification expects."""
-    ),
-    kind='read',
-    annotations=ToolAnnotations(
-        title='Get Lesson',
-        readOnlyHint=True,
-        destructiveHint=False,
-        idempotentHint=True,
-        openWorldHint=False,
-    ),
-    input_schema=input_schema,
-    output_schema=output_schema,
-    handler=handle,
-)
+    ), 'read', handle, input_schema, output_schema)

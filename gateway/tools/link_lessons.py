@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from mcp_types import ToolAnnotations
 
 from gateway.domain.markers import Marker
 from gateway.domain.model import LessonSnapshot
@@ -17,7 +16,7 @@ from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, closed, field_value, finish,
     lesson_id_arg, marker_for, touch
 )
-from gateway.tools.base import ToolSpec
+from gateway.tools.base import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_parts import enum, Fields, obj, operation_id, revision_id, WRITE_STATUSES
 from gateway.tools.write_pipeline import write_handler
@@ -97,21 +96,6 @@ def output_schema(F: Fields) -> dict:
     }, ["status", "from", "relation", "to", "current_revision_id"], "Outcome of link_lessons.")
 
 
-SPEC = ToolSpec(
-    name=NAME,
-    title='Link Lessons',
-    description=describe(
+SPEC = tool_spec(NAME, 'Link Lessons', describe(
         """Add one directed relation between two existing Lessons (supports, contradicts, analogous_to, failed_because, works_when, suggests, supersedes) with an optional note. Needs the write token in token mode. The target must exist and duplicate edges are refused; operation_id makes a retry never add the edge twice. Returns current_revision_id."""
-    ),
-    kind='write',
-    annotations=ToolAnnotations(
-        title='Link Lessons',
-        readOnlyHint=False,
-        destructiveHint=False,
-        idempotentHint=True,
-        openWorldHint=False,
-    ),
-    input_schema=input_schema,
-    output_schema=output_schema,
-    handler=write_handler(OPERATION),
-)
+    ), 'write', write_handler(OPERATION), input_schema, output_schema)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from mcp_types import ToolAnnotations
 
 from gateway.domain.digests import evidence_digest
 from gateway.domain.ids import derive_verification_id
@@ -20,7 +19,7 @@ from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, claim_values, expect_revision,
     field_value, finish, int_arg, lesson_id_arg, marker_for, string_arg, touch
 )
-from gateway.tools.base import ToolSpec
+from gateway.tools.base import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_parts import (
     DIGEST_PATTERN, enum, Fields, obj, operation_id, revision_id, string, VERDICTS, WRITE_STATUSES
@@ -118,21 +117,6 @@ def output_schema(F: Fields) -> dict:
         "Outcome of record_evidence_verification.")
 
 
-SPEC = ToolSpec(
-    name=NAME,
-    title='Record evidence verification',
-    description=describe(
+SPEC = tool_spec(NAME, 'Record evidence verification', describe(
         """Append one verification record to an evidence item of a Lesson: the source checked (identity, SHA-256, locator, coverage), the outcome (supports, contradicts, inconclusive) and the claim fields it covers. Needs the write token in token mode, expected_revision_id and expected_evidence_digest (from get_lesson). Records are append-only; the latest one per evidence is its current verdict. Carries an operation_id. Returns current_revision_id."""
-    ),
-    kind='write',
-    annotations=ToolAnnotations(
-        title='Record evidence verification',
-        readOnlyHint=False,
-        destructiveHint=False,
-        idempotentHint=True,
-        openWorldHint=False,
-    ),
-    input_schema=input_schema,
-    output_schema=output_schema,
-    handler=write_handler(OPERATION),
-)
+    ), 'write', write_handler(OPERATION), input_schema, output_schema)

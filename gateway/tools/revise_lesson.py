@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from mcp_types import ToolAnnotations
 
 from gateway.domain.confidence import revision_problems
 from gateway.domain.markers import Marker
@@ -19,7 +18,7 @@ from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, bad, closed, core_fields,
     expect_revision, field_value, finish, int_arg, lesson_id_arg, string_arg, touch
 )
-from gateway.tools.base import ToolSpec
+from gateway.tools.base import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_parts import array, enum, Fields, LIMITS, obj, operation_id, revision_id, string
 from gateway.tools.write_pipeline import write_handler
@@ -156,21 +155,6 @@ def output_schema(F: Fields) -> dict:
         "Outcome of revise_lesson.")
 
 
-SPEC = ToolSpec(
-    name=NAME,
-    title='Revise Lesson',
-    description=describe(
+SPEC = tool_spec(NAME, 'Revise Lesson', describe(
         """Conditionally overwrite core fields of an existing Lesson in a new revision. Needs the write token in token mode, expected_revision_id (the revision you read: a changed Lesson is refused, never auto-merged) and 1-8 basis_evidence_ids already on the Lesson; raising confidence needs supporting verification records. operation_id: an identical retry returns the applied revision instead of revising twice. Returns current_revision_id."""
-    ),
-    kind='write',
-    annotations=ToolAnnotations(
-        title='Revise Lesson',
-        readOnlyHint=False,
-        destructiveHint=True,
-        idempotentHint=True,
-        openWorldHint=False,
-    ),
-    input_schema=input_schema,
-    output_schema=output_schema,
-    handler=write_handler(OPERATION),
-)
+    ), 'write', write_handler(OPERATION), input_schema, output_schema, destructive=True)

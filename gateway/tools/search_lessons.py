@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_types import ToolAnnotations
 
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.schema import load_schema
@@ -36,7 +35,7 @@ from gateway.retrieval import legacy
 from gateway.retrieval.cursors import invalid_cursor
 from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.shaping import conformer, one_line, truncate_text
-from gateway.tools.base import ToolContext, ToolSpec
+from gateway.tools.base import ToolContext, tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.read_common import (
     DEFAULT_LIMIT, fit_page, Pager, rank_page, read_tool, repository, retrieval_state, scope_filters
@@ -260,21 +259,6 @@ def output_schema(F: Fields) -> dict:
     return obj(props, [p for p in props if p not in ("truncated", "facet")], "Search results.")
 
 
-SPEC = ToolSpec(
-    name=NAME,
-    title='Search Lessons',
-    description=describe(
+SPEC = tool_spec(NAME, 'Search Lessons', describe(
         """Search the lab's research Lessons. A query runs full-text search over all fields (title weighted highest); an empty query lists Lessons newest first. Results are compact (id, title, one-line reusable_lesson, record_origin, confidence, a short citation); add fields with `fields`. Filter by confidence, record_origin, review_state, updated range or a named scope. Page with `limit` (max 20) and the opaque `cursor` (restart from the first page when a cursor is refused); `partial`, `scanned` and `scan_limit` tell whether the scan was complete. retrieval_mode=hybrid_v1 also matches meaning across wording and languages and fuses it with full text (exact identifiers and error strings still rank first). min_score applies to the full-text score in legacy and to the fused 0-1 score in hybrid_v1. effective_mode and semantic_status say what answered (a first page falls back to legacy when semantic search is unavailable). facet (hybrid_v1 only) ranks by one facet alone (situation, approach or mechanism) with no full text, so a client can search the facets separately and fuse them."""
-    ),
-    kind='read',
-    annotations=ToolAnnotations(
-        title='Search Lessons',
-        readOnlyHint=True,
-        destructiveHint=False,
-        idempotentHint=True,
-        openWorldHint=False,
-    ),
-    input_schema=input_schema,
-    output_schema=output_schema,
-    handler=handle,
-)
+    ), 'read', handle, input_schema, output_schema)

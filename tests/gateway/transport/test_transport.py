@@ -18,7 +18,8 @@ from gateway.app import create_app
 from gateway.config import ConfigError, GatewayConfig
 from gateway.core.errors import ToolError
 from gateway.web.health import jobrunner_status
-from gateway.tools.base import OutputBudget, not_implemented_handler
+from gateway.tools.base import OutputBudget
+from support.tool_variants import refusing_handler
 from gateway.tools.registry import READ_TOOLS, SchemaLoadError, ToolRegistry, WRITE_TOOLS, load_specs
 
 TOKEN = "test-write-token-0123456789"
@@ -63,7 +64,7 @@ def _make_app(schema_dir: Path, *, specs=None, **env):
 def client(schema_dir: Path):
     # transport rules only: every tool is the not_implemented placeholder (the real
     # handlers need a repository and are tested in their own modules)
-    placeholders = {name: not_implemented_handler(name) for name in READ_TOOLS + WRITE_TOOLS}
+    placeholders = {name: refusing_handler(name) for name in READ_TOOLS + WRITE_TOOLS}
     return _make_app(schema_dir, specs=_specs_with(**placeholders)).test_client()
 
 
