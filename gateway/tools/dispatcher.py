@@ -252,6 +252,29 @@ def _lone_surrogate_path(value: Any, path: str = "") -> str | None:
     return None
 
 
+#: Message for a failed JSON Schema keyword, ``{value}`` = the keyword's value in the schema.
+_RULE_TEXT = {
+    "minLength": "must be at least {value} characters long",
+    "maxLength": "must be at most {value} characters long",
+    "minItems": "must have at least {value} items",
+    "maxItems": "must have at most {value} items",
+    "minProperties": "must have at least {value} fields",
+    "maxProperties": "must have at most {value} fields",
+    "minimum": "must be ≥ {value}",
+    "maximum": "must be ≤ {value}",
+    "exclusiveMinimum": "must be > {value}",
+    "exclusiveMaximum": "must be < {value}",
+    "multipleOf": "must be a multiple of {value}",
+    "pattern": "must match the pattern {value}",
+    "format": "must be a valid {value}",
+    "uniqueItems": "items must be unique",
+    "oneOf": "does not match any of the accepted forms",
+    "anyOf": "does not match any of the accepted forms",
+    "not": "has a value that is not allowed here",
+    "dependentRequired": "needs its companion fields",
+}
+
+
 def _field_path(parts: list[Any]) -> str:
     out = ""
     for part in parts:
@@ -303,34 +326,8 @@ def describe_validation_error(error: ValidationError) -> tuple[str, str, str]:
         text = f"must be one of: {shown}"
     elif rule == "const":
         text = f"must equal {json.dumps(value, ensure_ascii=False)}"
-    elif rule in ("minLength", "maxLength"):
-        text = f"must be at {'least' if rule == 'minLength' else 'most'} {value} characters long"
-    elif rule in ("minItems", "maxItems"):
-        text = f"must have at {'least' if rule == 'minItems' else 'most'} {value} items"
-    elif rule in ("minProperties", "maxProperties"):
-        text = f"must have at {'least' if rule == 'minProperties' else 'most'} {value} fields"
-    elif rule == "minimum":
-        text = f"must be ≥ {value}"
-    elif rule == "maximum":
-        text = f"must be ≤ {value}"
-    elif rule == "exclusiveMinimum":
-        text = f"must be > {value}"
-    elif rule == "exclusiveMaximum":
-        text = f"must be < {value}"
-    elif rule == "multipleOf":
-        text = f"must be a multiple of {value}"
-    elif rule == "pattern":
-        text = f"must match the pattern {value}"
-    elif rule == "format":
-        text = f"must be a valid {value}"
-    elif rule == "uniqueItems":
-        text = "items must be unique"
-    elif rule in ("oneOf", "anyOf"):
-        text = "does not match any of the accepted forms"
-    elif rule == "not":
-        text = "has a value that is not allowed here"
-    elif rule == "dependentRequired":
-        text = "needs its companion fields"
+    elif rule in _RULE_TEXT:
+        text = _RULE_TEXT[rule].format(value=value)
     else:
         text = f"violates the '{rule}' rule"
     return field, rule, f"{where}: {text}"
