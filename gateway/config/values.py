@@ -115,18 +115,24 @@ def parse_public_url(url: str) -> tuple[str, set[str], str]:
         raise ConfigError(name, "must not contain credentials, a query or a fragment")
     if parts.path.rstrip("/") != "/mcp":
         raise ConfigError(name, "path must be /mcp (the proxy forwards /mcp unchanged)")
+    host, port, explicit = _host_port(parts, name, "has an invalid port")
+    forms = {f"{host}:{port}"} | (set() if explicit else {host})
+    origin = f"{parts.scheme}://{host}" + (f":{port}" if explicit else "")
+    return url, forms, origin
+
+
+def _host_port(parts, name: str, invalid: str) -> tuple[str, int, bool]:
+    """(lower-case host with IPv6 literals bracketed, port, whether the port differs from the scheme's default)
+    of an http(s) ``urlsplit`` result; an unparsable port raises ConfigError(``name``, ``invalid``)."""
     try:
         port = parts.port
     except ValueError:
-        raise ConfigError(name, "has an invalid port") from None
+        raise ConfigError(name, invalid) from None
     host = parts.hostname.lower()
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     default = _DEFAULT_PORTS[parts.scheme]
-    forms = {host} if port in (None, default) else set()
-    forms.add(f"{host}:{port if port is not None else default}")
-    origin = f"{parts.scheme}://{host}" + ("" if port in (None, default) else f":{port}")
-    return url, forms, origin
+    return host, default if port is None else port, port not in (None, default)
 
 
 def _split(raw: str) -> list[str]:
@@ -164,15 +170,8 @@ def parse_origins(raw: str) -> frozenset[str]:
             or parts.username
         ):
             raise ConfigError(name, "entries must be exact origins such as https://wiki.example.org:8443")
-        try:
-            port = parts.port
-        except ValueError:
-            raise ConfigError(name, "has an entry with an invalid port") from None
-        host = parts.hostname.lower()
-        if ":" in host:
-            host = f"[{host}]"
-        suffix = "" if port in (None, _DEFAULT_PORTS[parts.scheme]) else f":{port}"
-        out.add(f"{parts.scheme}://{host}{suffix}")
+        host, port, explicit = _host_port(parts, name, "has an entry with an invalid port")
+        out.add(f"{parts.scheme}://{host}" + (f":{port}" if explicit else ""))
     return frozenset(out)
 
 
