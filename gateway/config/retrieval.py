@@ -21,6 +21,10 @@ S3RM_EMBEDDING_QUEUE_LIMIT         callers allowed to wait for a slot           
 S3RM_EMBEDDING_BATCH_SIZE          inputs per request (also capped by profile)  16
 S3RM_SEMANTIC_RECONCILE_SECONDS    min interval between due full reconciles     300
 S3RM_SEMANTIC_MAX_LAG_SECONDS      checkpoint age beyond which status=stale     900
+S3RM_SEMANTIC_FOLLOW_SECONDS       recent-changes poll interval (0 = off)      2
+S3RM_SEMANTIC_CHECKPOINT_FILE      JSON file of the follower checkpoint        none (memory)
+S3RM_SEMANTIC_RC_MAX_AGE_SECONDS   the wiki's ``$wgRCMaxAge``: an older        7776000
+                                   checkpoint is a gap (full rebuild)
 S3RM_DUPLICATE_BUDGET_SECONDS      time budget of the write-time duplicate      1.5
                                    check (create_lesson_draft)
 =================================  ==========================================  ==============
@@ -85,6 +89,9 @@ class RetrievalSettings:
     reconcile_seconds: float = 300.0
     max_lag_seconds: float = 900.0
     duplicate_budget_seconds: float = 1.5
+    follow_seconds: float = 2.0
+    checkpoint_file: str = ""
+    rc_max_age_seconds: float = 90 * 86400.0
 
     @property
     def enabled(self) -> bool:
@@ -144,6 +151,10 @@ def load_retrieval(environ: Mapping[str, str]) -> RetrievalSettings:
         reconcile_seconds=number(get, "S3RM_SEMANTIC_RECONCILE_SECONDS", 300.0, float, 0.0, 86400.0),
         max_lag_seconds=number(get, "S3RM_SEMANTIC_MAX_LAG_SECONDS", 900.0, float, 1.0, 7 * 86400.0),
         duplicate_budget_seconds=number(get, "S3RM_DUPLICATE_BUDGET_SECONDS", 1.5, float, 0.05, 30.0),
+        follow_seconds=number(get, "S3RM_SEMANTIC_FOLLOW_SECONDS", 2.0, float, 0.0, 3600.0),
+        checkpoint_file=get("S3RM_SEMANTIC_CHECKPOINT_FILE", ""),
+        rc_max_age_seconds=number(get, "S3RM_SEMANTIC_RC_MAX_AGE_SECONDS", 90 * 86400.0, float, 60.0,
+                                  10 * 365 * 86400.0),
     )
     if settings.max_lag_seconds < settings.reconcile_seconds:
         raise ConfigError("S3RM_SEMANTIC_MAX_LAG_SECONDS",

@@ -208,6 +208,61 @@ class RevisionPage:
     extra: dict = field(default_factory=dict)
 
 
+#: Kinds of :class:`RecentChange` (docs/hybrid-search.md#follower).
+CHANGE_KINDS = ("new", "edit", "delete", "restore", "move", "other")
+
+
+@dataclass(frozen=True, order=True)
+class ChangePosition:
+    """A point in the recent-changes stream: ``(timestamp, rcid)``, ordered as MediaWiki lists them.
+
+    ``timestamp`` is UTC ``YYYY-MM-DDTHH:MM:SSZ`` (string order = time order);
+    ``rcid`` the recentchanges row id (docs/hybrid-search.md#follower).
+    """
+
+    timestamp: str
+    rcid: int
+
+
+@dataclass(frozen=True)
+class RecentChange:
+    """One recent-changes row that concerns a Lesson (docs/hybrid-search.md#follower).
+
+    Attributes:
+        position: where the row sits in the stream.
+        kind: one of :data:`CHANGE_KINDS` (``delete``/``restore``/``move`` come from log rows).
+        lesson_id: the Lesson the row names (for a move: the OLD title), None when that title is no Lesson.
+        target_id: for ``move``, the Lesson id of the new title (None when it left the namespace).
+        revision_id: the new revision of an edit/create (0 for log rows).
+    """
+
+    position: ChangePosition
+    kind: str
+    lesson_id: str | None
+    target_id: str | None = None
+    revision_id: int = 0
+
+
+@dataclass(frozen=True)
+class RecentChangesPage:
+    """Rows at or after a start timestamp, oldest first.
+
+    Attributes:
+        changes: the rows that name a Lesson.
+        next_cursor: opaque continuation of the same walk (MediaWiki ``rccontinue``), None at the end.
+        last_position: position of the last row examined, Lesson or not (None when no row came back).
+    """
+
+    changes: tuple[RecentChange, ...]
+    next_cursor: str | None = None
+    last_position: ChangePosition | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when no more rows follow."""
+        return self.next_cursor is None
+
+
 class LessonRepository(abc.ABC):
     """Abstract store of Lesson pages. All ids are bare Lesson ids (``[a-z0-9_-]+``)."""
 
@@ -266,6 +321,19 @@ class LessonRepository(abc.ABC):
     @abc.abstractmethod
     def exists(self, lesson_ids: Sequence[str]) -> set[str]:
         """The subset of ``lesson_ids`` whose pages exist."""
+
+    @abc.abstractmethod
+    def recent_changes(self, start: str | None, limit: int, cursor: str | None = None) -> RecentChangesPage:
+        """Lesson-related recent changes at or after timestamp ``start`` (None: the oldest kept), oldest first.
+
+        At most ``limit`` (1..500) rows examined; ``cursor`` (a previous
+        page's ``next_cursor``) continues the same walk. A caller skips
+        positions it already applied. Contract: docs/hybrid-search.md#follower.
+        """
+
+    @abc.abstractmethod
+    def recent_change_bounds(self) -> tuple[ChangePosition | None, ChangePosition | None]:
+        """(oldest, newest) position still kept in the recent-changes stream; (None, None) when empty."""
 
     # ---- writes --------------------------------------------------------
     @abc.abstractmethod

@@ -28,7 +28,8 @@ ranking configuration.
 5. Preliminary RRF order; only the first ``scan_limit`` ids (one cap over all
    channels) are revalidated: ``scanned`` = ids examined (docs/retrieval.md#fusion).
 6. Canonical revalidation against fresh snapshots (batches of 50): missing →
-   dropped and queued for index cleanup; retrieval_hash differs → semantic
+   dropped and queued for index cleanup; tombstoned by the follower (deleted
+   or moved away, not re-created since) → dropped (docs/hybrid-search.md#tombstones); retrieval_hash differs → semantic
    votes dropped, Lesson queued for re-embedding, status ``stale``; same hash,
    new revision/metadata → scalars refreshed without embedding (docs/retrieval.md#revalidation); filters
    re-applied to fresh data; exact-identifier test on fresh text.
@@ -81,6 +82,7 @@ from gateway.retrieval.fusion import (
 from gateway.retrieval.index import FilterMask, IndexSnapshot, epoch_seconds
 from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE, generation_id, get_profile
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument, normalize_query
+from gateway.retrieval.follower import ChangeFollower, build_checkpoint_store
 from gateway.retrieval.refresher import IndexRefresher
 from gateway.config.retrieval import RetrievalSettings
 
@@ -199,8 +201,10 @@ class RetrievalService:
         self.calibration = ranking.calibration(self.profile.name)
         self.generation = generation_id(self.profile, self.builder.identity(), ranking.version)
         self.provider = provider or build_provider(settings, metrics=metrics)
+        follower = ChangeFollower(repository, build_checkpoint_store(settings.checkpoint_file), self.generation,
+                                  max_age_seconds=settings.rc_max_age_seconds)
         self.refresher = IndexRefresher(repository, self.provider, self.builder, self.generation, settings,
-                                        clock=clock, metrics=metrics)
+                                        clock=clock, metrics=metrics, follower=follower)
         self._duplicates = DuplicateChecker(self)
         self._text_fields = tuple(f.name for f in load_schema().lesson.fields if f.type in ("text", "longtext"))
 
@@ -505,9 +509,13 @@ class RetrievalService:
         stale, metadata, candidates = [], [], []
         exact_query = query is not None and is_exact_query(query)
         dropped_by_filter = 0
+        buried = 0
         for lesson_id in examined:
             snapshot = fresh.get(lesson_id)
             if snapshot is None:
+                continue
+            if self.refresher.is_tombstoned(lesson_id, snapshot.revision_id):
+                buried += 1  # deleted or moved away (docs/hybrid-search.md#tombstones)
                 continue
             doc = self.builder.build_snapshot(snapshot)
             record = snap.record(lesson_id)
@@ -546,6 +554,7 @@ class RetrievalService:
         self._count("hybrid_candidates", len(examined), operation=operation)
         self._count("hybrid_dropped", len(stale), reason="stale_hash")
         self._count("hybrid_dropped", len(missing), reason="missing")
+        self._count("hybrid_dropped", buried, reason="tombstone")
         self._count("hybrid_dropped", dropped_by_filter, reason="filter")
         status = self.refresher.status()
         if stale and status == "ready":

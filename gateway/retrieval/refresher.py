@@ -13,8 +13,17 @@ with threads, docs/retrieval.md#one-process) owns one daemon thread. It is woken
   a stale hash or a missing page); the worker re-reads just those Lessons;
 * **due reconcile** — :meth:`maybe_reconcile`, called by every hybrid
   request, queues a full reconcile once ``S3RM_SEMANTIC_RECONCILE_SECONDS``
-  passed since the last one (how browser edits are discovered; there is no
-  timer poll).
+  passed since the last one (the repair path);
+* **the recent-changes follower** (docs/hybrid-search.md#follower) — when
+  idle, every ``S3RM_SEMANTIC_FOLLOW_SECONDS`` the worker polls
+  :class:`~gateway.retrieval.follower.ChangeFollower` and applies the batch
+  as a ``follow`` refresh of just those ids (how browser and API edits made
+  outside MCP, deletes, moves and undeletes are found within seconds); the
+  checkpoint is committed after the swap; a gap queues a full rebuild whose
+  start-time stream head becomes the checkpoint. Deletes and moves leave
+  tombstones (docs/hybrid-search.md#tombstones) that hybrid results are
+  checked against at answer time, so an in-flight search on an older
+  snapshot does not return them either.
 
 None of these calls blocks or waits; no request ever waits for a refresh.
 
@@ -52,7 +61,9 @@ from typing import Any, Callable, Iterable
 
 from gateway.core.errors import ToolError
 from gateway.domain.repository import LessonRepository, RepositoryError, SNAPSHOT_BATCH
+from gateway.domain.repository import ChangePosition
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, ProviderProfileMismatch
+from gateway.retrieval.follower import ChangeFollower, FollowBatch
 from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
 from gateway.retrieval.analyzer import analyze, analyzer
 from gateway.config.profiles import INDEX_FACETS, WHOLE
@@ -67,6 +78,8 @@ log = logging.getLogger("s3rm.semantic")
 MAX_SCAN_BATCHES = 20000
 #: After a failed refresh, the next hybrid request may start a reconcile after this many seconds.
 FAILURE_RETRY_SECONDS = 30.0
+#: Tombstones kept at most (oldest dropped first; a full reconcile also clears those it covers).
+MAX_TOMBSTONES = 100_000
 
 
 def record_of(doc: ProjectionDocument) -> IndexRecord:
@@ -120,6 +133,11 @@ class SemanticState:
     builds: int = 0
     failures: int = 0
     last_outcome: RefreshOutcome | None = None
+    #: lesson id → (stream position of the delete/move, revision indexed then; 0 when none)
+    tombstones: dict[str, tuple[ChangePosition, int]] = field(default_factory=dict)
+    follow_error: str | None = None
+    follow_lag_seconds: float | None = None
+    last_poll_at: float | None = None
 
     def status(self, now: float, max_lag: float) -> str:
         """The semantic_status value (module docstring, docs/retrieval.md#semantic-status)."""
@@ -148,11 +166,14 @@ class IndexRefresher:
         settings: reconcile interval and max lag.
         clock: monotonic seconds (injectable).
         metrics: optional ``gateway.ops.metrics.Metrics``.
+        follower: optional :class:`ChangeFollower` polled every ``settings.follow_seconds`` when idle.
+        wall: wall-clock epoch seconds (follower lag).
     """
 
     def __init__(self, repository: LessonRepository, provider: EmbeddingProvider, builder: ProjectionBuilder,
                  generation: str, settings: RetrievalSettings, *, clock: Callable[[], float] = time.monotonic,
-                 metrics: Any = None):
+                 metrics: Any = None, follower: ChangeFollower | None = None,
+                 wall: Callable[[], float] = time.time):
         self.repository = repository
         self.provider = provider
         self.builder = builder
@@ -160,6 +181,8 @@ class IndexRefresher:
         self.settings = settings
         self.clock = clock
         self.metrics = metrics
+        self.follower = follower if settings.follow_seconds > 0 else None
+        self.wall = wall
         self.dims = provider.profile.dims
         self._cond = threading.Condition()
         self._state = SemanticState(enabled=provider.enabled)
@@ -167,6 +190,7 @@ class IndexRefresher:
         self._stop = False
         self._idle = threading.Event()
         self._idle.set()
+        self._next_follow = 0.0
 
     # ------------------------------------------------------------ control
     def start(self) -> bool:
@@ -227,6 +251,23 @@ class IndexRefresher:
     def queue_metadata(self, lesson_ids: Iterable[str]) -> None:
         """Metadata-only changes: refresh filter scalars without re-embedding (docs/retrieval.md#revalidation)."""
         self._queue(list(lesson_ids))
+
+    def is_tombstoned(self, lesson_id: str, revision_id: int) -> bool:
+        """True when ``lesson_id`` was deleted or moved away and ``revision_id`` is not newer than what it had.
+
+        Hybrid results are checked with this at answer time
+        (docs/hybrid-search.md#tombstones): a page read back at its old
+        revision (an undelete the follower has not applied yet, a lagging
+        read) stays hidden; a page created again (a newer revision) does not.
+        """
+        with self._cond:
+            tomb = self._state.tombstones.get(lesson_id)
+        return tomb is not None and revision_id <= tomb[1]
+
+    def tombstones(self) -> dict[str, ChangePosition]:
+        """Current tombstones: Lesson id → stream position of its delete or move (a copy)."""
+        with self._cond:
+            return {i: t[0] for i, t in self._state.tombstones.items()}
 
     def maybe_reconcile(self) -> bool:
         """Queue a full reconcile when the interval has passed since the last one started; never blocks."""
@@ -296,7 +337,15 @@ class IndexRefresher:
                 "last_reconcile_age_seconds": None if st.last_reconcile_at is None
                 else round(now - st.last_reconcile_at, 1),
                 "error": st.last_error,
+                "tombstones": len(st.tombstones),
             }
+            if self.follower is not None:
+                position = self.follower.position
+                out["recent_changes_lag_seconds"] = st.follow_lag_seconds
+                out["last_poll_age_seconds"] = None if st.last_poll_at is None else round(now - st.last_poll_at, 1)
+                out["follow"] = {"checkpoint": position.timestamp if position else None,
+                                 "checkpoint_rcid": position.rcid if position else None,
+                                 "lag_seconds": st.follow_lag_seconds, "error": st.follow_error}
         stats = self.provider.stats()
         out["breaker"] = stats.get("breaker")
         out["queue"] = {k: stats[k] for k in ("in_use", "waiting", "rejected") if k in stats}
@@ -307,12 +356,21 @@ class IndexRefresher:
         return self._idle.wait(timeout)
 
     # ------------------------------------------------------------- worker
+    def request_follow(self) -> None:
+        """Poll the recent-changes follower now instead of at its next interval (admin/test use)."""
+        with self._cond:
+            self._next_follow = 0.0
+            self._cond.notify_all()
+
     def _run(self) -> None:
         while True:
             with self._cond:
                 while not self._stop and not self._state.full_pending and not self._state.pending_ids:
+                    due = self.follower is not None and self._state.snapshot is not None
+                    if due and self.clock() >= self._next_follow:
+                        break
                     self._idle.set()
-                    self._cond.wait()
+                    self._cond.wait(max(0.0, self._next_follow - self.clock()) if due else None)
                 if self._stop:
                     self._idle.set()
                     return
@@ -321,11 +379,20 @@ class IndexRefresher:
                     kind, ids = "full", set(st.pending_ids)
                     st.full_pending = False
                     st.last_reconcile_started = self.clock()
-                else:
+                elif st.pending_ids:
                     kind, ids = "dirty", set(st.pending_ids)
+                else:
+                    kind, ids = "follow", set()
                 st.pending_ids.clear()
                 st.running = kind
                 st.last_attempt_at = self.clock()
+            if kind == "follow":
+                with self._cond:
+                    self._next_follow = self.clock() + self.settings.follow_seconds
+                self._follow()
+                with self._cond:
+                    self._state.running = None
+                continue
             try:
                 outcome = self._refresh(kind, ids)
             except Exception as exc:  # defensive: the worker must survive anything
@@ -340,6 +407,7 @@ class IndexRefresher:
         started = self.clock()
         outcome = RefreshOutcome(kind)
         needed: set[str] = set(ids)
+        head = self._stream_head() if kind == "full" else None
         try:
             if self._state.snapshot is None:
                 analyzer()  # load Kiwi before the first snapshot serves: no request ever waits for it
@@ -371,7 +439,7 @@ class IndexRefresher:
             st.failed_ids = frozenset()
             st.stale_seen = False
             st.builds += 1
-            done = set(fresh) | set(removed) | (ids if kind == "dirty" else set(base.ids))
+            done = set(fresh) | set(removed) | (ids if kind != "full" else set(base.ids))
             st.missing_ids -= done
             st.stale_ids -= done
             if kind == "full":
@@ -380,12 +448,92 @@ class IndexRefresher:
                 st.orphans_removed = len(removed)
                 st.missing_ids.clear()
                 st.stale_ids.clear()
-            elif st.canonical_count is not None:  # a dirty refresh: keep the Lesson count current
+                if head is not None:  # tombstones up to the head are reflected by this scan
+                    st.tombstones = {i: t for i, t in st.tombstones.items() if t[0] > head}
+            elif st.canonical_count is not None:  # a dirty or follow refresh: keep the Lesson count current
                 known = set(base.ids)
                 st.canonical_count += sum(1 for i in fresh if i not in known) - sum(1 for i in removed if i in known)
         outcome.swapped = changed
         outcome.seconds = self.clock() - started
+        if head is not None:
+            self._commit(lambda: self.follower.commit_position(head))
         return outcome
+
+    # ----------------------------------------------------------- follower
+    def _stream_head(self) -> ChangePosition | None:
+        """The stream head before a full scan (the checkpoint it earns), None without a follower or on error."""
+        if self.follower is None:
+            return None
+        try:
+            return self.follower.head()
+        except (RepositoryError, ToolError) as exc:
+            self._follow_failed(exc)
+            return None
+
+    def _follow(self) -> None:
+        """One follower poll and the ``follow`` refresh of its ids (docs/hybrid-search.md#follower)."""
+        try:
+            batch = self.follower.poll()
+        except (RepositoryError, ToolError) as exc:
+            self._follow_failed(exc)
+            return
+        if batch.gap is not None:
+            log.warning("recent-changes gap (%s): full rebuild (generation=%s)", batch.gap, self.generation)
+            if self.metrics is not None:
+                self.metrics.incr("semantic_follow_rebuilds", cause=batch.gap)
+            with self._cond:
+                self._state.full_pending = True
+                self._idle.clear()
+            return
+        self._bury(batch)
+        if batch.refresh:
+            self._idle.clear()
+            outcome = self._refresh("follow", set(batch.refresh))
+            with self._cond:
+                self._state.last_outcome = outcome
+            self._observe(outcome)
+            if outcome.error is not None:
+                return
+        self._commit(lambda: self.follower.commit(batch))
+        lag = None if batch.newest_timestamp is None else max(0.0, self.wall() - epoch_seconds(batch.newest_timestamp))
+        with self._cond:
+            self._state.follow_error = None
+            self._state.last_poll_at = self.clock()
+            if lag is not None:
+                self._state.follow_lag_seconds = round(lag, 1)
+        if self.metrics is not None:
+            for change_kind, count in batch.counts.items():
+                self.metrics.incr("semantic_follow_changes", count, kind=change_kind)
+            if lag is not None:
+                self.metrics.observe("semantic_follow_lag_seconds", lag)
+            self.metrics.incr("semantic_follow_polls", outcome="ok")
+
+    def _bury(self, batch: FollowBatch) -> None:
+        """Record the batch's tombstones and lift revived ones BEFORE its refresh swaps (answer-time check)."""
+        with self._cond:
+            st = self._state
+            snap = st.snapshot
+            for lesson_id in batch.revived:
+                st.tombstones.pop(lesson_id, None)
+            for lesson_id, position in batch.tombstones.items():
+                record = snap.record(lesson_id) if snap is not None else None
+                st.tombstones[lesson_id] = (position, record.revision_id if record else 0)
+            while len(st.tombstones) > MAX_TOMBSTONES:
+                st.tombstones.pop(next(iter(st.tombstones)))
+
+    def _commit(self, save: Callable[[], None]) -> None:
+        try:
+            save()
+        except OSError as exc:
+            self._follow_failed(exc)
+
+    def _follow_failed(self, exc: Exception) -> None:
+        code = getattr(exc, "code", None) or type(exc).__name__
+        with self._cond:
+            self._state.follow_error = code
+        log.warning("recent-changes follower failed (code=%s generation=%s)", code, self.generation)
+        if self.metrics is not None:
+            self.metrics.incr("semantic_follow_polls", outcome=code)
 
     def _scan_all(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -406,6 +554,8 @@ class IndexRefresher:
         for lesson_id in sorted(docs):
             doc = docs[lesson_id]
             record = base.record(lesson_id)
+            if record is not None and record.revision_id > doc.revision_id:
+                continue  # an older read never replaces a newer indexed revision
             if record is None or record.retrieval_hash != doc.retrieval_hash:
                 upserts.append(doc)
             elif record.revision_id != doc.revision_id or record.metadata_hash != doc.metadata.metadata_hash:

@@ -32,6 +32,7 @@ from typing import Callable, Sequence
 from gateway.domain.codec import PageFormatError, parse_page
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.repository import (
+    ChangePosition,
     EdgesResult,
     EditConflict,
     FullTextHit,
@@ -39,6 +40,8 @@ from gateway.domain.repository import (
     LessonRepository,
     PageExists,
     PageMissing,
+    RecentChange,
+    RecentChangesPage,
     RelationEdge,
     RevisionInfo,
     RevisionPage,
@@ -85,6 +88,7 @@ class InMemoryRepository(LessonRepository):
         self._lock = threading.RLock()
         self._pages: dict[str, list[_Rev]] = {}   # insertion order = page creation order
         self._next_rev = 1
+        self._changes: list[RecentChange] = []   # the recent-changes stream, oldest first
         self.search_calls: list[str] = []        # queries seen (tests assert on them)
 
     # ------------------------------------------------------------ reads
@@ -217,6 +221,7 @@ class InMemoryRepository(LessonRepository):
             rev = _Rev(self._next_rev, parent, ts, self._user, summary, wikitext)
             self._next_rev += 1
             self._pages.setdefault(lesson_id, []).append(rev)
+            self._record_change("edit" if parent else "new", lesson_id, ts, rev.revision_id)
             return SaveResult(revision_id=rev.revision_id, timestamp=ts, parent_revision_id=parent or None)
 
     def put_page(self, lesson_id: str, wikitext: str, summary: str = "test") -> int:
@@ -229,7 +234,34 @@ class InMemoryRepository(LessonRepository):
     def delete_page(self, lesson_id: str) -> None:
         """Test helper: remove a page and its history."""
         with self._lock:
-            self._pages.pop(lesson_id, None)
+            if self._pages.pop(lesson_id, None) is not None:
+                ts = self._clock().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+                self._record_change("delete", lesson_id, ts, 0)
+
+    def forget_changes_before(self, position: ChangePosition) -> None:
+        """Test helper: drop stream rows before ``position`` (MediaWiki's ``$wgRCMaxAge`` purge)."""
+        with self._lock:
+            self._changes = [c for c in self._changes if c.position >= position]
+
+    def recent_changes(self, start: str | None, limit: int, cursor: str | None = None) -> RecentChangesPage:
+        """The stream from ``start``; ``cursor`` = ``"<rcid>"`` of the next row to examine."""
+        limit = max(1, min(int(limit), 500))
+        with self._lock:
+            rows = [c for c in self._changes if (start is None or c.position.timestamp >= start)
+                    and (cursor is None or c.position.rcid >= int(cursor))]
+        page, rest = rows[:limit], rows[limit:]
+        return RecentChangesPage(changes=tuple(page), next_cursor=str(rest[0].position.rcid) if rest else None,
+                                 last_position=page[-1].position if page else None)
+
+    def recent_change_bounds(self) -> tuple[ChangePosition | None, ChangePosition | None]:
+        with self._lock:
+            if not self._changes:
+                return None, None
+            return self._changes[0].position, self._changes[-1].position
+
+    def _record_change(self, kind: str, lesson_id: str, ts: str, revision_id: int) -> None:
+        rcid = self._changes[-1].position.rcid + 1 if self._changes else 1
+        self._changes.append(RecentChange(ChangePosition(ts, rcid), kind, lesson_id, revision_id=revision_id))
 
     # ----------------------------------------------------------- health
     def check_login(self) -> bool:

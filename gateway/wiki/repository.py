@@ -24,6 +24,14 @@ How each operation stays bounded:
   forgets edits older than ``$wgRCMaxAge`` (90 days by default). The cursor is
   the ``arvcontinue`` value of the next revision to examine
   (``<YYYYMMDDHHMMSS>|<rev id>``), so pages that stop mid-batch resume exactly.
+* ``recent_changes`` — ``list=recentchanges`` (``rcdir=newer``,
+  ``rctype=edit|new|log``, ``rcprop=title|ids|timestamp|loginfo``) from a
+  start timestamp, every namespace (a move INTO the Lesson namespace is
+  logged under its old title), keeping rows that name a Lesson; delete,
+  restore and move come from log rows (docs/hybrid-search.md#follower).
+  Here recentchanges is right: the follower only needs the tail since its
+  checkpoint, and a checkpoint older than the oldest kept row is a gap
+  that triggers a full rebuild.
 * ``search_full_text`` — ``list=search`` with ``srwhat=text`` (the page-title
   default would miss every field) in namespace 3000; the query string is
   MediaWiki search syntax built by :mod:`gateway.retrieval.lexical`.
@@ -51,10 +59,13 @@ from typing import Any, Iterable, Sequence
 from gateway.domain.codec import PageFormatError, parse_page
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import (
+    ChangePosition,
     EdgesResult,
     FullTextHit,
     FullTextResult,
     LessonRepository,
+    RecentChange,
+    RecentChangesPage,
     RelationEdge,
     RevisionInfo,
     RevisionPage,
@@ -75,6 +86,12 @@ _ARV_CURSOR = re.compile(r"^[0-9]{14}\|[0-9]+$")
 RECENT_SCAN_FACTOR = 4
 #: Decoded pages kept in memory (keyed by immutable revision id).
 PARSED_CACHE_SIZE = 4096
+#: Upper bound of ``rclimit`` per request (MediaWiki's maximum for ordinary accounts).
+RC_MAX = 500
+_RC_TYPES = "edit|new|log"
+#: (logtype, logaction) → change kind; other log rows of a Lesson are ``other`` (the page is re-read).
+_LOG_KINDS = {("delete", "delete"): "delete", ("delete", "restore"): "restore",
+              ("move", "move"): "move", ("move", "move_redir"): "move"}
 #: Upper bound of ``srlimit`` (MediaWiki's own maximum for ordinary accounts).
 SEARCH_MAX = 500
 
@@ -218,6 +235,53 @@ class MediaWikiRepository(LessonRepository):
         partial = len(found) < limit and not exhausted
         return ScanPage(snapshots=tuple(found), next_cursor=None if exhausted else next_cursor,
                         scanned=scanned, scan_limit=budget, partial=partial, item_cursors=tuple(resume))
+
+    def recent_changes(self, start: str | None, limit: int, cursor: str | None = None) -> RecentChangesPage:
+        """Lesson rows of ``list=recentchanges`` from ``start`` (ISO UTC, inclusive), oldest first.
+
+        One request of at most ``limit`` (1..500) rows of every namespace; rows
+        naming no Lesson (neither title nor move target) are dropped, so fewer
+        than ``limit`` may come back while ``complete`` is False. Raises the
+        repository errors of :mod:`gateway.domain.repository`.
+        Contract: docs/hybrid-search.md#follower.
+        """
+        params = {"action": "query", "list": "recentchanges", "rcdir": "newer", "rctype": _RC_TYPES,
+                  "rcprop": "title|ids|timestamp|loginfo", "rclimit": max(1, min(int(limit), RC_MAX))}
+        if start:
+            params["rcstart"] = start
+        if cursor:
+            params["rccontinue"] = cursor
+        data = self.client.get(params)
+        rows = data.get("query", {}).get("recentchanges", [])
+        changes = [c for c in (self._change(row) for row in rows) if c is not None]
+        last = ChangePosition(str(rows[-1].get("timestamp", "")), int(rows[-1].get("rcid", 0))) if rows else None
+        return RecentChangesPage(changes=tuple(changes), next_cursor=data.get("continue", {}).get("rccontinue"),
+                                 last_position=last)
+
+    def recent_change_bounds(self) -> tuple[ChangePosition | None, ChangePosition | None]:
+        """(oldest, newest) kept recentchanges positions of any namespace (two one-row requests)."""
+        out = []
+        for direction in ("newer", "older"):
+            data = self.client.get({"action": "query", "list": "recentchanges", "rcdir": direction,
+                                    "rctype": _RC_TYPES, "rcprop": "ids|timestamp", "rclimit": 1})
+            rows = data.get("query", {}).get("recentchanges", [])
+            out.append(ChangePosition(rows[0]["timestamp"], int(rows[0]["rcid"])) if rows else None)
+        return out[0], out[1]
+
+    def _change(self, row: dict[str, Any]) -> RecentChange | None:
+        position = ChangePosition(str(row.get("timestamp", "")), int(row.get("rcid", 0)))
+        lesson_id = self.lesson_id(row)
+        if row.get("type") in ("new", "edit"):
+            return None if lesson_id is None else RecentChange(position, row["type"], lesson_id,
+                                                               revision_id=int(row.get("revid") or 0))
+        kind = _LOG_KINDS.get((row.get("logtype"), row.get("logaction")), "other")
+        target_id = None
+        if kind == "move":
+            params = row.get("logparams") or {}
+            target_id = self.lesson_id({"ns": params.get("target_ns"), "title": params.get("target_title", "")})
+        if lesson_id is None and target_id is None:
+            return None
+        return RecentChange(position, kind, lesson_id, target_id=target_id)
 
     def search_full_text(self, query: str, limit: int) -> FullTextResult:
         """Ranked ids for MediaWiki search syntax ``query`` (``list=search``, ``srwhat=text``, ns 3000).

@@ -15,6 +15,7 @@
   resets every new connection (a wiki that is down). ``api_url`` is the
   proxied ``api.php``.
 * :func:`rpc` / :func:`call_tool` — one JSON-RPC POST with ``requests``.
+* :func:`wait_until` — poll a condition until it holds or a deadline passes (then the test fails).
 
 Used by ``tests/gateway/test_security.py``, ``tests/gateway/test_faults.py`` and ``bench/load.py``.
 Every loop here is bounded in count and time.
@@ -240,3 +241,17 @@ def tool_payload(response: requests.Response) -> dict:
     if result.get("isError"):
         return json.loads(result["content"][0]["text"])
     return result["structuredContent"]
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
+    """Call ``predicate()`` every ``interval`` s until it returns a true value (returned), failing the test after
+    ``timeout`` s with "``what`` did not happen"."""
+    import pytest
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"{what} did not happen within {timeout:.0f} s")
