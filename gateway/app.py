@@ -22,6 +22,8 @@ from typing import Any, Callable
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
+from gateway.auth.endpoints import create_auth_blueprint
+from gateway.auth.service import AuthService
 from gateway.config import GatewayConfig
 from gateway.core.errors import INTERNAL_ERROR, INVALID_REQUEST, ToolError, error_body
 from gateway.core.jsonio import json_response
@@ -109,6 +111,8 @@ class GatewayState:
     semantic_stats: Callable[[], dict] | None = None
     #: :class:`gateway.retrieval.hybrid.RetrievalService` or ``None`` (no repository)
     retrieval: Any = None
+    #: github mode's :class:`gateway.auth.service.AuthService`, ``None`` in token and open modes
+    oauth: Any = None
 
 
 def create_app(
@@ -123,6 +127,7 @@ def create_app(
     specs: tuple[ToolSpec, ...] | None = None,
     semantic_stats: Callable[[], dict] | None = None,
     retrieval: Any = None,
+    oauth: AuthService | None = None,
 ) -> Flask:
     """Build the gateway WSGI app.
 
@@ -144,6 +149,9 @@ def create_app(
       ``disabled`` unless ``S3RM_EMBEDDING_PROVIDER`` says otherwise) and starts
       its ONE background refresher here, once per process (docs/retrieval.md#one-process).
       It supplies ``semantic_status``/``semantic_stats`` unless those are given.
+    * ``oauth`` — github mode's :class:`~gateway.auth.service.AuthService`
+      (default: built from ``config`` when ``S3RM_MCP_WRITE_AUTH_MODE=github``;
+      docs/transport.md#github-mode); its blueprint replaces the OAuth probe answers.
     * ``specs`` — the tools to serve; defaults to the ten tools of
       :mod:`gateway.tools.registry` (tests pass variants with other handlers).
 
@@ -166,6 +174,8 @@ def create_app(
         retrieval=retrieval,
         write_listeners=(lambda _name: graph_bp.graph_cache.invalidate(),) if graph_bp is not None else (),
     )
+    if oauth is None and config.write_auth_mode == "github":
+        oauth = AuthService(config)
     state = GatewayState(
         config=config,
         registry=registry,
@@ -182,6 +192,7 @@ def create_app(
         rate_limiter=RateLimiter.from_config(config, metrics=metrics) if config.write_auth_mode == "open" else None,
         semantic_stats=semantic_stats or (retrieval.health if retrieval is not None else None),
         retrieval=retrieval,
+        oauth=oauth,
     )
 
     app = Flask("gateway")
@@ -191,7 +202,10 @@ def create_app(
     app.register_blueprint(mcp_bp)
     app.register_blueprint(health_bp)
     app.register_blueprint(metrics_bp)
-    app.register_blueprint(oauth_probe_bp)  # JSON 404s naming the token header for OAuth probes
+    if oauth is not None:
+        app.register_blueprint(create_auth_blueprint(oauth))  # github mode: the authorization server
+    else:
+        app.register_blueprint(oauth_probe_bp)  # JSON 404s naming the token header for OAuth probes
     if graph_bp is not None:
         app.register_blueprint(graph_bp)  # GET /mcp/graph for the home page (not an MCP tool)
     app.register_error_handler(HTTPException, _http_error)

@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gateway.wiki",),            # the MediaWiki Action API client and the Lesson repository over it
     ("gateway.retrieval",),       # legacy + hybrid search, index, embedding client, fusion, cursors
     ("gateway.tools",),           # one module per tool, the dispatcher, the registry, the write pipeline
+    ("gateway.auth",),            # github mode: OAuth authorization server, GitHub upstream, token checks
     ("gateway.transport",),       # MCP Streamable HTTP: JSON-RPC, headers, protocol versions
     ("gateway.web",),             # HTTP routes outside MCP: browser JSON, health probes, /metrics
     ("gateway.app",),             # create_app(config) wires everything

@@ -12,7 +12,7 @@ never echoing a secret.
 
 Contract: docs/transport.md#host-and-origin (public URL, exact Host/Origin
 allowlists without wildcards), docs/transport.md#write-auth (token/open write
-modes), docs/retrieval.md#one-process, docs/operations.md#health.
+modes), docs/transport.md#github-mode (github mode, :mod:`gateway.config.github`), docs/retrieval.md#one-process, docs/operations.md#health.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from gateway.config.github import GithubSettings, load_github
 from gateway.config.retrieval import RetrievalSettings, load_retrieval
 from gateway.config.values import (
     ConfigError,
@@ -132,6 +133,8 @@ class GatewayConfig:
     metrics_token_sha256: str = ""
     search_scope_principals: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    #: github mode's OAuth settings (:class:`~gateway.config.github.GithubSettings`), ``None`` otherwise
+    github: GithubSettings | None = None
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -142,8 +145,8 @@ class GatewayConfig:
     # ------------------------------------------------------------- helpers
     @property
     def writes_enabled(self) -> bool:
-        """True when a write can succeed at all: open mode, or token mode with a digest set."""
-        return self.write_auth_mode == "open" or bool(self.write_token_sha256)
+        """True when a write can succeed at all: open or github mode, or token mode with a digest set."""
+        return self.write_auth_mode in ("open", "github") or bool(self.write_token_sha256)
 
     def __repr__(self) -> str:
         """Show every setting except secrets, which appear as ``<redacted>`` (or ``''`` when unset)."""
@@ -171,8 +174,10 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
     extra_origins = parse_origins(get("S3RM_MCP_ALLOWED_ORIGINS"))
 
     mode = get("S3RM_MCP_WRITE_AUTH_MODE", "token").lower()
-    if mode not in ("token", "open"):
-        raise ConfigError("S3RM_MCP_WRITE_AUTH_MODE", "must be 'token' or 'open'")
+    if mode not in ("token", "open", "github"):
+        raise ConfigError("S3RM_MCP_WRITE_AUTH_MODE", "must be 'token', 'open' or 'github'")
+    github = (load_github(get, public_url, public_origin, REPO_ROOT / ".dev" / "oauth-state.sqlite3")
+              if mode == "github" else None)
     digest = hex_digest(get, "S3RM_MCP_WRITE_TOKEN_SHA256", "the write token")
 
     wiki_api_url = get("S3RM_WIKI_API_URL", GatewayConfig.wiki_api_url)
@@ -247,6 +252,7 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
         metrics_token_sha256=metrics_digest,
         search_scope_principals=parse_scope_principals(get("S3RM_SEARCH_SCOPE_PRINCIPALS_JSON"), scopes),
         retrieval=load_retrieval(env),
+        github=github,
     )
 
 

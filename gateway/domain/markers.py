@@ -24,6 +24,11 @@ Fields:
   (base64url, no padding).
 * S3U (compensation after a detected merge): ``r`` the revision whose content
   was restored, ``p`` the merged revision it replaces.
+* ``gh`` (optional, last, S3W/S3V/S3R): the verified GitHub login of the
+  person whose github-mode access token made the write
+  (docs/tools.md#attribution). Not part of any digest or seal; only the
+  gateway account may save markers (HS41), so it is as trustworthy as the
+  marker itself.
 
 Length: MediaWiki 1.39 truncates summaries to
 ``CommentStore::COMMENT_CHARACTER_LIMIT`` = 500 *characters* (Unicode code
@@ -41,12 +46,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gateway.domain.schema import load_schema
 
 __all__ = ["SUMMARY_LIMIT", "TAGS", "S3W_KINDS", "Marker", "MarkerError", "parse_summary", "format_marker",
-           "build_summary", "sanitize_human", "KID_PATTERN"]
+           "build_summary", "sanitize_human", "KID_PATTERN", "attribute_summary"]
 
 #: MediaWiki 1.39 CommentStore::COMMENT_CHARACTER_LIMIT (code points).
 SUMMARY_LIMIT = 500
@@ -67,6 +72,7 @@ _VALUE = {
     "f": r"[a-z_]+(?:,[a-z_]+)*",
     "h": r"[0-9a-f]{32}",
     "s": r"[A-Za-z0-9_-]{43}",
+    "gh": r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})",
 }
 _KEYS = {
     "S3W": ("op", "k", "d", "p"),
@@ -74,7 +80,10 @@ _KEYS = {
     "S3R": ("kid", "op", "d", "b", "f", "p", "h", "s"),
     "S3U": ("r", "p"),
 }
-_BODY = {tag: re.compile(" ".join(f"{k}=(?P<{k}>{_VALUE[k]})" for k in keys) + r"\Z") for tag, keys in _KEYS.items()}
+_ATTRIBUTED = ("S3W", "S3V", "S3R")
+_BODY = {tag: re.compile(" ".join(f"{k}=(?P<{k}>{_VALUE[k]})" for k in keys)
+                         + (f"(?: gh=(?P<gh>{_VALUE['gh']}))?" if tag in _ATTRIBUTED else "") + r"\Z")
+         for tag, keys in _KEYS.items()}
 _TOKEN = re.compile(r"\[S3[WVRU]")
 _TAIL = re.compile(r"\[(?P<tag>S3[WVRU]) v1 (?P<body>[^\[\]]*)\]\Z")
 
@@ -95,6 +104,7 @@ class Marker:
         digest: 32-hex request digest prefix (``d``).
         kid, basis, fields, body, signature: S3R seal parts.
         restored: S3U restored revision id.
+        actor: the verified GitHub login (``gh``) of a github-mode write, else None.
     """
 
     tag: str
@@ -108,6 +118,7 @@ class Marker:
     body: str | None = None
     signature: str | None = None
     restored: int | None = None
+    actor: str | None = None
 
     def same_request(self, tag: str, kind: str, digest: str) -> bool:
         """True when this marker records the request (tag, kind, digest prefix)."""
@@ -148,6 +159,7 @@ def parse_summary(summary: str) -> Marker | None:
         body=g.get("h"),
         signature=g.get("s"),
         restored=int(g["r"]) if g.get("r") else None,
+        actor=g.get("gh"),
     )
 
 
@@ -165,6 +177,10 @@ def format_marker(marker: Marker) -> str:
         if value is None or not re.fullmatch(_VALUE[key], value):
             raise ValueError(f"{marker.tag} marker value {key} is missing or malformed")
         parts.append(f"{key}={value}")
+    if marker.actor is not None:
+        if marker.tag not in _ATTRIBUTED or not re.fullmatch(_VALUE["gh"], marker.actor):
+            raise ValueError(f"{marker.tag} marker value gh is malformed")
+        parts.append(f"gh={marker.actor}")
     return f"[{marker.tag} v1 {' '.join(parts)}]"
 
 
@@ -206,3 +222,13 @@ def build_summary(human: str, marker: Marker) -> str:
     if len(prefix) > room:
         prefix = prefix[: max(0, room - 1)].rstrip() + "…" if room > 0 else ""
     return f"{prefix} {tail}" if prefix else tail
+
+
+def attribute_summary(summary: str, actor: str) -> str:
+    """``summary`` (``<human> <marker>``) with its marker carrying ``gh=<actor>``; raises ValueError
+    for a summary without an attributable marker or a malformed login."""
+    marker = parse_summary(summary)
+    if marker is None:
+        raise ValueError("the summary has no marker")
+    human = summary.rstrip()[: -len(format_marker(marker))].rstrip()
+    return build_summary(human, replace(marker, actor=actor))

@@ -10,13 +10,18 @@ and the read tools ask these functions, so the rules sit below both.
   No header → :class:`AuthError` 401; a wrong token (or an empty configured
   digest, i.e. writes disabled) → 403.
 * ``open`` mode: every tool is public; the principal is the client address.
+* ``github`` mode (docs/transport.md#github-mode): the transport has already
+  verified the OAuth access token of every request and passes the caller as
+  ``Credentials.principal`` (kind ``github``); the five write tools need the
+  scope ``mcp:write`` — without it :class:`AuthError` 403 ``insufficient_scope``.
 
 Search-scope ACL (docs/retrieval.md#filters-and-scopes):
 ``S3RM_SEARCH_SCOPE_PRINCIPALS_JSON`` maps a scope to the short hashes of the
 principals allowed to use it. :func:`principal_hash` is the first 16 hex of
 SHA-256 of the verified credential (for the shared write token that is the
-first 16 hex of ``S3RM_MCP_WRITE_TOKEN_SHA256``); anonymous callers and bare
-client addresses have none. :func:`check_scope_access` is what
+first 16 hex of ``S3RM_MCP_WRITE_TOKEN_SHA256``; for a GitHub user the first
+16 hex of SHA-256 of ``github:<numeric user id>``, :func:`github_subject_hash`);
+anonymous callers and bare client addresses have none. :func:`check_scope_access` is what
 ``search_lessons`` and ``find_analogies`` call before anything else.
 """
 from __future__ import annotations
@@ -26,6 +31,7 @@ import hmac
 from dataclasses import dataclass
 
 from gateway.config import GatewayConfig
+from gateway.config.github import SCOPE_WRITE
 from gateway.core.errors import ToolError
 from gateway.core.principal import Principal
 
@@ -35,6 +41,7 @@ __all__ = [
     "authorize",
     "bearer_token",
     "principal_hash",
+    "github_subject_hash",
     "check_scope_access",
 ]
 
@@ -43,10 +50,12 @@ _TOKEN_SUBJECT = "shared-write-token"
 
 @dataclass(frozen=True)
 class Credentials:
-    """What the HTTP request says about its caller: the raw Authorization header and the peer address."""
+    """What the HTTP request says about its caller: the raw Authorization header and the peer address;
+    in github mode also the ``principal`` the transport verified from the access token."""
 
     authorization: str | None = None
     remote_addr: str | None = None
+    principal: Principal | None = None
 
 
 class AuthError(Exception):
@@ -82,6 +91,8 @@ def authorize(kind: str, credentials: Credentials, config: GatewayConfig) -> Pri
     Raises :class:`AuthError` for an unauthorised write in token mode. Reads
     never fail here: an absent or wrong token just leaves them anonymous.
     """
+    if config.write_auth_mode == "github":
+        return _authorize_github(kind, credentials)
     token = bearer_token(credentials.authorization)
     valid = token is not None and _token_matches(token, config)
     if config.write_auth_mode == "open":
@@ -103,6 +114,22 @@ def authorize(kind: str, credentials: Credentials, config: GatewayConfig) -> Pri
     raise AuthError(403, "invalid_token", "The write token was not accepted.")
 
 
+def _authorize_github(kind: str, credentials: Credentials) -> Principal:
+    principal = credentials.principal
+    if principal is None or principal.kind != "github":
+        raise AuthError(401, "missing_token", "This MCP server needs an OAuth access token: sign in with GitHub.")
+    if kind == "write" and SCOPE_WRITE not in principal.scopes:
+        raise AuthError(403, "insufficient_scope",
+                        "This tool changes Lessons and needs the mcp:write scope: authorize again with mcp:write "
+                        "(your MCP client does this on this 403).")
+    return principal
+
+
+def github_subject_hash(user_id: str) -> str:
+    """The 16-hex ACL identity of the GitHub user with numeric id ``user_id``: SHA-256(``github:<id>``)[:16]."""
+    return hashlib.sha256(f"github:{user_id}".encode("utf-8")).hexdigest()[:16]
+
+
 def principal_hash(principal: Principal, config: GatewayConfig) -> str | None:
     """The 16-hex ACL identity of a verified principal, or ``None`` for anonymous/address-only callers.
 
@@ -112,6 +139,8 @@ def principal_hash(principal: Principal, config: GatewayConfig) -> str | None:
     """
     if principal.kind == "token" and config.write_token_sha256:
         return config.write_token_sha256[:16]
+    if principal.kind == "github" and principal.user_id:
+        return github_subject_hash(principal.user_id)
     return None
 
 

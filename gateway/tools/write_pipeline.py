@@ -13,7 +13,10 @@ creates the page); :func:`write_handler` runs it. For one call, in order
    (nothing written); another request → ``idempotency_conflict``; a create
    whose id is taken by another request → ``lesson_exists``;
 4. plan the new page (the operation's ``plan``): ``rule_violation``,
-   ``revision_conflict``, ``not_found``, ``not_configured``;
+   ``revision_conflict``, ``not_found``, ``not_configured``; in github mode
+   the marker also records the verified GitHub login (``gh=``,
+   docs/tools.md#attribution) — the provenance fields (author, added_by, …)
+   stay the gateway account, as hooks_spec HS10 requires;
 5. run the hooks_spec checker on (current, planned) — any violation refuses
    with ``rule_violation`` naming the rule (GW12);
 6. save conditionally (``gateway/wiki/edit.py``): a concurrent change →
@@ -38,10 +41,12 @@ Never logs arguments, Lesson content, summaries or keys.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, Callable
 
 from gateway.core.errors import ToolError, error_payload
 from gateway.domain.idempotency import find_prior_write
+from gateway.domain.markers import attribute_summary
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.schema import load_schema
 from gateway.domain.repository import EditConflict, PageExists, PageMissing, WikiUnavailable
@@ -184,6 +189,8 @@ def _run(operation: WriteOperation, arguments: dict[str, Any], ctx: ToolContext)
     if not operation.creates and snapshot is None:
         raise WriteRefused("not_found", f"Lesson {request.lesson_id} does not exist", field=operation.lesson_field)
     planned = operation.plan(request, snapshot, env)
+    if ctx.principal.kind == "github" and ctx.principal.subject:
+        planned = replace(planned, summary=attribute_summary(planned.summary, ctx.principal.subject))
 
     violations = check_revision(
         snapshot.wikitext if snapshot is not None else None, planned.wikitext, account, env.now, planned.summary,

@@ -19,9 +19,15 @@ notification or client response              202      (empty body)
 unknown method                               200      -32601 (404 in the 2026-07-28 era)
 unknown tool / bad params                    200      -32602
 write without token / wrong token            401/403  -32001
+github mode: no/invalid access token          401      -32001 (WWW-Authenticate: resource_metadata)
+github mode: write without mcp:write          403      -32001 (error="insufficient_scope")
 open mode: principal over its rate limit     429      -32003 (Retry-After)
 read/write class queue full / wait timed out 429/503  -32003 (Retry-After)
 ===========================================  =======  ==========================
+
+In ``github`` mode (docs/transport.md#github-mode) every POST needs a valid
+OAuth access token for this resource before anything else is read; the
+verified principal travels in ``Credentials.principal``.
 
 In ``open`` mode every request is charged to its principal's token bucket
 (:mod:`gateway.ops.ratelimit`); the principal is the verified write token or the
@@ -52,6 +58,8 @@ from gateway.core.errors import (
 from gateway.core.jsonio import json_response
 from gateway.ops.ratelimit import client_address, principal_key
 from gateway.transport import headers as rules
+from gateway.auth.service import Unauthenticated
+from gateway.config.github import SCOPE_WRITE
 from gateway.ops.auth import AuthError, Credentials, authorize
 from gateway.transport.jsonrpc import classify
 from gateway.transport.modern import check_modern_request, check_notification_version, is_modern_request
@@ -182,11 +190,32 @@ def _parse(body: bytes) -> Any:
                            http_status=400) from None
 
 
+def _unauthenticated(oauth, err: Unauthenticated) -> Response:
+    body = error_body(None, UNAUTHORIZED, err.message, {"code": err.error or "missing_token"})
+    return json_response(body, 401, {"WWW-Authenticate": oauth.challenge(err.error)})
+
+
+def _auth_error_headers(state, err: AuthError) -> dict[str, str]:
+    oauth = getattr(state, "oauth", None)
+    if oauth is not None:
+        if err.reason == "insufficient_scope":
+            return {"WWW-Authenticate": oauth.challenge("insufficient_scope", SCOPE_WRITE)}
+        return {"WWW-Authenticate": oauth.challenge("invalid_token")} if err.status == 401 else {}
+    return {"WWW-Authenticate": 'Bearer realm="s3rm-write"'} if err.status == 401 else {}
+
+
 def _handle_post(state) -> Response:
     config = state.config
+    principal = None
+    if config.write_auth_mode == "github":
+        try:
+            principal = state.oauth.authenticate(request.headers.get("Authorization"))
+        except Unauthenticated as err:
+            return _unauthenticated(state.oauth, err)
     credentials = Credentials(
         authorization=request.headers.get("Authorization"),
         remote_addr=client_address(request.headers, request.remote_addr, config.proxy_secret),
+        principal=principal,
     )
     if config.write_auth_mode == "open" and state.rate_limiter is not None:
         principal = authorize("read", credentials, config)  # never raises for kind "read"
@@ -210,9 +239,8 @@ def _handle_post(state) -> Response:
     try:
         result = state.protocol.handle(message, credentials, modern)
     except AuthError as err:
-        extra = {"WWW-Authenticate": 'Bearer realm="s3rm-write"'} if err.status == 401 else {}
         body = error_body(message.id, UNAUTHORIZED, err.message, {"code": err.reason})
-        return json_response(body, err.status, extra)
+        return json_response(body, err.status, _auth_error_headers(state, err))
     except JsonRpcError as err:
         return rpc_error_response(err, message.id)
     except Exception as exc:  # a bug outside the tool dispatcher

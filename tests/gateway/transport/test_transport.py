@@ -620,7 +620,7 @@ def test_failing_repository_factory_is_retryable_backend_unavailable(schema_dir)
         ({"S3RM_MCP_ALLOWED_ORIGINS": "https://*.example.org"}, "S3RM_MCP_ALLOWED_ORIGINS"),
         ({"S3RM_MCP_ALLOWED_ORIGINS": "*"}, "S3RM_MCP_ALLOWED_ORIGINS"),
         ({"S3RM_MCP_ALLOWED_ORIGINS": "https://a.example/path"}, "S3RM_MCP_ALLOWED_ORIGINS"),
-        ({"S3RM_MCP_WRITE_AUTH_MODE": "github"}, "S3RM_MCP_WRITE_AUTH_MODE"),
+        ({"S3RM_MCP_WRITE_AUTH_MODE": "oauth"}, "S3RM_MCP_WRITE_AUTH_MODE"),
         ({"S3RM_MCP_WRITE_TOKEN_SHA256": "abc"}, "S3RM_MCP_WRITE_TOKEN_SHA256"),
         ({"S3RM_MCP_PUBLIC_URL": "ftp://x/mcp"}, "S3RM_MCP_PUBLIC_URL"),
         ({"S3RM_OUTPUT_MAX_BYTES": "lots"}, "S3RM_OUTPUT_MAX_BYTES"),

@@ -1,0 +1,90 @@
+"""github mode's process-wide auth service: store, keys, authorization server, bearer checks.
+
+:class:`AuthService` is built once per process by ``create_app`` from the
+configuration (docs/transport.md#github-mode). The MCP transport asks
+:meth:`AuthService.authenticate` for every request and uses
+:meth:`AuthService.challenge` for the ``WWW-Authenticate`` header of a 401
+or 403; :mod:`gateway.auth.endpoints` serves the OAuth endpoints with it.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from gateway.auth.server import SCOPES, GatewayAuthorizationServer
+from gateway.auth.store import AuthStore, SqliteAuthStore
+from gateway.auth.tokens import KeyRing, TokenInvalid, verify_access_token
+from gateway.config import GatewayConfig
+from gateway.config.github import SCOPE_READ, GithubSettings
+from gateway.core.principal import Principal
+
+__all__ = ["AuthService", "Unauthenticated"]
+
+
+class Unauthenticated(Exception):
+    """No acceptable access token: ``error`` is ``None`` (none sent) or ``invalid_token``; ``message`` says why."""
+
+    def __init__(self, error: str | None, message: str):
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+class AuthService:
+    """The github-mode authorization server and resource-server checks of one process.
+
+    ``clock() -> Unix seconds`` (tests move it); ``store`` defaults to a
+    :class:`~gateway.auth.store.SqliteAuthStore` on ``settings.state_db``;
+    ``fetch`` fetches client ID metadata documents (default: the SSRF-safe fetcher).
+    """
+
+    def __init__(self, config: GatewayConfig, *, store: AuthStore | None = None,
+                 clock: Callable[[], int] = lambda: int(time.time()),
+                 fetch: Callable[[str], dict[str, Any]] | None = None):
+        settings = config.github
+        if settings is None:
+            raise ValueError("AuthService needs github mode (GatewayConfig.github)")
+        self.config = config
+        self.settings: GithubSettings = settings
+        self.clock = clock
+        self.store = store or SqliteAuthStore(settings.state_db)
+        self.ring = KeyRing(self.store, settings.key_rotation_seconds, settings.access_token_seconds, clock)
+        self.server = GatewayAuthorizationServer(settings, self.store, self.ring, clock=clock, fetch=fetch)
+
+    # ------------------------------------------------------ resource server
+    @property
+    def resource_metadata_url(self) -> str:
+        """RFC 9728 metadata URL of the MCP endpoint (path-suffixed form)."""
+        from urllib.parse import urlsplit
+        parts = urlsplit(self.settings.resource)
+        return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource{parts.path}"
+
+    def resource_metadata(self) -> dict[str, Any]:
+        """The RFC 9728 protected resource metadata document."""
+        return {"resource": self.settings.resource, "authorization_servers": [self.settings.issuer],
+                "scopes_supported": list(SCOPES), "bearer_methods_supported": ["header"],
+                "resource_name": "S3 Research Memory"}
+
+    def challenge(self, error: str | None = None, scope: str = SCOPE_READ, description: str | None = None) -> str:
+        """``WWW-Authenticate`` value: ``Bearer resource_metadata=..., scope=...`` (+ ``error``)."""
+        parts = [f'resource_metadata="{self.resource_metadata_url}"', f'scope="{scope}"']
+        if error:
+            parts.insert(0, f'error="{error}"')
+        if description:
+            parts.append('error_description="' + description.replace('"', "'").replace("\\", "/") + '"')
+        return "Bearer " + ", ".join(parts)
+
+    def authenticate(self, authorization: str | None) -> Principal:
+        """The ``github`` :class:`Principal` of a valid bearer access token; raises :class:`Unauthenticated`."""
+        if authorization is None or not authorization.strip():
+            raise Unauthenticated(None, "This MCP server needs an OAuth access token: sign in with GitHub "
+                                  "(your MCP client starts the flow from this 401).")
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("invalid_token", "Send the access token as 'Authorization: Bearer <token>'.")
+        try:
+            claims = verify_access_token(self.ring, token.strip(), issuer=self.settings.issuer,
+                                         audience=self.settings.resource, family_active=self.store.family_active)
+        except TokenInvalid as exc:
+            raise Unauthenticated("invalid_token", str(exc)) from None
+        return Principal("github", claims.login, user_id=claims.user_id, scopes=claims.scopes)

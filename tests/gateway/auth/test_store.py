@@ -1,0 +1,140 @@
+"""The github-mode state store, signing-key rotation, tokens and redirect rules (docs/operations.md#github-state)."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from gateway.auth.server import redirect_matches, redirect_uri_allowed
+from gateway.auth.store import SigningKey, SqliteAuthStore, digest
+from gateway.auth.tokens import KeyRing, TokenInvalid, mint_access_token, verify_access_token
+from gateway.config import ConfigError, load_config
+from gateway.ops.auth import github_subject_hash
+
+
+@pytest.fixture()
+def store(tmp_path):
+    return SqliteAuthStore(tmp_path / "state.sqlite3")
+
+
+def test_codes_are_single_use_and_expire(store):
+    store.save_code(digest("code-1"), {"family": "f1"}, expires_at=100)
+    assert store.consume_code(digest("code-1"), now=50) == ("ok", {"family": "f1"})
+    assert store.consume_code(digest("code-1"), now=51) == ("used", {"family": "f1"})
+    store.save_code(digest("code-2"), {"family": "f2"}, expires_at=100)
+    assert store.consume_code(digest("code-2"), now=100) == ("expired", None)
+    assert store.consume_code(digest("nope"), now=1) == ("unknown", None)
+
+
+def test_refresh_rotation_and_reuse_revokes_the_family(store):
+    store.save_refresh(digest("r1"), "fam", {"scope": "mcp:read"}, expires_at=1000)
+    assert store.use_refresh(digest("r1"), now=10).status == "ok"
+    store.save_refresh(digest("r2"), "fam", {"scope": "mcp:read"}, expires_at=1000)
+    assert store.family_active("fam")
+    assert store.use_refresh(digest("r1"), now=11).status == "reused"
+    assert not store.family_active("fam")
+    assert store.use_refresh(digest("r2"), now=12).status == "revoked"
+    assert store.use_refresh(digest("other"), now=12).status == "unknown"
+    store.save_refresh(digest("r3"), "fam3", {}, expires_at=20)
+    assert store.use_refresh(digest("r3"), now=20).status == "expired"
+
+
+def test_state_survives_a_restart_and_holds_no_raw_secret(tmp_path):
+    path = tmp_path / "state.sqlite3"
+    first = SqliteAuthStore(path)
+    first.save_client("client-a", {"client_name": "A"}, digest("client-secret-value"), now=1)
+    first.save_refresh(digest("refresh-secret-value"), "fam", {"client_id": "client-a"}, expires_at=10**10)
+    first.save_pending(digest("github:state-secret-value"), {"session": digest("cookie")}, expires_at=10**10)
+    second = SqliteAuthStore(path)
+    assert second.get_client("client-a") == ({"client_name": "A"}, digest("client-secret-value"))
+    assert second.refresh_owner(digest("refresh-secret-value")) == ("fam", "client-a")
+    assert second.take_pending(digest("github:state-secret-value"), now=1) is not None
+    assert second.take_pending(digest("github:state-secret-value"), now=1) is None  # single use
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    for secret in (b"client-secret-value", b"refresh-secret-value", b"state-secret-value"):
+        assert secret not in raw
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_keys_rotate_and_old_tokens_verify_until_they_expire(store):
+    clock = [1_000_000]
+    ring = KeyRing(store, rotation_seconds=1000, max_token_seconds=600, clock=lambda: clock[0])
+    store.save_refresh(digest("r"), "fam", {}, expires_at=10**10)
+    args = dict(issuer="https://as.example", audience="https://as.example/mcp", user_id="7", login="alice",
+                scope="mcp:read", client_id="c", family="fam")
+    old, _ = mint_access_token(ring, lifetime=600, **args)
+    first_kid = store.signing_keys()[0].kid
+    clock[0] += 1001  # rotation: a new key signs, the old one still verifies
+    new, _ = mint_access_token(ring, lifetime=600, **args)
+    kids = [k.kid for k in store.signing_keys()]
+    assert kids[0] != first_kid and first_kid in kids
+    verify = dict(issuer=args["issuer"], audience=args["audience"], family_active=store.family_active)
+    assert verify_access_token(ring, new, **verify).login == "alice"
+    with pytest.raises(TokenInvalid) as err:
+        verify_access_token(ring, old, **verify)
+    assert err.value.reason == "expired"
+    clock[0] += 601  # the old key outlived every token it signed
+    ring.key_set()
+    assert first_kid not in [k.kid for k in store.signing_keys()]
+    fresh, _ = mint_access_token(ring, lifetime=600, **args)
+    with pytest.raises(TokenInvalid) as err:
+        verify_access_token(ring, fresh, issuer=args["issuer"], audience="https://other.example/mcp",
+                            family_active=store.family_active)
+    assert err.value.reason == "audience"
+    store.add_signing_key(SigningKey("zz", store.signing_keys()[0].private_jwk, clock[0]))  # interface round trip
+
+
+def test_revoked_family_refuses_its_access_tokens(store):
+    ring = KeyRing(store, 10**6, 600, lambda: 5_000)
+    store.save_refresh(digest("r"), "fam", {}, expires_at=10**10)
+    token, _ = mint_access_token(ring, issuer="i", audience="a", user_id="1", login="bob", scope="mcp:read",
+                                 client_id="c", family="fam", lifetime=600)
+    store.revoke_family("fam", now=5_000)
+    with pytest.raises(TokenInvalid) as err:
+        verify_access_token(ring, token, issuer="i", audience="a", family_active=store.family_active)
+    assert err.value.reason == "revoked"
+
+
+@pytest.mark.parametrize("registered,requested,ok", [
+    ("http://127.0.0.1:3000/cb", "http://127.0.0.1:49152/cb", True),
+    ("http://localhost/callback", "http://localhost:8765/callback", True),
+    ("http://[::1]:1/cb", "http://[::1]:2/cb", True),
+    ("http://127.0.0.1:3000/cb", "http://127.0.0.1:3000/cb/other", False),
+    ("http://127.0.0.1:3000/cb", "http://localhost:3000/cb", False),
+    ("https://app.example/cb", "https://app.example:8443/cb", False),
+    ("https://app.example/cb", "https://app.example/cb", True),
+    ("cursor://anysphere.cursor-mcp/oauth/callback", "cursor://anysphere.cursor-mcp/oauth/callback", True),
+])
+def test_redirect_matching(registered, requested, ok):
+    assert redirect_matches(registered, requested) is ok
+
+
+@pytest.mark.parametrize("uri,ok", [
+    ("https://claude.ai/api/mcp/auth_callback", True), ("http://localhost:6274/oauth/callback", True),
+    ("cursor://anysphere.cursor-mcp/oauth/callback", True), ("http://wiki.example/cb", False),
+    ("javascript:alert(1)", False), ("data:text/html,x", False), ("https://a.example/cb#f", False),
+])
+def test_registrable_redirect_uris(uri, ok):
+    assert redirect_uri_allowed(uri) is ok
+
+
+def test_github_mode_settings():
+    base = {"S3RM_MCP_WRITE_AUTH_MODE": "github", "S3RM_MCP_PUBLIC_URL": "https://wiki.example/mcp",
+            "S3RM_GITHUB_CLIENT_ID": "Iv1.x", "S3RM_GITHUB_CLIENT_SECRET": "s3cret-value",
+            "S3RM_GITHUB_WRITE_TEAMS": "Lab/Writers", "S3RM_GITHUB_READ_USERS": "alice,bob"}
+    config = load_config(base)
+    assert config.github.issuer == "https://wiki.example" and config.github.resource == "https://wiki.example/mcp"
+    assert config.github.write_teams == {"lab/writers"} and config.github.needs_org_scope
+    assert "s3cret-value" not in repr(config.github)
+    for key, value in (("S3RM_GITHUB_CLIENT_SECRET", ""), ("S3RM_GITHUB_READ_USERS", "bad login!"),
+                       ("S3RM_OAUTH_ISSUER", "https://wiki.example/path")):
+        with pytest.raises(ConfigError) as err:
+            load_config({**base, key: value})
+        assert key in str(err.value) and "s3cret-value" not in str(err.value)
+    with pytest.raises(ConfigError):
+        load_config({k: v for k, v in base.items() if "USERS" not in k and "TEAMS" not in k})
+    assert load_config({}).github is None
+
+
+def test_github_subject_hash():
+    assert github_subject_hash("12345") == hashlib.sha256(b"github:12345").hexdigest()[:16]
