@@ -111,17 +111,11 @@ class DuplicateChecker:
             return _result("timeout" if exc.code == "timeout" else "error")
         scores = np.zeros(len(snap), dtype=np.float32)
         for row, (facet, _) in enumerate(texts):
-            scores += matrix[row] @ snap.columns(facet)
+            scores += snap.scores(facet, matrix[row])
         scores /= len(FACETS)
         cal = service.calibration
-        order = np.argsort(-scores, kind="stable")
-        picked: list[tuple[str, float]] = []
-        for row in order[: MAX_CANDIDATES + 1]:
-            other = snap.ids[row]
-            if other == lesson_id or scores[row] < cal.same_topic:
-                continue
-            picked.append((other, float(scores[row])))
-        picked = picked[:MAX_CANDIDATES]
+        hits = snap.top(scores, MAX_CANDIDATES, exclude=(lesson_id,), min_score=cal.same_topic)
+        picked: list[tuple[str, float]] = [(hit.lesson_id, hit.score) for hit in hits]
         if not picked:
             return _result("ok")
         if time.monotonic() > deadline:

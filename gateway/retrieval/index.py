@@ -1,32 +1,45 @@
-"""The exact in-process vector index: immutable per-facet matrices, swapped copy-on-write.
+"""The exact in-process vector index: immutable segments, deletion masks, refresh cost ∝ the change.
 
-An :class:`IndexSnapshot` holds, for one generation:
+Contract: docs/hybrid-search.md#index, docs/hybrid-search.md#segments, docs/retrieval.md#index-records.
 
-* per index facet (situation, approach, mechanism, whole) one read-only ``float32`` matrix
-  of ``n`` L2-normalised Lesson vectors (an all-zero vector marks an empty
-  facet and scores 0 against everything), stored column-per-Lesson: a
-  C-contiguous ``(dims, n)`` array. ``q @ M`` then streams the matrix once in
-  order while the ``n`` running sums stay in cache — measured on the 2-core dev
-  machine at the speed of a plain read, where the row layout's BLAS sgemv was
-  about 2× slower (bench/bench_index.py). :meth:`IndexSnapshot.matrix` still
-  offers the ``(n, dims)`` view;
+An :class:`IndexSnapshot` of one generation is a short tuple of immutable
+**segments** plus one **deletion mask** per segment. A segment holds, for its rows:
+
+* per index facet (situation, approach, mechanism, whole) one read-only
+  ``float32`` C-contiguous ``(dims, capacity)`` block of L2-normalised Lesson
+  vectors stored column-per-Lesson (an all-zero vector marks an empty facet
+  and scores 0), ``capacity`` = rows rounded up to :data:`COLUMN_BLOCK` with
+  zero columns. ``q @ M`` streams the block once while the running sums stay
+  in cache (bench/bench_index.py);
 * columnar per-row records — Lesson id, indexed revision id, retrieval and
-  metadata hashes (raw 32-byte digests, ``(n, 32)`` uint8), created/updated times (epoch
-  seconds), filter scalars (confidence, record_origin, review_state as small
-  codes) and the truncation bit mask;
-* the lexical channel (:class:`~gateway.retrieval.bm25.Bm25Index`): per row
-  the analysed terms of the ``whole`` text and a BM25 model over them.
-  No original text, no evidence, no relations (``docs/hybrid-search.md#index``).
+  metadata hashes (raw 32-byte digests), created/updated times (epoch
+  seconds), filter scalars (small codes) and the truncation bit mask;
+* the lexical postings (:class:`~gateway.retrieval.bm25.Bm25Postings`) of
+  the analysed ``whole`` text. No original text, evidence or relations.
 
-A snapshot never changes after construction. :meth:`IndexSnapshot.apply`
-returns a NEW snapshot (copy-on-write), so a search that holds the old one
-keeps a consistent view; the refresher swaps the reference atomically. While
-a swap is being built exactly one extra snapshot exists.
+:meth:`IndexSnapshot.apply` never copies a matrix of unchanged rows: the
+upserted rows (and the rows whose record changes) become one new small
+segment, and the rows they replace or delete are cleared in a copy of their
+segment's boolean mask (one byte per row). When more than
+:data:`MAX_SEGMENTS` segments would exist, the segments after the first (the
+base) are merged into one — a copy of the delta only. :meth:`needs_compaction`
+turns true once delta and deleted rows exceed :data:`COMPACT_FRACTION` of the
+base; the refresher then builds :meth:`compacted` (one segment, an O(n) copy)
+in its background worker and swaps it in. A search that holds an older
+snapshot keeps a consistent view; the refresher swaps the reference atomically.
 
-Search is exact: ``scores = q @ M`` (one pass over the facet's matrix)
-followed by ``np.argpartition`` for the top k and a sort of those k by
-(score desc, Lesson id asc). Cosine similarity equals the inner product
-because Lesson vectors and queries are L2-normalised.
+Search is exact and independent of the segmentation: each segment's scores
+are ``q @ M`` over its padded block (padding to whole column blocks keeps the
+BLAS kernel from using a different tail path for the last columns, so every
+column's score is the same bits in any segment — checked by the property test
+in tests/gateway/retrieval/test_index.py), deleted rows are masked out, the
+scores of live rows are concatenated in segment order, and the top ``k`` are
+ALL rows scoring at least the k-th best score, sorted by (score desc, Lesson
+id asc) and cut to ``k``. BM25 uses global live-row statistics
+(:func:`~gateway.retrieval.bm25.lucene_scores`). Row numbers (``ids``,
+:meth:`allowed_rows`, :meth:`hangul_rows`, :meth:`scores`) count live rows in
+that order. Cosine equals the inner product because vectors and queries are
+L2-normalised.
 """
 from __future__ import annotations
 
@@ -38,12 +51,19 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from gateway.retrieval.bm25 import Bm25Index
+from gateway.retrieval.bm25 import Bm25Postings, lucene_scores
 from gateway.config.profiles import INDEX_FACETS
 
 __all__ = ["IndexEntry", "IndexRecord", "IndexSnapshot", "SemanticHit", "FilterMask", "epoch_seconds"]
 
 _UNKNOWN = 255
+#: Columns per padding block of a segment's matrices (see the module docstring: exact scores in any segment).
+COLUMN_BLOCK = 16
+#: Segments at most; beyond, the delta segments are merged into one (a copy of the delta only).
+MAX_SEGMENTS = 8
+#: Delta + deleted rows beyond this fraction of the base (and beyond :data:`COMPACT_MIN_ROWS`) ask for compaction.
+COMPACT_FRACTION = 0.1
+COMPACT_MIN_ROWS = 4096
 
 
 def epoch_seconds(timestamp: str) -> int:
@@ -146,8 +166,117 @@ class _Codes:
         return vocab[code] if code < len(vocab) else ""
 
 
+
+
+def _padded(n: int) -> int:
+    return -(-n // COLUMN_BLOCK) * COLUMN_BLOCK
+
+
+def _codes(record: IndexRecord) -> tuple[int, int, int]:
+    return (_Codes.encode("confidence", record.confidence), _Codes.encode("record_origin", record.record_origin),
+            _Codes.encode("review_state", record.review_state))
+
+
+def _column(kept: Sequence[tuple["_Segment", np.ndarray]], name: str, new: np.ndarray) -> np.ndarray:
+    return np.concatenate([getattr(seg, name)[rows] for seg, rows in kept] + [new])
+
+
+class _Segment:
+    """Immutable rows: padded facet blocks, record columns, lexical postings, id → physical row."""
+
+    __slots__ = ("ids", "row", "blocks", "revision", "rhash", "mhash", "created", "updated", "scalars",
+                 "truncated", "lexical", "hangul")
+
+    def __init__(self, dims: int, ids: Sequence[str], blocks: Mapping[str, np.ndarray], revision: np.ndarray,
+                 rhash: np.ndarray, mhash: np.ndarray, created: np.ndarray, updated: np.ndarray,
+                 scalars: np.ndarray, truncated: np.ndarray, terms: Sequence[tuple[str, ...]] | None):
+        n = len(ids)
+        if set(blocks) != set(INDEX_FACETS):
+            raise ValueError(f"columns must cover {INDEX_FACETS}")
+        for facet, block in blocks.items():
+            if block.shape != (dims, _padded(n)) or block.dtype != np.float32 or not block.flags.c_contiguous:
+                raise ValueError(f"{facet} block is {block.shape} {block.dtype}; expected C-contiguous "
+                                 f"({dims}, {_padded(n)}) float32")
+            block.setflags(write=False)
+        self.ids = tuple(ids)
+        self.row = {lesson_id: i for i, lesson_id in enumerate(self.ids)}
+        if len(self.row) != n:
+            raise ValueError("duplicate Lesson ids in snapshot")
+        self.blocks = MappingProxyType({f: blocks[f] for f in INDEX_FACETS})
+        terms = tuple(terms) if terms is not None else ((),) * n
+        if len(terms) != n:
+            raise ValueError("terms length mismatch")
+        self.lexical = Bm25Postings(terms)
+        self.hangul = np.fromiter((_mostly_hangul_terms(t) for t in terms), dtype=bool, count=n)
+        self.hangul.setflags(write=False)
+        for arr in (revision, rhash, mhash, created, updated, scalars, truncated):
+            if len(arr) != n:
+                raise ValueError("column length mismatch")
+            arr.setflags(write=False)
+        self.revision, self.rhash, self.mhash = revision, rhash, mhash
+        self.created, self.updated, self.scalars, self.truncated = created, updated, scalars, truncated
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_columns(cls, dims: int, ids: Sequence[str], columns: Mapping[str, np.ndarray], **cols) -> "_Segment":
+        """Wrap ``(dims, n)`` float32 columns (copied once into padded blocks)."""
+        n = len(ids)
+        blocks = {}
+        for facet, matrix in columns.items():
+            if matrix.shape != (dims, n) or matrix.dtype != np.float32:
+                raise ValueError(f"{facet} matrix is {matrix.shape} {matrix.dtype}; expected ({dims}, {n}) float32")
+            block = np.zeros((dims, _padded(n)), dtype=np.float32)
+            block[:, :n] = matrix
+            blocks[facet] = block
+        return cls(dims, ids, blocks, **cols)
+
+    @classmethod
+    def build(cls, dims: int, kept: Sequence[tuple["_Segment", np.ndarray]], added: Sequence[IndexEntry],
+              meta: Mapping[str, IndexRecord]) -> "_Segment":
+        """Rows ``kept`` (segment, physical rows) in order, then ``added``; ``meta`` re-describes kept rows."""
+        n_keep = sum(len(rows) for _, rows in kept)
+        n = n_keep + len(added)
+        blocks = {}
+        for facet in INDEX_FACETS:
+            out = np.zeros((dims, _padded(n)), dtype=np.float32)
+            at = 0
+            for seg, rows in kept:
+                out[:, at:at + len(rows)] = seg.blocks[facet][:, rows]
+                at += len(rows)
+            for i, entry in enumerate(added):
+                vec = np.asarray(entry.vectors[facet], dtype=np.float32)
+                if vec.shape != (dims,):
+                    raise ValueError(f"{facet} vector of {entry.record.lesson_id} has shape {vec.shape}")
+                out[:, n_keep + i] = vec
+            blocks[facet] = out
+        ids = [seg.ids[r] for seg, rows in kept for r in rows.tolist()] + [e.record.lesson_id for e in added]
+        records = [e.record for e in added]
+
+        cols = {
+            "revision": _column(kept, "revision", np.array([r.revision_id for r in records], np.int64)),
+            "rhash": _column(kept, "rhash", _digests([r.retrieval_hash for r in records])),
+            "mhash": _column(kept, "mhash", _digests([r.metadata_hash for r in records])),
+            "created": _column(kept, "created", np.array([r.created_at for r in records], np.int64)),
+            "updated": _column(kept, "updated", np.array([r.updated_at for r in records], np.int64)),
+            "scalars": _column(kept, "scalars", np.array([_codes(r) for r in records], np.uint8).reshape(-1, 3)),
+            "truncated": _column(kept, "truncated", np.array([r.truncated_mask for r in records], np.uint8)),
+        }
+        for row, lesson_id in enumerate(ids[:n_keep]):
+            record = meta.get(lesson_id)
+            if record is not None:
+                cols["revision"][row] = record.revision_id
+                cols["mhash"][row] = _digests([record.metadata_hash])[0]
+                cols["created"][row] = record.created_at
+                cols["updated"][row] = record.updated_at
+                cols["scalars"][row] = _codes(record)
+        terms = [seg.lexical.terms[r] for seg, rows in kept for r in rows.tolist()] + [tuple(e.terms) for e in added]
+        return cls(dims, ids, blocks, terms=terms, **cols)
+
+
 class IndexSnapshot:
-    """Immutable exact index of one generation (see module docstring for layout).
+    """Immutable exact index of one generation: segments + deletion masks (see the module docstring).
 
     Attributes:
         generation: generation id.
@@ -155,45 +284,41 @@ class IndexSnapshot:
         built_at: wall-clock epoch seconds of construction.
     """
 
-    __slots__ = ("generation", "dims", "built_at", "_ids", "_row", "_matrices", "_revision", "_rhash",
-                 "_mhash", "_created", "_updated", "_scalars", "_truncated", "_lexical", "_hangul")
+    __slots__ = ("generation", "dims", "built_at", "_segments", "_alive", "_live", "_offsets", "_n", "_cache")
 
     def __init__(self, generation: str, dims: int, ids: Sequence[str], columns: Mapping[str, np.ndarray],
                  revision: np.ndarray, rhash: np.ndarray, mhash: np.ndarray, created: np.ndarray,
                  updated: np.ndarray, scalars: np.ndarray, truncated: np.ndarray, built_at: float | None = None,
                  terms: Sequence[tuple[str, ...]] | None = None):
-        """Wrap prepared columns: ``columns[facet]`` is C-contiguous float32 ``(dims, n)``;
-        ``revision``/``created``/``updated`` int64 ``(n,)``, ``rhash``/``mhash`` uint8 ``(n, 32)``,
-        ``scalars`` uint8 ``(n, 3)``, ``truncated`` uint8 ``(n,)``; ``terms`` one tuple of lexical terms per row
-        (None: none). Arrays become read-only (no copy)."""
-        n = len(ids)
+        """One-segment snapshot from prepared columns: ``columns[facet]`` float32 ``(dims, n)`` (copied once into
+        a padded block); ``revision``/``created``/``updated`` int64 ``(n,)``, ``rhash``/``mhash`` uint8
+        ``(n, 32)``, ``scalars`` uint8 ``(n, 3)``, ``truncated`` uint8 ``(n,)``; ``terms`` one tuple of lexical
+        terms per row (None: none). Raises ValueError for mismatched shapes or duplicate ids."""
         if set(columns) != set(INDEX_FACETS):
             raise ValueError(f"columns must cover {INDEX_FACETS}")
-        for facet, matrix in columns.items():
-            if matrix.shape != (dims, n) or matrix.dtype != np.float32 or not matrix.flags.c_contiguous:
-                raise ValueError(f"{facet} matrix is {matrix.shape} {matrix.dtype}; expected C-contiguous "
-                                 f"({dims}, {n}) float32")
-            matrix.setflags(write=False)
+        segment = _Segment.from_columns(dims, ids, columns, revision=revision, rhash=rhash, mhash=mhash,
+                                        created=created, updated=updated, scalars=scalars, truncated=truncated,
+                                        terms=terms)
+        self._init(generation, dims, (segment,), (None,), built_at)
+
+    def _init(self, generation: str, dims: int, segments: tuple[_Segment, ...],
+              alive: tuple[np.ndarray | None, ...], built_at: float | None) -> None:
         self.generation = generation
         self.dims = dims
         self.built_at = time.time() if built_at is None else built_at
-        self._ids = tuple(ids)
-        self._row = {lesson_id: i for i, lesson_id in enumerate(self._ids)}
-        if len(self._row) != n:
-            raise ValueError("duplicate Lesson ids in snapshot")
-        self._matrices = MappingProxyType({f: columns[f] for f in INDEX_FACETS})
-        terms = tuple(terms) if terms is not None else ((),) * n
-        if len(terms) != n:
-            raise ValueError("terms length mismatch")
-        self._lexical = Bm25Index(terms)
-        self._hangul = np.fromiter((_mostly_hangul_terms(t) for t in terms), dtype=bool, count=n)
-        self._hangul.setflags(write=False)
-        for arr in (revision, rhash, mhash, created, updated, scalars, truncated):
-            if len(arr) != n:
-                raise ValueError("column length mismatch")
-            arr.setflags(write=False)
-        self._revision, self._rhash, self._mhash = revision, rhash, mhash
-        self._created, self._updated, self._scalars, self._truncated = created, updated, scalars, truncated
+        self._segments = segments
+        self._alive = alive
+        self._live: list[np.ndarray | None] = [None] * len(segments)   # physical rows of live rows (lazy)
+        counts = [len(seg) if mask is None else int(np.count_nonzero(mask)) for seg, mask in zip(segments, alive)]
+        self._offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self._n = int(self._offsets[-1])
+        self._cache: dict[str, object] = {}
+
+    @classmethod
+    def _assemble(cls, generation: str, dims: int, segments, alive) -> "IndexSnapshot":
+        snap = cls.__new__(cls)
+        snap._init(generation, dims, tuple(segments), tuple(alive), None)
+        return snap
 
     # ---------------------------------------------------------------- build
     @classmethod
@@ -203,156 +328,230 @@ class IndexSnapshot:
 
     @classmethod
     def from_entries(cls, generation: str, dims: int, entries: Iterable[IndexEntry]) -> "IndexSnapshot":
-        """Build a snapshot from entries (rows in the given order)."""
-        return cls.empty_columns(generation, dims)._with_rows(np.zeros(0, dtype=np.int64), list(entries), {})
-
-    @classmethod
-    def empty_columns(cls, generation: str, dims: int) -> "IndexSnapshot":
-        z = lambda dtype, *shape: np.zeros((0, *shape), dtype=dtype)  # noqa: E731
-        return cls(generation, dims, (), {f: np.zeros((dims, 0), np.float32) for f in INDEX_FACETS}, z(np.int64),
-                   z(np.uint8, 32),
-                   z(np.uint8, 32), z(np.int64), z(np.int64), z(np.uint8, 3), z(np.uint8))
+        """Build a one-segment snapshot from entries (rows in the given order). Raises ValueError (shapes, ids)."""
+        return cls._assemble(generation, dims, (_Segment.build(dims, (), list(entries), {}),), (None,))
 
     def apply(self, upserts: Sequence[IndexEntry] = (), deletes: Iterable[str] = (),
               metadata_updates: Sequence[IndexRecord] = ()) -> "IndexSnapshot":
-        """Copy-on-write: a new snapshot with rows replaced/added, removed, or re-described.
+        """A new snapshot with rows replaced/added, removed, or re-described; cost ∝ the change.
 
         ``upserts`` carry new vectors (changed retrieval_hash); ``metadata_updates``
         replace only a row's record (same vectors: docs/retrieval.md#revalidation); ``deletes``
         remove rows (missing or moved pages leave no vector behind). Unknown
-        ids in ``deletes``/``metadata_updates`` are ignored. ``self`` is unchanged.
+        ids in ``deletes``/``metadata_updates`` are ignored; ids in both an
+        upsert and a metadata update take the upsert. ``self`` is unchanged.
+        Raises ValueError for a wrong vector shape or an id upserted twice.
         """
         drop = set(deletes) | {e.record.lesson_id for e in upserts}
-        keep = np.fromiter((i for i, lesson_id in enumerate(self._ids) if lesson_id not in drop), dtype=np.int64)
-        meta = {r.lesson_id: r for r in metadata_updates if r.lesson_id in self._row and r.lesson_id not in drop}
-        return self._with_rows(keep, list(upserts), meta)
+        meta = {r.lesson_id: r for r in metadata_updates if r.lesson_id not in drop}
+        masks: dict[int, np.ndarray] = {}
+        moved: dict[int, list[int]] = {}
+        for lesson_id in drop | set(meta):
+            found = self._locate(lesson_id)
+            if found is None:
+                meta.pop(lesson_id, None)
+                continue
+            s, r = found
+            if s not in masks:
+                current = self._alive[s]
+                masks[s] = np.ones(len(self._segments[s]), dtype=bool) if current is None else current.copy()
+            masks[s][r] = False
+            if lesson_id in meta:
+                moved.setdefault(s, []).append(r)
+        if not upserts and not masks:
+            return self._assemble(self.generation, self.dims, self._segments, self._alive)
+        alive = [masks.get(s, mask) for s, mask in enumerate(self._alive)]
+        for mask in masks.values():
+            mask.setflags(write=False)
+        kept = [(self._segments[s], np.array(sorted(rows), dtype=np.int64)) for s, rows in sorted(moved.items())]
+        segments = list(self._segments)
+        if upserts or kept:
+            segments.append(_Segment.build(self.dims, kept, list(upserts), meta))
+            alive.append(None)
+        if len(segments) > MAX_SEGMENTS:  # merge the delta segments into one (a copy of the delta only)
+            parts = [(seg, _live_rows(seg, mask)) for seg, mask in zip(segments[1:], alive[1:])]
+            segments = [segments[0], _Segment.build(self.dims, parts, (), {})]
+            alive = [alive[0], None]
+        return self._assemble(self.generation, self.dims, segments, alive)
 
-    def _with_rows(self, keep: np.ndarray, added: list[IndexEntry], meta: dict[str, IndexRecord]) -> "IndexSnapshot":
-        n_keep, n_new = len(keep), len(added)
-        n = n_keep + n_new
-        breaks = np.flatnonzero(np.diff(keep) != 1) + 1
-        runs = list(zip(np.concatenate(([0], breaks)).tolist(), np.concatenate((breaks, [n_keep])).tolist()))
-        runs = [(a, b) for a, b in runs if b > a]
-        columns = {}
-        for facet in INDEX_FACETS:
-            out = np.empty((self.dims, n), dtype=np.float32)
-            old = self._matrices[facet]
-            for a, b in runs:  # contiguous runs of kept Lessons: block copies, no temporary matrix
-                out[:, a:b] = old[:, keep[a]:keep[a] + (b - a)]
-            if n_new:
-                vecs = [np.asarray(e.vectors[facet], dtype=np.float32) for e in added]
-                for entry, vec in zip(added, vecs):
-                    if vec.shape != (self.dims,):
-                        raise ValueError(f"{facet} vector of {entry.record.lesson_id} has shape {vec.shape}")
-                out[:, n_keep:] = np.stack(vecs, axis=1)
-            columns[facet] = out
-        ids = [self._ids[i] for i in keep] + [e.record.lesson_id for e in added]
-        cols = {
-            "revision": np.concatenate([self._revision[keep], np.array([e.record.revision_id for e in added], np.int64)]),
-            "rhash": np.concatenate([self._rhash[keep], _digests([e.record.retrieval_hash for e in added])]),
-            "mhash": np.concatenate([self._mhash[keep], _digests([e.record.metadata_hash for e in added])]),
-            "created": np.concatenate([self._created[keep], np.array([e.record.created_at for e in added], np.int64)]),
-            "updated": np.concatenate([self._updated[keep], np.array([e.record.updated_at for e in added], np.int64)]),
-            "scalars": np.concatenate([self._scalars[keep], np.array(
-                [self._codes(e.record) for e in added], np.uint8).reshape(n_new, 3)]),
-            "truncated": np.concatenate([self._truncated[keep],
-                                         np.array([e.record.truncated_mask for e in added], np.uint8)]),
-        }
-        for row, lesson_id in enumerate(ids[:n_keep]):
-            record = meta.get(lesson_id)
-            if record is not None:
-                cols["revision"][row] = record.revision_id
-                cols["mhash"][row] = _digests([record.metadata_hash])[0]
-                cols["created"][row] = record.created_at
-                cols["updated"][row] = record.updated_at
-                cols["scalars"][row] = self._codes(record)
-        terms = [self._lexical.terms[i] for i in keep] + [tuple(e.terms) for e in added]
-        return IndexSnapshot(self.generation, self.dims, ids, columns, built_at=None, terms=terms, **cols)
+    def needs_compaction(self) -> bool:
+        """True once delta and deleted rows exceed :data:`COMPACT_FRACTION` of the base (and COMPACT_MIN_ROWS)."""
+        base = len(self._segments[0])
+        delta = sum(len(seg) for seg in self._segments[1:])
+        dead = sum(len(seg) for seg in self._segments) - self._n
+        return delta + dead > max(COMPACT_MIN_ROWS, COMPACT_FRACTION * base)
 
-    @staticmethod
-    def _codes(record: IndexRecord) -> tuple[int, int, int]:
-        return (_Codes.encode("confidence", record.confidence), _Codes.encode("record_origin", record.record_origin),
-                _Codes.encode("review_state", record.review_state))
+    def compacted(self) -> "IndexSnapshot":
+        """The same rows as ONE segment without deletions (an O(n) copy; the refresher runs it in background)."""
+        parts = [(seg, _live_rows(seg, mask)) for seg, mask in zip(self._segments, self._alive)]
+        merged = _Segment.build(self.dims, parts, (), {})
+        return self._assemble(self.generation, self.dims, (merged,), (None,))
+
+    @property
+    def segment_count(self) -> int:
+        """Number of segments (1 after :meth:`compacted` or :meth:`from_entries`)."""
+        return len(self._segments)
 
     # --------------------------------------------------------------- access
+    def _locate(self, lesson_id: object) -> tuple[int, int] | None:
+        """(segment, physical row) of a live Lesson; newest segment first (an id is live in one place only)."""
+        for s in range(len(self._segments) - 1, -1, -1):
+            r = self._segments[s].row.get(lesson_id)  # type: ignore[arg-type]
+            if r is not None:
+                mask = self._alive[s]
+                if mask is None or mask[r]:
+                    return s, r
+        return None
+
+    def _live_of(self, s: int) -> np.ndarray:
+        live = self._live[s]
+        if live is None:
+            live = _live_rows(self._segments[s], self._alive[s])
+            self._live[s] = live
+        return live
+
+    def _gather(self, per_segment) -> np.ndarray:
+        """Concatenate per-segment physical arrays over live rows (segment order)."""
+        parts = []
+        for s, values in enumerate(per_segment):
+            mask = self._alive[s]
+            n = len(self._segments[s])
+            parts.append(values[:n] if mask is None else values[:n][mask])
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def _id_at(self, row: int) -> str:
+        s = int(np.searchsorted(self._offsets, row, side="right")) - 1
+        return self._segments[s].ids[int(self._live_of(s)[row - self._offsets[s]])]
+
+    def _global_row(self, lesson_id: str) -> int | None:
+        found = self._locate(lesson_id)
+        if found is None:
+            return None
+        s, r = found
+        mask = self._alive[s]
+        return int(self._offsets[s]) + (r if mask is None else int(np.count_nonzero(mask[:r])))
+
     def __len__(self) -> int:
-        return len(self._ids)
+        return self._n
 
     def __contains__(self, lesson_id: object) -> bool:
-        return lesson_id in self._row
+        return self._locate(lesson_id) is not None
 
     @property
     def ids(self) -> tuple[str, ...]:
-        """Lesson ids in row order."""
-        return self._ids
+        """Lesson ids in row order (built once per snapshot on first use)."""
+        ids = self._cache.get("ids")
+        if ids is None:
+            ids = tuple(seg.ids[r] for s, seg in enumerate(self._segments) for r in self._live_of(s).tolist())
+            self._cache["ids"] = ids
+        return ids  # type: ignore[return-value]
 
     def record(self, lesson_id: str) -> IndexRecord | None:
         """The row's record, or None when the Lesson is not indexed."""
-        row = self._row.get(lesson_id)
-        if row is None:
+        found = self._locate(lesson_id)
+        if found is None:
             return None
-        sc = self._scalars[row]
-        return IndexRecord(lesson_id=lesson_id, revision_id=int(self._revision[row]),
-                           retrieval_hash=_hex(self._rhash[row].tobytes()), metadata_hash=_hex(self._mhash[row].tobytes()),
-                           created_at=int(self._created[row]), updated_at=int(self._updated[row]),
+        seg, row = self._segments[found[0]], found[1]
+        sc = seg.scalars[row]
+        return IndexRecord(lesson_id=lesson_id, revision_id=int(seg.revision[row]),
+                           retrieval_hash=_hex(seg.rhash[row].tobytes()), metadata_hash=_hex(seg.mhash[row].tobytes()),
+                           created_at=int(seg.created[row]), updated_at=int(seg.updated[row]),
                            confidence=_Codes.decode("confidence", int(sc[0])),
                            record_origin=_Codes.decode("record_origin", int(sc[1])),
                            review_state=_Codes.decode("review_state", int(sc[2])),
-                           truncated_mask=int(self._truncated[row]))
+                           truncated_mask=int(seg.truncated[row]))
 
     def retrieval_hash(self, lesson_id: str) -> str | None:
         """Indexed retrieval hash of a Lesson (``sha256:…``), None when not indexed."""
-        row = self._row.get(lesson_id)
-        return None if row is None else _hex(self._rhash[row].tobytes())
+        found = self._locate(lesson_id)
+        return None if found is None else _hex(self._segments[found[0]].rhash[found[1]].tobytes())
 
     def vector(self, facet: str, lesson_id: str) -> np.ndarray | None:
         """One Lesson's ``(dims,)`` vector (a copy), None when not indexed."""
-        row = self._row.get(lesson_id)
-        return None if row is None else self._matrices[facet][:, row].copy()
-
-    def matrix(self, facet: str) -> np.ndarray:
-        """Read-only ``(n, dims)`` view of ``facet`` (row i = Lesson ``ids[i]``)."""
-        return self._matrices[facet].T
+        found = self._locate(lesson_id)
+        return None if found is None else self._segments[found[0]].blocks[facet][:, found[1]].copy()
 
     def columns(self, facet: str) -> np.ndarray:
-        """The stored read-only C-contiguous ``(dims, n)`` array of ``facet``."""
-        return self._matrices[facet]
+        """Read-only ``(dims, n)`` array of ``facet`` (column i = Lesson ``ids[i]``).
+
+        A view of the stored block for a one-segment snapshot without
+        deletions; otherwise gathered once per snapshot (an O(n) copy — search
+        never needs it; use :meth:`scores`).
+        """
+        if len(self._segments) == 1 and self._alive[0] is None:
+            return self._segments[0].blocks[facet][:, :self._n]
+        key = "columns:" + facet
+        out = self._cache.get(key)
+        if out is None:
+            out = np.concatenate([self._segments[s].blocks[facet][:, self._live_of(s)]
+                                  for s in range(len(self._segments))], axis=1)
+            out.setflags(write=False)
+            self._cache[key] = out
+        return out  # type: ignore[return-value]
+
+    def matrix(self, facet: str) -> np.ndarray:
+        """Read-only ``(n, dims)`` view of :meth:`columns` (row i = Lesson ``ids[i]``)."""
+        return self.columns(facet).T
 
     @property
     def truncated_count(self) -> int:
         """Lessons with at least one cut facet."""
-        return int(np.count_nonzero(self._truncated))
+        return int(np.count_nonzero(self._gather([seg.truncated for seg in self._segments])))
 
     def nbytes(self) -> int:
-        """Approximate resident bytes: matrices, columns, id strings and the id→row map."""
+        """Approximate resident bytes: blocks (with padding and deleted rows), columns, masks, id strings, id maps."""
         import sys
 
-        total = sum(m.nbytes for m in self._matrices.values())
-        total += sum(a.nbytes for a in (self._revision, self._rhash, self._mhash, self._created, self._updated,
-                                        self._scalars, self._truncated))
-        total += sys.getsizeof(self._ids) + sum(sys.getsizeof(s) for s in self._ids) + sys.getsizeof(self._row)
+        total = 0
+        for seg, mask in zip(self._segments, self._alive):
+            total += sum(m.nbytes for m in seg.blocks.values())
+            total += sum(a.nbytes for a in (seg.revision, seg.rhash, seg.mhash, seg.created, seg.updated,
+                                            seg.scalars, seg.truncated, seg.hangul))
+            total += 0 if mask is None else mask.nbytes
+            total += sys.getsizeof(seg.ids) + sum(sys.getsizeof(i) for i in seg.ids) + sys.getsizeof(seg.row)
         return total
 
     def matrix_bytes(self) -> int:
-        """Bytes of the raw facet matrices alone."""
-        return sum(m.nbytes for m in self._matrices.values())
+        """Bytes of the live rows' raw facet vectors (n × dims × 4 per facet)."""
+        return self._n * self.dims * 4 * len(INDEX_FACETS)
 
     # --------------------------------------------------------------- search
     def allowed_rows(self, mask: FilterMask | None) -> np.ndarray | None:
         """Boolean ``(n,)`` array of rows passing ``mask`` (None when everything passes)."""
         if mask is None or mask.is_empty:
             return None
-        keep = np.ones(len(self._ids), dtype=bool)
+        scalars = self._gather([seg.scalars for seg in self._segments])
+        updated = self._gather([seg.updated for seg in self._segments])
+        keep = np.ones(self._n, dtype=bool)
         for col, kind in enumerate(("confidence", "record_origin", "review_state")):
             wanted = getattr(mask, kind)
             if wanted:
                 codes = [_Codes.encode(kind, v) for v in wanted]
-                keep &= np.isin(self._scalars[:, col], codes)
+                keep &= np.isin(scalars[:, col], codes)
         if mask.updated_after is not None:
-            keep &= self._updated >= mask.updated_after
+            keep &= updated >= mask.updated_after
         if mask.updated_before is not None:
-            keep &= self._updated < mask.updated_before
+            keep &= updated < mask.updated_before
         return keep
+
+    def hangul_rows(self) -> np.ndarray:
+        """Read-only boolean ``(n,)``: rows whose lexical terms are mostly Korean (the Lesson's language)."""
+        out = self._cache.get("hangul")
+        if out is None:
+            out = self._gather([seg.hangul for seg in self._segments]).astype(bool)
+            out.setflags(write=False)
+            self._cache["hangul"] = out
+        return out  # type: ignore[return-value]
+
+    def terms(self, lesson_id: str) -> tuple[str, ...]:
+        """The lexical terms of an indexed Lesson (``()`` when not indexed)."""
+        found = self._locate(lesson_id)
+        return () if found is None else self._segments[found[0]].lexical.terms[found[1]]
+
+    def scores(self, facet: str, query: np.ndarray) -> np.ndarray:
+        """Cosine of ``query`` ``(dims,)`` with every row of ``facet``: a new float32 ``(n,)`` array."""
+        q = np.asarray(query, dtype=np.float32).reshape(self.dims)
+        return self._gather([q @ seg.blocks[facet] for seg in self._segments]).astype(np.float32, copy=False)
 
     def lexical_search(self, query_terms: Sequence[str], k: int, *, allowed: np.ndarray | None = None,
                        exclude: Iterable[str] = ()) -> list[SemanticHit]:
@@ -360,19 +559,13 @@ class IndexSnapshot:
 
         Same masks and order rules as :meth:`search`; ``score`` is the BM25 value.
         """
-        scores = self._lexical.scores(query_terms)
-        if scores is None or k <= 0:
+        if k <= 0 or self._n == 0:
             return []
-        return self._top(scores, k, allowed, exclude, 1e-9)
-
-    def hangul_rows(self) -> np.ndarray:
-        """Read-only boolean ``(n,)``: rows whose lexical terms are mostly Korean (the Lesson's language)."""
-        return self._hangul
-
-    def terms(self, lesson_id: str) -> tuple[str, ...]:
-        """The lexical terms of an indexed Lesson (``()`` when not indexed)."""
-        row = self._row.get(lesson_id)
-        return () if row is None else self._lexical.terms[row]
+        parts = lucene_scores([(seg.lexical, mask) for seg, mask in zip(self._segments, self._alive)], query_terms)
+        if parts is None:
+            return []
+        return self.top(self._gather(parts).astype(np.float32), k, allowed=allowed, exclude=exclude,
+                        min_score=1e-9)
 
     def search(self, facet: str, query: np.ndarray, k: int, *, allowed: np.ndarray | None = None,
                exclude: Iterable[str] = (), min_score: float | None = None) -> list[SemanticHit]:
@@ -382,25 +575,37 @@ class IndexSnapshot:
         the source Lesson); ``min_score``: drop hits below this cosine. Returns
         at most ``k`` hits, ranks 1..k, ordered by (score desc, id asc).
         """
-        n = len(self._ids)
+        if self._n == 0 or k <= 0:
+            return []
+        return self.top(self.scores(facet, query), k, allowed=allowed, exclude=exclude, min_score=min_score)
+
+    def top(self, scores: np.ndarray, k: int, *, allowed: np.ndarray | None = None, exclude: Iterable[str] = (),
+            min_score: float | None = None) -> list[SemanticHit]:
+        """The best ``k`` rows of a ``(n,)`` score array (this snapshot's row order) by (score desc, id asc).
+
+        Every row scoring at least the k-th best score is considered, so ties at
+        the cut are broken by Lesson id, never by row order. ``scores`` is not modified.
+        """
+        n = self._n
         if n == 0 or k <= 0:
             return []
-        q = np.asarray(query, dtype=np.float32).reshape(self.dims)
-        return self._top(q @ self._matrices[facet], k, allowed, exclude, min_score)
-
-    def _top(self, scores: np.ndarray, k: int, allowed: np.ndarray | None, exclude: Iterable[str],
-             min_score: float | None) -> list[SemanticHit]:
-        n = len(self._ids)
-        if allowed is not None:
-            scores = np.where(allowed, scores, -np.inf)
+        scores = np.where(allowed, scores, -np.inf) if allowed is not None else np.array(scores, copy=True)
         for lesson_id in exclude:
-            row = self._row.get(lesson_id)
+            row = self._global_row(lesson_id)
             if row is not None:
                 scores[row] = -np.inf
         take = min(k, n)
-        top = np.argpartition(-scores, take - 1)[:take] if take < n else np.arange(n)
-        hits = [(float(scores[i]), self._ids[i]) for i in top if np.isfinite(scores[i])]
+        if take < n:
+            threshold = scores[np.argpartition(-scores, take - 1)[take - 1]]
+            rows = np.flatnonzero(scores >= threshold)
+        else:
+            rows = np.arange(n)
+        hits = [(float(scores[i]), self._id_at(int(i))) for i in rows if np.isfinite(scores[i])]
         if min_score is not None:
             hits = [h for h in hits if h[0] >= min_score]
         hits.sort(key=lambda h: (-h[0], h[1]))
-        return [SemanticHit(lesson_id, rank, score) for rank, (score, lesson_id) in enumerate(hits, start=1)]
+        return [SemanticHit(lesson_id, rank, score) for rank, (score, lesson_id) in enumerate(hits[:k], start=1)]
+
+
+def _live_rows(seg: _Segment, mask: np.ndarray | None) -> np.ndarray:
+    return np.arange(len(seg), dtype=np.int64) if mask is None else np.flatnonzero(mask).astype(np.int64)

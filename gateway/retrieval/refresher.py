@@ -451,13 +451,28 @@ class IndexRefresher:
                 if head is not None:  # tombstones up to the head are reflected by this scan
                     st.tombstones = {i: t for i, t in st.tombstones.items() if t[0] > head}
             elif st.canonical_count is not None:  # a dirty or follow refresh: keep the Lesson count current
-                known = set(base.ids)
-                st.canonical_count += sum(1 for i in fresh if i not in known) - sum(1 for i in removed if i in known)
+                st.canonical_count += sum(1 for i in fresh if i not in base) - sum(1 for i in removed if i in base)
         outcome.swapped = changed
         outcome.seconds = self.clock() - started
+        if changed and new.needs_compaction():
+            self._compact(new)
         if head is not None:
             self._commit(lambda: self.follower.commit_position(head))
         return outcome
+
+    def _compact(self, built: IndexSnapshot) -> None:
+        """Merge the snapshot's segments into one (docs/hybrid-search.md#segments); swap it in if still current.
+
+        Runs in this worker (no request waits); the merged snapshot answers
+        exactly like the segmented one, so the swap changes no result.
+        """
+        started = self.clock()
+        merged = built.compacted()
+        with self._cond:
+            if self._state.snapshot is built:
+                self._state.snapshot = merged
+        if self.metrics is not None:
+            self.metrics.observe("semantic_compaction_seconds", self.clock() - started)
 
     # ----------------------------------------------------------- follower
     def _stream_head(self) -> ChangePosition | None:

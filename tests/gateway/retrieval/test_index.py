@@ -67,7 +67,7 @@ def test_matrices_are_read_only_float32_and_normalised():
     m = snap.matrix("situation")
     assert m.shape == (3, DIMS) and m.dtype == np.float32 and not m.flags.writeable
     cols = snap.columns("situation")
-    assert cols.shape == (DIMS, 3) and cols.flags.c_contiguous and not cols.flags.writeable
+    assert cols.shape == (DIMS, 3) and cols.dtype == np.float32 and not cols.flags.writeable
     with pytest.raises(ValueError):
         m[0, 0] = 1.0
     assert np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
@@ -123,3 +123,110 @@ def test_memory_stays_close_to_the_raw_matrices():
         entries.append(IndexEntry(record, {f: np.full(dims, 1 / np.sqrt(dims), np.float32) for f in FACETS}))
     snap = IndexSnapshot.from_entries("g", dims, entries)
     assert snap.nbytes() <= 1.1 * snap.matrix_bytes()
+
+
+# ------------------------------------------------------------------ segments (docs/hybrid-search.md#segments)
+from dataclasses import replace  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from gateway.retrieval import index as index_module  # noqa: E402
+from gateway.retrieval.bm25 import Bm25Postings, lucene_scores  # noqa: E402
+
+#: A few directions only, so equal scores (ties) happen often and tie-breaking is exercised.
+_BASIS = [unit(np.random.default_rng(s).standard_normal(DIMS)) for s in range(5)]
+_WORDS = ["disk", "alarm", "무시", "경보", "cache", "leak", "dns", "retry"]
+
+
+def _entry(lesson_id: str, seed: int, revision: int, confidence: str = "medium") -> IndexEntry:
+    rng = np.random.default_rng(seed)
+    record = IndexRecord(lesson_id, revision, "sha256:" + f"{seed:064x}", "sha256:" + f"{seed + 1:064x}", 10,
+                         1000 + seed % 7, confidence, ("lab", "imported")[seed % 2], "Draft")
+    vectors = {f: _BASIS[int(rng.integers(len(_BASIS)))] for f in FACETS}
+    terms = tuple(rng.choice(_WORDS, size=int(rng.integers(0, 6))).tolist())
+    return IndexEntry(record, vectors, terms)
+
+
+_ops = st.lists(st.tuples(st.sampled_from(["upsert", "delete", "meta", "compact"]), st.integers(0, 30),
+                          st.integers(0, 10_000)), min_size=1, max_size=40)
+
+
+def _results(snap: IndexSnapshot, queries) -> list:
+    out = []
+    for q in queries:
+        for facet in FACETS:
+            out.append(snap.search(facet, q, 7))
+            out.append(snap.search(facet, q, 7, allowed=snap.allowed_rows(FilterMask(confidence=("high",))),
+                                   exclude=["l-3"], min_score=-0.5))
+    for words in (["disk", "alarm"], ["경보"], ["nothing"], _WORDS):
+        out.append(snap.lexical_search(words, 5))
+    korean = snap.hangul_rows()
+    out.append(snap.search("whole", queries[0], 4, allowed=korean))
+    total = sum(snap.scores(f, queries[1]) for f in FACETS)
+    out.append(snap.top(total, 6, exclude=["l-1"]))
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_ops)
+def test_segmented_search_equals_a_freshly_built_monolithic_index(ops):
+    snap = IndexSnapshot.from_entries("g", DIMS, [_entry(f"l-{i}", i, 1) for i in range(12)])
+    model = {e.record.lesson_id: e for e in (_entry(f"l-{i}", i, 1) for i in range(12))}
+    for op, key, seed in ops:
+        lesson_id = f"l-{key}"
+        if op == "upsert":
+            entry = _entry(lesson_id, seed, seed + 2, confidence=("high", "low")[seed % 2])
+            snap, model[lesson_id] = snap.apply([entry]), entry
+        elif op == "delete":
+            snap = snap.apply(deletes=[lesson_id])
+            model.pop(lesson_id, None)
+        elif op == "meta" and lesson_id in model:
+            record = replace(model[lesson_id].record, revision_id=seed + 5, confidence="high", updated_at=seed)
+            snap = snap.apply(metadata_updates=[record])
+            model[lesson_id] = replace(model[lesson_id], record=record)
+        elif op == "compact":
+            snap = snap.compacted()
+    order = sorted(model, key=lambda i: hash((i, len(ops))))  # any row order: results must not depend on it
+    fresh = IndexSnapshot.from_entries("g", DIMS, [model[i] for i in order])
+    assert snap.segment_count <= index_module.MAX_SEGMENTS
+    assert len(snap) == len(fresh) and set(snap.ids) == set(fresh.ids) == set(model)
+    for lesson_id in model:
+        assert snap.record(lesson_id) == fresh.record(lesson_id) == model[lesson_id].record
+        assert snap.terms(lesson_id) == fresh.terms(lesson_id)
+        for f in FACETS:
+            assert np.array_equal(snap.vector(f, lesson_id), fresh.vector(f, lesson_id))
+    queries = [_BASIS[0], unit(_BASIS[1] + _BASIS[2]), unit(np.random.default_rng(99).standard_normal(DIMS))]
+    assert _results(snap, queries) == _results(fresh, queries)  # same ids, ranks and exact scores
+    assert snap.compacted().segment_count == 1 and _results(snap.compacted(), queries) == _results(fresh, queries)
+
+
+def test_apply_adds_a_segment_and_leaves_the_base_blocks_untouched():
+    base = IndexSnapshot.from_entries("g", DIMS, [entry(i) for i in range(300)])
+    block = base._segments[0].blocks["whole"]
+    new = base.apply([entry(5, rhash="sha256:" + "ab" * 32), entry(400)], deletes=["l007"])
+    assert new.segment_count == 2 and new._segments[0].blocks["whole"] is block  # shared, not copied
+    assert len(new) == 300 and "l007" not in new and "l400" in new and "l007" in base
+    assert len(new._segments[1]) == 2
+    assert not new.needs_compaction()
+
+
+def test_many_small_applies_keep_the_segment_count_bounded_and_compaction_is_asked_for():
+    snap = IndexSnapshot.from_entries("g", DIMS, [entry(i) for i in range(50)])
+    for i in range(index_module.MAX_SEGMENTS * 3):
+        snap = snap.apply([entry(1000 + i)])
+    assert snap.segment_count <= index_module.MAX_SEGMENTS and len(snap) == 50 + index_module.MAX_SEGMENTS * 3
+    big = IndexSnapshot.from_entries("g", DIMS, [entry(i) for i in range(100)])
+    grown = big.apply([entry(2000 + i) for i in range(index_module.COMPACT_MIN_ROWS + 1)])
+    assert grown.needs_compaction() and not grown.compacted().needs_compaction()
+
+
+def test_bm25_matches_bm25s_lucene_scores():
+    import bm25s
+
+    rng = np.random.default_rng(3)
+    docs = [tuple(rng.choice(_WORDS, size=int(rng.integers(1, 9))).tolist()) for _ in range(40)]
+    model = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    model.index([list(d) for d in docs], show_progress=False)
+    query = ["disk", "경보", "retry"]
+    ours = lucene_scores([(Bm25Postings(docs), None)], query)[0]
+    assert np.allclose(ours, model.get_scores(query), rtol=1e-5, atol=1e-6)
