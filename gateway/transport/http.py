@@ -112,6 +112,9 @@ def _add_cors(response: Response) -> Response:
     if request.method != "OPTIONS":
         for key, value in rules.cors_headers(request.headers.get("Origin"), _state().config).items():
             response.headers[key] = value
+        if getattr(_state(), "oauth", None) is not None and "Access-Control-Expose-Headers" in response.headers:
+            # github mode: browser clients read the OAuth challenge of a 401/403
+            response.headers["Access-Control-Expose-Headers"] += ", WWW-Authenticate"
     response.vary.add("Origin")
     return response
 

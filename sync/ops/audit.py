@@ -27,7 +27,14 @@ Output: text lines or one JSON object (``--format json``)::
     {"source": "recentchanges"|"allrevisions", "since": "...", "scanned": 12,
      "partial": false, "unreadable": 0, "violation_count": 2,
      "by_rule": {"HS15": 1, "HS44": 1}, "truncated": false,
-     "violations": [{"lesson_id", "revision_id", "parent_id", "user", "timestamp", "rule_id", "message"}]}
+     "github_writers": {"alice": 3},
+     "violations": [{"lesson_id", "revision_id", "parent_id", "user", "timestamp", "rule_id", "message",
+                     "github_login"}]}
+
+``github_writers`` counts the scanned gateway writes per verified GitHub
+login (the ``gh=`` field of their summary marker, github mode:
+docs/tools.md#attribution); ``github_login`` names it on a violation of such
+a revision (``null`` otherwise).
 
 at most ``--max-findings`` violations are listed (``truncated`` says so).
 Messages name rules, fields and ids only — never Lesson content; seal keys
@@ -77,6 +84,7 @@ class Finding:
     timestamp: str
     rule_id: str
     message: str
+    github_login: str | None = None
 
 
 @dataclass
@@ -89,6 +97,7 @@ class AuditReport:
     partial: bool = False
     unreadable: int = 0
     findings: list[Finding] = field(default_factory=list)
+    github_writers: Counter = field(default_factory=Counter)
 
     def to_json(self, max_findings: int) -> dict[str, Any]:
         """The bounded JSON report."""
@@ -97,6 +106,7 @@ class AuditReport:
             "unreadable": self.unreadable, "violation_count": len(self.findings),
             "by_rule": dict(sorted(Counter(f.rule_id for f in self.findings).items())),
             "truncated": len(self.findings) > max_findings,
+            "github_writers": dict(sorted(self.github_writers.items())),
             "violations": [asdict(f) for f in self.findings[:max_findings]],
         }
 
@@ -172,6 +182,15 @@ def _existing(client, ns_name: str, ids: set[str]) -> set[str]:
     return found
 
 
+def _github_login(comment: str) -> str | None:
+    """The verified GitHub login a gateway write's marker records (``gh=``), or ``None``."""
+    try:
+        marker = parse_summary(comment)
+    except MarkerError:
+        return None
+    return marker.actor if marker is not None else None
+
+
 def _restored_ids(rows: list[dict]) -> dict[int, int]:
     out = {}
     for row in rows:
@@ -214,9 +233,12 @@ def audit(client, *, since: datetime, limit: int, keys: Mapping[str, str], agent
             parent_text, text, row["user"], row["timestamp"], row["comment"], keys=keys,
             existing_lessons=existing, lesson_id=lesson_id, parent_revision_id=row["parentid"],
             agent_accounts=agent_accounts, restored_wikitext=texts.get(restored.get(row["revid"], 0)))
+        login = _github_login(row["comment"]) if row["user"] in agent_accounts else None
+        if login:
+            report.github_writers[login] += 1
         for v in violations:
             report.findings.append(Finding(lesson_id, row["revid"], row["parentid"], row["user"], row["timestamp"],
-                                           v.rule_id, v.message))
+                                           v.rule_id, v.message, login))
         latest[lesson_id] = (row, text)
     for lesson_id, (row, text) in latest.items():
         try:
@@ -247,9 +269,12 @@ def _write_text(report: AuditReport, max_findings: int, out: TextIO) -> None:
     out.write(f"audit: {doc['scanned']} Lesson revisions since {doc['since']} via {doc['source']}"
               f"{' (partial: --limit reached)' if doc['partial'] else ''}; "
               f"{doc['violation_count']} violation(s), {doc['unreadable']} unreadable\n")
+    if doc["github_writers"]:
+        out.write("GitHub writers: " + ", ".join(f"{k} {n}" for k, n in doc["github_writers"].items()) + "\n")
     for v in doc["violations"]:
+        who = f", GitHub {v['github_login']}" if v["github_login"] else ""
         out.write(f"{v['rule_id']} Lesson:{v['lesson_id']} rev {v['revision_id']} (parent {v['parent_id']}, "
-                  f"{v['user']}, {v['timestamp']}): {v['message']}\n")
+                  f"{v['user']}{who}, {v['timestamp']}): {v['message']}\n")
     if doc["truncated"]:
         out.write(f"... {doc['violation_count'] - max_findings} more (raise --max-findings or use --format json)\n")
     if doc["violation_count"]:

@@ -18,6 +18,7 @@ import json
 import re
 import secrets
 import time
+from datetime import datetime, timedelta, timezone
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import anyio
@@ -35,6 +36,8 @@ from support.write_harness import evidence_args, lesson_fields, unique
 
 from gateway.auth.store import SqliteAuthStore
 from gateway.auth.tokens import KeyRing, mint_access_token
+from gateway.wiki.client import WikiClient
+from sync.ops.audit import audit
 
 pytestmark = pytest.mark.wiki
 
@@ -132,11 +135,12 @@ def lesson_exists(gw, token: str, lesson_id: str) -> bool:
     return "error" not in payload
 
 
-def summaries(dev_wiki, lesson_id: str) -> list[str]:
+def history(dev_wiki, lesson_id: str) -> list[tuple[str, str]]:
+    """(user, summary) of a Lesson's revisions, newest first."""
     answer = requests.get(dev_wiki.api_url, params={"action": "query", "prop": "revisions", "titles":
                                                     f"Lesson:{lesson_id}", "rvprop": "comment|user", "rvlimit": 10,
                                                     "format": "json", "formatversion": 2}, timeout=10).json()
-    return [rev["comment"] for rev in answer["query"]["pages"][0].get("revisions", [])]
+    return [(rev["user"], rev["comment"]) for rev in answer["query"]["pages"][0].get("revisions", [])]
 
 
 # ----------------------------------------------------------------- discovery
@@ -148,6 +152,9 @@ def test_discovery_documents_and_401_challenge(github_mode):
     challenge = unauth.headers["WWW-Authenticate"]
     assert f'resource_metadata="{gw.base}/.well-known/oauth-protected-resource/mcp"' in challenge
     assert 'scope="mcp:read"' in challenge
+    browser = requests.post(gw.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                            headers={**MCP_HEADERS, "Origin": gw.base}, timeout=10)
+    assert "WWW-Authenticate" in browser.headers["Access-Control-Expose-Headers"]
     for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
         prm = requests.get(gw.base + path, timeout=10).json()
         assert prm["resource"] == gw.url and prm["authorization_servers"] == [gw.base]
@@ -185,6 +192,7 @@ class MemoryStorage:
 def test_python_sdk_oauth_provider_with_chromium(github_mode, dev_wiki):
     """Read (mcp:read), write after step-up to mcp:write, refresh, revoke — python-sdk + Chromium."""
     gw, standin, _ = github_mode
+    started = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=5)
     standin.signed_in = "alice"
     callback = f"http://127.0.0.1:{free_port()}/callback"
     seen: list[str] = []
@@ -255,8 +263,11 @@ def test_python_sdk_oauth_provider_with_chromium(github_mode, dev_wiki):
     assert "S3 Research Memory 접근 허용" in consents[0] and "python-sdk test" in consents[0]
     assert "127.0.0.1:" in consents[0] and "mcp:read" in consents[0] and "mcp:write" in consents[1]
     assert out["rotated"]
-    history = summaries(dev_wiki, out["lesson_id"])
-    assert history and history[0].endswith(" gh=alice]"), history
+    revisions = history(dev_wiki, out["lesson_id"])
+    assert revisions and revisions[0][1].endswith(" gh=alice]"), revisions
+    report = audit(WikiClient(dev_wiki.api_url, dev_wiki.agent.username, dev_wiki.agent.password),
+                   since=started, limit=5000, keys={}, agent_accounts={revisions[0][0]})
+    assert report.github_writers["alice"] >= 1  # s3rm audit names the person
     lesson = tool_payload(call_tool(gw.url, "get_lesson", {"lesson_id": out["lesson_id"]},
                                     headers=bearer(out["access"])))
     assert "alice" not in json.dumps(lesson.get("lesson", lesson).get("author", ""))  # provenance stays the gateway account
