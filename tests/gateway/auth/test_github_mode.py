@@ -410,3 +410,15 @@ def test_client_metadata_documents_at_internal_addresses_are_refused(github_mode
     answer = login.to_consent(client_id=client_id)
     assert answer.status_code == 400 and "Location" not in answer.headers
     assert answer.json()["error"] == "invalid_client"
+
+
+def test_clients_and_tokens_survive_a_restart(github_mode):
+    """The state store is a file: after a restart the same client, access token and refresh token still work."""
+    gw, standin, _ = github_mode
+    login = Login(gw, standin)
+    tokens = login.token(login.code()).json()
+    gw.restart()
+    assert call_tool(gw.url, "search_lessons", {"query": "allocator"},
+                     headers=bearer(tokens["access_token"])).status_code == 200
+    rotated = login.refresh(tokens["refresh_token"])
+    assert rotated.status_code == 200 and rotated.json()["scope"] == "mcp:read mcp:write"
