@@ -87,6 +87,21 @@ def test_retrieval_errors_are_the_same_config_error():
     assert info.value.variable == "S3RM_SEMANTIC_MAX_LAG_SECONDS"
 
 
+def test_follower_settings_have_defaults_and_bounds():
+    """docs/hybrid-search.md#follower: poll interval, checkpoint file, recentchanges retention."""
+    defaults = load_config({}).retrieval
+    assert (defaults.follow_seconds, defaults.checkpoint_file, defaults.rc_max_age_seconds) == (2.0, "", 7776000.0)
+    set_ = load_config({"S3RM_SEMANTIC_FOLLOW_SECONDS": "0.5", "S3RM_SEMANTIC_CHECKPOINT_FILE": "/var/lib/s3rm/cp.json",
+                        "S3RM_SEMANTIC_RC_MAX_AGE_SECONDS": "86400"}).retrieval
+    assert (set_.follow_seconds, set_.checkpoint_file, set_.rc_max_age_seconds) == (0.5, "/var/lib/s3rm/cp.json",
+                                                                                     86400.0)
+    assert load_config({"S3RM_SEMANTIC_FOLLOW_SECONDS": "0"}).retrieval.follow_seconds == 0.0  # follower off
+    for variable, value in (("S3RM_SEMANTIC_FOLLOW_SECONDS", "-1"), ("S3RM_SEMANTIC_RC_MAX_AGE_SECONDS", "5")):
+        with pytest.raises(ConfigError) as info:
+            load_config({variable: value})
+        assert info.value.variable == variable
+
+
 def test_repr_redacts_every_secret_including_the_embedding_key():
     config = load_config({
         "S3RM_EMBEDDING_API_KEY": "zq-embedding-key",

