@@ -30,4 +30,5 @@ def approve(url: str) -> str:
 
 
 if __name__ == "__main__":
-    print(approve(sys.argv[-1]), flush=True)
+    print(f"open {sys.argv[-1]}", flush=True)
+    print(f"done {approve(sys.argv[-1])}", flush=True)

@@ -461,4 +461,4 @@ def test_mcp_remote_signs_in_through_its_browser_opener(github_mode, tmp_path):
 
     count, failed = anyio.run(run)
     assert count == 10 and failed is False, (tmp_path / "mcp-remote.err").read_text()[-2000:]
-    assert "/callback" in (tmp_path / "opener.log").read_text()
+    assert f"open {gw.base}/authorize?" in (tmp_path / "opener.log").read_text()  # its browser did the sign-in
