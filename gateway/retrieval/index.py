@@ -471,6 +471,10 @@ class IndexSnapshot:
         found = self._locate(lesson_id)
         return None if found is None else self._segments[found[0]].blocks[facet][:, found[1]].copy()
 
+    def vectors(self, facet: str, lesson_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """``{lesson_id: (dims,) vector copy}`` for the indexed ones among ``lesson_ids``."""
+        return {i: v for i in lesson_ids if (v := self.vector(facet, i)) is not None}
+
     def columns(self, facet: str) -> np.ndarray:
         """Read-only ``(dims, n)`` array of ``facet`` (column i = Lesson ``ids[i]``).
 

@@ -1,0 +1,209 @@
+"""The shared-store refresher: one indexer leader per generation, every other gateway only follows.
+
+Contract: docs/operations.md#indexer-leader, docs/operations.md#generations,
+docs/hybrid-search.md#pgvector-backend, docs/retrieval.md#semantic-status.
+
+:class:`SharedRefresher` is an :class:`~gateway.retrieval.refresher.IndexRefresher`
+whose snapshots are :class:`~gateway.retrieval.pgvector.snapshot.PgSnapshot`
+views. Its one thread wakes every ``S3RM_PG_POLL_SECONDS`` (or at once on a hint) and:
+
+1. takes or renews the lease of the generation it serves
+   (:meth:`PgStore.acquire`; a lease lives ``S3RM_PG_LEASE_SECONDS``);
+2. follows the alias: the served generation is the ``active`` one when it was
+   built from this gateway's inputs (same profile, projection and ranking:
+   its name is this gateway's generation id, optionally with a ``.label``
+   suffix), else this gateway's own generation; a flip swaps the view at once;
+3. as **leader** it drains the shared dirty queue into its own pending ids and
+   runs the ordinary refresh (re-read, diff by hash, embed only what changed)
+   whose swap writes through the fenced store; a full reconcile every
+   ``S3RM_SEMANTIC_RECONCILE_SECONDS``. A new leader starts from the rows the
+   old one wrote, so its first reconcile embeds nothing that is already current;
+4. as **follower** it never embeds or writes Lesson rows: its hints go to the
+   dirty queue, and its view follows the store's change rows.
+
+A write refused by fencing (:class:`~gateway.retrieval.pgvector.store.FencingError`)
+drops leadership, returns the work to the shared queue and is counted
+(``pgvector_fenced_writes``); nothing of it reaches the store.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from gateway.retrieval.pgvector.snapshot import LeaseHandle, PgSnapshot, SearchOptions
+from gateway.retrieval.pgvector.store import FencingError, PgStore, holder_id
+from gateway.retrieval.refresher import IndexRefresher
+
+__all__ = ["SharedRefresher"]
+
+log = logging.getLogger("s3rm.pgvector")
+
+
+class SharedRefresher(IndexRefresher):
+    """IndexRefresher over the shared store (module docstring). Extra args: ``store``, ``options``,
+    ``lease_seconds``, ``poll_seconds``."""
+
+    def __init__(self, *args: Any, store: PgStore, options: SearchOptions = SearchOptions(),
+                 lease_seconds: float = 10.0, poll_seconds: float = 1.0, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.store = store
+        self.options = options
+        self.lease_seconds = lease_seconds
+        self.poll_seconds = poll_seconds
+        self.lease = LeaseHandle(holder_id())
+        self.served: str | None = None
+        self._renewed_at: float | None = None
+        self.fenced_writes = 0
+
+    # ------------------------------------------------------------ control
+    @property
+    def is_leader(self) -> bool:
+        """True while this gateway holds the served generation's indexer lease."""
+        return self.lease.token is not None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the worker and hand the lease over at once."""
+        super().stop(timeout)
+        if self.is_leader and self.served is not None:
+            try:
+                self.store.release(self.served, self.lease.holder)
+            except Exception:  # pragma: no cover - best effort at shutdown
+                log.warning("lease release failed (generation=%s)", self.served)
+        self.lease.token = None
+
+    def health(self) -> dict[str, Any]:
+        """The base counts plus ``backend``, ``leader`` and ``served_generation``."""
+        out = super().health()
+        out.update(backend="pgvector", leader=self.is_leader, served_generation=self.served,
+                   fenced_writes=self.fenced_writes)
+        return out
+
+    # ------------------------------------------------------------- worker
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._stop and not self._state.pending_ids and not self._state.full_pending:
+                    self._cond.wait(self.poll_seconds)
+                if self._stop:
+                    self._idle.set()
+                    return
+            try:
+                self._tick()
+            except FencingError as exc:
+                self._fenced(exc)
+            except Exception as exc:  # the worker must survive a store outage
+                log.warning("shared index step failed: %s", type(exc).__name__)
+                with self._cond:
+                    self._state.last_error = "store_unavailable"
+                    self._state.running = None
+                time.sleep(min(self.poll_seconds, 1.0))
+
+    def _serving_target(self) -> str:
+        active, _, _ = self.store.alias()
+        if active is not None and active.split(".", 1)[0] == self.generation:
+            return active
+        return self.generation
+
+    def _tick(self) -> None:
+        target = self._serving_target()
+        if target != self.served:
+            self._switch(target)
+        now = self.clock()
+        if self._renewed_at is None or now - self._renewed_at >= self.lease_seconds / 3 or not self.is_leader:
+            token = self.store.acquire(target, self.lease.holder, self.lease_seconds)
+            if token is not None and token != self.lease.token:
+                log.info("indexer lease taken (generation=%s token=%s)", target, token)
+            self.lease.token = token
+            self._renewed_at = now
+        if self.is_leader:
+            self._lead(target)
+        else:
+            self._follow(target)
+
+    def _switch(self, target: str) -> None:
+        """Serve ``target`` (startup or an alias flip): register it if it is ours, load its view."""
+        if self.served is not None and self.is_leader:
+            self.store.release(self.served, self.lease.holder)
+        self.lease.token = None
+        info = self.store.generation(target) or self.store.register(target, self.dims)
+        if info.dims != self.dims:
+            raise ValueError(f"generation {target} has {info.dims} dims, this gateway {self.dims}")
+        view = PgSnapshot.load(self.store, target, self.dims, self.lease, self.options)
+        with self._cond:
+            self._state.snapshot = view
+            self._state.full_pending = True
+            self._state.last_error = None
+        self.served = target
+        log.info("serving generation %s (%d Lessons)", target, len(view))
+
+    def _lead(self, target: str) -> None:
+        queued = self.store.take_dirty(target)
+        with self._cond:
+            st = self._state
+            st.pending_ids.update(queued)
+            due = st.last_reconcile_started is None or self.clock() - st.last_reconcile_started >= \
+                self.settings.reconcile_seconds
+            kind = "full" if st.full_pending or due else ("dirty" if st.pending_ids else None)
+            if kind is None:
+                self._idle.set()
+                return
+            ids = set(st.pending_ids)
+            st.pending_ids.clear()
+            st.full_pending = False
+            if kind == "full":
+                st.last_reconcile_started = self.clock()
+            st.running = kind
+            st.last_attempt_at = self.clock()
+        try:
+            outcome = self._refresh(kind, ids)
+        except FencingError:
+            self.store.queue_dirty(target, ids)  # the new leader does this work
+            raise
+        except BaseException:
+            with self._cond:
+                self._state.pending_ids.update(ids)
+            raise
+        finally:
+            with self._cond:
+                self._state.running = None
+        with self._cond:
+            self._state.last_outcome = outcome
+        self._observe(outcome)
+        if outcome.error is None and kind == "full":
+            self.store.mark_reconciled(target, time.time())
+            self.store.mark_ready(target)
+            self.store.activate_if_unset(target)
+        with self._cond:
+            if not self._state.pending_ids and not self._state.full_pending:
+                self._idle.set()
+
+    def _follow(self, target: str) -> None:
+        with self._cond:
+            ids = set(self._state.pending_ids)
+            self._state.pending_ids.clear()
+            self._state.full_pending = False
+        self.store.queue_dirty(target, ids)
+        view = self._state.snapshot
+        fresh = view.synced() if isinstance(view, PgSnapshot) else view
+        info = self.store.generation(target)
+        with self._cond:
+            st = self._state
+            if fresh is not view:
+                st.snapshot = fresh
+                st.stale_seen = False
+                st.builds += 1
+            st.last_error = None
+            if info is not None and info.reconciled_at is not None:
+                st.last_reconcile_at = self.clock() - max(0.0, time.time() - info.reconciled_at)
+                st.canonical_count = len(fresh) if fresh is not None else None
+            self._idle.set()
+
+    def _fenced(self, exc: FencingError) -> None:
+        self.fenced_writes += 1
+        log.warning("indexer write refused by fencing (generation=%s): another gateway leads", self.served)
+        self.lease.token = None
+        with self._cond:
+            self._state.running = None
+        if self.metrics is not None:
+            self.metrics.incr("pgvector_fenced_writes")

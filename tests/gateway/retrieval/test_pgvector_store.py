@@ -1,0 +1,196 @@
+"""The pgvector backend against a real PostgreSQL + pgvector (the session ``pg_cluster``), no wiki.
+
+Fencing refuses a stale leader's write; deletes leave tombstones that no search
+returns and that followers apply; the exact search in PostgreSQL ranks like the
+in-process exact index under masks; the alias flips atomically and refuses bad
+transitions; every store user sees the same cursor keys.
+"""
+from __future__ import annotations
+
+import secrets
+import time
+
+import numpy as np
+import psycopg
+import pytest
+
+from gateway.config.profiles import INDEX_FACETS
+from gateway.retrieval.index import FilterMask, IndexEntry, IndexRecord, IndexSnapshot
+from gateway.retrieval.pgvector.snapshot import LeaseHandle, PgSnapshot, SearchOptions
+from gateway.retrieval.pgvector.store import FencingError, PgStore, StoreError
+
+DIMS = 16
+
+
+@pytest.fixture(scope="module")
+def store(pg_cluster):
+    s = PgStore(pg_cluster.dsn())
+    yield s
+    s.close()
+
+
+def _gen(prefix: str = "gen-test") -> str:
+    return f"{prefix}{secrets.token_hex(4)}"
+
+
+def _entries(n: int, seed: int = 7, dims: int = DIMS) -> list[IndexEntry]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        vecs = {}
+        for f in INDEX_FACETS:
+            v = rng.standard_normal(dims).astype(np.float32)
+            vecs[f] = v / np.linalg.norm(v)
+        record = IndexRecord(lesson_id=f"L-{i:04d}", revision_id=100 + i, retrieval_hash="sha256:" + f"{i:064x}",
+                             metadata_hash="sha256:" + f"{i + 1:064x}", created_at=1_700_000_000 + i,
+                             updated_at=1_700_000_000 + 10 * i, confidence=("low", "medium", "high")[i % 3],
+                             record_origin="lab", review_state="Draft")
+        terms = ("장애", "복구") if i % 4 == 0 else ("dns", f"term{i % 5}")
+        out.append(IndexEntry(record, vecs, terms))
+    return out
+
+
+def _leader(store: PgStore, generation: str, ttl: float = 30.0) -> LeaseHandle:
+    lease = LeaseHandle(f"test:{secrets.token_hex(3)}")
+    lease.token = store.acquire(generation, lease.holder, ttl)
+    assert lease.token is not None
+    return lease
+
+
+def test_a_stale_leader_is_fenced_and_writes_nothing(store):
+    gen = _gen()
+    store.register(gen, DIMS)
+    a = _leader(store, gen, ttl=1.0)
+    entries = _entries(4)
+    store.write(gen, a.holder, a.token, entries[:2])
+    assert store.acquire(gen, "other", 5.0) is None  # a live lease is not taken over
+    time.sleep(1.2)
+    b_token = store.acquire(gen, "other", 5.0)
+    assert b_token == a.token + 1
+    with pytest.raises(FencingError):
+        store.write(gen, a.holder, a.token, entries[2:3])
+    with pytest.raises(FencingError):
+        store.write(gen, a.holder, a.token, (), ["L-0000"])
+    store.write(gen, "other", b_token, entries[3:4])
+    rows, _ = store.changes(gen, 0)
+    assert sorted(r[0] for r in rows) == ["L-0000", "L-0001", "L-0003"]
+    with psycopg.connect(store.pool.conninfo) as conn:
+        fences = dict(conn.execute(f"SELECT lesson_id, fence FROM {store.generation(gen).table}").fetchall())
+    assert fences == {"L-0000": a.token, "L-0001": a.token, "L-0003": b_token}
+    assert store.lease(gen)[:2] == ("other", b_token)
+
+
+def test_deletes_leave_tombstones_followers_apply_and_search_never_returns(store):
+    gen = _gen()
+    store.register(gen, DIMS)
+    lease = _leader(store, gen)
+    entries = _entries(6)
+    leader = PgSnapshot.load(store, gen, DIMS, lease).apply(entries)
+    follower = PgSnapshot.load(store, gen, DIMS, LeaseHandle("follower"))
+    assert len(follower) == 6
+    gone = entries[2].record.lesson_id
+    leader = leader.apply((), [gone])
+    query = entries[2].vectors["whole"]
+    assert gone not in [h.lesson_id for h in leader.search("whole", query, 10)]
+    follower = follower.synced()
+    assert gone not in follower and len(follower) == 5
+    assert gone not in [h.lesson_id for h in follower.search("whole", query, 10)]
+    assert follower.vector("whole", gone) is None
+    with pytest.raises(FencingError):
+        follower.apply(entries[:1])  # a follower never writes
+    again = follower.synced()
+    assert again is follower  # nothing new
+
+
+def test_exact_search_in_postgres_ranks_like_the_in_process_index(store):
+    gen = _gen()
+    store.register(gen, DIMS)
+    entries = _entries(300, seed=3)
+    view = PgSnapshot.load(store, gen, DIMS, _leader(store, gen)).apply(entries)
+    local = IndexSnapshot.from_entries(gen, DIMS, entries)
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        q = rng.standard_normal(DIMS).astype(np.float32)
+        q /= np.linalg.norm(q)
+        for mask in (None, FilterMask(confidence=("high",)), FilterMask(updated_after=1_700_002_000)):
+            got = view.search("situation", q, 10, allowed=view.allowed_rows(mask), exclude=("L-0005",))
+            want = local.search("situation", q, 10, allowed=local.allowed_rows(mask), exclude=("L-0005",))
+            assert len(got) == len(want) == 10
+            assert got[0].lesson_id == want[0].lesson_id
+            assert len({h.lesson_id for h in got} & {h.lesson_id for h in want}) >= 9  # halfvec rounding
+            assert max(abs(g.score - w.score) for g, w in zip(got, want)) < 0.01
+            assert [h.rank for h in got] == list(range(1, 11))
+    hangul = view.hangul_rows()
+    assert hangul.sum() == 75 and np.array_equal(hangul, local.hangul_rows())
+    assert [h.lesson_id for h in view.lexical_search(["복구"], 5)] == \
+        [h.lesson_id for h in local.lexical_search(["복구"], 5)]
+    store.build_hnsw(gen)
+    approx = PgSnapshot.load(store, gen, DIMS, LeaseHandle("x"), SearchOptions(approximate=True, ef_search=200))
+    q = entries[42].vectors["approach"]
+    assert approx.search("approach", q, 5)[0].lesson_id == "L-0042"
+    cols = view.columns("mechanism")
+    assert cols.shape == (DIMS, 300)
+    assert np.allclose(cols[:, view.ids.index("L-0007")], entries[7].vectors["mechanism"], atol=1e-3)
+
+
+def test_alias_cutover_rollback_and_retire(store):
+    g1, g2, g3 = _gen("gen-a"), _gen("gen-b"), _gen("gen-c")
+    for g in (g1, g2, g3):
+        store.register(g, DIMS)
+    active, _, version = store.alias()
+    if active is None:
+        assert store.activate_if_unset(g1)
+    else:  # another test already activated one: cut over to ours
+        store.mark_ready(g1)
+        store.cutover(g1)
+    assert not store.activate_if_unset(g2)
+    with pytest.raises(StoreError, match="building"):
+        store.cutover(g2)
+    store.mark_ready(g2)
+    v0 = store.alias()[2]
+    assert store.cutover(g2) == (g1, g2)
+    assert store.alias() == (g2, g1, v0 + 1)
+    states = {i.name: i.state for i in store.generations()}
+    assert (states[g1], states[g2], states[g3]) == ("previous", "active", "building")
+    with pytest.raises(StoreError, match="rollback target"):
+        store.retire(g1)
+    assert store.rollback() == (g2, g1)
+    assert store.alias()[:2] == (g1, g2)
+    store.mark_ready(g3)
+    store.cutover(g3)
+    states = {i.name: i.state for i in store.generations()}
+    assert (states[g1], states[g2], states[g3]) == ("previous", "ready", "active")
+    store.retire(g2)
+    assert store.generation(g2).state == "retired"
+    with pytest.raises(StoreError, match="retired"):
+        store.cutover(g2)
+    with pytest.raises(StoreError, match="unknown"):
+        store.cutover("gen-nope")
+
+
+def test_cursor_keys_are_shared_by_every_store_user(pg_cluster, store):
+    other = PgStore(pg_cluster.dsn())
+    try:
+        assert other.cursor_keys() == store.cursor_keys()
+        kid = store.rotate_cursor_key()
+        assert kid in other.cursor_keys()
+    finally:
+        other.close()
+
+
+def test_dirty_queue_hands_ids_to_the_leader_once(store):
+    gen = _gen()
+    store.register(gen, DIMS)
+    store.queue_dirty(gen, ["L-1", "L-2", "L-1"])
+    store.queue_dirty(gen, ["L-2", "L-3"])
+    assert sorted(store.take_dirty(gen)) == ["L-1", "L-2", "L-3"]
+    assert store.take_dirty(gen) == []
+
+
+def test_both_backends_implement_the_one_index_interface(store):
+    from gateway.retrieval.backend import SemanticIndex
+
+    gen = _gen()
+    store.register(gen, DIMS)
+    assert isinstance(IndexSnapshot.empty(gen, DIMS), SemanticIndex)
+    assert isinstance(PgSnapshot.load(store, gen, DIMS, LeaseHandle("x")), SemanticIndex)
