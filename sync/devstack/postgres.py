@@ -116,9 +116,16 @@ class PgCluster:
                      "shared_buffers = 128MB\nmaintenance_work_mem = 256MB\nfsync = off\n"
                      "synchronous_commit = off\nfull_page_writes = off\n")
         self.start()
-        self._psql("postgres", f"CREATE DATABASE {DATABASE}")
-        self._psql(DATABASE, "CREATE EXTENSION IF NOT EXISTS vector")
+        self.create_database(DATABASE)
         return True
+
+    def create_database(self, name: str) -> str:
+        """Create database ``name`` (letters, digits, ``_``) with the vector extension; returns its DSN."""
+        if not name.replace("_", "").isalnum():
+            raise DevWikiError(f"bad database name {name!r}", exit_code=2)
+        self._psql("postgres", f"CREATE DATABASE {name}")
+        self._psql(name, "CREATE EXTENSION IF NOT EXISTS vector")
+        return self.dsn(name)
 
     def _psql(self, database: str, sql: str) -> str:
         done = self._cmd("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(self.port),

@@ -7,8 +7,9 @@ docs/hybrid-search.md#pgvector-backend, docs/retrieval.md#semantic-status.
 whose snapshots are :class:`~gateway.retrieval.pgvector.snapshot.PgSnapshot`
 views. Its one thread wakes every ``S3RM_PG_POLL_SECONDS`` (or at once on a hint) and:
 
-1. takes or renews the lease of the generation it serves
-   (:meth:`PgStore.acquire`; a lease lives ``S3RM_PG_LEASE_SECONDS``);
+1. a heartbeat thread takes or renews the lease of the generation it serves
+   every third of ``S3RM_PG_LEASE_SECONDS`` (:meth:`PgStore.acquire`), so a
+   long refresh never lets a live leader's lease lapse;
 2. follows the alias: the served generation is the ``active`` one when it was
    built from this gateway's inputs (same profile, projection and ranking:
    its name is this gateway's generation id, optionally with a ``.label``
@@ -28,6 +29,7 @@ drops leadership, returns the work to the shared queue and is counted
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -53,14 +55,45 @@ class SharedRefresher(IndexRefresher):
         self.poll_seconds = poll_seconds
         self.lease = LeaseHandle(holder_id())
         self.served: str | None = None
-        self._renewed_at: float | None = None
         self.fenced_writes = 0
+        self.embedded_total = 0
 
     # ------------------------------------------------------------ control
     @property
     def is_leader(self) -> bool:
         """True while this gateway holds the served generation's indexer lease."""
         return self.lease.token is not None
+
+    def start(self) -> bool:
+        """Start the worker and the lease heartbeat (a thread of its own, so a long refresh never lets
+        a live leader's lease lapse); False when disabled or already started."""
+        started = super().start()
+        if started:
+            self._heartbeat = threading.Thread(target=self._beat, name="s3rm-indexer-lease", daemon=True)
+            self._heartbeat.start()
+        return started
+
+    def _beat(self) -> None:
+        while True:
+            with self._cond:
+                if self._stop:
+                    return
+            target = self.served
+            if target is not None:
+                try:
+                    token = self.store.acquire(target, self.lease.holder, self.lease_seconds)
+                except Exception as exc:  # the store is unreachable: we cannot prove we lead
+                    log.warning("lease renewal failed: %s", type(exc).__name__)
+                    token = None
+                if token is not None and token != self.lease.token:
+                    log.info("indexer lease taken (generation=%s token=%s)", target, token)
+                with self._cond:
+                    if self.served == target:
+                        self.lease.token = token
+                        if token is not None:
+                            self._cond.notify_all()
+            with self._cond:
+                self._cond.wait(self.lease_seconds / 3)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the worker and hand the lease over at once."""
@@ -73,10 +106,11 @@ class SharedRefresher(IndexRefresher):
         self.lease.token = None
 
     def health(self) -> dict[str, Any]:
-        """The base counts plus ``backend``, ``leader`` and ``served_generation``."""
+        """The base counts plus ``backend``, ``leader``, ``served_generation``, ``fenced_writes`` and
+        ``embedded_total`` (Lessons this process embedded)."""
         out = super().health()
         out.update(backend="pgvector", leader=self.is_leader, served_generation=self.served,
-                   fenced_writes=self.fenced_writes)
+                   fenced_writes=self.fenced_writes, embedded_total=self.embedded_total)
         return out
 
     # ------------------------------------------------------------- worker
@@ -109,13 +143,6 @@ class SharedRefresher(IndexRefresher):
         target = self._serving_target()
         if target != self.served:
             self._switch(target)
-        now = self.clock()
-        if self._renewed_at is None or now - self._renewed_at >= self.lease_seconds / 3 or not self.is_leader:
-            token = self.store.acquire(target, self.lease.holder, self.lease_seconds)
-            if token is not None and token != self.lease.token:
-                log.info("indexer lease taken (generation=%s token=%s)", target, token)
-            self.lease.token = token
-            self._renewed_at = now
         if self.is_leader:
             self._lead(target)
         else:
@@ -135,7 +162,8 @@ class SharedRefresher(IndexRefresher):
             self._state.full_pending = True
             self._state.last_error = None
         self.served = target
-        log.info("serving generation %s (%d Lessons)", target, len(view))
+        self.lease.token = self.store.acquire(target, self.lease.holder, self.lease_seconds)
+        log.info("serving generation %s (%d Lessons, leader=%s)", target, len(view), self.is_leader)
 
     def _lead(self, target: str) -> None:
         queued = self.store.take_dirty(target)
@@ -169,6 +197,7 @@ class SharedRefresher(IndexRefresher):
                 self._state.running = None
         with self._cond:
             self._state.last_outcome = outcome
+            self.embedded_total += outcome.embedded
         self._observe(outcome)
         if outcome.error is None and kind == "full":
             self.store.mark_reconciled(target, time.time())

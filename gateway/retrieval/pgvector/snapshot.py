@@ -128,6 +128,10 @@ class PgSnapshot:
     def __len__(self) -> int:
         return len(self._mirror)
 
+    def __bool__(self) -> bool:
+        """Always true: an empty shared generation is still a view (``snapshot or empty()`` must keep it)."""
+        return True
+
     def __contains__(self, lesson_id: object) -> bool:
         return lesson_id in self._mirror
 

