@@ -14,8 +14,9 @@ views. Its one thread wakes every ``S3RM_PG_POLL_SECONDS`` (or at once on a hint
    built from this gateway's inputs (same profile, projection and ranking:
    its name is this gateway's generation id, optionally with a ``.label``
    suffix), else this gateway's own generation; a flip swaps the view at once;
-3. as **leader** it drains the shared dirty queue into its own pending ids and
-   runs the ordinary refresh (re-read, diff by hash, embed only what changed)
+3. as **leader** it drains the shared dirty queue into its own pending ids,
+   polls the recent-changes follower when idle, and runs the ordinary refresh
+   (re-read, diff by hash, embed only what changed)
    whose swap writes through the fenced store; a full reconcile every
    ``S3RM_SEMANTIC_RECONCILE_SECONDS``. A new leader starts from the rows the
    old one wrote, so its first reconcile embeds nothing that is already current;
@@ -146,7 +147,7 @@ class SharedRefresher(IndexRefresher):
         if self.is_leader:
             self._lead(target)
         else:
-            self._follow(target)
+            self._track(target)
 
     def _switch(self, target: str) -> None:
         """Serve ``target`` (startup or an alias flip): register it if it is ours, load its view."""
@@ -173,9 +174,23 @@ class SharedRefresher(IndexRefresher):
             due = st.last_reconcile_started is None or self.clock() - st.last_reconcile_started >= \
                 self.settings.reconcile_seconds
             kind = "full" if st.full_pending or due else ("dirty" if st.pending_ids else None)
-            if kind is None:
+            follow = kind is None and self.follower is not None and self.clock() >= self._next_follow
+            if follow:
+                self._next_follow = self.clock() + self.settings.follow_seconds
+            if kind is None and not follow:
                 self._idle.set()
                 return
+            if follow:
+                st.running = "follow"
+        if follow:  # the recent-changes follower runs on the leader only (docs/hybrid-search.md#follower)
+            try:
+                self._follow()
+            finally:
+                with self._cond:
+                    self._state.running = None
+            return
+        with self._cond:
+            st = self._state
             ids = set(st.pending_ids)
             st.pending_ids.clear()
             st.full_pending = False
@@ -197,7 +212,6 @@ class SharedRefresher(IndexRefresher):
                 self._state.running = None
         with self._cond:
             self._state.last_outcome = outcome
-            self.embedded_total += outcome.embedded
         self._observe(outcome)
         if outcome.error is None and kind == "full":
             self.store.mark_reconciled(target, time.time())
@@ -207,7 +221,8 @@ class SharedRefresher(IndexRefresher):
             if not self._state.pending_ids and not self._state.full_pending:
                 self._idle.set()
 
-    def _follow(self, target: str) -> None:
+    def _track(self, target: str) -> None:
+        """A serving-only gateway: hand local hints to the leader, apply the store's new change rows."""
         with self._cond:
             ids = set(self._state.pending_ids)
             self._state.pending_ids.clear()
@@ -227,6 +242,11 @@ class SharedRefresher(IndexRefresher):
                 st.last_reconcile_at = self.clock() - max(0.0, time.time() - info.reconciled_at)
                 st.canonical_count = len(fresh) if fresh is not None else None
             self._idle.set()
+
+    def _observe(self, outcome: Any) -> None:
+        """Metrics of one refresh, plus this process's embedded-Lesson total (every refresh kind)."""
+        self.embedded_total += outcome.embedded
+        super()._observe(outcome)
 
     def _fenced(self, exc: FencingError) -> None:
         self.fenced_writes += 1
