@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "sync.devstack.stack",
     "sync.ops.collect_candidates",
     "sync.ops.research_query",
+    "sync.ops.index",
 )
 
 

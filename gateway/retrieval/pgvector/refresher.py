@@ -56,6 +56,7 @@ class SharedRefresher(IndexRefresher):
         self.poll_seconds = poll_seconds
         self.lease = LeaseHandle(holder_id())
         self.served: str | None = None
+        self.pinned: str | None = None
         self.fenced_writes = 0
         self.embedded_total = 0
 
@@ -134,7 +135,13 @@ class SharedRefresher(IndexRefresher):
                     self._state.running = None
                 time.sleep(min(self.poll_seconds, 1.0))
 
+    def pin(self, generation: str) -> None:
+        """Index and serve exactly ``generation`` whatever the alias says (``s3rm index build``); before start."""
+        self.pinned = generation
+
     def _serving_target(self) -> str:
+        if self.pinned is not None:
+            return self.pinned
         active, _, _ = self.store.alias()
         if active is not None and active.split(".", 1)[0] == self.generation:
             return active

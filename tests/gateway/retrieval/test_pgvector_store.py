@@ -14,10 +14,10 @@ import numpy as np
 import psycopg
 import pytest
 
-from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.index import FilterMask, IndexEntry, IndexRecord, IndexSnapshot
+from gateway.retrieval.index import FilterMask, IndexEntry, IndexSnapshot
 from gateway.retrieval.pgvector.snapshot import LeaseHandle, PgSnapshot, SearchOptions
 from gateway.retrieval.pgvector.store import FencingError, PgStore, StoreError
+from support.pgvector import random_entries
 
 DIMS = 16
 
@@ -33,21 +33,8 @@ def _gen(prefix: str = "gen-test") -> str:
     return f"{prefix}{secrets.token_hex(4)}"
 
 
-def _entries(n: int, seed: int = 7, dims: int = DIMS) -> list[IndexEntry]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for i in range(n):
-        vecs = {}
-        for f in INDEX_FACETS:
-            v = rng.standard_normal(dims).astype(np.float32)
-            vecs[f] = v / np.linalg.norm(v)
-        record = IndexRecord(lesson_id=f"L-{i:04d}", revision_id=100 + i, retrieval_hash="sha256:" + f"{i:064x}",
-                             metadata_hash="sha256:" + f"{i + 1:064x}", created_at=1_700_000_000 + i,
-                             updated_at=1_700_000_000 + 10 * i, confidence=("low", "medium", "high")[i % 3],
-                             record_origin="lab", review_state="Draft")
-        terms = ("장애", "복구") if i % 4 == 0 else ("dns", f"term{i % 5}")
-        out.append(IndexEntry(record, vecs, terms))
-    return out
+def _entries(n: int, seed: int = 7) -> list[IndexEntry]:
+    return random_entries(n, seed=seed, dims=DIMS)
 
 
 def _leader(store: PgStore, generation: str, ttl: float = 30.0) -> LeaseHandle:
