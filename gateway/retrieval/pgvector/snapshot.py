@@ -170,6 +170,20 @@ class PgSnapshot:
         """BM25 top-``k`` over the local mirror (docs/hybrid-search.md#lexical-channel)."""
         return self._mirror.lexical_search(query_terms, k, allowed=allowed, exclude=exclude)
 
+    def top(self, scores: np.ndarray, k: int, *, allowed: np.ndarray | None = None, exclude: Iterable[str] = (),
+            min_score: float | None = None) -> list[SemanticHit]:
+        """The best ``k`` rows of a ``(n,)`` score array in mirror row order (same rules as the in-process index)."""
+        return self._mirror.top(scores, k, allowed=allowed, exclude=exclude, min_score=min_score)
+
+    def needs_compaction(self) -> bool:
+        """True when the local mirror's segments should be merged (the store itself has none)."""
+        return self._mirror.needs_compaction()
+
+    def compacted(self) -> "PgSnapshot":
+        """The same view with the mirror's segments merged (answers exactly alike)."""
+        return PgSnapshot(self.store, self.generation, self.dims, self._mirror.compacted(), self.seq, self._lease,
+                          self._options)
+
     # ------------------------------------------------------- vectors (store)
     def vector(self, facet: str, lesson_id: str) -> np.ndarray | None:
         """One Lesson's ``(dims,)`` float32 vector from the store, None when not indexed."""
@@ -197,6 +211,11 @@ class PgSnapshot:
                     out[:, row] = vec
             self._columns[facet] = out
         return self._columns[facet]
+
+    def scores(self, facet: str, query: np.ndarray) -> np.ndarray:
+        """Cosine of ``query`` with every row of ``facet`` (float32 ``(n,)``, mirror order), from :meth:`columns`."""
+        q = np.asarray(query, dtype=np.float32).reshape(self.dims)
+        return (q @ self.columns(facet)).astype(np.float32, copy=False)
 
     def search(self, facet: str, query: np.ndarray, k: int, *, allowed: np.ndarray | None = None,
                exclude: Iterable[str] = (), min_score: float | None = None) -> list[SemanticHit]:

@@ -181,3 +181,19 @@ def test_both_backends_implement_the_one_index_interface(store):
     store.register(gen, DIMS)
     assert isinstance(IndexSnapshot.empty(gen, DIMS), SemanticIndex)
     assert isinstance(PgSnapshot.load(store, gen, DIMS, LeaseHandle("x")), SemanticIndex)
+
+
+def test_scores_top_and_compaction_match_the_in_process_index(store):
+    gen = _gen()
+    store.register(gen, DIMS)
+    entries = _entries(50, seed=5)
+    view = PgSnapshot.load(store, gen, DIMS, _leader(store, gen)).apply(entries[:30])
+    view = view.apply(entries[30:], ["L-0001"])
+    local = IndexSnapshot.from_entries(gen, DIMS, entries).apply((), ["L-0001"])
+    q = entries[9].vectors["mechanism"]
+    got = view.top(view.scores("mechanism", q), 5, exclude=("L-0009",))
+    want = local.top(local.scores("mechanism", q), 5, exclude=("L-0009",))
+    assert [h.lesson_id for h in got][:3] == [h.lesson_id for h in want][:3]
+    merged = view.compacted()
+    assert merged.ids == view.ids or sorted(merged.ids) == sorted(view.ids)
+    assert merged.seq == view.seq and merged.search("mechanism", q, 5) == view.search("mechanism", q, 5)
