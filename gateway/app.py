@@ -231,7 +231,7 @@ def _shared_cursor_key(config: GatewayConfig, store: Any) -> GatewayConfig:
         logging.getLogger("s3rm.pgvector").warning("shared cursor key unavailable (%s); using this process's key",
                                                    type(exc).__name__)
         return config
-    return dataclasses.replace(config, cursor_secret=keys[max(keys)], cursor_secret_ephemeral=False)
+    return dataclasses.replace(config, cursor_keys=tuple(sorted(keys.items())), cursor_secret_ephemeral=False)
 
 
 def _is_mcp_path() -> bool:

@@ -74,6 +74,7 @@ _SECRET_FIELDS = (
     "write_token_sha256",
     "wiki_password",
     "cursor_secret",
+    "cursor_keys",
     "revision_hmac_keys",
     "proxy_secret",
     "metrics_token_sha256",
@@ -110,6 +111,9 @@ class GatewayConfig:
     max_body_bytes: int = 1048576
     cursor_secret: bytes = b""
     cursor_secret_ephemeral: bool = True
+    #: cursor v2 signing keys ``((kid, secret), …)`` shared by every gateway on one store
+    #: (filled by create_app from the pgvector store, docs/operations.md#pgvector-backend); empty = v1
+    cursor_keys: tuple = ()
     revision_hmac_keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     revision_hmac_active_key_id: str = ""
     search_scopes: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))

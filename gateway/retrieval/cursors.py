@@ -1,4 +1,4 @@
-"""Opaque, HMAC-signed pagination cursors (v1 envelope).
+"""Opaque, HMAC-signed pagination cursors (v1 envelope; v2 with a shared key ring).
 
 Contract: docs/tools.md#cursors (what a cursor binds) and
 docs/retrieval.md#fallback (an issued hybrid cursor never switches order).
@@ -27,6 +27,13 @@ URL- and JSON-safe. Everything wrong with a cursor — not base64/JSON, bad MAC,
 other version/tool/request, expired — raises :class:`~gateway.core.errors.ToolError`
 ``invalid_cursor`` whose message tells the caller to restart from the first page.
 Cursors are not encrypted: the position is visible but cannot be altered.
+
+**v2** (several gateways on one shared store, docs/operations.md#pgvector-backend):
+the codec gets a key ring ``{kid: secret}`` (from the store's
+``s3rm_cursor_key`` table, the same on every gateway); the envelope adds
+``"k": kid`` and ``"v": 2``, the MAC context is ``b"s3rm-cursor.v2."``, the newest
+kid signs and every kid in the ring verifies (rotation without breaking issued
+cursors). The generation stays bound through ``fp``, the expiry through ``x``.
 """
 from __future__ import annotations
 
@@ -40,12 +47,15 @@ from typing import Any, Callable
 
 from gateway.core.errors import ToolError
 
-__all__ = ["CURSOR_TTL_SECONDS", "CURSOR_VERSION", "CursorCodec", "fingerprint", "invalid_cursor"]
+__all__ = ["CURSOR_TTL_SECONDS", "CURSOR_VERSION", "CURSOR_VERSION_SHARED", "CursorCodec", "fingerprint", "invalid_cursor"]
 
 CURSOR_VERSION = 1
+#: The envelope version of cursors signed with a shared key ring.
+CURSOR_VERSION_SHARED = 2
 #: How long an issued cursor stays valid.
 CURSOR_TTL_SECONDS = 6 * 3600
 _MAC_CONTEXT = b"s3rm-cursor.v1."
+_MAC_CONTEXT_V2 = b"s3rm-cursor.v2."
 _MAX_LENGTH = 4096
 
 
@@ -72,30 +82,40 @@ def invalid_cursor(reason: str) -> ToolError:
 
 
 class CursorCodec:
-    """Issues and checks cursors with one HMAC key.
+    """Issues and checks cursors with one HMAC key (v1) or a shared key ring (v2).
 
     Args:
-        secret: HMAC key (``GatewayConfig.cursor_secret``), at least 16 bytes.
+        secret: v1 HMAC key (``GatewayConfig.cursor_secret``), at least 16 bytes.
         ttl_seconds: lifetime of issued cursors.
         clock: ``() -> unix seconds`` (tests inject one).
+        keys: optional v2 key ring ``{kid: secret}`` (each at least 16 bytes); when given,
+            cursors are issued as v2 with the newest kid, and v2 cursors of any kid verify.
     """
 
     def __init__(self, secret: bytes, ttl_seconds: int = CURSOR_TTL_SECONDS,
-                 clock: Callable[[], float] = time.time):
-        if len(secret) < 16:
+                 clock: Callable[[], float] = time.time, *, keys: dict[int, bytes] | None = None):
+        if len(secret) < 16 and not keys:
             raise ValueError("cursor secret must be at least 16 bytes")
+        if keys and any(len(k) < 16 for k in keys.values()):
+            raise ValueError("cursor keys must be at least 16 bytes")
         self._secret = secret
+        self._keys = dict(keys or {})
         self._ttl = ttl_seconds
         self._clock = clock
 
-    def _mac(self, body: bytes) -> bytes:
-        return hmac.new(self._secret, _MAC_CONTEXT + body, hashlib.sha256).digest()
+    def _mac(self, body: bytes, kid: int | None = None) -> bytes:
+        if kid is None:
+            return hmac.new(self._secret, _MAC_CONTEXT + body, hashlib.sha256).digest()
+        return hmac.new(self._keys[kid], _MAC_CONTEXT_V2 + body, hashlib.sha256).digest()
 
     def encode(self, tool: str, fp: str, position: Any) -> str:
         """A signed cursor for ``position`` in the list identified by ``tool`` and fingerprint ``fp``."""
-        body = _canonical({"v": CURSOR_VERSION, "t": tool, "fp": fp, "p": position,
-                           "x": int(self._clock()) + self._ttl})
-        token = f"{_b64(body)}.{_b64(self._mac(body))}"
+        envelope = {"v": CURSOR_VERSION, "t": tool, "fp": fp, "p": position, "x": int(self._clock()) + self._ttl}
+        kid = max(self._keys) if self._keys else None
+        if kid is not None:
+            envelope.update(v=CURSOR_VERSION_SHARED, k=kid)
+        body = _canonical(envelope)
+        token = f"{_b64(body)}.{_b64(self._mac(body, kid))}"
         if len(token) > _MAX_LENGTH:
             raise ValueError("cursor position is too large")
         return token
@@ -109,13 +129,20 @@ class CursorCodec:
             body, mac = _unb64(body_part), _unb64(mac_part)
         except (binascii.Error, ValueError):
             raise invalid_cursor("The cursor is malformed.") from None
-        if not hmac.compare_digest(mac, self._mac(body)):
-            raise invalid_cursor("The cursor was not issued by this server or was altered.")
         try:
             envelope = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            raise invalid_cursor("The cursor is malformed.") from None
-        if not isinstance(envelope, dict) or envelope.get("v") != CURSOR_VERSION:
+            envelope = None
+        kid = envelope.get("k") if isinstance(envelope, dict) and envelope.get("v") == CURSOR_VERSION_SHARED else None
+        if kid is not None and (not isinstance(kid, int) or kid not in self._keys):
+            raise invalid_cursor("The cursor was not issued by this server or was altered.")
+        if kid is None and len(self._secret) < 16:
+            raise invalid_cursor("The cursor was not issued by this server or was altered.")
+        if not hmac.compare_digest(mac, self._mac(body, kid)):
+            raise invalid_cursor("The cursor was not issued by this server or was altered.")
+        if envelope is None:
+            raise invalid_cursor("The cursor is malformed.")
+        if not isinstance(envelope, dict) or envelope.get("v") not in (CURSOR_VERSION, CURSOR_VERSION_SHARED):
             raise invalid_cursor("The cursor has an unsupported version.")
         if envelope.get("t") != tool:
             raise invalid_cursor("The cursor belongs to another tool or list.")

@@ -67,7 +67,7 @@ class Pager:
     """Cursor handling for one result list: ``tool`` (list name) + request fingerprint."""
 
     def __init__(self, ctx: ToolContext, tool: str, request: dict[str, Any]):
-        self.codec = CursorCodec(ctx.config.cursor_secret)
+        self.codec = CursorCodec(ctx.config.cursor_secret, keys=dict(ctx.config.cursor_keys) or None)
         self.tool = tool
         self.fp = fingerprint({"tool": tool, **request})
 

@@ -11,7 +11,8 @@ Verbs (the store comes from ``--dsn``, else ``S3RM_PG_DSN``, else the dev stack'
 * ``shadow GENERATION`` — for queries read from stdin (one per line, never
   printed or stored), top-k overlap and latency of GENERATION against the active one;
 * ``cutover GENERATION`` / ``rollback`` — flip the alias in one transaction;
-* ``retire GENERATION`` — drop a generation that is neither active nor previous.
+* ``retire GENERATION`` — drop a generation that is neither active nor previous;
+* ``rotate-cursor-key`` — add a newer shared cursor key (older ones keep verifying).
 
 Exit codes: 0 done, 1 the store refused (bad state, unknown generation), 2 usage/configuration.
 """
@@ -89,6 +90,16 @@ def cmd_retire(args: argparse.Namespace) -> int:
     finally:
         store.close()
     print(f"retired {args.generation}")
+    return 0
+
+
+def cmd_rotate(args: argparse.Namespace) -> int:
+    store = _store(args)
+    try:
+        kid = store.rotate_cursor_key()
+    finally:
+        store.close()
+    print(f"cursor key {kid} added; restart the gateways one by one to sign with it")
     return 0
 
 
@@ -206,3 +217,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r = verbs.add_parser("retire", help="drop a generation that is neither active nor previous")
     r.add_argument("generation")
     r.set_defaults(handler=cmd_retire)
+    verbs.add_parser("rotate-cursor-key", help="add a newer shared cursor signing key").set_defaults(
+        handler=cmd_rotate)

@@ -71,3 +71,24 @@ def test_expired_cursor_is_refused():
 def test_short_key_is_rejected():
     with pytest.raises(ValueError):
         CursorCodec(b"short")
+
+
+def test_v2_key_ring_any_gateway_with_the_ring_continues_and_rotation_keeps_old_cursors():
+    fp = fingerprint({"tool": "t", "generation": "gen-a"})
+    ring = {1: b"1" * 32}
+    a = CursorCodec(b"a" * 32, ttl_seconds=60, clock=lambda: 1_000_000.0, keys=ring)
+    b = CursorCodec(b"b" * 32, ttl_seconds=60, clock=lambda: 1_000_000.0, keys=dict(ring))  # other process key
+    token = a.encode("search_lessons", fp, 5)
+    envelope = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
+    assert envelope["v"] == 2 and envelope["k"] == 1
+    assert b.decode(token, "search_lessons", fp) == 5
+    rotated = CursorCodec(b"c" * 32, ttl_seconds=60, clock=lambda: 1_000_000.0, keys={1: b"1" * 32, 2: b"2" * 32})
+    assert rotated.decode(token, "search_lessons", fp) == 5  # an older kid still verifies
+    assert json.loads(base64.urlsafe_b64decode(rotated.encode("t", fp, 1).split(".")[0] + "=="))["k"] == 2
+    refused(lambda: CursorCodec(b"d" * 32, keys={3: b"3" * 32}).decode(token, "search_lessons", fp))  # kid unknown
+    refused(lambda: b.decode(token, "search_lessons", fingerprint({"tool": "t", "generation": "gen-b"})))
+    later = CursorCodec(b"b" * 32, ttl_seconds=60, clock=lambda: 1_000_100.0, keys=dict(ring))
+    assert "expired" in refused(lambda: later.decode(token, "search_lessons", fp))
+    v1 = CursorCodec(b"a" * 32, ttl_seconds=60, clock=lambda: 1_000_000.0).encode("t", fp, 2)
+    assert a.decode(v1, "t", fp) == 2  # v1 cursors of this process keep working beside the ring
+    assert "not issued" in refused(lambda: b.decode(v1, "t", fp))

@@ -100,3 +100,6 @@ def test_results_change_only_at_cutover_and_rollback(lifecycle, capsys):
     assert f"alias active={g1} previous={g2}" in listing
     assert f"{g3}\tretired" in listing and f"{g2}\tprevious" in listing and "lessons=40" in listing
     assert np.isfinite(store.table_bytes(g1))
+    keys = store.cursor_keys()
+    assert main(["index", "--dsn", dsn, "rotate-cursor-key"]) == 0
+    assert set(store.cursor_keys()) == set(keys) | {max(keys) + 1}
