@@ -368,6 +368,9 @@ class IndexSnapshot:
         if upserts or kept:
             segments.append(_Segment.build(self.dims, kept, list(upserts), meta))
             alive.append(None)
+        live = [(seg, mask) for seg, mask in zip(segments, alive)
+                if len(seg) and (mask is None or mask.any())]  # drop segments with no live row left
+        segments, alive = ([p[0] for p in live], [p[1] for p in live]) if live else (segments[:1], alive[:1])
         if len(segments) > MAX_SEGMENTS:  # merge the delta segments into one (a copy of the delta only)
             parts = [(seg, _live_rows(seg, mask)) for seg, mask in zip(segments[1:], alive[1:])]
             segments = [segments[0], _Segment.build(self.dims, parts, (), {})]
