@@ -535,4 +535,22 @@ def test_caddy_balances_mcp_over_the_scale_replicas(tmp_path):
     assert adapted.returncode == 0, adapted.stderr
     proxies = [h for h in _handlers(json.loads(adapted.stdout)) if h["handler"] == "reverse_proxy"]
     dials = sorted(tuple(u["dial"] for u in p["upstreams"]) for p in proxies)
-    assert dials == [("mcp-http:8080", "mcp-http-2:8080"), ("mediawiki:80",)]
+    # /mcp on both replicas; the OAuth paths on mcp-http only (github mode's state is per gateway)
+    assert dials == [("mcp-http:8080",), ("mcp-http:8080", "mcp-http-2:8080"), ("mediawiki:80",)]
+
+
+def test_caddy_routes_the_oauth_paths_to_the_gateway(tmp_path):
+    """github mode (docs/transport.md#github-mode): discovery, registration, authorize, token and revoke reach mcp-http."""
+    adapted = _caddy(tmp_path, "adapt")
+    assert adapted.returncode == 0, adapted.stderr
+    routes = json.loads(adapted.stdout)["apps"]["http"]["servers"]["srv0"]["routes"][0]["handle"][0]["routes"]
+    oauth = [r for r in routes if r.get("match") and "/token" in r["match"][0].get("path", [])]
+    assert len(oauth) == 1
+    paths = set(oauth[0]["match"][0]["path"])
+    assert {"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/*",
+            "/.well-known/oauth-authorization-server", "/register", "/authorize", "/authorize/consent",
+            "/revoke", "/oauth/*"} <= paths
+    (proxy,) = [h for h in _handlers(oauth[0]) if h["handler"] == "reverse_proxy"]
+    assert proxy["upstreams"] == [{"dial": "mcp-http:8080"}]
+    compose = (REPO / "compose.yaml").read_text()
+    assert "- oauth_state:/var/lib/s3rm/oauth" in compose and "  oauth_state: {}" in compose
