@@ -43,7 +43,8 @@ from authlib.oauth2.rfc6749 import AuthorizationCodeMixin, ClientMixin, TokenMix
 from authlib.oauth2.rfc6749.errors import InvalidClientError, InvalidRequestError
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload, JsonRequest
 from authlib.oauth2.rfc7009 import RevocationEndpoint
-from authlib.oauth2.rfc7591 import ClientMetadataClaims, ClientRegistrationEndpoint, InvalidRedirectURIError
+from authlib.oauth2.rfc7591 import (ClientMetadataClaims, ClientRegistrationEndpoint, InvalidClientMetadataError,
+                                    InvalidRedirectURIError)
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc9207 import IssuerParameter
 from flask import request as flask_request
@@ -268,11 +269,21 @@ class _FlaskRequest(FlaskOAuth2Request):
         self.payload = FlaskOAuth2Payload(request)
 
 
+class _LenientJsonPayload:
+    """The JSON body, or ``None`` when it is not JSON (refused as an OAuth error, not a bare 400/415)."""
+
+    def __init__(self, request):
+        self._request = request
+
+    @property
+    def data(self):
+        return self._request.get_json(force=True, silent=True)
+
+
 class _FlaskJson(FlaskJsonRequest):
     def __init__(self, request, base: str):
         JsonRequest.__init__(self, request.method, base + request.path, request.headers)
-        from authlib.integrations.flask_oauth2.requests import FlaskJsonPayload
-        self.payload = FlaskJsonPayload(request)
+        self.payload = _LenientJsonPayload(request)
 
 
 @dataclass
@@ -502,13 +513,14 @@ class _Registration(ClientRegistrationEndpoint):
 
     def create_registration_response(self, request):
         data = request.payload.data
-        if isinstance(data, dict):
-            data.setdefault("token_endpoint_auth_method", "none")
-            uris = data.get("redirect_uris")
-            if not isinstance(uris, list) or not uris or not all(
-                    isinstance(u, str) and redirect_uri_allowed(u) for u in uris):
-                raise InvalidRedirectURIError(description="redirect_uris must list https URIs, http loopback URIs "
-                                              "or private-use scheme URIs, without fragments")
+        if not isinstance(data, dict):
+            raise InvalidClientMetadataError(description="The registration body must be a JSON object (RFC 7591).")
+        data.setdefault("token_endpoint_auth_method", "none")
+        uris = data.get("redirect_uris")
+        if not isinstance(uris, list) or not uris or not all(
+                isinstance(u, str) and redirect_uri_allowed(u) for u in uris):
+            raise InvalidRedirectURIError(description="redirect_uris must list https URIs, http loopback URIs "
+                                          "or private-use scheme URIs, without fragments")
         status, body, headers = super().create_registration_response(request)
         if body.get("client_secret") is None:
             body.pop("client_secret", None)

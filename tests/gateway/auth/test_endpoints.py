@@ -1,0 +1,64 @@
+"""Bad input to github mode's OAuth endpoints gets a specific OAuth error, never a 500 (docs/transport.md#github-mode).
+
+In-process (Flask test client, no wiki): the answers come before any tool runs.
+"""
+from __future__ import annotations
+
+import pytest
+
+from gateway.app import create_app
+from gateway.config import load_config
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    db = tmp_path_factory.mktemp("oauth-endpoints") / "state.sqlite3"
+    config = load_config({"S3RM_MCP_WRITE_AUTH_MODE": "github", "S3RM_GITHUB_CLIENT_ID": "Iv1.x",
+                          "S3RM_GITHUB_CLIENT_SECRET": "secret-value", "S3RM_GITHUB_READ_USERS": "alice",
+                          "S3RM_OAUTH_STATE_DB": str(db)})
+    return create_app(config).test_client()
+
+
+HOST = {"Host": "127.0.0.1:8080"}
+
+
+@pytest.mark.parametrize("kwargs,error", [
+    ({"data": "not json", "content_type": "text/plain"}, "invalid_client_metadata"),
+    ({"data": "[1, 2]", "content_type": "application/json"}, "invalid_client_metadata"),
+    ({"data": "{", "content_type": "application/json"}, "invalid_client_metadata"),
+    ({"json": {"redirect_uris": "https://a.example/cb"}}, "invalid_redirect_uri"),
+    ({"json": {"redirect_uris": ["https://a.example/cb"], "grant_types": ["password"]}}, "invalid_client_metadata"),
+    ({"json": {"redirect_uris": ["https://a.example/cb"], "token_endpoint_auth_method": "private_key_jwt"}},
+     "invalid_client_metadata"),
+])
+def test_bad_registrations(client, kwargs, error):
+    answer = client.post("/register", headers=HOST, **kwargs)
+    assert answer.status_code == 400 and answer.get_json()["error"] == error
+
+
+def test_registration_of_a_public_client_has_no_secret(client):
+    answer = client.post("/register", headers=HOST, json={"redirect_uris": ["http://127.0.0.1:5000/cb"],
+                                                          "client_name": "<script>x</script>"})
+    body = answer.get_json()
+    assert answer.status_code == 201 and body["token_endpoint_auth_method"] == "none" and "client_secret" not in body
+
+
+@pytest.mark.parametrize("method,path,data,status,error", [
+    ("post", "/token", None, 400, "unsupported_grant_type"),
+    ("post", "/token", {"grant_type": "authorization_code"}, 401, "invalid_client"),
+    ("post", "/token", {"grant_type": "password", "client_id": "x"}, 400, "unsupported_grant_type"),
+    ("post", "/revoke", None, 401, "invalid_client"),
+    ("get", "/authorize", None, 400, "unsupported_response_type"),
+    ("get", "/authorize?response_type=code&client_id=unknown", None, 400, "invalid_client"),
+    ("post", "/authorize/consent", {"request_id": "x", "csrf_token": "y"}, 403, "invalid_request"),
+    ("get", "/.well-known/oauth-protected-resource/other", None, 404, "invalid_request"),
+])
+def test_bad_protocol_requests(client, method, path, data, status, error):
+    answer = getattr(client, method)(path, headers=HOST, data=data)
+    assert answer.status_code == status and answer.get_json()["error"] == error
+
+
+def test_callbacks_without_a_login_show_the_korean_error_page(client):
+    answer = client.get("/oauth/github/callback?state=forged&code=1", headers=HOST)
+    assert answer.status_code == 400 and "로그인을 계속할 수 없습니다" in answer.get_data(as_text=True)
+    assert "frame-ancestors 'none'" in answer.headers["Content-Security-Policy"]
