@@ -515,6 +515,9 @@ class _Registration(ClientRegistrationEndpoint):
         data = request.payload.data
         if not isinstance(data, dict):
             raise InvalidClientMetadataError(description="The registration body must be a JSON object (RFC 7591).")
+        if self.server.svc.store.count_clients() >= self.server.svc.settings.max_clients:
+            raise InvalidClientMetadataError(description="This server accepts no more client registrations "
+                                             "(S3RM_OAUTH_MAX_CLIENTS reached); ask its administrator.")
         data.setdefault("token_endpoint_auth_method", "none")
         uris = data.get("redirect_uris")
         if not isinstance(uris, list) or not uris or not all(

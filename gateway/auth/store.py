@@ -67,6 +67,9 @@ class AuthStore(Protocol):
     def get_client(self, client_id: str) -> tuple[dict[str, Any], str | None] | None:
         """(metadata, secret_hash) of a registered client, or ``None``."""
 
+    def count_clients(self) -> int:
+        """How many clients are registered (the registration cap compares it)."""
+
     def save_code(self, code_hash: str, data: dict[str, Any], expires_at: int) -> None:
         """Store an authorization code's grant (client, redirect URI, PKCE challenge, resource, user, scope)."""
 
@@ -177,6 +180,10 @@ class SqliteAuthStore:
         row = self._db().execute("SELECT metadata, secret_hash FROM clients WHERE client_id = ?",
                                  (client_id,)).fetchone()
         return (json.loads(row[0]), row[1]) if row else None
+
+    def count_clients(self) -> int:
+        """See :meth:`AuthStore.count_clients`."""
+        return int(self._db().execute("SELECT COUNT(*) FROM clients").fetchone()[0])
 
     # -------------------------------------------------------------- codes
     def save_code(self, code_hash: str, data: dict[str, Any], expires_at: int) -> None:

@@ -38,7 +38,8 @@ class GithubSettings:
     ``resource`` (the protected MCP endpoint, the public URL), and the three
     GitHub base URLs (overridable so tests can point at a stand-in).
     Lifetimes are seconds. ``state_db`` is the SQLite file of
-    :class:`gateway.auth.store.SqliteAuthStore`.
+    :class:`gateway.auth.store.SqliteAuthStore`; ``max_clients`` caps open
+    dynamic registration (further registrations are refused).
     """
 
     client_id: str
@@ -61,6 +62,7 @@ class GithubSettings:
     login_seconds: int = 600
     key_rotation_seconds: int = 30 * 86400
     upstream_timeout_seconds: float = 10.0
+    max_clients: int = 10000
 
     @property
     def needs_org_scope(self) -> bool:
@@ -130,5 +132,6 @@ def load_github(get: Getter, public_url: str, public_origin: str, default_state_
         refresh_token_seconds=number(get, "S3RM_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 86400, int, 300, 365 * 86400),
         key_rotation_seconds=number(get, "S3RM_OAUTH_KEY_ROTATION_SECONDS", 30 * 86400, int, 3600, 365 * 86400),
         upstream_timeout_seconds=number(get, "S3RM_GITHUB_TIMEOUT_SECONDS", 10.0, float, 0.5, 60.0),
+        max_clients=number(get, "S3RM_OAUTH_MAX_CLIENTS", 10000, int, 1, 10_000_000),
         **lists,
     )

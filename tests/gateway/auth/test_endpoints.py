@@ -62,3 +62,13 @@ def test_callbacks_without_a_login_show_the_korean_error_page(client):
     answer = client.get("/oauth/github/callback?state=forged&code=1", headers=HOST)
     assert answer.status_code == 400 and "로그인을 계속할 수 없습니다" in answer.get_data(as_text=True)
     assert "frame-ancestors 'none'" in answer.headers["Content-Security-Policy"]
+
+
+def test_registration_cap(tmp_path):
+    config = load_config({"S3RM_MCP_WRITE_AUTH_MODE": "github", "S3RM_GITHUB_CLIENT_ID": "Iv1.x",
+                          "S3RM_GITHUB_CLIENT_SECRET": "secret-value", "S3RM_GITHUB_READ_USERS": "alice",
+                          "S3RM_OAUTH_STATE_DB": str(tmp_path / "s.sqlite3"), "S3RM_OAUTH_MAX_CLIENTS": "2"})
+    client = create_app(config).test_client()
+    body = {"redirect_uris": ["http://127.0.0.1:5000/cb"]}
+    assert [client.post("/register", headers=HOST, json=body).status_code for _ in range(3)] == [201, 201, 400]
+    assert "S3RM_OAUTH_MAX_CLIENTS" in client.post("/register", headers=HOST, json=body).get_json()["error_description"]
