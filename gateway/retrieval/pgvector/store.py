@@ -76,6 +76,10 @@ _RECORD_COLUMNS = ("lesson_id", "revision_id", "retrieval_hash", "metadata_hash"
                    "confidence", "record_origin", "review_state", "truncated", "terms")
 
 
+#: PostgreSQL types of :data:`_RECORD_COLUMNS` (binary COPY).
+_RECORD_TYPES = ("text", "int8", "bytea", "bytea", "int8", "int8", "text", "text", "text", "int2", "text[]")
+
+
 class StoreError(Exception):
     """The store refused an operation (unknown generation, bad state); ``str`` says why."""
 
@@ -362,7 +366,8 @@ class PgStore:
                 conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS SELECT {', '.join(cols)} FROM {t} "
                              "WITH NO DATA")
                 conn.execute(f"TRUNCATE {stage}")
-                with conn.cursor().copy(f"COPY {stage} ({', '.join(cols)}) FROM STDIN") as copy:
+                with conn.cursor().copy(f"COPY {stage} ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)") as copy:
+                    copy.set_types([*_RECORD_TYPES, *([info.storage] * len(INDEX_FACETS))])
                     for e in upserts:
                         r = e.record
                         copy.write_row((r.lesson_id, r.revision_id, _digest(r.retrieval_hash),
