@@ -148,8 +148,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.hnsw:
         store.build_hnsw(name)
     store.mark_ready(name)
+    state = store.generation(name).state
     print(f"built {name}: {outcome.embedded} Lessons embedded, {outcome.examined} examined, "
-          f"{time.monotonic() - started:.1f} s{' + HNSW' if args.hnsw else ''}; ready for cutover")
+          f"{time.monotonic() - started:.1f} s{' + HNSW' if args.hnsw else ''}; state {state}"
+          f"{' (no alias existed: it serves now)' if state == 'active' else ', cut over with s3rm index cutover'}")
     store.close()
     return 0
 
