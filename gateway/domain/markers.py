@@ -51,7 +51,8 @@ from dataclasses import dataclass, replace
 from gateway.domain.schema import load_schema
 
 __all__ = ["SUMMARY_LIMIT", "TAGS", "S3W_KINDS", "Marker", "MarkerError", "parse_summary", "format_marker",
-           "build_summary", "sanitize_human", "KID_PATTERN", "attribute_summary"]
+           "build_summary", "sanitize_human", "KID_PATTERN", "GITHUB_LOGIN",
+           "attribute_summary"]
 
 #: MediaWiki 1.39 CommentStore::COMMENT_CHARACTER_LIMIT (code points).
 SUMMARY_LIMIT = 500
@@ -59,6 +60,8 @@ TAGS = ("S3W", "S3V", "S3R", "S3U")
 S3W_KINDS = ("create", "link", "evidence")
 #: Key ids usable in a seal (summary-safe subset of S3RM_REVISION_HMAC_KEYS ids).
 KID_PATTERN = r"[A-Za-z0-9._-]{1,32}"
+#: A GitHub login as a marker's ``gh`` field holds it (1–39 letters, digits and hyphens, not leading).
+GITHUB_LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
 
 _OP = load_schema().patterns["operation_id"].strip("^$")
 _VALUE = {
@@ -72,7 +75,7 @@ _VALUE = {
     "f": r"[a-z_]+(?:,[a-z_]+)*",
     "h": r"[0-9a-f]{32}",
     "s": r"[A-Za-z0-9_-]{43}",
-    "gh": r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})",
+    "gh": GITHUB_LOGIN,
 }
 _KEYS = {
     "S3W": ("op", "k", "d", "p"),

@@ -50,6 +50,8 @@ class LessonSnapshot:
         timestamp: that revision's timestamp, UTC ISO-8601 (``...Z``).
         page: the decoded page.
         wikitext: the raw wikitext of that revision.
+        summary: that revision's edit summary (``""`` when the read did not ask for it); a
+            gateway write's summary ends with its marker (docs/tools.md#markers).
     """
 
     id: str
@@ -57,3 +59,4 @@ class LessonSnapshot:
     timestamp: str
     page: LessonPage
     wikitext: str = field(repr=False, default="")
+    summary: str = field(repr=False, default="", compare=False)

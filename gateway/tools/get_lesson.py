@@ -28,6 +28,7 @@ from typing import Any
 
 from gateway.core.errors import ToolError
 from gateway.domain.digests import content_digest
+from gateway.domain.markers import GITHUB_LOGIN, parse_summary
 from gateway.domain.schema import load_schema
 from gateway.retrieval.shaping import conformer, ItemTooLarge, truncate_text
 from gateway.tools.base import ToolContext, tool_spec
@@ -124,10 +125,14 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return cache[cap]
 
     digest = content_digest(snap.page, schema)
+    marker = parse_summary(snap.summary)
+    writer = marker.actor if marker is not None else None  # docs/tools.md#attribution
 
     def build(counts: dict[str, int], cap: int | None) -> dict[str, Any]:
         lesson, cut = lesson_view(cap)
         out = {"id": lesson_id, "revision_id": snap.revision_id, "content_digest": digest, "lesson": lesson}
+        if writer:
+            out["revision_github_login"] = writer
         out.update({name: subs[name].view(counts[name]) for name in SUBLISTS})
         if cut:
             out["truncated"] = sorted(cut)
@@ -233,6 +238,10 @@ def output_schema(F: Fields) -> dict:
         "revision_id": revision_id("Revision the Lesson was read from."),
         "content_digest": string("Digest of the whole Lesson content (audit_lessons compares it).", 71,
                                  pattern=DIGEST_PATTERN),
+        "revision_github_login": string(
+            "GitHub login that github mode verified for the write that made this revision (the gh= field of "
+            "its summary marker). Absent when the revision came from token or open mode, from the browser, "
+            "or from any edit without such a marker.", 39, pattern=f"^{GITHUB_LOGIN}$"),
         "lesson": lesson,
         "citations": _sub_page("Evidence of the Lesson.", citation_item_schema(F)),
         "verifications": _sub_page("Verification records of the Lesson.", _verification_item(F)),

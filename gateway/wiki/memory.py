@@ -270,7 +270,7 @@ class InMemoryRepository(LessonRepository):
     # -------------------------------------------------------- internals
     def _snapshot(self, lesson_id: str, rev: _Rev) -> LessonSnapshot:
         return LessonSnapshot(id=lesson_id, revision_id=rev.revision_id, timestamp=rev.timestamp,
-                              page=parse_page(rev.text, self.schema), wikitext=rev.text)
+                              page=parse_page(rev.text, self.schema), wikitext=rev.text, summary=rev.comment)
 
     def _safe_snapshot(self, lesson_id: str) -> LessonSnapshot | None:
         try:

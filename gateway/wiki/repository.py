@@ -312,7 +312,7 @@ class MediaWikiRepository(LessonRepository):
         limit = max(1, min(int(limit), SEARCH_MAX))
         params: dict[str, Any] = {"action": "query", "generator": "search", "gsrsearch": query, "gsrwhat": "text",
                                   "gsrnamespace": self.ns_id, "gsrlimit": limit, "gsrprop": "",
-                                  "prop": "revisions", "rvprop": "ids|timestamp|content|user", "rvslots": "main"}
+                                  "prop": "revisions", "rvprop": "ids|timestamp|content|user|comment", "rvslots": "main"}
         ranked: dict[str, int] = {}
         revs: dict[str, dict[str, Any]] = {}
         more = False
@@ -446,7 +446,7 @@ class MediaWikiRepository(LessonRepository):
         for chunk in _chunks(list(lesson_ids), SNAPSHOT_BATCH):
             params: dict[str, Any] = {"action": "query", "prop": "revisions",
                                       "titles": "|".join(self.title(i) for i in chunk),
-                                      "rvprop": "ids|timestamp|content|user", "rvslots": "main"}
+                                      "rvprop": "ids|timestamp|content|user|comment", "rvslots": "main"}
             while True:
                 data = self.client.get(params)
                 for page in data.get("query", {}).get("pages", []):
@@ -467,7 +467,7 @@ class MediaWikiRepository(LessonRepository):
         if page is None:
             page = self._parsed.put(revid, text, parse_page(text, self.schema))
         return LessonSnapshot(id=lesson_id, revision_id=revid, timestamp=str(rev.get("timestamp", "")),
-                              page=page, wikitext=text)
+                              page=page, wikitext=text, summary=str(rev.get("comment", "")))
 
     def _incoming_candidates(self, lesson_id: str, limit: int) -> tuple[list[str], bool]:
         """Ids of pages that may store a relation to ``lesson_id`` (at most ``limit``) and whether more exist."""

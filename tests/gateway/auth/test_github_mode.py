@@ -136,8 +136,11 @@ def bearer(token: str) -> dict:
 
 
 def lesson_exists(gw, token: str, lesson_id: str) -> bool:
-    payload = tool_payload(call_tool(gw.url, "get_lesson", {"lesson_id": lesson_id}, headers=bearer(token)))
-    return "error" not in payload
+    payload = tool_payload(call_tool(gw.url, "get_lesson", {"id": lesson_id}, headers=bearer(token)))
+    if "error" in payload:
+        assert payload["error"]["code"] == "not_found", payload  # any other error would prove nothing
+        return False
+    return payload["id"] == lesson_id
 
 
 def history(dev_wiki, lesson_id: str) -> list[tuple[str, str]]:
@@ -253,7 +256,8 @@ def test_python_sdk_oauth_provider_with_chromium(github_mode, dev_wiki):
                         out["second_scope"] = storage.tokens.scope
                         old_refresh = storage.tokens.refresh_token
                         provider.context.token_expiry_time = time.time() - 1  # force a refresh
-                        await session.call_tool("get_lesson", {"lesson_id": args["lesson_id"]})
+                        read = await session.call_tool("get_lesson", {"id": args["lesson_id"]})
+                        out["read_after_refresh"] = not read.isError
                         out["rotated"] = storage.tokens.refresh_token != old_refresh
                         out["access"] = storage.tokens.access_token
                         out["client_id"] = storage.client.client_id
@@ -273,9 +277,10 @@ def test_python_sdk_oauth_provider_with_chromium(github_mode, dev_wiki):
     report = audit(WikiClient(dev_wiki.api_url, dev_wiki.agent.username, dev_wiki.agent.password),
                    since=started, limit=5000, keys={}, agent_accounts={revisions[0][0]})
     assert report.github_writers["alice"] >= 1  # s3rm audit names the person
-    lesson = tool_payload(call_tool(gw.url, "get_lesson", {"lesson_id": out["lesson_id"]},
-                                    headers=bearer(out["access"])))
-    assert "alice" not in json.dumps(lesson.get("lesson", lesson).get("author", ""))  # provenance stays the gateway account
+    assert out["read_after_refresh"]
+    lesson = tool_payload(call_tool(gw.url, "get_lesson", {"id": out["lesson_id"]}, headers=bearer(out["access"])))
+    assert lesson["revision_github_login"] == "alice"  # get_lesson names the person who wrote this revision
+    assert "alice" not in json.dumps(lesson["lesson"].get("author", ""))  # provenance stays the gateway account
 
     revoked = requests.post(f"{gw.base}/revoke", data={"token": out["access"], "client_id": out["client_id"]},
                             timeout=10)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from dataclasses import replace
+
 from gateway.domain.codec import serialize_page
+from gateway.domain.markers import Marker, build_summary
 from gateway.domain.digests import content_digest, evidence_digest
 from gateway.domain.repository import WikiUnavailable
 from gateway.wiki.memory import InMemoryRepository
@@ -164,6 +167,18 @@ def test_small_cap_shrinks_pages_and_advances_only_by_what_was_returned(repo):
 
 
 # ------------------------------------------------------------------ get_lesson
+def test_get_lesson_names_the_github_writer_of_the_revision_it_read(repo):
+    text = serialize_page(lesson("gh1"))
+    marker = Marker(tag="S3W", parent=0, op="op-gh1-0001", kind="create", digest="0" * 32)
+    repo.put_page("gh1", text, build_summary("MCP create_lesson_draft", replace(marker, actor="alice")))
+    assert Harness(repo).call("get_lesson", id="gh1")["revision_github_login"] == "alice"
+    # a later revision without gh= (token mode, the browser): the field is absent, not stale
+    repo.put_page("gh1", text.replace("|title=", "|title=x", 1), build_summary("MCP create_lesson_draft", marker))
+    assert "revision_github_login" not in Harness(repo).call("get_lesson", id="gh1")
+    repo.put_page("gh1", text, "browser edit mentioning gh=alice]")
+    assert "revision_github_login" not in Harness(repo).call("get_lesson", id="gh1")
+
+
 def test_get_lesson_digests_verdicts_and_sub_pages(repo):
     evs = [evidence(f"e{i}", note=f"note {i}") for i in range(7)]
     vers = [verification("v1", "e0", "supports", "2026-01-01T00:00:00Z"),
