@@ -24,6 +24,10 @@ isolate themselves with their own schema or generation names.
 
 Tests using ``dev_wiki`` should carry ``@pytest.mark.wiki``. If PHP or MediaWiki is not
 installed the fixture ERRORS (it never skips): CI must run the real wiki.
+
+Hypothesis runs under the ``s3rm`` profile: no per-example deadline and no
+"too slow" health check. Property tests assert behaviour; how long one example
+takes on a shared 2-core machine is a timing, which only benches measure.
 """
 from __future__ import annotations
 
@@ -33,9 +37,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from sync.devstack import devwiki, postgres
 from sync.devstack.wikiserver import free_port
+
+settings.register_profile("s3rm", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("s3rm")
 
 
 @pytest.fixture(scope="session")
