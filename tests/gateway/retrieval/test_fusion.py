@@ -1,4 +1,4 @@
-"""rrf_v3 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
+"""rrf_v4 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
 from __future__ import annotations
 
 import numpy as np
@@ -150,3 +150,18 @@ def test_fusion_is_deterministic():
     first = fuse(cands, operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
     second = fuse(list(reversed(cands)), operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
     assert order(first) == order(second)
+
+
+def test_query_language_and_its_weights():
+    """docs/hybrid-search.md#ranking: Korean, mixed and other queries get their own channel weights."""
+    from gateway.retrieval.fusion import RRF_V3 as CONFIG, query_language
+
+    assert query_language("서명된 URL로 버킷 객체를 요청하면 오류") == "hangul"
+    assert query_language("Azure AD backend scale unit 하나가 실패") == "mixed"
+    assert query_language("storage outage after a typo") == "latin" and query_language("1234 !!") == "latin"
+    korean = CONFIG.for_query("인증서가 만료되어 접속이 실패함")
+    assert korean.version == CONFIG.version
+    for channel, weight in CONFIG.language_weights["hangul"].items():
+        assert korean.weights[channel] == weight
+    assert CONFIG.for_query("storage outage").weights == CONFIG.weights
+    assert CONFIG.weights["bm25_partial"] < CONFIG.weights["bm25"]

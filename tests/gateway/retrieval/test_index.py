@@ -230,3 +230,31 @@ def test_bm25_matches_bm25s_lucene_scores():
     query = ["disk", "경보", "retry"]
     ours = lucene_scores([(Bm25Postings(docs), None)], query)[0]
     assert np.allclose(ours, model.get_scores(query), rtol=1e-5, atol=1e-6)
+
+
+def test_search_by_language_ranks_both_languages_on_one_standardised_scale():
+    """docs/hybrid-search.md#ranking: every Korean Lesson sits closer to a Korean query than any
+    English one (a constant offset); the z-score inside each language removes it."""
+    axis = unit(np.eye(DIMS)[0])
+    korean_offset = unit(np.eye(DIMS)[1])
+
+    def lesson(i, closeness, korean):
+        v = unit(closeness * axis + (1.0 if korean else 0.2) * korean_offset + 0.05 * unit(RNG.standard_normal(DIMS)))
+        record = entry(i).record
+        terms = ("캐시", "메모리") if korean else ("cache", "memory")
+        return IndexEntry(record, {f: v for f in FACETS}, terms)
+
+    entries = [lesson(0, 1.0, False)] + [lesson(i, 0.0, False) for i in range(1, 20)] + \
+        [lesson(i, 0.5, True) for i in range(20, 30)]
+    from gateway.retrieval.language import search_by_language
+
+    snap = IndexSnapshot.from_entries("g", DIMS, entries)
+    query = unit(axis + korean_offset)
+    plain = snap.search("whole", query, 5)
+    assert all(snap.hangul_rows()[snap.ids.index(h.lesson_id)] for h in plain)  # the offset wins in raw cosine
+    standard = search_by_language(snap, "whole", query, 5)
+    assert standard[0].lesson_id == "l000" and [h.rank for h in standard] == [1, 2, 3, 4, 5]
+    assert len({h.lesson_id for h in standard}) == 5
+    assert search_by_language(snap, "whole", query, 5, exclude=("l000",))[0].lesson_id != "l000"
+    assert all(h.lesson_id == "l000" for h in search_by_language(snap, "whole", query, 5, min_score=0.99)) or \
+        not search_by_language(snap, "whole", query, 5, min_score=0.99)

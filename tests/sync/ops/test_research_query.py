@@ -157,7 +157,7 @@ def test_real_stack_prints_results_with_facets_and_citations(stack, capsys, monk
     assert code == 0, err
     report = json.loads(out)
     assert QUERY not in out + err
-    assert report["ranking_version"] == "rrf_v3"
+    assert report["ranking_version"] == "rrf_v4"
     assert set(report["facets"]) == {"situation", "approach", "mechanism"}
     assert all(f["effective_mode"] == "hybrid_v1" for f in report["facets"].values())
     hits = {r["id"]: r for r in report["results"]}
