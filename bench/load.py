@@ -201,13 +201,15 @@ def hybrid_during_creates(gw: Gateway, creates: int, concurrency: int, quiet_sec
         "reads", hybrid_reads(gw.url, concurrency, 900, stop=stop, seed=41)))
     reader.start()
     time.sleep(1.0)
-    writes = mcp_write_burst(gw.url, creates)
+    statuses: Counter = Counter()
+    writes = mcp_write_burst(gw.url, creates, statuses)
     time.sleep(2.0)
     stop.set()
     reader.join(120)
     burst = holder["reads"]
     print(burst.line("hybrid reads, burst"))
     print(writes.line("creates (MCP)"))
+    print(f"duplicate_candidates status of the creates: {dict(statuses)}")
     for label, run in (("quiet", quiet), ("burst", burst)):
         fallbacks = sum(v for k, v in run.outcomes.items() if k.startswith("fallback_"))
         print(f"{label}: hybrid fallback {fallbacks}/{run.total} = {100.0 * fallbacks / max(1, run.total):.1f} % "
@@ -258,8 +260,9 @@ def wiki_write_burst(wiki: devwiki.DevWiki, ids: list[str], count: int) -> Run:
     return run
 
 
-def mcp_write_burst(url: str, count: int) -> Run:
-    """``count`` ``create_lesson_draft`` calls with the write token (new Lessons, unique operation ids)."""
+def mcp_write_burst(url: str, count: int, duplicates: Counter | None = None) -> Run:
+    """``count`` ``create_lesson_draft`` calls with the write token (new Lessons, unique operation ids);
+    ``duplicates`` (optional) counts the ``duplicate_candidates.status`` values of the responses."""
     host = url.split("//", 1)[1].split("/", 1)[0]
     headers = {**MCP_HEADERS, "Host": host, "Authorization": f"Bearer {TOKEN}"}
     run = Run()
@@ -275,7 +278,11 @@ def mcp_write_burst(url: str, count: int) -> Run:
                            "params": {"name": "create_lesson_draft", "arguments": args}})
         t0 = time.perf_counter()
         try:
-            outcome = _classify(requests.post(url, data=body, headers=headers, timeout=60))
+            response = requests.post(url, data=body, headers=headers, timeout=60)
+            outcome = _classify(response)
+            if outcome == "ok" and duplicates is not None:
+                page = json.loads(response.json()["result"]["content"][0]["text"])
+                duplicates[(page.get("duplicate_candidates") or {}).get("status", "absent")] += 1
         except requests.RequestException as exc:
             outcome = f"exc_{type(exc).__name__}"
         run.add(time.perf_counter() - t0, outcome)
@@ -307,6 +314,10 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+#: After phase 0's read window, how long to wait (without reads) for the build to finish.
+WAIT_READY_SECONDS = 900.0
+
+
 def build_reads(gw: Gateway, ids: list[str], concurrency: int, limit_seconds: float = 300.0) -> None:
     """Phase 0: read load while the start-up semantic build runs; stops when /readyz says ``ready``."""
     print(f"\n== 0. reads during the initial semantic build (concurrency {concurrency}) ==", flush=True)
@@ -327,6 +338,12 @@ def build_reads(gw: Gateway, ids: list[str], concurrency: int, limit_seconds: fl
     reader.join(120)
     print(holder["run"].line("reads during build"))
     print(f"semantic status {state!r} after {built:.1f} s")
+    while state != "ready" and time.monotonic() - started < limit_seconds + WAIT_READY_SECONDS:
+        time.sleep(2.0)  # no read load: the hybrid scenario must start from a ready index
+        state = requests.get(f"{gw.base}/readyz", timeout=10).json().get("semantic", "unknown")
+    if state != "ready":
+        raise SystemExit(f"semantic index not ready after {time.monotonic() - started:.0f} s: {state!r}")
+    print(f"semantic status 'ready' after {time.monotonic() - started:.1f} s (reads stopped at {built:.1f} s)")
 
 
 # -------------------------------------------------------------------- main

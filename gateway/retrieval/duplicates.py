@@ -103,9 +103,10 @@ class DuplicateChecker:
             matrix = service.provider.embed_documents([t for _, t in texts],
                                                       timeout=max(0.01, deadline - time.monotonic()), retries=0,
                                                       lane="background")
-        except EmbeddingSaturated:
-            self._count("saturated")
-            return _result("saturated")
+        except EmbeddingSaturated as exc:
+            status = "timeout" if exc.waited else "saturated"  # the budget ran out waiting vs a full queue
+            self._count(status)
+            return _result(status)
         except EmbeddingError as exc:
             self._count(exc.code)
             return _result("timeout" if exc.code == "timeout" else "error")

@@ -100,9 +100,14 @@ class EmbeddingDisabled(EmbeddingError):
 
 
 class EmbeddingSaturated(EmbeddingError):
-    """The shared semaphore is full and the waiting queue is at its limit (or the wait ran out)."""
+    """The shared semaphore is full and the waiting queue is at its limit (or the wait ran out).
+
+    ``waited`` is True when the caller queued and its wait ran out (``queue_timeout``), False
+    when the queue was full at once (``queue_full``).
+    """
 
     code = "saturated"
+    waited = False
 
 
 class EmbeddingTimeout(EmbeddingError):
@@ -158,7 +163,9 @@ class EmbeddingGate(BoundedGate):
         """:class:`EmbeddingSaturated` for a full queue or a wait that ran out."""
         if reason == QUEUE_FULL:
             return EmbeddingSaturated("embedding queue is full")
-        return EmbeddingSaturated("no embedding slot became free in time")
+        error = EmbeddingSaturated("no embedding slot became free in time")
+        error.waited = True
+        return error
 
     def stats(self) -> dict[str, int]:
         """``{"in_use", "waiting", "slots", "queue_limit", "rejected"}`` (counts only)."""

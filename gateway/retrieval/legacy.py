@@ -10,7 +10,8 @@ Search (ranking version :data:`RANKING_VERSION`):
    Korean stems as prefix terms). One ``list=search`` call ANDs all terms.
    When it yields fewer than :data:`FALLBACK_THRESHOLD` hits and the query has
    several terms, up to :data:`FALLBACK_TERMS` single-term searches (longest
-   terms first) add Lessons matching only some terms, merged round-robin.
+   terms first) add Lessons matching only some terms, merged round-robin; they
+   are sent together with the all-terms search (one round-trip time for all).
    At most :data:`SEARCH_SCAN_LIMIT` candidate ids are kept (``partial`` when
    more existed).
 2. Fresh snapshots of the candidates: the all-terms search reads its hits'
@@ -109,19 +110,20 @@ def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan
     """Candidate ids (search rank order), ``partial``, the snapshots read with them, and how many
     leading ids were already read (the all-terms hits; absent ones among them are gone).
 
-    The all-terms search reads its hits' pages in the same request
-    (:meth:`LessonRepository.search_snapshots`); the single-term fallback
-    searches read ids only.
+    The all-terms search reads its hits' pages in the same request; the single-term
+    fallback searches (ids only) are sent at the same time
+    (:meth:`LessonRepository.search_snapshots_with_terms`) and used only when the
+    all-terms search found fewer than :data:`FALLBACK_THRESHOLD` Lessons.
     """
-    first, snaps = repo.search_snapshots(lexical.mediawiki_query(terms), scan_limit)
+    chosen = sorted(terms, key=lambda t: (-len(t.text), t.text))[:FALLBACK_TERMS] if len(terms) > 1 else []
+    first, snaps, singles = repo.search_snapshots_with_terms(lexical.mediawiki_query(terms),
+                                                             [t.syntax() for t in chosen], scan_limit)
     ids = [h.id for h in first.hits]
     read = len(ids)
     partial = first.partial
-    if len(terms) > 1 and len(ids) < FALLBACK_THRESHOLD:
-        chosen = sorted(terms, key=lambda t: (-len(t.text), t.text))[:FALLBACK_TERMS]
+    if chosen and len(ids) < FALLBACK_THRESHOLD:
         lists = []
-        for term in chosen:
-            result = repo.search_full_text(term.syntax(), scan_limit)
+        for result in singles:
             partial = partial or result.partial
             lists.append([h.id for h in result.hits])
         seen = set(ids)

@@ -53,6 +53,7 @@ import logging
 import re
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
@@ -94,6 +95,21 @@ _LOG_KINDS = {("delete", "delete"): "delete", ("delete", "restore"): "restore",
               ("move", "move"): "move", ("move", "move_redir"): "move"}
 #: Upper bound of ``srlimit`` (MediaWiki's own maximum for ordinary accounts).
 SEARCH_MAX = 500
+
+
+#: Threads of the process-wide pool that sends legacy's single-term searches alongside the
+#: all-terms search (legacy asks for at most 6 at once).
+SEARCH_POOL_WORKERS = 8
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _search_pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=SEARCH_POOL_WORKERS, thread_name_prefix="s3rm-wiki-search")
+        return _POOL
 
 
 def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
@@ -345,6 +361,24 @@ class MediaWikiRepository(LessonRepository):
                               scan_limit=limit, partial=more)
         return hits, snaps
 
+    def search_snapshots_with_terms(self, query: str, term_queries: Sequence[str], limit: int
+                                    ) -> tuple[FullTextResult, dict[str, LessonSnapshot], list[FullTextResult]]:
+        """:meth:`search_snapshots` of ``query`` while the ``term_queries`` searches run at the same time.
+
+        The term searches (``list=search``, ids only) go out on the shared search pool
+        (:data:`SEARCH_POOL_WORKERS` threads) as the generator request is sent, so the
+        whole set costs one round-trip time. The first failure is raised (WikiUnavailable…).
+        """
+        if not term_queries:
+            hits, snaps = self.search_snapshots(query, limit)
+            return hits, snaps, []
+        futures = [_search_pool().submit(self.search_full_text, q, limit) for q in term_queries]
+        try:
+            hits, snaps = self.search_snapshots(query, limit)
+        finally:
+            term_results = [f.result() for f in futures]
+        return hits, snaps, term_results
+
     def find_relation_edges(self, lesson_id: str, *, outgoing: bool = True, incoming: bool = True,
                             limit: int = 500) -> EdgesResult:
         """Stored relation edges of ``lesson_id`` (see module doc); ``limit`` caps incoming candidates."""
@@ -441,23 +475,38 @@ class MediaWikiRepository(LessonRepository):
 
     # --------------------------------------------------------- internals
     def _fetch_latest(self, lesson_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """id → latest revision object (with content) for existing pages, 50 titles per request."""
+        """id → latest revision object (with content) for existing pages, 50 titles per request.
+
+        Several batches are sent at the same time (the search pool), so 100 ids cost one round-trip time.
+        """
+        chunks = list(_chunks(list(lesson_ids), SNAPSHOT_BATCH))
+        if len(chunks) <= 1:
+            return self._fetch_chunk(chunks[0]) if chunks else {}
+        futures = [_search_pool().submit(self._fetch_chunk, chunk) for chunk in chunks[1:]]
+        try:
+            out = self._fetch_chunk(chunks[0])
+        finally:
+            rest = [f.result() for f in futures]
+        for part in rest:
+            out.update(part)
+        return out
+
+    def _fetch_chunk(self, chunk: Sequence[str]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
-        for chunk in _chunks(list(lesson_ids), SNAPSHOT_BATCH):
-            params: dict[str, Any] = {"action": "query", "prop": "revisions",
-                                      "titles": "|".join(self.title(i) for i in chunk),
-                                      "rvprop": "ids|timestamp|content|user|comment", "rvslots": "main"}
-            while True:
-                data = self.client.get(params)
-                for page in data.get("query", {}).get("pages", []):
-                    lesson_id = self.lesson_id(page)
-                    revs = page.get("revisions") or []
-                    if lesson_id and revs and not page.get("missing") and _content(revs[0]) is not None:
-                        out[lesson_id] = revs[0]
-                cont = data.get("continue", {})
-                if "rvcontinue" not in cont:
-                    break
-                params = {**params, **cont}  # MediaWiki capped the result size: fetch the rest
+        params: dict[str, Any] = {"action": "query", "prop": "revisions",
+                                  "titles": "|".join(self.title(i) for i in chunk),
+                                  "rvprop": "ids|timestamp|content|user|comment", "rvslots": "main"}
+        while True:
+            data = self.client.get(params)
+            for page in data.get("query", {}).get("pages", []):
+                lesson_id = self.lesson_id(page)
+                revs = page.get("revisions") or []
+                if lesson_id and revs and not page.get("missing") and _content(revs[0]) is not None:
+                    out[lesson_id] = revs[0]
+            cont = data.get("continue", {})
+            if "rvcontinue" not in cont:
+                break
+            params = {**params, **cont}  # MediaWiki capped the result size: fetch the rest
         return out
 
     def _snapshot(self, lesson_id: str, rev: dict[str, Any]) -> LessonSnapshot:
