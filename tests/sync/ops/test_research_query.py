@@ -287,10 +287,10 @@ def test_prompt_holds_the_results_only_and_respects_the_cap():
     assert len(user) < 800 and "R" * 400 not in user
 
 
-def test_fusion_uses_rrf_v3_ranks_and_reports_the_facets():
-    runs = [FacetRun("situation", [{"id": "a"}, {"id": "b"}], "hybrid_v1", "ready", "rrf_v3"),
-            FacetRun("approach", [{"id": "b"}], "hybrid_v1", "ready", "rrf_v3"),
-            FacetRun("mechanism", [{"id": "b"}, {"id": "a"}, {"id": "c"}], "hybrid_v1", "ready", "rrf_v3")]
+def test_fusion_uses_rrf_v4_ranks_and_reports_the_facets():
+    runs = [FacetRun("situation", [{"id": "a"}, {"id": "b"}], "hybrid_v1", "ready", "rrf_v4"),
+            FacetRun("approach", [{"id": "b"}], "hybrid_v1", "ready", "rrf_v4"),
+            FacetRun("mechanism", [{"id": "b"}, {"id": "a"}, {"id": "c"}], "hybrid_v1", "ready", "rrf_v4")]
     hits = fuse_facets(runs, 10)
     assert [h.id for h in hits] == ["b", "a", "c"]
     assert hits[0].facets == {"situation": 2, "approach": 1, "mechanism": 1}
