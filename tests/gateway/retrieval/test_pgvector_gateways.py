@@ -27,6 +27,12 @@ from support.lessons import lesson
 from support.services import Gateway, call_tool, tool_payload
 from support.write_harness import BURST_TOKEN, lesson_fields, token_gateway_env, unique
 
+
+@pytest.fixture(scope="module")
+def dev_wiki(module_wiki):
+    """This module's own wiki (tests/conftest.py ``module_wiki``): the leader embeds every Lesson at start, and the test counts what each gateway embeds."""
+    return module_wiki
+
 pytestmark = pytest.mark.wiki
 
 AUTH = {"Authorization": f"Bearer {BURST_TOKEN}"}

@@ -40,6 +40,12 @@ from gateway.wiki.repository import MediaWikiRepository
 from support import browser as bh
 
 
+@pytest.fixture(scope="module")
+def dev_wiki(module_wiki):
+    """This module's own wiki (tests/conftest.py ``module_wiki``): the home page shows the whole corpus (newest Lessons, graph, times)."""
+    return module_wiki
+
+
 pytestmark = [pytest.mark.wiki, pytest.mark.timeout(600)]
 
 RECORDS = 60

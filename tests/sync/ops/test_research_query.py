@@ -25,6 +25,12 @@ from sync.ops.research.citations import build_messages, check_citations
 from sync.ops.research.facets import FacetRun, fuse_facets
 from support.write_harness import WriteHarness, unique
 
+
+@pytest.fixture(scope="module")
+def dev_wiki(module_wiki):
+    """This module's own wiki (tests/conftest.py ``module_wiki``): its hybrid gateway embeds every Lesson at start."""
+    return module_wiki
+
 pytestmark = pytest.mark.wiki
 
 LESSONS = {
