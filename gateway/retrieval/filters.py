@@ -21,6 +21,7 @@ from typing import Any, Mapping
 from gateway.core.errors import ToolError
 from gateway.domain.model import LessonPage
 from gateway.domain.timestamps import parse_ts
+from gateway.retrieval.index import FilterMask, epoch_seconds
 
 __all__ = ["SearchFilters", "resolve_scope"]
 
@@ -124,3 +125,21 @@ def resolve_scope(name: str | None, scopes: Mapping[str, Mapping[str, Any]]) -> 
         names = ", ".join(sorted(scopes)) or "none are configured"
         raise ToolError("unknown_scope", f"Scope {name!r} is not defined on this server (available: {names}).")
     return SearchFilters.from_mapping(dict(scopes[name]), where=f"scope {name}")
+
+
+def index_mask(filters: SearchFilters) -> FilterMask | None:
+    """Index pre-filter from search filters (indexed scalars may lag; final filters use fresh data).
+
+    None (no pre-filter) when a set filter is empty: nothing can match and the
+    fresh-data filter drops every candidate anyway.
+    """
+    if any(getattr(filters, key) is not None and not getattr(filters, key)
+           for key in ("confidence", "record_origin", "review_state")):
+        return None
+    return FilterMask(
+        confidence=tuple(sorted(filters.confidence or ())),
+        record_origin=tuple(sorted(filters.record_origin or ())),
+        review_state=tuple(sorted(filters.review_state or ())),
+        updated_after=epoch_seconds(filters.updated_after) if filters.updated_after else None,
+        updated_before=epoch_seconds(filters.updated_before) if filters.updated_before else None,
+    )

@@ -50,6 +50,9 @@ from gateway.domain.model import LessonPage
 from gateway.domain.verdicts import current_verdicts
 
 __all__ = [
+    "ANALOGIES",
+    "OPERATIONS",
+    "SEARCH",
     "RANKING_VERSION",
     "Calibration",
     "RankingConfig",
@@ -71,6 +74,12 @@ __all__ = [
 ]
 
 RANKING_VERSION = "rrf_v4"
+
+#: What a fusion ranks: a search (a lexical-only result has basis ``full_text``) or an analogy list
+#: (basis ``lexical``); also the ``operation`` label of the ``hybrid_candidates`` counter.
+SEARCH = "search"
+ANALOGIES = "analogies"
+OPERATIONS = (SEARCH, ANALOGIES)
 
 #: search_lessons channels: MediaWiki full text, the in-process BM25 channel over the analysed
 #: whole text (``bm25``), and the query against each facet and the whole-Lesson vector. Full-text
@@ -289,7 +298,8 @@ def preliminary_order(candidates: Mapping[str, Sequence[RankContribution]],
 
 
 def basis_of(channels: Iterable[str], operation: str) -> str:
-    """The ``basis`` value for a result: stored_relation, full_text, lexical, semantic_similarity or hybrid."""
+    """The ``basis`` value for a result: stored_relation, full_text (a :data:`SEARCH`), lexical (:data:`ANALOGIES`),
+    semantic_similarity or hybrid."""
     chans = set(channels)
     if "relation" in chans:
         return "stored_relation"
@@ -299,7 +309,7 @@ def basis_of(channels: Iterable[str], operation: str) -> str:
         return "hybrid"
     if semantic:
         return "semantic_similarity"
-    if operation == "find_analogies":
+    if operation == ANALOGIES:
         return "lexical"
     return "full_text"
 
@@ -359,9 +369,12 @@ def fuse(candidates: Sequence[FusionCandidate], *, operation: str, channels: Seq
          min_score: float | None = None) -> list[FusedResult]:
     """Fuse revalidated candidates into the final order (module docstring steps 1–5).
 
-    ``channels`` are the channels the operation ran (they define ``raw_max``).
+    ``operation`` is :data:`SEARCH` or :data:`ANALOGIES` (ValueError otherwise); ``channels``
+    are the channels the operation ran (they define ``raw_max``).
     Candidates without any valid vote are dropped. Deterministic for equal input.
     """
+    if operation not in OPERATIONS:
+        raise ValueError(f"operation must be one of {OPERATIONS}, not {operation!r}")
     raw_max = config.raw_max(channels) or 1.0
     scored: list[FusedResult] = []
     for cand in candidates:

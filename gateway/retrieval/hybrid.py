@@ -56,7 +56,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from gateway.ops.admission import semantic_permit
 from gateway.core.errors import ToolError
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.schema import load_schema
@@ -64,9 +63,11 @@ from gateway.retrieval import legacy, lexical
 from gateway.retrieval.analyzer import analyze
 from gateway.retrieval.duplicates import DuplicateChecker
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, build_provider
-from gateway.retrieval.filters import SearchFilters
+from gateway.retrieval.filters import SearchFilters, index_mask
 from gateway.retrieval.language import search_by_language
 from gateway.retrieval.fusion import (
+    ANALOGIES,
+    SEARCH,
     ANALOGY_CHANNELS,
     FusionCandidate,
     RRF_V3,
@@ -80,7 +81,7 @@ from gateway.retrieval.fusion import (
     query_language,
     verified_coverage,
 )
-from gateway.retrieval.index import FilterMask, IndexSnapshot, epoch_seconds
+from gateway.retrieval.index import IndexSnapshot
 from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE, generation_id, get_profile
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument, normalize_query
 from gateway.retrieval.follower import ChangeFollower, build_checkpoint_store
@@ -95,8 +96,6 @@ __all__ = [
     "SemanticFallback",
     "RetrievalService",
     "semantic_continuation_error",
-    "ModeChoice",
-    "choose_mode",
 ]
 
 log = logging.getLogger("s3rm.hybrid")
@@ -331,7 +330,7 @@ class RetrievalService:
         channel_hits: dict[str, list[tuple[str, RankContribution]]] = {}
         partial = False
         prefetched: dict[str, LessonSnapshot] = {}
-        allowed = snap.allowed_rows(_mask(filters))
+        allowed = snap.allowed_rows(index_mask(filters))
         if facet is None:
             try:
                 partial, prefetched = self._full_text_votes(repository, query, filters, channel_hits, cfg)
@@ -365,7 +364,7 @@ class RetrievalService:
             partial |= len(hits) >= cap
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
         channels = SEARCH_CHANNELS if facet is None else (f"semantic:{facet}",)
-        return self._finish(repository, snap, channel_hits, operation="search_lessons", channels=channels,
+        return self._finish(repository, snap, channel_hits, operation=SEARCH, channels=channels,
                             filters=filters, min_score=min_score, partial=partial, query=q, prefetched=prefetched,
                             config=cfg)
 
@@ -428,7 +427,7 @@ class RetrievalService:
         prefetched = {r.snapshot.id: r.snapshot for r in lg.items}
         terms = {r.snapshot.id: tuple(r.shared_terms) for r in lg.items}
         t0 = time.monotonic()
-        allowed = snap.allowed_rows(_mask(filters))
+        allowed = snap.allowed_rows(index_mask(filters))
         for facet in ANALOGY_FACETS:
             channel = f"source:{facet}"
             vec = source_vectors.get(facet)
@@ -440,7 +439,7 @@ class RetrievalService:
         channel_hits["bm25"] = self._indexed_votes(snap, "bm25", hits)
         partial |= len(hits) >= cfg.channel_caps["bm25"]
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
-        out = self._finish(repository, snap, channel_hits, operation="find_analogies", channels=ANALOGY_CHANNELS,
+        out = self._finish(repository, snap, channel_hits, operation=ANALOGIES, channels=ANALOGY_CHANNELS,
                            filters=filters, min_score=min_score, partial=partial, query=None, exclude=source.id,
                            prefetched=prefetched)
         source_features = lexical.features(legacy.analogy_projection(source.page))
@@ -604,79 +603,3 @@ def _split_by_coverage(snap: IndexSnapshot, hits, query_terms, below: float):
         (complete if len(have) >= below * len(wanted) else incomplete).append(hit)
     renumber = lambda part: [replace(h, rank=n) for n, h in enumerate(part, 1)]  # noqa: E731
     return renumber(complete), renumber(incomplete)
-
-
-def _mask(filters: SearchFilters) -> FilterMask | None:
-    """Index pre-filter from search filters (indexed scalars may lag; final filters use fresh data).
-
-    None (no pre-filter) when a set filter is empty: nothing can match and the
-    fresh-data filter drops every candidate anyway.
-    """
-    if any(getattr(filters, key) is not None and not getattr(filters, key)
-           for key in ("confidence", "record_origin", "review_state")):
-        return None
-    return FilterMask(
-        confidence=tuple(sorted(filters.confidence or ())),
-        record_origin=tuple(sorted(filters.record_origin or ())),
-        review_state=tuple(sorted(filters.review_state or ())),
-        updated_after=epoch_seconds(filters.updated_after) if filters.updated_after else None,
-        updated_before=epoch_seconds(filters.updated_before) if filters.updated_before else None,
-    )
-
-
-# ------------------------------------------------------------- tool glue
-@dataclass(frozen=True)
-class ModeChoice:
-    """What a read tool serves for one page.
-
-    ``mode``: effective mode; ``semantic_status``: value to report; ``pager``:
-    the cursor pager whose fingerprint binds that mode, its ranking version and
-    generation; ``offset``: position decoded from the cursor; ``hybrid``: the
-    hybrid list (None: serve legacy with ``pager``).
-    """
-
-    mode: str
-    semantic_status: str
-    pager: Any
-    offset: int
-    hybrid: HybridList | None
-
-
-PagerFor = Callable[[str, str, str], Any]
-
-
-def choose_mode(service: "RetrievalService", cursor: str | None, pager_for: PagerFor,
-                legacy_ranking_version: str, run: Callable[[bool], HybridList]) -> ModeChoice:
-    """Decide hybrid vs legacy for one page of a tool that was asked for ``hybrid_v1``.
-
-    ``pager_for(mode, ranking_version, generation)`` builds the tool's pager;
-    ``run(continuation)`` produces the hybrid list. Rules (docs/retrieval.md#fallback,
-    docs/retrieval.md#resource-isolation):
-
-    * no cursor: try hybrid; on :class:`SemanticFallback` serve legacy (first
-      page only) and report the fallback's semantic status;
-    * a cursor issued by a hybrid page (same generation and ranking version):
-      hybrid again — a semantic failure is a retryable ``semantic_unavailable``
-      error, never a silent switch to legacy order;
-    * a cursor issued by a legacy fallback page: legacy continues;
-    * any other cursor (e.g. another generation): ``invalid_cursor`` (restart).
-    """
-    hybrid_pager = pager_for(HYBRID_MODE, service.ranking.version, service.generation)
-    legacy_pager = pager_for(LEGACY_MODE, legacy_ranking_version, "legacy")
-    offset = 0
-    if cursor is not None:
-        try:
-            offset = hybrid_pager.offset(cursor)
-        except ToolError:
-            offset = legacy_pager.offset(cursor)  # raises invalid_cursor when neither fingerprint fits
-            return ModeChoice(LEGACY_MODE, service.semantic_status(), legacy_pager, offset, None)
-    continuing = cursor is not None
-    # semantic admission class: docs/retrieval.md#resource-isolation
-    with semantic_permit(continuing=continuing) as admitted:
-        if not admitted:
-            return ModeChoice(LEGACY_MODE, service.semantic_status(), legacy_pager, 0, None)
-        try:
-            result = run(continuing)
-        except SemanticFallback as fallback:
-            return ModeChoice(LEGACY_MODE, fallback.semantic_status, legacy_pager, 0, None)
-    return ModeChoice(HYBRID_MODE, result.semantic_status, hybrid_pager, offset, result)

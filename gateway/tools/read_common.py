@@ -24,7 +24,7 @@ from gateway.domain.codec import PageFormatError
 from gateway.domain.repository import PermissionDenied, RepositoryError, WikiUnavailable
 from gateway.retrieval.cursors import CursorCodec, fingerprint, invalid_cursor
 from gateway.retrieval.filters import SearchFilters, resolve_scope
-from gateway.retrieval.hybrid import choose_mode
+from gateway.retrieval.modes import choose_mode
 from gateway.tools.base import OutputBudget, ToolContext
 from gateway.ops.auth import check_scope_access
 
@@ -126,7 +126,7 @@ def retrieval_state(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, st
 
     ``semantic_status`` is the hybrid layer's current state (``disabled`` without
     one); handlers that serve ``hybrid_v1`` override the mode and status with
-    :func:`gateway.retrieval.hybrid.choose_mode`.
+    :func:`gateway.retrieval.modes.choose_mode`.
     """
     requested = arguments.get("retrieval_mode") or ctx.config.retrieval_default_mode
     retrieval = getattr(ctx, "retrieval", None)
@@ -144,7 +144,7 @@ def rank_page(ctx: ToolContext, modes: dict[str, str], pager: "Pager", cursor: A
               run_hybrid: Callable[[Any], Any], run_legacy: Callable[[], Any]):
     """The ranking of one page of ``search_lessons`` / ``find_analogies``.
 
-    ``hybrid_v1`` requests go through :func:`gateway.retrieval.hybrid.choose_mode`
+    ``hybrid_v1`` requests go through :func:`gateway.retrieval.modes.choose_mode`
     (first-page fallback, cursor rules); everything else is legacy. The cursor is
     checked before any ranking work. Returns ``(ranked, ranking_version, pager,
     offset, modes)`` with ``modes`` updated to the effective mode and semantic status.

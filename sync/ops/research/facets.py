@@ -30,7 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from gateway.retrieval.fusion import RANKING_VERSION, RRF_V3, Calibration, FusionCandidate, RankContribution, fuse
+from gateway.retrieval.fusion import (
+    RANKING_VERSION, RRF_V3, SEARCH, Calibration, FusionCandidate, RankContribution, fuse,
+)
 from sync.ops.mcpsearch import McpSearch
 
 __all__ = ["FACETS", "DEPTH", "RESULT_FIELDS", "FacetRun", "ResearchHit", "search_facets", "fuse_facets",
@@ -134,7 +136,7 @@ def fuse_facets(runs: Sequence[FacetRun], limit: int) -> list[ResearchHit]:
             fields.setdefault(lesson_id, result)
     candidates = [FusionCandidate(lesson_id=i, contributions=tuple(v),
                                   record_origin=str(fields[i].get("record_origin", ""))) for i, v in votes.items()]
-    fused = fuse(candidates, operation="search_lessons", channels=[f"semantic:{r.facet}" for r in runs],
+    fused = fuse(candidates, operation=SEARCH, channels=[f"semantic:{r.facet}" for r in runs],
                  calibration=_NO_VECTORS, config=RRF_V3)
     order = {f: n for n, f in enumerate(FACETS)}
     return [ResearchHit(id=r.lesson_id, score=r.score,

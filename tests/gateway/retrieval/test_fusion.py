@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gateway.retrieval.fusion import (
+    ANALOGIES,
+    SEARCH,
     RRF_V3,
     SEARCH_CHANNELS,
     ANALOGY_CHANNELS,
@@ -34,7 +37,7 @@ def order(results):
 def test_rrf_uses_ranks_only_and_service_score_is_within_0_1():
     top_everywhere = cand("a", *(V(c, 1, 0.1) for c in SEARCH_CHANNELS))
     only_text = cand("b", V("full_text", 1))
-    out = fuse([only_text, top_everywhere], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
+    out = fuse([only_text, top_everywhere], operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)
     assert order(out) == ["a", "b"]
     assert out[0].score == 1.0
     assert abs(out[1].score - 1.0 / sum(RRF_V3.weights[c] for c in SEARCH_CHANNELS)) < 1e-6
@@ -47,7 +50,7 @@ def test_rrf_uses_ranks_only_and_service_score_is_within_0_1():
 def test_exact_identifier_matches_form_the_first_tier():
     semantic_star = cand("sem", *(V(c, 1) for c in SEARCH_CHANNELS[1:]))
     exact = cand("exact", V("full_text", 2), exact=True)
-    out = fuse([semantic_star, exact], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
+    out = fuse([semantic_star, exact], operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)
     assert order(out) == ["exact", "sem"]
     assert out[0].score < out[1].score  # the tier, not the score, puts it first
 
@@ -55,7 +58,7 @@ def test_exact_identifier_matches_form_the_first_tier():
 def test_stored_relations_come_first_with_score_one():
     rel = cand("rel", V("relation", 1, 1.0))
     sem = cand("sem", V("source:situation", 1), V("source:mechanism", 1), V("lexical", 1))
-    out = fuse([sem, rel], operation="find_analogies", channels=ANALOGY_CHANNELS, calibration=CAL, min_score=0.99)
+    out = fuse([sem, rel], operation=ANALOGIES, channels=ANALOGY_CHANNELS, calibration=CAL, min_score=0.99)
     assert order(out) == ["rel"]  # min_score drops sem (< 0.99), never the relation
     assert out[0].score == 1.0 and out[0].basis == "stored_relation"
 
@@ -64,13 +67,13 @@ def test_evidence_prior_reorders_only_within_a_band():
     # same band (scores ≈ 0.399 / 0.377), the verified one wins
     a = cand("a", V("full_text", 2), coverage=0.0)
     b = cand("b", V("semantic:situation", 1), V("semantic:mechanism", 5), coverage=1.0)
-    out = fuse([a, b], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
+    out = fuse([a, b], operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)
     assert out[0].score // RRF_V3.band_width == out[1].score // RRF_V3.band_width
     assert order(out) == ["b", "a"] and out[0].score < out[1].score
     # different bands: full coverage never lifts a candidate over a higher band
     hi = cand("hi", V("full_text", 1), V("semantic:situation", 1), coverage=0.0)
     lo = cand("lo", V("full_text", 2), coverage=1.0)
-    assert order(fuse([lo, hi], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)) == ["hi", "lo"]
+    assert order(fuse([lo, hi], operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)) == ["hi", "lo"]
 
 
 def test_verified_coverage_counts_verified_supporting_evidence_only():
@@ -92,7 +95,7 @@ def test_min_score_applies_before_diversity():
     strong = cand("strong", V("full_text", 1), V("semantic:mechanism", 1), vectors=vec)
     twin = cand("twin", V("full_text", 2), V("semantic:mechanism", 2), vectors=vec)
     weak = cand("weak", V("semantic:approach", 30), vectors={"approach": np.array([0.0, 1.0], np.float32)})
-    out = fuse([strong, twin, weak], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL,
+    out = fuse([strong, twin, weak], operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL,
                min_score=0.2)
     assert order(out) == ["strong", "twin"]  # weak was dropped first, so it cannot be promoted for diversity
 
@@ -103,29 +106,29 @@ def test_diversity_demotes_a_near_duplicate_mechanism_but_only_boundedly():
     first = cand("a-first", V("full_text", 1), V("semantic:mechanism", 1), vectors=same)
     dup = cand("b-dup", V("full_text", 2), V("semantic:mechanism", 2), vectors=same)
     different = cand("c-diff", V("full_text", 3), V("semantic:mechanism", 3), vectors=other)
-    out = fuse([first, dup, different], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
+    out = fuse([first, dup, different], operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)
     assert order(out) == ["a-first", "c-diff", "b-dup"]
     # a long run of duplicates: the head can be passed over at most max_displacement times
     dups = [cand(f"d{i:02d}", V("full_text", i + 1), vectors=same) for i in range(12)]
     fresh = cand("zz-fresh", V("full_text", 13), vectors=other)
-    out = fuse(dups + [fresh], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
+    out = fuse(dups + [fresh], operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)
     assert out.index(next(r for r in out if r.lesson_id == "d01")) <= 1 + RRF_V3.max_displacement
 
 
 def test_diversity_spreads_record_origins_when_scores_are_close():
     lab = [cand(f"lab{i}", V("full_text", i + 1), record_origin="lab") for i in range(3)]
     imported = cand("imp", V("full_text", 4), record_origin="imported")
-    out = fuse(lab + [imported], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
+    out = fuse(lab + [imported], operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)
     assert order(out).index("imp") < 3
 
 
 def test_basis_values():
-    assert basis_of(["full_text"], "search_lessons") == "full_text"
-    assert basis_of(["semantic:situation", "semantic:mechanism"], "search_lessons") == "semantic_similarity"
-    assert basis_of(["full_text", "semantic:approach"], "search_lessons") == "hybrid"
-    assert basis_of(["lexical"], "find_analogies") == "lexical"
-    assert basis_of(["lexical", "source:mechanism"], "find_analogies") == "hybrid"
-    assert basis_of(["relation", "lexical"], "find_analogies") == "stored_relation"
+    assert basis_of(["full_text"], SEARCH) == "full_text"
+    assert basis_of(["semantic:situation", "semantic:mechanism"], SEARCH) == "semantic_similarity"
+    assert basis_of(["full_text", "semantic:approach"], SEARCH) == "hybrid"
+    assert basis_of(["lexical"], ANALOGIES) == "lexical"
+    assert basis_of(["lexical", "source:mechanism"], ANALOGIES) == "hybrid"
+    assert basis_of(["relation", "lexical"], ANALOGIES) == "stored_relation"
 
 
 def test_exact_query_detection_and_matching():
@@ -147,8 +150,8 @@ def test_preliminary_order_is_deterministic_and_puts_relations_first():
 def test_fusion_is_deterministic():
     cands = [cand(f"x{i}", V("full_text", (i * 7) % 11 + 1), V("semantic:situation", (i * 3) % 11 + 1))
              for i in range(11)]
-    first = fuse(cands, operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
-    second = fuse(list(reversed(cands)), operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
+    first = fuse(cands, operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)
+    second = fuse(list(reversed(cands)), operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)
     assert order(first) == order(second)
 
 
@@ -165,3 +168,8 @@ def test_query_language_and_its_weights():
         assert korean.weights[channel] == weight
     assert CONFIG.for_query("storage outage").weights == CONFIG.weights
     assert CONFIG.weights["bm25_partial"] < CONFIG.weights["bm25"]
+
+
+def test_fuse_refuses_an_unknown_operation():
+    with pytest.raises(ValueError):
+        fuse([], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
