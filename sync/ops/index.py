@@ -61,36 +61,32 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _flip(action):
+def _refusable(action, report):
+    """A command running ``action(store, args)`` once; a :class:`StoreError` (the registry refused the
+    step) prints ``s3rm index: …`` and exits 1, otherwise ``report(result, args)`` is printed."""
     def run(args: argparse.Namespace) -> int:
         from gateway.retrieval.pgvector.store import StoreError
 
         store = _store(args)
         try:
-            old, new = action(store, args)
+            result = action(store, args)
         except StoreError as exc:
             print(f"s3rm index: {exc}", file=sys.stderr)
             return 1
         finally:
             store.close()
-        print(f"alias active: {old or '-'} -> {new}")
+        print(report(result, args))
         return 0
     return run
 
 
-def cmd_retire(args: argparse.Namespace) -> int:
-    from gateway.retrieval.pgvector.store import StoreError
+def _flip(action):
+    """An alias flip (cutover, rollback) reporting the active generation before and after."""
+    return _refusable(action, lambda flipped, _args: f"alias active: {flipped[0] or '-'} -> {flipped[1]}")
 
-    store = _store(args)
-    try:
-        store.retire(args.generation)
-    except StoreError as exc:
-        print(f"s3rm index: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        store.close()
-    print(f"retired {args.generation}")
-    return 0
+
+cmd_retire = _refusable(lambda store, args: store.retire(args.generation),
+                        lambda _result, args: f"retired {args.generation}")
 
 
 def cmd_rotate(args: argparse.Namespace) -> int:
