@@ -475,11 +475,8 @@ def test_cli_unreachable_gateway_exits_1_naming_the_url(tmp_path, capsys):
 
 # ------------------------------------------------ the real stack (dev wiki)
 E2E_IDS = ("aws-6", "aws-9", "gcs-16029", "azure-20200614-1", "azure-20201214-1", "azure-20180820-1",
-           "azure-20170601-1", "gcdc-21009")   # none of them among the first 12 rows test_importer imports
-# The session wiki also holds other tests' Lessons (drafts without evidence among them), so the
-# queries run in a scope of imported Lessons: the evidence figure then speaks of the import alone.
-E2E_SCOPES = {"incidents": {"record_origin": ["imported"]}}
-E2E_QUERIES = [{**q, "scope": "incidents"} for q in [
+           "azure-20170601-1", "gcdc-21009")   # imported into this module's own wiki (dev_wiki above)
+E2E_QUERIES = [
     {"query": "AADSTS90033", "expected_ids": ["azure-20200614-1", "azure-20201214-1"], "group": "exact"},
     {"query": "RequestIsNotValidJson", "expected_ids": ["azure-20180820-1"], "group": "exact"},
     {"query": "Signed URLs Google Cloud Storage", "expected_ids": ["gcs-16029"], "group": "exact"},
@@ -487,7 +484,7 @@ E2E_QUERIES = [{**q, "scope": "incidents"} for q in [
      "group": "en_paraphrase"},
     {"query": "EC2 DNS resolution 장애", "expected_ids": ["aws-9"], "group": "mixed", "analogous_ids": ["aws-6"]},
     {"query": "결제 안내 메일이 잘못 발송된 사고", "expected_ids": ["gcdc-21009"], "group": "ko"},
-]]
+]
 
 
 @pytest.fixture(scope="module")
@@ -508,7 +505,6 @@ def real_gateway_url(dev_wiki, tmp_path_factory):
            "S3RM_SCHEMA_DIR": str(schema_dir_for_tests(tmp / "schema")),
            "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(b"evaluate-e2e-token").hexdigest(),
            "S3RM_CURSOR_SECRET": "evaluate-e2e-cursor-secret-0123456789",
-           "S3RM_SEARCH_SCOPES_JSON": json.dumps(E2E_SCOPES),
            }
     with Gateway(env, threads=4, via_cli=True) as gateway:
         yield gateway.url
@@ -536,8 +532,7 @@ def test_real_stack_evaluate_imported_incidents(real_gateway_url, tmp_path, caps
     assert hybrid["overall"]["fallback"] == hybrid["effective_mode"].get("legacy", 0)
 
     dangling = _write_jsonl(tmp_path / "d.jsonl", E2E_QUERIES + [
-        {"query": "a vanished incident", "expected_ids": ["aws-6-never-imported"], "group": "exact",
-         "scope": "incidents"}])
+        {"query": "a vanished incident", "expected_ids": ["aws-6-never-imported"], "group": "exact"}])
     assert main(["evaluate", str(dangling), "--mcp-url", real_gateway_url, "--modes", "legacy"]) == 1
     err = capsys.readouterr().err
     assert "line 7 expected id aws-6-never-imported" in err and "vanished" not in err
