@@ -19,11 +19,16 @@ Behaviour:
   a document batch gets :data:`DOCUMENT_TIMEOUT_FACTOR` times as long;
   document batches get up to :data:`DOCUMENT_RETRIES` retries with
   exponential backoff and jitter on retryable failures;
-* a circuit breaker opens after :data:`BREAKER_FAILURES` consecutive failures
-  and lets one trial call through after :data:`BREAKER_RESET_SECONDS`;
+* a circuit breaker (:class:`~gateway.retrieval.embedding_guard.CircuitBreaker`)
+  opens after consecutive failures and lets one trial call through after a reset
+  interval;
 * every response is checked against the pinned profile: count and order,
   dimensions and the served model id (:class:`~gateway.config.profiles.ProfileMismatch`,
   docs/retrieval.md#generation), finite values, a response-size cap.
+
+The gate and the breaker live in :mod:`gateway.retrieval.embedding_guard`, the
+error classes in :mod:`gateway.retrieval.embedding_errors`; this module
+re-exports both so callers import from one place.
 
 Errors all derive from :class:`EmbeddingError` and carry a short ``code``
 (``disabled``, ``saturated``, ``timeout``, ``unavailable``, ``circuit_open``,
@@ -40,7 +45,7 @@ import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -48,7 +53,17 @@ import requests
 
 from gateway.config.profiles import EmbeddingProfile, ProfileMismatch, get_profile
 from gateway.config.retrieval import RetrievalSettings
-from gateway.ops.gate import QUEUE_FULL, BoundedGate
+from gateway.retrieval.embedding_errors import (
+    CircuitOpen,
+    EmbeddingDisabled,
+    EmbeddingError,
+    EmbeddingResponseError,
+    EmbeddingSaturated,
+    EmbeddingTimeout,
+    EmbeddingUnavailable,
+    ProviderProfileMismatch,
+)
+from gateway.retrieval.embedding_guard import LANES, CircuitBreaker, EmbeddingGate
 
 __all__ = [
     "LANES",
@@ -77,160 +92,9 @@ DOCUMENT_RETRIES = 2
 #: thousands of characters per request; queries send one short text).
 DOCUMENT_TIMEOUT_FACTOR = 6
 BACKOFF_BASE_SECONDS = 0.25
-BREAKER_FAILURES = 5
-BREAKER_RESET_SECONDS = 30.0
 #: Bytes accepted per response: generous for float JSON (≈ 20 bytes per number).
 RESPONSE_BYTES_PER_VALUE = 32
 CONNECT_TIMEOUT_SECONDS = 2.0
-
-
-# ------------------------------------------------------------------- errors
-class EmbeddingError(Exception):
-    """Base of provider failures; ``code`` is a short stable string, ``retryable`` a hint."""
-
-    code = "embedding_error"
-    retryable = True
-
-
-class EmbeddingDisabled(EmbeddingError):
-    """The provider is ``disabled`` (the shipped default)."""
-
-    code = "disabled"
-    retryable = False
-
-
-class EmbeddingSaturated(EmbeddingError):
-    """The shared semaphore is full and the waiting queue is at its limit (or the wait ran out).
-
-    ``waited`` is True when the caller queued and its wait ran out (``queue_timeout``), False
-    when the queue was full at once (``queue_full``).
-    """
-
-    code = "saturated"
-    waited = False
-
-
-class EmbeddingTimeout(EmbeddingError):
-    """The deadline passed before the provider answered."""
-
-    code = "timeout"
-
-
-class EmbeddingUnavailable(EmbeddingError):
-    """Connection failure, HTTP 429 or 5xx."""
-
-    code = "unavailable"
-
-
-class CircuitOpen(EmbeddingUnavailable):
-    """The circuit breaker is open: calls fail at once until the reset interval passes."""
-
-    code = "circuit_open"
-
-
-class EmbeddingResponseError(EmbeddingError):
-    """The provider answered with something that is not a valid embedding response (or HTTP 4xx)."""
-
-    code = "bad_response"
-    retryable = False
-
-
-class ProviderProfileMismatch(EmbeddingError):
-    """Wraps :class:`ProfileMismatch` so callers can catch one base class (docs/retrieval.md#generation)."""
-
-    code = "profile_mismatch"
-    retryable = False
-
-
-#: Embedding lanes, in priority order: read requests, the index refresher, write-time duplicate checks.
-LANES = ("query", "index", "background")
-
-
-# ------------------------------------------------------------ admission gate
-class EmbeddingGate(BoundedGate):
-    """The provider's ONE shared gate (a :class:`~gateway.ops.gate.BoundedGate`) for queries and indexing.
-
-    ``acquire(timeout)`` waits at most ``timeout`` seconds for one of
-    ``slots`` slots. When ``queue_limit`` callers are already waiting, or the
-    wait runs out, it raises :class:`EmbeddingSaturated`
-    (docs/retrieval.md#resource-isolation). ``release()`` frees a slot. Thread-safe.
-    """
-
-    def __init__(self, slots: int, queue_limit: int, *, reserved: int = 0):
-        super().__init__("embedding", slots, queue_limit, reserved=reserved)
-
-    def rejection(self, reason: str) -> EmbeddingSaturated:
-        """:class:`EmbeddingSaturated` for a full queue or a wait that ran out."""
-        if reason == QUEUE_FULL:
-            return EmbeddingSaturated("embedding queue is full")
-        error = EmbeddingSaturated("no embedding slot became free in time")
-        error.waited = True
-        return error
-
-    def stats(self) -> dict[str, int]:
-        """``{"in_use", "waiting", "slots", "queue_limit", "rejected"}`` (counts only)."""
-        counts = super().stats()
-        return {key: counts[key] for key in ("in_use", "waiting", "slots", "queue_limit", "rejected")}
-
-
-# ----------------------------------------------------------- circuit breaker
-class CircuitBreaker:
-    """Consecutive-failure breaker: ``closed`` → ``open`` → ``half_open`` → ``closed``.
-
-    After ``failures`` consecutive failures the breaker opens for
-    ``reset_seconds``; then exactly one trial call may pass (half-open). Its
-    success closes the breaker, its failure re-opens it. ``clock`` is
-    ``time.monotonic`` (injectable for tests).
-    """
-
-    def __init__(self, failures: int = BREAKER_FAILURES, reset_seconds: float = BREAKER_RESET_SECONDS,
-                 clock: Callable[[], float] = time.monotonic):
-        self.failures = failures
-        self.reset_seconds = reset_seconds
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._consecutive = 0
-        self._opened_at: float | None = None
-        self._trial_running = False
-
-    @property
-    def state(self) -> str:
-        """``closed``, ``open`` or ``half_open``."""
-        with self._lock:
-            return self._state_locked()
-
-    def _state_locked(self) -> str:
-        if self._opened_at is None:
-            return "closed"
-        if self._clock() - self._opened_at >= self.reset_seconds:
-            return "half_open"
-        return "open"
-
-    def before_call(self) -> None:
-        """Raise :class:`CircuitOpen` unless a call may proceed now."""
-        with self._lock:
-            state = self._state_locked()
-            if state == "closed":
-                return
-            if state == "half_open" and not self._trial_running:
-                self._trial_running = True
-                return
-            raise CircuitOpen("embedding provider circuit is open")
-
-    def record_success(self) -> None:
-        """A call succeeded: close the breaker."""
-        with self._lock:
-            self._consecutive = 0
-            self._opened_at = None
-            self._trial_running = False
-
-    def record_failure(self) -> None:
-        """A call failed (unavailable or timed out): count it, open when the threshold is hit."""
-        with self._lock:
-            self._consecutive += 1
-            if self._trial_running or self._consecutive >= self.failures:
-                self._opened_at = self._clock()
-            self._trial_running = False
 
 
 def l2_normalize(matrix: np.ndarray) -> np.ndarray:
