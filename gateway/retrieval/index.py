@@ -40,239 +40,30 @@ id asc) and cut to ``k``. BM25 uses global live-row statistics
 :meth:`allowed_rows`, :meth:`hangul_rows`, :meth:`scores`) count live rows in
 that order. Cosine equals the inner product because vectors and queries are
 L2-normalised.
+
+The segment type lives in :mod:`gateway.retrieval.segment`, the plain row
+records (also used by the pgvector backend) in :mod:`gateway.retrieval.records`;
+this module re-exports the records.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
-from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from gateway.retrieval.bm25 import Bm25Postings, lucene_scores
 from gateway.config.profiles import INDEX_FACETS
+from gateway.retrieval.bm25 import lucene_scores
+from gateway.retrieval.records import FilterMask, IndexEntry, IndexRecord, SemanticHit, epoch_seconds
+from gateway.retrieval.segment import ScalarCodes, Segment, hex_digest, live_rows
 
 __all__ = ["IndexEntry", "IndexRecord", "IndexSnapshot", "SemanticHit", "FilterMask", "epoch_seconds"]
 
-_UNKNOWN = 255
-#: Columns per padding block of a segment's matrices (see the module docstring: exact scores in any segment).
-COLUMN_BLOCK = 16
 #: Segments at most; beyond, the delta segments are merged into one (a copy of the delta only).
 MAX_SEGMENTS = 8
 #: Delta + deleted rows beyond this fraction of the base (and beyond :data:`COMPACT_MIN_ROWS`) ask for compaction.
 COMPACT_FRACTION = 0.1
 COMPACT_MIN_ROWS = 4096
-
-
-def epoch_seconds(timestamp: str) -> int:
-    """UTC ISO-8601 ``YYYY-MM-DDTHH:MM:SSZ`` → integer epoch seconds (0 when unparsable)."""
-    try:
-        return int(datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp())
-    except (TypeError, ValueError):
-        return 0
-
-
-def _hex(digest: bytes) -> str:
-    return "sha256:" + digest.hex()
-
-
-def _digests(digests: Sequence[str]) -> np.ndarray:
-    """``["sha256:<hex>", ...]`` → ``(n, 32)`` uint8 raw digests."""
-    raw = b"".join(bytes.fromhex(d.split(":", 1)[-1]) for d in digests)
-    if len(raw) != 32 * len(digests):
-        raise ValueError("digests must be SHA-256 values")
-    return np.frombuffer(raw, dtype=np.uint8).reshape(len(digests), 32).copy()
-
-
-@dataclass(frozen=True)
-class IndexRecord:
-    """One row's record (ids, revision, hashes, times, filter scalars; no text)."""
-
-    lesson_id: str
-    revision_id: int
-    retrieval_hash: str
-    metadata_hash: str
-    created_at: int
-    updated_at: int
-    confidence: str
-    record_origin: str
-    review_state: str
-    truncated_mask: int = 0
-
-
-@dataclass(frozen=True)
-class IndexEntry:
-    """A record, its facet vectors (each ``(dims,)`` float32, L2-normalised or all zero) and lexical terms."""
-
-    record: IndexRecord
-    vectors: Mapping[str, np.ndarray]
-    terms: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SemanticHit:
-    """A semantic candidate: Lesson id, 1-based rank in its facet channel, cosine score."""
-
-    lesson_id: str
-    rank: int
-    score: float
-
-
-@dataclass(frozen=True)
-class FilterMask:
-    """Pre-filter on indexed scalars (an optimisation; final filters use fresh MediaWiki data).
-
-    Empty tuples mean "any". Times are epoch seconds; ``updated_before`` is exclusive.
-    """
-
-    confidence: tuple[str, ...] = ()
-    record_origin: tuple[str, ...] = ()
-    review_state: tuple[str, ...] = ()
-    updated_after: int | None = None
-    updated_before: int | None = None
-
-    @property
-    def is_empty(self) -> bool:
-        """True when the mask keeps every row."""
-        return not (self.confidence or self.record_origin or self.review_state
-                    or self.updated_after is not None or self.updated_before is not None)
-
-
-def _mostly_hangul_terms(terms: Sequence[str]) -> bool:
-    """True when at least 30 % of a Lesson's lexical terms contain Hangul (a Korean Lesson)."""
-    if not terms:
-        return False
-    hangul = sum(1 for t in terms if any("\uac00" <= ch <= "\ud7a3" for ch in t[:1]))
-    return hangul * 10 >= 3 * len(terms)
-
-
-class _Codes:
-    """Small fixed vocabularies of the filter scalars → uint8 codes."""
-
-    confidence = ("low", "medium", "high")
-    record_origin = ("lab", "imported", "synthetic")
-    review_state = ("Draft", "Reviewed", "Stable", "Superseded", "")
-
-    @classmethod
-    def encode(cls, kind: str, value: str) -> int:
-        vocab = getattr(cls, kind)
-        return vocab.index(value) if value in vocab else _UNKNOWN
-
-    @classmethod
-    def decode(cls, kind: str, code: int) -> str:
-        vocab = getattr(cls, kind)
-        return vocab[code] if code < len(vocab) else ""
-
-
-
-
-def _padded(n: int) -> int:
-    return -(-n // COLUMN_BLOCK) * COLUMN_BLOCK
-
-
-def _codes(record: IndexRecord) -> tuple[int, int, int]:
-    return (_Codes.encode("confidence", record.confidence), _Codes.encode("record_origin", record.record_origin),
-            _Codes.encode("review_state", record.review_state))
-
-
-def _column(kept: Sequence[tuple["_Segment", np.ndarray]], name: str, new: np.ndarray) -> np.ndarray:
-    return np.concatenate([getattr(seg, name)[rows] for seg, rows in kept] + [new])
-
-
-class _Segment:
-    """Immutable rows: padded facet blocks, record columns, lexical postings, id → physical row."""
-
-    __slots__ = ("ids", "row", "blocks", "revision", "rhash", "mhash", "created", "updated", "scalars",
-                 "truncated", "lexical", "hangul")
-
-    def __init__(self, dims: int, ids: Sequence[str], blocks: Mapping[str, np.ndarray], revision: np.ndarray,
-                 rhash: np.ndarray, mhash: np.ndarray, created: np.ndarray, updated: np.ndarray,
-                 scalars: np.ndarray, truncated: np.ndarray, terms: Sequence[tuple[str, ...]] | None):
-        n = len(ids)
-        if set(blocks) != set(INDEX_FACETS):
-            raise ValueError(f"columns must cover {INDEX_FACETS}")
-        for facet, block in blocks.items():
-            if block.shape != (dims, _padded(n)) or block.dtype != np.float32 or not block.flags.c_contiguous:
-                raise ValueError(f"{facet} block is {block.shape} {block.dtype}; expected C-contiguous "
-                                 f"({dims}, {_padded(n)}) float32")
-            block.setflags(write=False)
-        self.ids = tuple(ids)
-        self.row = {lesson_id: i for i, lesson_id in enumerate(self.ids)}
-        if len(self.row) != n:
-            raise ValueError("duplicate Lesson ids in snapshot")
-        self.blocks = MappingProxyType({f: blocks[f] for f in INDEX_FACETS})
-        terms = tuple(terms) if terms is not None else ((),) * n
-        if len(terms) != n:
-            raise ValueError("terms length mismatch")
-        self.lexical = Bm25Postings(terms)
-        self.hangul = np.fromiter((_mostly_hangul_terms(t) for t in terms), dtype=bool, count=n)
-        self.hangul.setflags(write=False)
-        for arr in (revision, rhash, mhash, created, updated, scalars, truncated):
-            if len(arr) != n:
-                raise ValueError("column length mismatch")
-            arr.setflags(write=False)
-        self.revision, self.rhash, self.mhash = revision, rhash, mhash
-        self.created, self.updated, self.scalars, self.truncated = created, updated, scalars, truncated
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @classmethod
-    def from_columns(cls, dims: int, ids: Sequence[str], columns: Mapping[str, np.ndarray], **cols) -> "_Segment":
-        """Wrap ``(dims, n)`` float32 columns (copied once into padded blocks)."""
-        n = len(ids)
-        blocks = {}
-        for facet, matrix in columns.items():
-            if matrix.shape != (dims, n) or matrix.dtype != np.float32:
-                raise ValueError(f"{facet} matrix is {matrix.shape} {matrix.dtype}; expected ({dims}, {n}) float32")
-            block = np.zeros((dims, _padded(n)), dtype=np.float32)
-            block[:, :n] = matrix
-            blocks[facet] = block
-        return cls(dims, ids, blocks, **cols)
-
-    @classmethod
-    def build(cls, dims: int, kept: Sequence[tuple["_Segment", np.ndarray]], added: Sequence[IndexEntry],
-              meta: Mapping[str, IndexRecord]) -> "_Segment":
-        """Rows ``kept`` (segment, physical rows) in order, then ``added``; ``meta`` re-describes kept rows."""
-        n_keep = sum(len(rows) for _, rows in kept)
-        n = n_keep + len(added)
-        blocks = {}
-        for facet in INDEX_FACETS:
-            out = np.zeros((dims, _padded(n)), dtype=np.float32)
-            at = 0
-            for seg, rows in kept:
-                out[:, at:at + len(rows)] = seg.blocks[facet][:, rows]
-                at += len(rows)
-            for i, entry in enumerate(added):
-                vec = np.asarray(entry.vectors[facet], dtype=np.float32)
-                if vec.shape != (dims,):
-                    raise ValueError(f"{facet} vector of {entry.record.lesson_id} has shape {vec.shape}")
-                out[:, n_keep + i] = vec
-            blocks[facet] = out
-        ids = [seg.ids[r] for seg, rows in kept for r in rows.tolist()] + [e.record.lesson_id for e in added]
-        records = [e.record for e in added]
-
-        cols = {
-            "revision": _column(kept, "revision", np.array([r.revision_id for r in records], np.int64)),
-            "rhash": _column(kept, "rhash", _digests([r.retrieval_hash for r in records])),
-            "mhash": _column(kept, "mhash", _digests([r.metadata_hash for r in records])),
-            "created": _column(kept, "created", np.array([r.created_at for r in records], np.int64)),
-            "updated": _column(kept, "updated", np.array([r.updated_at for r in records], np.int64)),
-            "scalars": _column(kept, "scalars", np.array([_codes(r) for r in records], np.uint8).reshape(-1, 3)),
-            "truncated": _column(kept, "truncated", np.array([r.truncated_mask for r in records], np.uint8)),
-        }
-        for row, lesson_id in enumerate(ids[:n_keep]):
-            record = meta.get(lesson_id)
-            if record is not None:
-                cols["revision"][row] = record.revision_id
-                cols["mhash"][row] = _digests([record.metadata_hash])[0]
-                cols["created"][row] = record.created_at
-                cols["updated"][row] = record.updated_at
-                cols["scalars"][row] = _codes(record)
-        terms = [seg.lexical.terms[r] for seg, rows in kept for r in rows.tolist()] + [tuple(e.terms) for e in added]
-        return cls(dims, ids, blocks, terms=terms, **cols)
 
 
 class IndexSnapshot:
@@ -296,12 +87,12 @@ class IndexSnapshot:
         terms per row (None: none). Raises ValueError for mismatched shapes or duplicate ids."""
         if set(columns) != set(INDEX_FACETS):
             raise ValueError(f"columns must cover {INDEX_FACETS}")
-        segment = _Segment.from_columns(dims, ids, columns, revision=revision, rhash=rhash, mhash=mhash,
+        segment = Segment.from_columns(dims, ids, columns, revision=revision, rhash=rhash, mhash=mhash,
                                         created=created, updated=updated, scalars=scalars, truncated=truncated,
                                         terms=terms)
         self._init(generation, dims, (segment,), (None,), built_at)
 
-    def _init(self, generation: str, dims: int, segments: tuple[_Segment, ...],
+    def _init(self, generation: str, dims: int, segments: tuple[Segment, ...],
               alive: tuple[np.ndarray | None, ...], built_at: float | None) -> None:
         self.generation = generation
         self.dims = dims
@@ -329,7 +120,7 @@ class IndexSnapshot:
     @classmethod
     def from_entries(cls, generation: str, dims: int, entries: Iterable[IndexEntry]) -> "IndexSnapshot":
         """Build a one-segment snapshot from entries (rows in the given order). Raises ValueError (shapes, ids)."""
-        return cls._assemble(generation, dims, (_Segment.build(dims, (), list(entries), {}),), (None,))
+        return cls._assemble(generation, dims, (Segment.build(dims, (), list(entries), {}),), (None,))
 
     def apply(self, upserts: Sequence[IndexEntry] = (), deletes: Iterable[str] = (),
               metadata_updates: Sequence[IndexRecord] = ()) -> "IndexSnapshot":
@@ -366,14 +157,14 @@ class IndexSnapshot:
         kept = [(self._segments[s], np.array(sorted(rows), dtype=np.int64)) for s, rows in sorted(moved.items())]
         segments = list(self._segments)
         if upserts or kept:
-            segments.append(_Segment.build(self.dims, kept, list(upserts), meta))
+            segments.append(Segment.build(self.dims, kept, list(upserts), meta))
             alive.append(None)
         live = [(seg, mask) for seg, mask in zip(segments, alive)
                 if len(seg) and (mask is None or mask.any())]  # drop segments with no live row left
         segments, alive = ([p[0] for p in live], [p[1] for p in live]) if live else (segments[:1], alive[:1])
         if len(segments) > MAX_SEGMENTS:  # merge the delta segments into one (a copy of the delta only)
-            parts = [(seg, _live_rows(seg, mask)) for seg, mask in zip(segments[1:], alive[1:])]
-            segments = [segments[0], _Segment.build(self.dims, parts, (), {})]
+            parts = [(seg, live_rows(seg, mask)) for seg, mask in zip(segments[1:], alive[1:])]
+            segments = [segments[0], Segment.build(self.dims, parts, (), {})]
             alive = [alive[0], None]
         return self._assemble(self.generation, self.dims, segments, alive)
 
@@ -386,8 +177,8 @@ class IndexSnapshot:
 
     def compacted(self) -> "IndexSnapshot":
         """The same rows as ONE segment without deletions (an O(n) copy; the refresher runs it in background)."""
-        parts = [(seg, _live_rows(seg, mask)) for seg, mask in zip(self._segments, self._alive)]
-        merged = _Segment.build(self.dims, parts, (), {})
+        parts = [(seg, live_rows(seg, mask)) for seg, mask in zip(self._segments, self._alive)]
+        merged = Segment.build(self.dims, parts, (), {})
         return self._assemble(self.generation, self.dims, (merged,), (None,))
 
     @property
@@ -409,7 +200,7 @@ class IndexSnapshot:
     def _live_of(self, s: int) -> np.ndarray:
         live = self._live[s]
         if live is None:
-            live = _live_rows(self._segments[s], self._alive[s])
+            live = live_rows(self._segments[s], self._alive[s])
             self._live[s] = live
         return live
 
@@ -457,17 +248,17 @@ class IndexSnapshot:
         seg, row = self._segments[found[0]], found[1]
         sc = seg.scalars[row]
         return IndexRecord(lesson_id=lesson_id, revision_id=int(seg.revision[row]),
-                           retrieval_hash=_hex(seg.rhash[row].tobytes()), metadata_hash=_hex(seg.mhash[row].tobytes()),
+                           retrieval_hash=hex_digest(seg.rhash[row].tobytes()), metadata_hash=hex_digest(seg.mhash[row].tobytes()),
                            created_at=int(seg.created[row]), updated_at=int(seg.updated[row]),
-                           confidence=_Codes.decode("confidence", int(sc[0])),
-                           record_origin=_Codes.decode("record_origin", int(sc[1])),
-                           review_state=_Codes.decode("review_state", int(sc[2])),
+                           confidence=ScalarCodes.decode("confidence", int(sc[0])),
+                           record_origin=ScalarCodes.decode("record_origin", int(sc[1])),
+                           review_state=ScalarCodes.decode("review_state", int(sc[2])),
                            truncated_mask=int(seg.truncated[row]))
 
     def retrieval_hash(self, lesson_id: str) -> str | None:
         """Indexed retrieval hash of a Lesson (``sha256:…``), None when not indexed."""
         found = self._locate(lesson_id)
-        return None if found is None else _hex(self._segments[found[0]].rhash[found[1]].tobytes())
+        return None if found is None else hex_digest(self._segments[found[0]].rhash[found[1]].tobytes())
 
     def vector(self, facet: str, lesson_id: str) -> np.ndarray | None:
         """One Lesson's ``(dims,)`` vector (a copy), None when not indexed."""
@@ -533,7 +324,7 @@ class IndexSnapshot:
         for col, kind in enumerate(("confidence", "record_origin", "review_state")):
             wanted = getattr(mask, kind)
             if wanted:
-                codes = [_Codes.encode(kind, v) for v in wanted]
+                codes = [ScalarCodes.encode(kind, v) for v in wanted]
                 keep &= np.isin(scalars[:, col], codes)
         if mask.updated_after is not None:
             keep &= updated >= mask.updated_after
@@ -612,7 +403,3 @@ class IndexSnapshot:
             hits = [h for h in hits if h[0] >= min_score]
         hits.sort(key=lambda h: (-h[0], h[1]))
         return [SemanticHit(lesson_id, rank, score) for rank, (score, lesson_id) in enumerate(hits[:k], start=1)]
-
-
-def _live_rows(seg: _Segment, mask: np.ndarray | None) -> np.ndarray:
-    return np.arange(len(seg), dtype=np.int64) if mask is None else np.flatnonzero(mask).astype(np.int64)
