@@ -169,6 +169,33 @@ class EdgesResult:
     partial: bool = False
 
 
+def snapshot_edges(snap: LessonSnapshot) -> list[RelationEdge]:
+    """The relations stored on ``snap`` as edges; ``source`` is the page's own id (the storing page)."""
+    return [RelationEdge(source=snap.id, relation=r.get("relation", ""), target=r.get("to", ""),
+                         note=r.get("note", ""), created_by=r.get("created_by", ""),
+                         created_at=r.get("created_at", "")) for r in snap.page.relations]
+
+
+def relation_edges(lesson_id: str, own: LessonSnapshot | None, sources: Sequence[LessonSnapshot], *,
+                   outgoing: bool, incoming: bool, limit: int, scanned_sources: int,
+                   partial: bool) -> EdgesResult:
+    """The :class:`EdgesResult` of ``lesson_id`` from snapshots a repository has read.
+
+    ``own`` is the Lesson's own snapshot (read only when ``outgoing``; None when
+    missing), ``sources`` the snapshots of pages that may store an edge to it
+    (read only when ``incoming``), ``scanned_sources`` how many candidate pages
+    were examined and ``partial`` whether candidates were cut at ``limit``. Both
+    repositories share this so their answers have one shape
+    (docs/tools.md#get-lesson, docs/tools.md#find-related-lessons).
+    """
+    out_edges = tuple(snapshot_edges(own)) if outgoing and own is not None else ()
+    in_edges = tuple(e for snap in sources for e in snapshot_edges(snap) if e.target == lesson_id) if incoming else ()
+    scanned = (1 if outgoing and own is not None else 0) + (scanned_sources if incoming else 0)
+    return EdgesResult(outgoing=out_edges, incoming=in_edges, scanned=scanned,
+                       scan_limit=(limit if incoming else 0) + (1 if outgoing else 0),
+                       partial=partial and incoming)
+
+
 @dataclass(frozen=True)
 class RevisionInfo:
     """Metadata of one revision of a Lesson page (content not included)."""

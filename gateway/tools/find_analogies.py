@@ -31,7 +31,7 @@ from gateway.tools.schema_parts import (
     array, cursor, enum, Fields, LIMITS, min_score, next_cursor, obj, page_limit, retrieval_mode_in,
     retrieval_props, revision_id, scan_props, scope_in, scope_out, score, string
 )
-from gateway.wiki.repository import snapshot_edges
+from gateway.domain.repository import snapshot_edges
 
 __all__ = ["NAME", "SPEC"]
 

@@ -39,7 +39,7 @@ from gateway.tools.schema_parts import (
     array, citation_item_schema, cursor, DIGEST_PATTERN, DIRECTIONS, enum, Fields, integer, LIMITS,
     next_cursor, obj, page_limit, revision_id, string
 )
-from gateway.wiki.repository import snapshot_edges
+from gateway.domain.repository import snapshot_edges
 
 __all__ = ["NAME", "SPEC"]
 

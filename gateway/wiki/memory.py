@@ -42,7 +42,7 @@ from gateway.domain.repository import (
     PageMissing,
     RecentChange,
     RecentChangesPage,
-    RelationEdge,
+    relation_edges,
     RevisionInfo,
     RevisionPage,
     SNAPSHOT_BATCH,
@@ -50,7 +50,6 @@ from gateway.domain.repository import (
     ScanPage,
 )
 from gateway.domain.schema import Schema, load_schema
-from gateway.wiki.repository import snapshot_edges as _edges
 
 __all__ = ["InMemoryRepository"]
 
@@ -152,28 +151,17 @@ class InMemoryRepository(LessonRepository):
 
     def find_relation_edges(self, lesson_id: str, *, outgoing: bool = True, incoming: bool = True,
                             limit: int = 500) -> EdgesResult:
-        out_edges: tuple[RelationEdge, ...] = ()
-        in_edges: list[RelationEdge] = []
-        scanned, partial = 0, False
-        if outgoing:
-            snap = self._safe_snapshot(lesson_id)
-            if snap is not None:
-                out_edges = tuple(_edges(snap))
-                scanned += 1
+        own = self._safe_snapshot(lesson_id) if outgoing else None
+        sources = []
         if incoming:
             with self._lock:
                 others = [i for i in self._pages if i != lesson_id]
-            sources = []
             for other in others:
                 snap = self._safe_snapshot(other)
                 if snap is not None and any(r.get("to") == lesson_id for r in snap.page.relations):
                     sources.append(snap)
-            partial = len(sources) > limit
-            for snap in sources[:limit]:
-                in_edges.extend(e for e in _edges(snap) if e.target == lesson_id)
-            scanned += min(len(sources), limit)
-        return EdgesResult(outgoing=out_edges, incoming=tuple(in_edges), scanned=scanned,
-                           scan_limit=(limit if incoming else 0) + (1 if outgoing else 0), partial=partial)
+        return relation_edges(lesson_id, own, sources[:limit], outgoing=outgoing, incoming=incoming, limit=limit,
+                              scanned_sources=min(len(sources), limit), partial=len(sources) > limit)
 
     def list_revisions(self, lesson_id: str, cursor: str | None, limit: int) -> RevisionPage:
         limit = max(1, min(int(limit), 500))

@@ -67,7 +67,7 @@ from gateway.domain.repository import (
     LessonRepository,
     RecentChange,
     RecentChangesPage,
-    RelationEdge,
+    relation_edges,
     RevisionInfo,
     RevisionPage,
     SNAPSHOT_BATCH,
@@ -78,7 +78,7 @@ from gateway.domain.repository import (
 from gateway.domain.schema import Schema, load_schema
 from gateway.wiki.client import WikiClient
 
-__all__ = ["MediaWikiRepository", "repository_factory", "snapshot_edges"]
+__all__ = ["MediaWikiRepository", "repository_factory"]
 
 log = logging.getLogger(__name__)
 
@@ -382,24 +382,16 @@ class MediaWikiRepository(LessonRepository):
     def find_relation_edges(self, lesson_id: str, *, outgoing: bool = True, incoming: bool = True,
                             limit: int = 500) -> EdgesResult:
         """Stored relation edges of ``lesson_id`` (see module doc); ``limit`` caps incoming candidates."""
-        out_edges: tuple[RelationEdge, ...] = ()
-        in_edges: list[RelationEdge] = []
-        scanned, partial = 0, False
-        if outgoing:
-            snap = self.get_snapshot(lesson_id)
-            if snap is not None:
-                out_edges = tuple(snapshot_edges(snap))
-                scanned += 1
+        own = self.get_snapshot(lesson_id) if outgoing else None
+        sources: list[str] = []
+        partial = False
+        snaps: dict = {}
         if incoming:
             sources, partial = self._incoming_candidates(lesson_id, limit)
             snaps = self.get_snapshots(sources)
-            scanned += len(sources)
-            for source in sources:
-                snap = snaps.get(source)
-                if snap is not None:
-                    in_edges.extend(e for e in snapshot_edges(snap) if e.target == lesson_id)
-        return EdgesResult(outgoing=out_edges, incoming=tuple(in_edges), scanned=scanned,
-                           scan_limit=(limit if incoming else 0) + (1 if outgoing else 0), partial=partial)
+        return relation_edges(lesson_id, own, [snaps[s] for s in sources if snaps.get(s) is not None],
+                              outgoing=outgoing, incoming=incoming, limit=limit,
+                              scanned_sources=len(sources), partial=partial)
 
     def list_revisions(self, lesson_id: str, cursor: str | None, limit: int) -> RevisionPage:
         """Revision metadata newest first (``rvlimit`` ≤ 500); cursor = MediaWiki ``rvcontinue``."""
@@ -586,13 +578,6 @@ def _copy(page: LessonPage) -> LessonPage:
     return LessonPage(fields=dict(page.fields), evidence=tuple(dict(e) for e in page.evidence),
                       verifications=tuple(dict(v) for v in page.verifications),
                       relations=tuple(dict(r) for r in page.relations), extra_wikitext=page.extra_wikitext)
-
-
-def snapshot_edges(snap: LessonSnapshot) -> list[RelationEdge]:
-    """The relations stored on ``snap`` as edges; ``source`` is the page's own id (the storing page)."""
-    return [RelationEdge(source=snap.id, relation=r.get("relation", ""), target=r.get("to", ""),
-                         note=r.get("note", ""), created_by=r.get("created_by", ""),
-                         created_at=r.get("created_at", "")) for r in snap.page.relations]
 
 
 def _content(rev: dict[str, Any]) -> str | None:
