@@ -548,7 +548,10 @@ def test_output_over_byte_cap_is_output_too_large(schema_dir):
     assert len(r.data) <= 4096
 
 
-def test_budget_helper_shrinks_pages_to_fit_exactly(schema_dir):
+def budget_filling_client(schema_dir, cap: int):
+    """A test client whose ``search_lessons`` fills ``cap`` bytes with a fit_prefix page; returns (client, sizes).
+
+    ``sizes`` receives ``n`` (items kept) and ``remaining`` (bytes the budget says are left)."""
     sizes = {}
 
     def handler(arguments, ctx):
@@ -557,8 +560,13 @@ def test_budget_helper_shrinks_pages_to_fit_exactly(schema_dir):
         sizes["n"], sizes["remaining"] = n, ctx.budget.remaining_bytes(obj)
         return obj
 
+    app = _make_app(schema_dir, specs=_specs_with(search_lessons=handler), S3RM_OUTPUT_MAX_BYTES=str(cap))
+    return app.test_client(), sizes
+
+
+def test_budget_helper_shrinks_pages_to_fit_exactly(schema_dir):
     cap = 4096
-    client = _make_app(schema_dir, specs=_specs_with(search_lessons=handler), S3RM_OUTPUT_MAX_BYTES=str(cap)).test_client()
+    client, sizes = budget_filling_client(schema_dir, cap)
     r = post(client, rpc("tools/call", {"name": "search_lessons", "arguments": {}}, id_="req-42"))
     result = assert_json(r)["result"]
     assert result["isError"] is False

@@ -220,18 +220,10 @@ def test_small_answers_are_not_compressed(client):
 
 def test_output_cap_counts_the_2026_members_exactly(schema_dir):
     # the budget measures the bytes sent, resultType and _meta included (docs/transport.md#tool-results)
-    from test_transport import _make_app, _specs_with
-
-    sizes = {}
-
-    def handler(arguments, ctx):
-        items = [f"항목 {i} " + "x" * 300 for i in range(40)]
-        obj, n = ctx.budget.fit_prefix(items, lambda part: {"results": list(part), "next_cursor": str(len(part))})
-        sizes["n"], sizes["remaining"] = n, ctx.budget.remaining_bytes(obj)
-        return obj
+    from test_transport import budget_filling_client
 
     cap = 4096
-    client = _make_app(schema_dir, specs=_specs_with(search_lessons=handler), S3RM_OUTPUT_MAX_BYTES=str(cap)).test_client()
+    client, sizes = budget_filling_client(schema_dir, cap)
     r = send(client, modern("tools/call", {"name": "search_lessons", "arguments": {}}, id_="req-42"),
              name="search_lessons")
     result = assert_json(r)["result"]
