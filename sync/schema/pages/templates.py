@@ -162,6 +162,28 @@ def lesson_template(schema: Schema, caps: WikiCapabilities) -> str:
     return "".join(parts) + _doc(schema, rec, caps, intro)
 
 
+def _record_card(schema: Schema, rec: RecordDef, caps: WikiCapabilities, kind: str, record_anchor: str,
+                 evidence_anchor: str, record_id: str, head: str, rows: list[str], intro: str) -> str:
+    """An append-only record's template: its SMW subobject, a ``s3rm-record s3rm-<kind>`` card and the doc part.
+
+    The card's head shows the record label, ``record_id`` and ``head`` (badges and links of that
+    record kind); its body the field ``rows`` and the provenance line.
+    """
+    parts = ["<includeonly>"]
+    if caps.smw:
+        parts.append(smw_subobject(schema, rec, f"{rec.subobject_prefix}-{record_anchor}"))
+    parts.append(
+        f'<div class="s3rm-record s3rm-{kind}" id="{rec.subobject_prefix}-{record_anchor}" '
+        f'data-evidence-id="{evidence_anchor}">\n'
+        f'<div class="s3rm-record-head"><span class="s3rm-record-kind">{wt(rec.label)}</span> '
+        f'<code class="s3rm-record-id">{record_id}</code> {head}</div>\n'
+        + _table(rows, "s3rm-record-fields") + "\n"
+        + _provenance(_provenance_fields(rec)) + "\n"
+        "</div></includeonly>"
+    )
+    return "".join(parts) + _doc(schema, rec, caps, intro)
+
+
 def evidence_template(schema: Schema, caps: WikiCapabilities) -> str:
     """``Template:Lesson evidence`` wikitext (digest placeholder: ``docs/data-contract.md#digests``)."""
     rec = schema.evidence
@@ -180,23 +202,12 @@ def evidence_template(schema: Schema, caps: WikiCapabilities) -> str:
              '<span class="s3rm-digest-pending">브라우저에서 계산해 표시합니다</span></code>',
              "s3rm-field s3rm-field-digest"),
     ]
-    parts = ["<includeonly>"]
-    if caps.smw:
-        parts.append(smw_subobject(schema, rec, f"{rec.subobject_prefix}-{ev_anchor}"))
-    parts.append(
-        f'<div class="s3rm-record s3rm-evidence" id="{rec.subobject_prefix}-{ev_anchor}" data-evidence-id="{ev_anchor}">\n'
-        f'<div class="s3rm-record-head"><span class="s3rm-record-kind">{wt(rec.label)}</span> '
-        f'<code class="s3rm-record-id">{ev_id}</code> '
-        f'{_badge(schema, rec.field("kind"))} '
-        f'{_badge(schema, rec.field("verification_basis"), rec.field("verification_basis").label)}</div>\n'
-        + _table(rows, "s3rm-record-fields") + "\n"
-        + _provenance(_provenance_fields(rec)) + "\n"
-        "</div></includeonly>"
-    )
+    head = (f'{_badge(schema, rec.field("kind"))} '
+            f'{_badge(schema, rec.field("verification_basis"), rec.field("verification_basis").label)}')
     intro = (f"'''{wt(rec.label)}''' 한 건을 보여 주는 틀입니다. 메모 하나에 여러 번 쓸 수 있습니다. "
              "자료 digest는 위키 문법으로 계산할 수 없어서, 사이트 스크립트가 게이트웨이에서 받아 "
              "<code>s3rm-evidence-digest</code> 자리에 채웁니다. 검증 기록을 남길 때 이 값을 그대로 옮겨 적습니다.")
-    return "".join(parts) + _doc(schema, rec, caps, intro)
+    return _record_card(schema, rec, caps, "evidence", ev_anchor, ev_anchor, ev_id, head, rows, intro)
 
 
 def verification_template(schema: Schema, caps: WikiCapabilities) -> str:
@@ -212,23 +223,11 @@ def verification_template(schema: Schema, caps: WikiCapabilities) -> str:
              for f in row_fields]
     evidence_link = ("{{#if:" + param("evidence_id") + "|[[#" + schema.evidence.subobject_prefix + "-"
                      + anchor("evidence_id") + "|" + param("evidence_id") + "]]}}")
-    parts = ["<includeonly>"]
-    if caps.smw:
-        parts.append(smw_subobject(schema, rec, f"{rec.subobject_prefix}-{v_anchor}"))
-    parts.append(
-        f'<div class="s3rm-record s3rm-verification" id="{rec.subobject_prefix}-{v_anchor}" '
-        f'data-evidence-id="{anchor("evidence_id")}">\n'
-        f'<div class="s3rm-record-head"><span class="s3rm-record-kind">{wt(rec.label)}</span> '
-        f'<code class="s3rm-record-id">{v_id}</code> '
-        f'<span class="s3rm-verification-target">{wt(rec.field("evidence_id").label)} {evidence_link}</span> '
-        f'{_badge(schema, rec.field("outcome"), rec.field("outcome").label)}</div>\n'
-        + _table(rows, "s3rm-record-fields") + "\n"
-        + _provenance(_provenance_fields(rec)) + "\n"
-        "</div></includeonly>"
-    )
+    head = (f'<span class="s3rm-verification-target">{wt(rec.field("evidence_id").label)} {evidence_link}</span> '
+            f'{_badge(schema, rec.field("outcome"), rec.field("outcome").label)}')
     intro = (f"'''{wt(rec.label)}''' 한 건을 보여 주는 틀입니다. 기록은 덧붙이기만 하고 고치거나 지우지 않으며, "
              "같은 근거 자료의 마지막 기록이 현재 판정입니다. 확인한 주장은 쉼표로 구분해 저장합니다.")
-    return "".join(parts) + _doc(schema, rec, caps, intro)
+    return _record_card(schema, rec, caps, "verification", v_anchor, anchor("evidence_id"), v_id, head, rows, intro)
 
 
 def relation_template(schema: Schema, caps: WikiCapabilities) -> str:
