@@ -38,16 +38,8 @@ serving and the status becomes ``degraded`` (``unavailable`` without one).
 Before the first activation (and after any failure) the provider is probed
 against the pinned profile; a mismatch blocks activation (docs/retrieval.md#generation).
 
-Status (docs/retrieval.md#semantic-status), computed by :meth:`SemanticState.status`:
-
-* ``disabled`` — provider disabled;
-* ``unavailable`` — profile mismatch, or no snapshot and the last build failed;
-* ``building`` — no snapshot yet (legacy answers meanwhile);
-* ``degraded`` — a snapshot serves but the last refresh failed (failed ids unresolved);
-* ``stale`` — a snapshot serves but known changes are pending, a stale hash
-  was seen since the last success, or the last full reconcile is older than
-  ``S3RM_SEMANTIC_MAX_LAG_SECONDS``;
-* ``ready`` — otherwise.
+Status (docs/retrieval.md#semantic-status) is computed by
+:meth:`gateway.retrieval.semantic_state.SemanticState.status`.
 
 Logs and metrics carry counts, durations, generation and error codes only.
 """
@@ -56,7 +48,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from gateway.core.errors import ToolError
@@ -64,10 +55,11 @@ from gateway.domain.repository import LessonRepository, RepositoryError, SNAPSHO
 from gateway.domain.repository import ChangePosition
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, ProviderProfileMismatch
 from gateway.retrieval.follower import ChangeFollower, FollowBatch
-from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
+from gateway.retrieval.index import IndexEntry, IndexSnapshot, epoch_seconds
 from gateway.retrieval.analyzer import analyze, analyzer
 from gateway.config.profiles import INDEX_FACETS, WHOLE
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument
+from gateway.retrieval.semantic_state import RefreshOutcome, SemanticState, record_of
 from gateway.config.retrieval import RetrievalSettings
 
 __all__ = ["IndexRefresher", "SemanticState", "RefreshOutcome", "record_of"]
@@ -80,79 +72,6 @@ MAX_SCAN_BATCHES = 20000
 FAILURE_RETRY_SECONDS = 30.0
 #: Tombstones kept at most (oldest dropped first; a full reconcile also clears those it covers).
 MAX_TOMBSTONES = 100_000
-
-
-def record_of(doc: ProjectionDocument) -> IndexRecord:
-    """The index record of a projection: ids, revision, hashes, times, filter scalars.
-
-    Contract: docs/retrieval.md#index-records.
-    """
-    meta = doc.metadata
-    return IndexRecord(lesson_id=doc.lesson_id, revision_id=doc.revision_id, retrieval_hash=doc.retrieval_hash,
-                       metadata_hash=meta.metadata_hash, created_at=epoch_seconds(meta.created_at),
-                       updated_at=epoch_seconds(meta.updated_at), confidence=meta.confidence,
-                       record_origin=meta.record_origin, review_state=meta.review_state,
-                       truncated_mask=doc.truncated_mask)
-
-
-@dataclass
-class RefreshOutcome:
-    """What one refresh did (counts only)."""
-
-    kind: str
-    examined: int = 0
-    embedded: int = 0
-    metadata_only: int = 0
-    removed: int = 0
-    swapped: bool = False
-    error: str | None = None
-    seconds: float = 0.0
-
-
-@dataclass
-class SemanticState:
-    """Mutable semantic state, guarded by the refresher's lock. Times are ``clock()`` seconds."""
-
-    enabled: bool
-    snapshot: IndexSnapshot | None = None
-    profile_verified: bool = False
-    profile_mismatch: bool = False
-    last_error: str | None = None
-    failed_ids: frozenset[str] = frozenset()
-    pending_ids: set[str] = field(default_factory=set)
-    full_pending: bool = False
-    running: str | None = None
-    last_reconcile_at: float | None = None
-    last_reconcile_started: float | None = None
-    last_attempt_at: float | None = None
-    stale_seen: bool = False
-    canonical_count: int | None = None
-    missing_ids: set[str] = field(default_factory=set)
-    stale_ids: set[str] = field(default_factory=set)
-    orphans_removed: int = 0
-    builds: int = 0
-    failures: int = 0
-    last_outcome: RefreshOutcome | None = None
-    #: lesson id → (stream position of the delete/move, revision indexed then; 0 when none)
-    tombstones: dict[str, tuple[ChangePosition, int]] = field(default_factory=dict)
-    follow_error: str | None = None
-    follow_lag_seconds: float | None = None
-    last_poll_at: float | None = None
-
-    def status(self, now: float, max_lag: float) -> str:
-        """The semantic_status value (module docstring, docs/retrieval.md#semantic-status)."""
-        if not self.enabled:
-            return "disabled"
-        if self.profile_mismatch:
-            return "unavailable"
-        if self.snapshot is None:
-            return "unavailable" if self.last_error else "building"
-        if self.last_error:
-            return "degraded"
-        lagging = self.last_reconcile_at is None or now - self.last_reconcile_at > max_lag
-        if self.pending_ids or self.stale_seen or lagging:
-            return "stale"
-        return "ready"
 
 
 class IndexRefresher:
