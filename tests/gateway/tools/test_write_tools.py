@@ -9,6 +9,10 @@ response field names (docs/tools.md#current-revision-id), read-your-write
 (docs/retrieval.md#read-your-write).
 
 Every test creates its own Lessons (unique ids) in the session's wiki.
+
+Size: about 700 lines: one section per write tool (success, replay, conflict,
+restart, validation cases) plus a cross-cutting section, all on the one
+harness of ``tests/support/write_harness.py``.
 """
 from __future__ import annotations
 

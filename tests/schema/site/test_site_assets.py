@@ -3,6 +3,10 @@
 Static checks run everywhere; the ``dev_wiki`` tests render the pages in the
 real MediaWiki (the sanitizer must keep the ids and data attributes the script
 relies on, and the preload skeleton must survive its own save).
+
+Size: about 700 lines: the static checks and the rendered-in-MediaWiki checks
+of the same assets stay together so a selector the script relies on is tested
+next to the page that must keep it.
 """
 from __future__ import annotations
 
