@@ -16,9 +16,17 @@ Tables (created idempotently under one advisory lock, so N gateways may start at
 * ``s3rm_cursor_key`` — the cursor signing keys every gateway shares;
 * one table per generation (``s3rm_g_<16 hex>``): per Lesson the record
   (revision, raw hashes, epoch times, filter scalars, truncation mask), its
-  analysed lexical terms, four facet vectors, a tombstone flag, the change
-  sequence number ``seq`` (global sequence ``s3rm_change_seq``) and the fencing
-  token of the write. No Lesson text is stored.
+  analysed lexical terms, a tombstone flag, the change sequence number ``seq``
+  (global sequence ``s3rm_change_seq``) and the fencing token of the write. No
+  Lesson text is stored;
+* the facet vectors, by the generation's ``layout`` (docs/hybrid-search.md#pgvector-layout):
+  layout 2 (every new generation) keeps one table per facet
+  (``s3rm_g_<16 hex>_<facet>``: ``lesson_id``, the vector, stored ``PLAIN``
+  so it stays inside the heap row and an exact scan reads no TOAST); live rows
+  only, a delete removes them. Layout 1 (generations registered before) has
+  the four vectors as columns of the generation table (NULL on tombstones);
+  it keeps working but a 1024-dim row exceeds the TOAST threshold, so every
+  exact scan there detoasts each vector.
 
 Every write runs in one transaction that first locks the generation's lease
 row and checks holder and token (:class:`FencingError` otherwise), so a
@@ -47,6 +55,11 @@ log = logging.getLogger("s3rm.pgvector")
 STATES = ("building", "ready", "active", "previous", "retired")
 #: pgvector indexes halfvec up to 4,000 dimensions.
 HALFVEC_MAX_DIMS = 4000
+#: The vector layout of newly registered generations (docs/hybrid-search.md#pgvector-layout).
+LAYOUT = 2
+#: Vectors up to this many bytes (the value, 8-byte header included) are stored PLAIN, inside the heap row;
+#: larger ones keep pgvector's default (EXTERNAL) because a heap row must fit one 8 KiB page.
+PLAIN_MAX_BYTES = 6000
 _SCHEMA_LOCK = 0x53334D52  # "S3MR": serialises DDL between gateways
 _ACTIVE = "active"
 
@@ -70,6 +83,7 @@ CREATE TABLE IF NOT EXISTS s3rm_dirty (
   PRIMARY KEY (generation, lesson_id));
 CREATE TABLE IF NOT EXISTS s3rm_cursor_key (
   kid int PRIMARY KEY, secret bytea NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+ALTER TABLE s3rm_generation ADD COLUMN IF NOT EXISTS layout smallint NOT NULL DEFAULT 1;
 """
 
 _RECORD_COLUMNS = ("lesson_id", "revision_id", "retrieval_hash", "metadata_hash", "created_at", "updated_at",
@@ -96,7 +110,8 @@ def table_for(generation: str) -> str:
 @dataclass(frozen=True)
 class GenerationInfo:
     """One registry row: ``name``, ``table``, ``dims``, ``storage`` (halfvec|vector), ``state``, ``hnsw``,
-    ``reconciled_at`` (epoch seconds of the leader's last full reconcile, None before)."""
+    ``reconciled_at`` (epoch seconds of the leader's last full reconcile, None before), ``layout``
+    (1: vectors are columns of ``table``; 2: one table per facet, docs/hybrid-search.md#pgvector-layout)."""
 
     name: str
     table: str
@@ -105,6 +120,22 @@ class GenerationInfo:
     state: str
     hnsw: bool
     reconciled_at: float | None
+    layout: int = 1
+
+    def vector_table(self, facet: str) -> str:
+        """The table holding ``facet``'s vectors (column named like the facet). Raises ValueError for another facet."""
+        name = _facet(facet)
+        return self.table if self.layout == 1 else f"{self.table}_{name}"
+
+    def relations(self) -> tuple[str, ...]:
+        """Every table of this generation: the generation table, then (layout 2) the facet tables."""
+        if self.layout == 1:
+            return (self.table,)
+        return (self.table, *(self.vector_table(f) for f in INDEX_FACETS))
+
+    def vector_type(self) -> str:
+        """The SQL type of one facet vector, e.g. ``halfvec(1024)``."""
+        return f"{self.storage}({int(self.dims)})"
 
 
 def _digest(text: str) -> bytes:
@@ -165,24 +196,41 @@ class PgStore:
         self._schema_ready = True
 
     # -------------------------------------------------------------- registry
-    def register(self, generation: str, dims: int, *, hnsw: bool = False) -> GenerationInfo:
-        """Register ``generation`` (state ``building``) and create its table; returns the row (existing or new)."""
+    def register(self, generation: str, dims: int, *, hnsw: bool = False, layout: int = LAYOUT) -> GenerationInfo:
+        """Register ``generation`` (state ``building``) and create its tables; returns the row (existing or new).
+
+        ``layout`` (default :data:`LAYOUT`) applies to a new generation only; an existing one keeps
+        its own. Raises ValueError for a layout other than 1 or 2.
+        """
+        if layout not in (1, 2):
+            raise ValueError(f"unknown vector layout {layout!r}")
         self.ensure_schema()
         table = table_for(generation)
         storage = "halfvec" if dims <= HALFVEC_MAX_DIMS else "vector"
-        vec_cols = ", ".join(f"{f} {storage}({dims})" for f in INDEX_FACETS)
+        new = GenerationInfo(generation, table, dims, storage, "building", False, None, layout)
+        vtype = new.vector_type()
+        vec_cols = "".join(f"{f} {vtype}, " for f in INDEX_FACETS) if layout == 1 else ""
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {table} (lesson_id text PRIMARY KEY, revision_id bigint NOT NULL, "
-                "retrieval_hash bytea NOT NULL, metadata_hash bytea NOT NULL, created_at bigint NOT NULL, "
-                "updated_at bigint NOT NULL, confidence text NOT NULL, record_origin text NOT NULL, "
-                "review_state text NOT NULL, truncated smallint NOT NULL DEFAULT 0, terms text[], "
-                f"{vec_cols}, deleted boolean NOT NULL DEFAULT false, seq bigint NOT NULL, fence bigint NOT NULL)")
-            conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {table} (seq)")
-            conn.execute("INSERT INTO s3rm_generation (name, table_name, dims, storage, state) "
-                         "VALUES (%s, %s, %s, %s, 'building') ON CONFLICT (name) DO NOTHING",
-                         (generation, table, dims, storage))
+            known = conn.execute("SELECT layout FROM s3rm_generation WHERE name = %s", (generation,)).fetchone()
+            if known is None:
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {table} (lesson_id text PRIMARY KEY, revision_id bigint NOT NULL, "
+                    "retrieval_hash bytea NOT NULL, metadata_hash bytea NOT NULL, created_at bigint NOT NULL, "
+                    "updated_at bigint NOT NULL, confidence text NOT NULL, record_origin text NOT NULL, "
+                    "review_state text NOT NULL, truncated smallint NOT NULL DEFAULT 0, terms text[], "
+                    f"{vec_cols}deleted boolean NOT NULL DEFAULT false, seq bigint NOT NULL, fence bigint NOT NULL)")
+                conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {table} (seq)")
+                if layout == 2:
+                    plain = (2 if storage == "halfvec" else 4) * dims + 8 <= PLAIN_MAX_BYTES
+                    for f in INDEX_FACETS:
+                        vt = new.vector_table(f)
+                        conn.execute(f"CREATE TABLE IF NOT EXISTS {vt} (lesson_id text PRIMARY KEY, "
+                                     f"{f} {vtype} NOT NULL)")
+                        if plain:
+                            conn.execute(f"ALTER TABLE {vt} ALTER COLUMN {f} SET STORAGE PLAIN")
+                conn.execute("INSERT INTO s3rm_generation (name, table_name, dims, storage, state, layout) "
+                             "VALUES (%s, %s, %s, %s, 'building', %s)", (generation, table, dims, storage, layout))
             conn.execute("INSERT INTO s3rm_lease (name) VALUES (%s) ON CONFLICT DO NOTHING", (generation,))
         if hnsw:
             self.build_hnsw(generation)
@@ -190,21 +238,40 @@ class PgStore:
         assert info is not None
         return info
 
-    def build_hnsw(self, generation: str, *, m: int = 16, ef_construction: int = 64) -> None:
-        """Create one HNSW (inner product) index per facet of ``generation`` (idempotent)."""
+    def build_hnsw(self, generation: str, *, m: int = 16, ef_construction: int = 64,
+                   facets: Sequence[str] = INDEX_FACETS, maintenance_work_mem: str | None = None,
+                   parallel_workers: int | None = None) -> None:
+        """Create one HNSW (inner product) index per facet of ``generation`` (idempotent).
+
+        ``facets``: which facets (default all four; a facet without one is searched exactly).
+        ``maintenance_work_mem`` (e.g. ``'2GB'``) and ``parallel_workers``
+        (``max_parallel_maintenance_workers``) apply to this session's builds only; the
+        build is fastest while the graph fits ``maintenance_work_mem``. Raises
+        ValueError for an unknown facet, StoreError for an unknown generation.
+        """
         info = self._require(generation)
         ops = f"{info.storage}_ip_ops"
         with self.pool.connection() as conn:
-            for facet in INDEX_FACETS:
-                conn.execute(f"CREATE INDEX IF NOT EXISTS {info.table}_{facet}_hnsw ON {info.table} "
-                             f"USING hnsw ({facet} {ops}) WITH (m = {int(m)}, ef_construction = {int(ef_construction)})")
+            if maintenance_work_mem is not None:
+                conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (maintenance_work_mem,))
+            if parallel_workers is not None:
+                conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, false)",
+                             (str(int(parallel_workers)),))
+            try:
+                for facet in facets:
+                    conn.execute(f"CREATE INDEX IF NOT EXISTS {info.table}_{facet}_hnsw ON {info.vector_table(facet)} "
+                                 f"USING hnsw ({facet} {ops}) WITH (m = {int(m)}, "
+                                 f"ef_construction = {int(ef_construction)})")
+            finally:
+                conn.execute("RESET maintenance_work_mem")
+                conn.execute("RESET max_parallel_maintenance_workers")
             conn.execute("UPDATE s3rm_generation SET hnsw = true WHERE name = %s", (generation,))
 
     def generation(self, name: str) -> GenerationInfo | None:
         """The registry row of ``name`` (None when unknown)."""
         self.ensure_schema()
         with self.pool.connection() as conn:
-            row = conn.execute("SELECT name, table_name, dims, storage, state, hnsw, reconciled_at "
+            row = conn.execute("SELECT name, table_name, dims, storage, state, hnsw, reconciled_at, layout "
                                "FROM s3rm_generation WHERE name = %s", (name,)).fetchone()
         return GenerationInfo(*row) if row else None
 
@@ -212,7 +279,7 @@ class PgStore:
         """Every registry row, oldest first."""
         self.ensure_schema()
         with self.pool.connection() as conn:
-            rows = conn.execute("SELECT name, table_name, dims, storage, state, hnsw, reconciled_at "
+            rows = conn.execute("SELECT name, table_name, dims, storage, state, hnsw, reconciled_at, layout "
                                 "FROM s3rm_generation ORDER BY created_at, name").fetchall()
         return [GenerationInfo(*r) for r in rows]
 
@@ -302,7 +369,7 @@ class PgStore:
                              "; cut over or roll back first")
         info = self._require(generation)
         with self.pool.connection() as conn, conn.transaction():
-            conn.execute(f"DROP TABLE IF EXISTS {info.table}")
+            conn.execute(f"DROP TABLE IF EXISTS {', '.join(info.relations())}")
             conn.execute("UPDATE s3rm_generation SET state = 'retired', state_at = now() WHERE name = %s",
                          (generation,))
             conn.execute("DELETE FROM s3rm_dirty WHERE generation = %s", (generation,))
@@ -363,8 +430,9 @@ class PgStore:
             if upserts:
                 cols = (*_RECORD_COLUMNS, *INDEX_FACETS)
                 stage = f"stage_{t}"
-                conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS SELECT {', '.join(cols)} FROM {t} "
-                             "WITH NO DATA")
+                vtype = info.vector_type()
+                conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS SELECT {', '.join(_RECORD_COLUMNS)}, "
+                             f"{', '.join(f'NULL::{vtype} AS {f}' for f in INDEX_FACETS)} FROM {t} WITH NO DATA")
                 conn.execute(f"TRUNCATE {stage}")
                 with conn.cursor().copy(f"COPY {stage} ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)") as copy:
                     copy.set_types([*_RECORD_TYPES, *([info.storage] * len(INDEX_FACETS))])
@@ -374,11 +442,17 @@ class PgStore:
                                         _digest(r.metadata_hash), r.created_at, r.updated_at, r.confidence,
                                         r.record_origin, r.review_state, r.truncated_mask, list(e.terms),
                                         *(wrap(np.asarray(e.vectors[f], dtype=np.float32)) for f in INDEX_FACETS)))
-                assign = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols[1:])
-                conn.execute(f"INSERT INTO {t} ({', '.join(cols)}, deleted, seq, fence) "
-                             f"SELECT {', '.join(cols)}, false, nextval('s3rm_change_seq'), %s FROM {stage} "
+                inline = cols if info.layout == 1 else _RECORD_COLUMNS
+                assign = ", ".join(f"{c} = EXCLUDED.{c}" for c in inline[1:])
+                conn.execute(f"INSERT INTO {t} ({', '.join(inline)}, deleted, seq, fence) "
+                             f"SELECT {', '.join(inline)}, false, nextval('s3rm_change_seq'), %s FROM {stage} "
                              f"ON CONFLICT (lesson_id) DO UPDATE SET {assign}, deleted = false, "
                              "seq = EXCLUDED.seq, fence = EXCLUDED.fence", (token,))
+                if info.layout == 2:
+                    for f in INDEX_FACETS:
+                        vt = info.vector_table(f)
+                        conn.execute(f"INSERT INTO {vt} (lesson_id, {f}) SELECT lesson_id, {f} FROM {stage} "
+                                     f"ON CONFLICT (lesson_id) DO UPDATE SET {f} = EXCLUDED.{f}")
             for r in metadata_updates:
                 conn.execute(f"UPDATE {t} SET revision_id = %s, metadata_hash = %s, created_at = %s, "
                              "updated_at = %s, confidence = %s, record_origin = %s, review_state = %s, "
@@ -386,10 +460,13 @@ class PgStore:
                              (r.revision_id, _digest(r.metadata_hash), r.created_at, r.updated_at, r.confidence,
                               r.record_origin, r.review_state, token, r.lesson_id))
             if deletes:
-                nulls = ", ".join(f"{f} = NULL" for f in INDEX_FACETS)
-                conn.execute(f"UPDATE {t} SET deleted = true, terms = NULL, {nulls}, "
+                nulls = "".join(f", {f} = NULL" for f in INDEX_FACETS) if info.layout == 1 else ""
+                conn.execute(f"UPDATE {t} SET deleted = true, terms = NULL{nulls}, "
                              "seq = nextval('s3rm_change_seq'), fence = %s WHERE lesson_id = ANY(%s) AND NOT deleted",
                              (token, deletes))
+                if info.layout == 2:
+                    for f in INDEX_FACETS:
+                        conn.execute(f"DELETE FROM {info.vector_table(f)} WHERE lesson_id = ANY(%s)", (deletes,))
             seq = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {t}").fetchone()[0]
         return int(seq)
 
@@ -410,10 +487,13 @@ class PgStore:
         if not ids:
             return {}
         info = self._require(generation)
-        cols = ", ".join(_facet(f) for f in facets)
+        t = info.table
+        cols = ", ".join(f"{info.vector_table(f)}.{f}" for f in facets)
+        joins = "".join(f" LEFT JOIN {vt} ON {vt}.lesson_id = {t}.lesson_id"
+                        for vt in dict.fromkeys(info.vector_table(f) for f in facets) if vt != t)
         with self.pool.connection() as conn:
-            rows = conn.execute(f"SELECT lesson_id, {cols} FROM {info.table} WHERE lesson_id = ANY(%s) "
-                                "AND NOT deleted", (list(ids),)).fetchall()
+            rows = conn.execute(f"SELECT {t}.lesson_id, {cols} FROM {t}{joins} WHERE {t}.lesson_id = ANY(%s) "
+                                f"AND NOT {t}.deleted", (list(ids),)).fetchall()
         return {r[0]: {f: _array(v) for f, v in zip(facets, r[1:])} for r in rows}
 
     def search(self, generation: str, facet: str, query: np.ndarray, k: int, *, approximate: bool = False,
@@ -424,13 +504,15 @@ class PgStore:
         Exact (a sequential scan, index scans disabled for the statement) unless
         ``approximate`` and the generation has HNSW indexes (then ``hnsw.ef_search``
         candidates, iterative scan when filtered). ``only`` restricts to these ids.
+        Layout 2 scans only the facet's own table (live rows only, vectors inline).
         """
         from pgvector import HalfVector, Vector
 
         info = self._require(generation)
         col = _facet(facet)
+        table = info.vector_table(col)
         vec = (HalfVector if info.storage == "halfvec" else Vector)(np.asarray(query, dtype=np.float32))
-        where = ["NOT deleted"]
+        where = ["NOT deleted"] if info.layout == 1 else []
         params: list[Any] = [vec]
         if only is not None:
             where.append("lesson_id = ANY(%s)")
@@ -441,7 +523,7 @@ class PgStore:
         params += [vec, int(k)]
         use_index = approximate and info.hnsw
         order = f"{col} <#> %s" if use_index else f"{col} <#> %s, lesson_id"
-        sql = (f"SELECT lesson_id, -({col} <#> %s) FROM {info.table} WHERE {' AND '.join(where)} "
+        sql = (f"SELECT lesson_id, -({col} <#> %s) FROM {table}{' WHERE ' if where else ''}{' AND '.join(where)} "
                f"ORDER BY {order} LIMIT %s")
         with self.pool.connection() as conn, conn.transaction():
             if use_index:
@@ -455,10 +537,11 @@ class PgStore:
         return [(r[0], float(r[1])) for r in rows]
 
     def table_bytes(self, generation: str) -> int:
-        """Disk bytes of the generation's table with its indexes and TOAST."""
+        """Disk bytes of the generation's tables (:meth:`GenerationInfo.relations`) with their indexes and TOAST."""
         info = self._require(generation)
         with self.pool.connection() as conn:
-            return int(conn.execute("SELECT pg_total_relation_size(%s)", (info.table,)).fetchone()[0])
+            return int(conn.execute("SELECT sum(pg_total_relation_size(r)) FROM unnest(%s::regclass[]) AS r",
+                                    (list(info.relations()),)).fetchone()[0])
 
     # ----------------------------------------------------------- dirty queue
     def queue_dirty(self, generation: str, ids: Iterable[str]) -> None:

@@ -197,3 +197,59 @@ def test_scores_top_and_compaction_match_the_in_process_index(store):
     merged = view.compacted()
     assert merged.ids == view.ids or sorted(merged.ids) == sorted(view.ids)
     assert merged.seq == view.seq and merged.search("mechanism", q, 5) == view.search("mechanism", q, 5)
+
+
+def test_both_vector_layouts_serve_alike_and_layout_2_keeps_1024_dim_vectors_out_of_toast(pg_cluster):
+    """A layout-1 generation (vectors as columns) registered before the layout column existed still
+    writes, deletes, searches and retires after an upgrade; a new layout-2 generation (one table per
+    facet, PLAIN storage) answers the same and stores no vector in TOAST."""
+    dsn = pg_cluster.create_database(f"layouts_{secrets.token_hex(3)}")
+    dims = 1024
+    entries = random_entries(12, seed=9, dims=dims)
+    old = PgStore(dsn)
+    try:
+        old.register("gen-old", dims, layout=1)
+        lease = _leader(old, "gen-old")
+        old.write("gen-old", lease.holder, lease.token, entries)
+        with psycopg.connect(dsn, autocommit=True) as conn:  # the registry as the first layout wrote it
+            conn.execute("ALTER TABLE s3rm_generation DROP COLUMN layout")
+    finally:
+        old.close()
+    store = PgStore(dsn)
+    try:
+        assert store.generation("gen-old").layout == 1
+        store.register("gen-new", dims)
+        new = store.generation("gen-new")
+        assert new.layout == 2 and len(new.relations()) == 5
+        leases = {"gen-old": lease, "gen-new": _leader(store, "gen-new")}
+        for gen, lease in leases.items():
+            store.write(gen, lease.holder, lease.token, entries)
+            store.write(gen, lease.holder, lease.token, entries[:2], ["L-0003"])
+        q = entries[3].vectors["approach"]
+        hits = {g: store.search(g, "approach", q, 5) for g in ("gen-old", "gen-new")}
+        assert [i for i, _ in hits["gen-old"]] == [i for i, _ in hits["gen-new"]]
+        assert "L-0003" not in [i for i, _ in hits["gen-new"]]
+        assert store.search("gen-new", "approach", entries[4].vectors["approach"], 1)[0][0] == "L-0004"
+        got = store.vectors("gen-new", ("whole", "mechanism"), ["L-0004", "L-0003"])
+        assert set(got) == {"L-0004"}
+        assert np.allclose(got["L-0004"]["mechanism"], entries[4].vectors["mechanism"], atol=1e-3)
+        assert store.vectors("gen-old", ("whole",), ["L-0004"]).keys() == {"L-0004"}
+        with psycopg.connect(dsn) as conn:
+            def toast_bytes(rel: str) -> int:
+                return conn.execute("SELECT coalesce(pg_relation_size(reltoastrelid), 0) FROM pg_class "
+                                    "WHERE oid = %s::regclass", (rel,)).fetchone()[0]
+            assert toast_bytes(store.generation("gen-old").table) > 0  # 4 × 2 KiB rows are detoasted
+            assert all(toast_bytes(new.vector_table(f)) == 0 for f in ("situation", "whole"))
+            storage = conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = %s::regclass "
+                                   "AND attname = 'whole'", (new.vector_table("whole"),)).fetchone()[0]
+            assert storage == "p"
+        store.build_hnsw("gen-new", facets=("whole",), maintenance_work_mem="64MB", parallel_workers=0)
+        assert store.search("gen-new", "whole", entries[5].vectors["whole"], 1, approximate=True)[0][0] == "L-0005"
+        assert store.table_bytes("gen-new") > 12 * 4 * 2 * dims
+        for gen in ("gen-old", "gen-new"):
+            store.retire(gen)
+        with psycopg.connect(dsn) as conn:
+            left = conn.execute(r"SELECT count(*) FROM pg_tables WHERE tablename LIKE 's3rm\_g\_%'").fetchone()[0]
+        assert left == 0
+    finally:
+        store.close()
