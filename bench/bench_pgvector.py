@@ -26,7 +26,8 @@ For ``--queries`` queries (perturbed corpus rows, as real queries sit near
 Lessons) on the ``whole`` facet, top 20, it prints per engine query p50 / p95
 (ms, round-robin between engines so machine noise hits all alike), recall@20
 (HNSW against pgvector exact; pgvector exact against the float32 in-process
-index, which differs only by halfvec rounding), build time, and memory / disk:
+index, which differs only by halfvec rounding), build time (vector generation
+excluded), and memory / disk:
 the in-process snapshot's bytes and the process's RSS growth while building
 it; per PostgreSQL relation its heap, TOAST and index bytes
 (``pg_relation_size`` / ``pg_table_size`` / ``pg_indexes_size``), the HNSW
@@ -76,14 +77,19 @@ MB = 1024 * 1024
 
 
 class Corpus:
-    """Deterministic facet vectors: ``rows(facet, lo, hi)`` is the same float32 ``(hi - lo, dims)`` block every call."""
+    """Deterministic facet vectors: ``rows(facet, lo, hi)`` is the same float32 ``(hi - lo, dims)`` block every call.
+
+    ``seconds`` accumulates the time spent generating, which build times exclude.
+    """
 
     def __init__(self, n: int, dims: int, seed: int = 42):
         self.n, self.dims, self.seed = n, dims, seed
+        self.seconds = 0.0
         rng = np.random.default_rng(seed)
         self.centres = {f: rng.standard_normal((TOPICS, dims), dtype=np.float32) for f in INDEX_FACETS}
 
     def rows(self, facet: str, lo: int, hi: int) -> np.ndarray:
+        t0 = time.perf_counter()
         out = np.empty((hi - lo, self.dims), dtype=np.float32)
         for start in range(lo - lo % BATCH, hi, BATCH):  # generated per aligned batch → slicing is stable
             rng = np.random.default_rng((self.seed, INDEX_FACETS.index(facet), start))
@@ -92,6 +98,7 @@ class Corpus:
             block /= np.linalg.norm(block, axis=1, keepdims=True)
             a, b = max(lo, start), min(hi, start + BATCH)
             out[a - lo:b - lo] = block[a - start:b - start]
+        self.seconds += time.perf_counter() - t0
         return out
 
 
@@ -175,7 +182,9 @@ def server_pss_bytes(data_dir: Path) -> int:
 
 
 def dir_bytes(path: Path) -> int:
-    return int(subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, check=True).stdout.split()[0])
+    """Allocated bytes under ``path`` (``du``: sparse and recycled files as stored); taken after the server stopped."""
+    done = subprocess.run(["du", "-s", "--block-size=1", str(path)], capture_output=True, text=True)
+    return int(done.stdout.split()[0]) if done.stdout.strip() else -1
 
 
 def relation_rows(store: PgStore, gen: str) -> list[tuple[str, int, int, int]]:
@@ -209,9 +218,9 @@ def main() -> None:
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
 
     rss0 = rss_bytes()
-    t0 = time.perf_counter()
+    t0, g0 = time.perf_counter(), corpus.seconds
     local = snapshot(corpus)
-    build_local = time.perf_counter() - t0
+    build_local = time.perf_counter() - t0 - (corpus.seconds - g0)
     rss_local = rss_bytes() - rss0
     print(f"in-process build {build_local:.1f} s, RSS +{rss_local / MB:.0f} MB", flush=True)
 
@@ -224,7 +233,7 @@ def main() -> None:
         gen = "gen-bench"
         info = store.register(gen, dims, layout=args.layout)
         token = store.acquire(gen, "bench", 7 * 24 * 3600)
-        t0 = time.perf_counter()
+        t0, g0 = time.perf_counter(), corpus.seconds
         for lo in range(0, n, BATCH):
             store.write(gen, "bench", token, entries(corpus, lo, min(n, lo + BATCH)))
             if lo and lo % (20 * BATCH) == 0:
@@ -232,7 +241,7 @@ def main() -> None:
         with store.pool.connection() as conn:
             for rel in info.relations():
                 conn.execute(f"VACUUM ANALYZE {rel}")
-        build_pg = time.perf_counter() - t0
+        build_pg = time.perf_counter() - t0 - (corpus.seconds - g0)
         print(f"pgvector load + VACUUM ANALYZE {build_pg:.1f} s", flush=True)
         rels_exact = relation_rows(store, gen)
         t0 = time.perf_counter()
@@ -259,13 +268,16 @@ def main() -> None:
             times["pgvector HNSW"].append(time.perf_counter() - t)
             recall_exact.append(len(set(exact) & set(mine)) / TOP_K)
             recall_hnsw.append(len(set(approx) & set(exact)) / TOP_K)
-        pss = server_pss_bytes(cluster.data_dir)
+        try:
+            pss = server_pss_bytes(cluster.data_dir)
+        except (OSError, ValueError):
+            pss = -1
         with store.pool.connection() as conn:
             conn.execute("CHECKPOINT")
         store.close()
-        data_dir = dir_bytes(cluster.data_dir)
     finally:
         cluster.stop()
+        data_dir = dir_bytes(cluster.data_dir)
         shutil.rmtree(root, ignore_errors=True)
 
     print()
@@ -291,7 +303,7 @@ def main() -> None:
     print(f"{'relation (before HNSW)':<32} {'heap MB':>9} {'TOAST MB':>9} {'index MB':>9}")
     for rel, heap, toast, idx in rels_exact:
         print(f"{rel:<32} {heap / MB:>9.1f} {toast / MB:>9.1f} {idx / MB:>9.1f}")
-    print(f"PostgreSQL data directory {data_dir / MB:.0f} MB after CHECKPOINT (incl. WAL); server PSS after the "
+    print(f"PostgreSQL data directory {data_dir / MB:.0f} MB on disk after shutdown (incl. WAL); server PSS after the "
           f"queries {pss / MB:.0f} MB (shared_buffers 128MB)")
 
 
