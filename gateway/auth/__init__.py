@@ -9,6 +9,7 @@ Contract: docs/transport.md#github-mode, docs/operations.md#github-mode.
 module         holds
 =============  ================================================================
 ``store``      the ONE state interface (:class:`AuthStore`) and its SQLite form
+``pgstore``    the same interface in PostgreSQL, shared by several gateways
 ``fetch``      SSRF-safe fetch of client ID metadata documents
 ``tokens``     signing keys with rotation, JWT access tokens (joserfc)
 ``github``     the upstream GitHub login, identity and membership checks

@@ -18,7 +18,26 @@ from gateway.config import GatewayConfig
 from gateway.config.github import SCOPE_READ, GithubSettings
 from gateway.core.principal import Principal
 
-__all__ = ["AuthService", "Unauthenticated"]
+__all__ = ["AuthService", "Unauthenticated", "open_auth_store"]
+
+
+def open_auth_store(config: GatewayConfig) -> AuthStore:
+    """The :class:`AuthStore` github mode's settings choose (docs/operations.md#github-state).
+
+    ``postgres``: a :class:`~gateway.auth.pgstore.PostgresAuthStore` on
+    ``config.retrieval.pg_dsn``, shared by every gateway on that database;
+    ``sqlite``: a :class:`~gateway.auth.store.SqliteAuthStore` on
+    ``state_db`` (one gateway). Raises ``ValueError`` outside github mode and
+    the store's own error (``psycopg.Error``, ``sqlite3.Error``) when it cannot be opened.
+    """
+    settings = config.github
+    if settings is None:
+        raise ValueError("open_auth_store needs github mode (GatewayConfig.github)")
+    if settings.state_store == "postgres":
+        from gateway.auth.pgstore import PostgresAuthStore
+
+        return PostgresAuthStore(config.retrieval.pg_dsn)
+    return SqliteAuthStore(settings.state_db)
 
 
 class Unauthenticated(Exception):
@@ -33,8 +52,8 @@ class Unauthenticated(Exception):
 class AuthService:
     """The github-mode authorization server and resource-server checks of one process.
 
-    ``clock() -> Unix seconds`` (tests move it); ``store`` defaults to a
-    :class:`~gateway.auth.store.SqliteAuthStore` on ``settings.state_db``;
+    ``clock() -> Unix seconds`` (tests move it); ``store`` defaults to
+    :func:`open_auth_store` of the configuration;
     ``fetch`` fetches client ID metadata documents (default: the SSRF-safe fetcher).
     """
 
@@ -47,7 +66,7 @@ class AuthService:
         self.config = config
         self.settings: GithubSettings = settings
         self.clock = clock
-        self.store = store or SqliteAuthStore(settings.state_db)
+        self.store = store or open_auth_store(config)
         self.ring = KeyRing(self.store, settings.key_rotation_seconds, settings.access_token_seconds, clock)
         self.server = GatewayAuthorizationServer(settings, self.store, self.ring, clock=clock, fetch=fetch)
 

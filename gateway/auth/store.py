@@ -4,7 +4,9 @@
 (docs/operations.md#github-state): registered clients, authorization codes,
 refresh-token families, signing keys and pending GitHub logins. A shared
 PostgreSQL store may replace :class:`SqliteAuthStore` by implementing the same
-methods with the same atomicity (each method is one transaction).
+methods with the same atomicity (each method is one transaction):
+:class:`gateway.auth.pgstore.PostgresAuthStore` does, for several gateways
+on one database.
 
 Never stored: a raw authorization code, refresh token, login state or client
 secret — only their SHA-256 hex (:func:`digest`), so a copy of the database
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["AuthStore", "RefreshOutcome", "SigningKey", "SqliteAuthStore", "digest"]
+__all__ = ["AuthStore", "RefreshOutcome", "SigningKey", "SqliteAuthStore", "digest", "judge_refresh"]
 
 
 def digest(secret: str) -> str:
@@ -56,6 +58,27 @@ class RefreshOutcome:
     status: str
     family: str = ""
     data: dict[str, Any] | None = None
+
+
+def judge_refresh(row: tuple | None, now: int) -> tuple[RefreshOutcome, str | None]:
+    """Decide what presenting a refresh token does, for every :class:`AuthStore` implementation.
+
+    ``row``: ``(family, data, expires_at, used, revoked_at)`` of the token and
+    its family, read under the store's lock (``None`` when unknown). Returns
+    the outcome and the write the store must make in the same transaction:
+    ``"revoke"`` (revoke the family: a reuse), ``"use"`` (mark the token used)
+    or ``None``.
+    """
+    if row is None:
+        return RefreshOutcome("unknown"), None
+    family, data, expires_at, used, revoked_at = row
+    if revoked_at is not None:
+        return RefreshOutcome("revoked", family), None
+    if used:
+        return RefreshOutcome("reused", family), "revoke"
+    if expires_at <= now:
+        return RefreshOutcome("expired", family), None
+    return RefreshOutcome("ok", family, data), "use"
 
 
 class AuthStore(Protocol):
@@ -219,18 +242,12 @@ class SqliteAuthStore:
             row = db.execute(
                 "SELECT r.family, r.data, r.expires_at, r.used, f.revoked_at FROM refresh_tokens r "
                 "JOIN families f ON f.family = r.family WHERE r.token_hash = ?", (token_hash,)).fetchone()
-            if row is None:
-                return RefreshOutcome("unknown")
-            family, data, expires_at, used, revoked_at = row
-            if revoked_at is not None:
-                return RefreshOutcome("revoked", family)
-            if used:
-                db.execute("UPDATE families SET revoked_at = ? WHERE family = ?", (now, family))
-                return RefreshOutcome("reused", family)
-            if expires_at <= now:
-                return RefreshOutcome("expired", family)
-            db.execute("UPDATE refresh_tokens SET used = 1 WHERE token_hash = ?", (token_hash,))
-            return RefreshOutcome("ok", family, json.loads(data))
+            outcome, write = judge_refresh((*row[:1], json.loads(row[1]), *row[2:]) if row else None, now)
+            if write == "revoke":
+                db.execute("UPDATE families SET revoked_at = ? WHERE family = ?", (now, outcome.family))
+            elif write == "use":
+                db.execute("UPDATE refresh_tokens SET used = 1 WHERE token_hash = ?", (token_hash,))
+            return outcome
 
     def refresh_owner(self, token_hash: str) -> tuple[str, str] | None:
         """See :meth:`AuthStore.refresh_owner`."""

@@ -20,11 +20,14 @@ from urllib.parse import urlsplit
 
 from gateway.config.values import ConfigError, Getter, number, redacted_repr
 
-__all__ = ["GithubSettings", "load_github", "SCOPE_READ", "SCOPE_WRITE"]
+__all__ = ["AUTH_STORES", "GithubSettings", "load_github", "SCOPE_READ", "SCOPE_WRITE"]
 
 #: The two scopes the authorization server grants (docs/transport.md#github-mode).
 SCOPE_READ = "mcp:read"
 SCOPE_WRITE = "mcp:write"
+
+#: Where github mode keeps its state (docs/operations.md#github-state).
+AUTH_STORES = ("sqlite", "postgres")
 
 _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 _TEAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -37,9 +40,11 @@ class GithubSettings:
     URLs: ``issuer`` (this server's OAuth issuer, an origin without a path),
     ``resource`` (the protected MCP endpoint, the public URL), and the three
     GitHub base URLs (overridable so tests can point at a stand-in).
-    Lifetimes are seconds. ``state_db`` is the SQLite file of
-    :class:`gateway.auth.store.SqliteAuthStore`; ``max_clients`` caps open
-    dynamic registration (further registrations are refused).
+    Lifetimes are seconds. ``state_store`` is where the authorization
+    server's state lives: ``sqlite`` (the file ``state_db``, one gateway) or
+    ``postgres`` (the ``S3RM_PG_DSN`` database shared by every gateway,
+    docs/operations.md#github-state); ``max_clients`` caps open dynamic
+    registration (further registrations are refused).
     """
 
     client_id: str
@@ -56,6 +61,7 @@ class GithubSettings:
     write_orgs: frozenset[str] = frozenset()
     write_teams: frozenset[str] = frozenset()
     state_db: Path = Path(".dev/oauth-state.sqlite3")
+    state_store: str = "sqlite"
     access_token_seconds: int = 600
     refresh_token_seconds: int = 30 * 86400
     code_seconds: int = 120
@@ -95,13 +101,17 @@ def _url(get: Getter, name: str, default: str) -> str:
     return value
 
 
-def load_github(get: Getter, public_url: str, public_origin: str, default_state_db: Path) -> GithubSettings:
+def load_github(get: Getter, public_url: str, public_origin: str, default_state_db: Path, *,
+                index_backend: str = "memory", pg_dsn: str = "") -> GithubSettings:
     """Read the github-mode variables through ``get`` (called only when the mode is ``github``).
 
     ``public_url`` is the validated ``S3RM_MCP_PUBLIC_URL`` (the resource),
-    ``public_origin`` its origin (the default issuer). Raises
-    :class:`ConfigError` for a missing client id/secret, an empty set of
-    allowlists, a malformed login or URL, or an issuer with a path/query.
+    ``public_origin`` its origin (the default issuer); ``index_backend`` and
+    ``pg_dsn`` are the validated retrieval settings (``S3RM_AUTH_STORE``
+    defaults to ``postgres`` with the pgvector backend, else ``sqlite``).
+    Raises :class:`ConfigError` for a missing client id/secret, an empty set
+    of allowlists, a malformed login or URL, an issuer with a path/query, an
+    unknown ``S3RM_AUTH_STORE`` or ``postgres`` without ``S3RM_PG_DSN``.
     """
     client_id = get("S3RM_GITHUB_CLIENT_ID")
     secret = get("S3RM_GITHUB_CLIENT_SECRET")
@@ -118,6 +128,11 @@ def load_github(get: Getter, public_url: str, public_origin: str, default_state_
     }
     if not any(lists.values()):
         raise ConfigError("S3RM_GITHUB_READ_USERS", "github mode needs at least one allowlist (users, orgs or teams)")
+    store = get("S3RM_AUTH_STORE", "postgres" if index_backend == "pgvector" else "sqlite").lower()
+    if store not in AUTH_STORES:
+        raise ConfigError("S3RM_AUTH_STORE", f"must be one of {', '.join(AUTH_STORES)}")
+    if store == "postgres" and not pg_dsn:
+        raise ConfigError("S3RM_PG_DSN", "is required when S3RM_AUTH_STORE=postgres (the shared auth state)")
     access = number(get, "S3RM_OAUTH_ACCESS_TOKEN_SECONDS", 600, int, 30, 3600)
     return GithubSettings(
         client_id=client_id,
@@ -128,6 +143,7 @@ def load_github(get: Getter, public_url: str, public_origin: str, default_state_
         token_url=_url(get, "S3RM_GITHUB_TOKEN_URL", GithubSettings.token_url),
         api_url=_url(get, "S3RM_GITHUB_API_URL", GithubSettings.api_url),
         state_db=Path(get("S3RM_OAUTH_STATE_DB", str(default_state_db))),
+        state_store=store,
         access_token_seconds=access,
         refresh_token_seconds=number(get, "S3RM_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 86400, int, 300, 365 * 86400),
         key_rotation_seconds=number(get, "S3RM_OAUTH_KEY_ROTATION_SECONDS", 30 * 86400, int, 3600, 365 * 86400),

@@ -180,7 +180,9 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
     mode = get("S3RM_MCP_WRITE_AUTH_MODE", "token").lower()
     if mode not in ("token", "open", "github"):
         raise ConfigError("S3RM_MCP_WRITE_AUTH_MODE", "must be 'token', 'open' or 'github'")
-    github = (load_github(get, public_url, public_origin, REPO_ROOT / ".dev" / "oauth-state.sqlite3")
+    retrieval = load_retrieval(env)
+    github = (load_github(get, public_url, public_origin, REPO_ROOT / ".dev" / "oauth-state.sqlite3",
+                          index_backend=retrieval.index_backend, pg_dsn=retrieval.pg_dsn)
               if mode == "github" else None)
     digest = hex_digest(get, "S3RM_MCP_WRITE_TOKEN_SHA256", "the write token")
 
@@ -255,7 +257,7 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
         proxy_secret=proxy_secret,
         metrics_token_sha256=metrics_digest,
         search_scope_principals=parse_scope_principals(get("S3RM_SEARCH_SCOPE_PRINCIPALS_JSON"), scopes),
-        retrieval=load_retrieval(env),
+        retrieval=retrieval,
         github=github,
     )
 

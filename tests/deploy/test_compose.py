@@ -512,6 +512,7 @@ def test_scale_profile_two_gateways_on_one_pgvector_store_behind_caddy(tmp_path)
     assert two["environment"] == one["environment"]
     assert two["environment"]["S3RM_INDEX_BACKEND"] == "pgvector"
     assert two["environment"]["S3RM_PG_DSN"].endswith("@postgres:5432/s3rm")
+    assert two["environment"]["S3RM_AUTH_STORE"] == ""  # github mode's default with pgvector: postgres
     assert set(two["networks"]) == set(one["networks"]) >= {"edge", "index-backend"}
     assert not two.get("ports") and [p["host_ip"] for p in one["ports"]] == ["127.0.0.1"]
     for name, svc in services.items():
@@ -535,8 +536,8 @@ def test_caddy_balances_mcp_over_the_scale_replicas(tmp_path):
     assert adapted.returncode == 0, adapted.stderr
     proxies = [h for h in _handlers(json.loads(adapted.stdout)) if h["handler"] == "reverse_proxy"]
     dials = sorted(tuple(u["dial"] for u in p["upstreams"]) for p in proxies)
-    # /mcp on both replicas; the OAuth paths on mcp-http only (github mode's state is per gateway)
-    assert dials == [("mcp-http:8080",), ("mcp-http:8080", "mcp-http-2:8080"), ("mediawiki:80",)]
+    # /mcp and the OAuth paths on both replicas (github mode's state is in the shared PostgreSQL)
+    assert dials == [("mcp-http:8080", "mcp-http-2:8080"), ("mcp-http:8080", "mcp-http-2:8080"), ("mediawiki:80",)]
 
 
 def test_caddy_routes_the_oauth_paths_to_the_gateway(tmp_path):

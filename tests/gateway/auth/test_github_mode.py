@@ -13,12 +13,14 @@ that nothing was written.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
 import re
 import secrets
 import sys
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -26,6 +28,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import anyio
 import httpx
+import psycopg
 import pytest
 import requests
 from mcp import ClientSession, StdioServerParameters
@@ -432,6 +435,54 @@ def test_clients_and_tokens_survive_a_restart(github_mode):
                      headers=bearer(tokens["access_token"])).status_code == 200
     rotated = login.refresh(tokens["refresh_token"])
     assert rotated.status_code == 200 and rotated.json()["scope"] == "mcp:read mcp:write"
+
+
+def test_two_gateways_share_one_postgres_auth_state(dev_wiki, pg_cluster):
+    """Two github-mode gateways behind one public URL on one PostgreSQL (docs/operations.md#github-state):
+    a token issued by A works on B, a refresh on B rotates, and replaying the old refresh token on A
+    revokes the family for both."""
+    dsn = pg_cluster.create_database(f"s3rm_oauth_{secrets.token_hex(4)}")
+    env = dict(dev_wiki.env())
+    env.update({"S3RM_MCP_WRITE_AUTH_MODE": "github", "S3RM_AUTH_STORE": "postgres", "S3RM_PG_DSN": dsn,
+                "S3RM_GITHUB_READ_ORGS": "s3lab", "S3RM_GITHUB_WRITE_TEAMS": "s3lab/writers",
+                "S3RM_CURSOR_SECRET": "github-tests-cursor-secret-0123456"})
+    a = Gateway(env, threads=4)
+    b = Gateway({**env, "S3RM_MCP_PUBLIC_URL": a.url}, threads=4)  # A's URL stands for the load balancer's
+    b.env["S3RM_MCP_ALLOWED_HOSTS"] = f"127.0.0.1:{b.port}"
+    with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{a.base}/oauth/github/callback", USERS) as standin, \
+            contextlib.ExitStack() as running:
+        for gw in (a, b):
+            gw.env.update(standin.env())
+            running.callback(gw.__exit__)
+        starting = threading.Thread(target=b.start)  # both start at once (each takes seconds)
+        starting.start()
+        a.start()
+        starting.join()
+        assert b.proc is not None and b.proc.poll() is None, b.log_text()[-2000:]
+        login = Login(a, standin)
+        tokens = login.token(login.code()).json()
+        assert "access_token" in tokens, tokens
+        on_b = call_tool(b.url, "search_lessons", {"query": "allocator"}, headers=bearer(tokens["access_token"]))
+        assert on_b.status_code == 200, on_b.text  # A's signing key verifies on B
+        rotated = requests.post(f"{b.base}/token", data={"grant_type": "refresh_token", "client_id": login.client_id,
+                                                         "refresh_token": tokens["refresh_token"]}, timeout=10)
+        assert rotated.status_code == 200, rotated.text
+        fresh = rotated.json()
+        assert fresh["refresh_token"] != tokens["refresh_token"]
+        assert call_tool(a.url, "search_lessons", {"query": "x"},
+                         headers=bearer(fresh["access_token"])).status_code == 200
+        replay = login.refresh(tokens["refresh_token"])  # the old one, on A
+        assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+        for gw in (a, b):  # the whole family is revoked everywhere
+            dead = call_tool(gw.url, "search_lessons", {"query": "x"}, headers=bearer(fresh["access_token"]))
+            assert dead.status_code == 401, dead.text
+        again = requests.post(f"{b.base}/token", data={"grant_type": "refresh_token", "client_id": login.client_id,
+                                                       "refresh_token": fresh["refresh_token"]}, timeout=10)
+        assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    with psycopg.connect(dsn) as conn:  # the shared state holds hashes only
+        stored = conn.execute("SELECT string_agg(token_hash, ' ') FROM s3rm_auth_refresh").fetchone()[0]
+    assert tokens["refresh_token"] not in stored and fresh["refresh_token"] not in stored
+    assert hashlib.sha256(fresh["refresh_token"].encode()).hexdigest() in stored
 
 
 MCP_REMOTE = REPO / "tests" / "clients" / "node_modules" / "mcp-remote" / "dist" / "proxy.js"

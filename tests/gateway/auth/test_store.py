@@ -1,10 +1,19 @@
-"""The github-mode state store, signing-key rotation, tokens and redirect rules (docs/operations.md#github-state)."""
+"""The github-mode state store, signing-key rotation, tokens and redirect rules (docs/operations.md#github-state).
+
+Every store test runs against both :class:`AuthStore` implementations: the
+SQLite file and PostgreSQL (the session ``pg_cluster``, one database for this
+module, emptied before each test).
+"""
 from __future__ import annotations
 
 import hashlib
+import secrets
+import threading
 
+import psycopg
 import pytest
 
+from gateway.auth.pgstore import PostgresAuthStore
 from gateway.auth.server import redirect_matches, redirect_uri_allowed
 from gateway.auth.store import SigningKey, SqliteAuthStore, digest
 from gateway.auth.tokens import KeyRing, TokenInvalid, mint_access_token, verify_access_token
@@ -12,9 +21,39 @@ from gateway.config import ConfigError, load_config
 from gateway.ops.auth import github_subject_hash
 
 
+_TABLES = ("s3rm_auth_refresh", "s3rm_auth_family", "s3rm_auth_code", "s3rm_auth_client",
+           "s3rm_auth_signing_key", "s3rm_auth_pending")
+
+
+@pytest.fixture(scope="module")
+def auth_dsn(pg_cluster):
+    return pg_cluster.create_database(f"s3rm_auth_{secrets.token_hex(4)}")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_store(request, tmp_path):
+    """``open_store()`` → a new store instance on the SAME state (like another gateway or a restart)."""
+    opened = []
+    if request.param == "postgres":
+        dsn = request.getfixturevalue("auth_dsn")
+        PostgresAuthStore(dsn).close()  # the tables exist; empty them
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"TRUNCATE {', '.join(_TABLES)}")
+
+        def make():
+            opened.append(PostgresAuthStore(dsn))
+            return opened[-1]
+    else:
+        def make():
+            return SqliteAuthStore(tmp_path / "state.sqlite3")
+    yield make
+    for store in opened:
+        store.close()
+
+
 @pytest.fixture()
-def store(tmp_path):
-    return SqliteAuthStore(tmp_path / "state.sqlite3")
+def store(open_store):
+    return open_store()
 
 
 def test_codes_are_single_use_and_expire(store):
@@ -39,21 +78,57 @@ def test_refresh_rotation_and_reuse_revokes_the_family(store):
     assert store.use_refresh(digest("r3"), now=20).status == "expired"
 
 
-def test_state_survives_a_restart_and_holds_no_raw_secret(tmp_path):
-    path = tmp_path / "state.sqlite3"
-    first = SqliteAuthStore(path)
+def _raw_state(store) -> bytes:
+    """Everything the store holds, as bytes (the SQLite files, or every row of the PostgreSQL tables as text)."""
+    if isinstance(store, SqliteAuthStore):
+        return b"".join(p.read_bytes() for p in store.path.parent.iterdir() if p.name.startswith(store.path.name))
+    with store.pool.connection() as conn:
+        return "".join(str(conn.execute(f"SELECT coalesce(string_agg(t::text, ' '), '') FROM {name} t").fetchone()[0])
+                       for name in _TABLES).encode()
+
+
+def test_state_survives_a_restart_and_holds_no_raw_secret(open_store):
+    first = open_store()
     first.save_client("client-a", {"client_name": "A"}, digest("client-secret-value"), now=1)
     first.save_refresh(digest("refresh-secret-value"), "fam", {"client_id": "client-a"}, expires_at=10**10)
     first.save_pending(digest("github:state-secret-value"), {"session": digest("cookie")}, expires_at=10**10)
-    second = SqliteAuthStore(path)
+    second = open_store()
     assert second.get_client("client-a") == ({"client_name": "A"}, digest("client-secret-value"))
     assert second.refresh_owner(digest("refresh-secret-value")) == ("fam", "client-a")
     assert second.take_pending(digest("github:state-secret-value"), now=1) is not None
     assert second.take_pending(digest("github:state-secret-value"), now=1) is None  # single use
-    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    raw = _raw_state(second)
+    assert digest("refresh-secret-value").encode() in raw  # the dump does hold the records
     for secret in (b"client-secret-value", b"refresh-secret-value", b"state-secret-value"):
         assert secret not in raw
-    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    if isinstance(second, SqliteAuthStore):
+        assert oct(second.path.stat().st_mode & 0o777) == "0o600"
+
+
+def _race(calls: int, call) -> list:
+    """Run ``call(i)`` in ``calls`` threads released together; their results in thread order."""
+    start, out = threading.Barrier(calls), [None] * calls
+
+    def run(i):
+        start.wait()
+        out[i] = call(i)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def test_racing_gateways_redeem_a_code_once_and_a_refresh_token_once(open_store):
+    stores = [open_store(), open_store()]  # two gateways on one state
+    stores[0].save_code(digest("raced-code"), {"family": "f"}, expires_at=10**10)
+    codes = _race(8, lambda i: stores[i % 2].consume_code(digest("raced-code"), now=1)[0])
+    assert sorted(codes) == ["ok"] + ["used"] * 7
+    stores[1].save_refresh(digest("raced-refresh"), "fam-raced", {}, expires_at=10**10)
+    uses = _race(8, lambda i: stores[i % 2].use_refresh(digest("raced-refresh"), now=1).status)
+    assert uses.count("ok") == 1 and set(uses) <= {"ok", "reused", "revoked"} and "reused" in uses
+    assert not stores[0].family_active("fam-raced")  # a concurrent second use is a reuse: family revoked
 
 
 def test_keys_rotate_and_old_tokens_verify_until_they_expire(store):
@@ -134,6 +209,18 @@ def test_github_mode_settings():
     with pytest.raises(ConfigError):
         load_config({k: v for k, v in base.items() if "USERS" not in k and "TEAMS" not in k})
     assert load_config({}).github is None
+    assert config.github.state_store == "sqlite"
+    dsn = "postgresql://s3rm@db.internal/s3rm"
+    shared = load_config({**base, "S3RM_INDEX_BACKEND": "pgvector", "S3RM_PG_DSN": dsn})
+    assert shared.github.state_store == "postgres" and shared.retrieval.pg_dsn == dsn  # pgvector → shared state
+    assert load_config({**base, "S3RM_INDEX_BACKEND": "pgvector", "S3RM_PG_DSN": dsn,
+                        "S3RM_AUTH_STORE": "sqlite"}).github.state_store == "sqlite"
+    assert load_config({**base, "S3RM_AUTH_STORE": "postgres", "S3RM_PG_DSN": dsn}).github.state_store == "postgres"
+    for extra, name in (({"S3RM_AUTH_STORE": "postgres"}, "S3RM_PG_DSN"), ({"S3RM_AUTH_STORE": "redis"},
+                                                                            "S3RM_AUTH_STORE")):
+        with pytest.raises(ConfigError) as err:
+            load_config({**base, **extra})
+        assert name in str(err.value)
 
 
 def test_github_subject_hash():

@@ -1,0 +1,207 @@
+"""The github-mode :class:`~gateway.auth.store.AuthStore` in PostgreSQL, shared by every gateway on one database.
+
+Chosen by ``S3RM_AUTH_STORE=postgres`` (the default when
+``S3RM_INDEX_BACKEND=pgvector``) on the ``S3RM_PG_DSN`` database
+(docs/operations.md#github-state). With it, N gateways behind one load
+balancer serve one authorization server: a code issued through one gateway
+is redeemed through another, a token minted by one verifies on all (the
+signing keys are rows here), a refresh rotates wherever it arrives, and a
+replayed refresh token revokes its family for all of them.
+
+Same guarantees as :class:`~gateway.auth.store.SqliteAuthStore`: only
+SHA-256 hex of codes, refresh tokens, login states and client secrets is
+stored; each method is one transaction. Redeeming a code and presenting a
+refresh token lock their row (``SELECT … FOR UPDATE``), so when two
+gateways race on the same secret exactly one sees it unused — the other
+sees ``used`` (a code replay) or ``reused`` (a refresh-token reuse, which
+revokes the family). The signing keys are private JWKs: protect the
+database like the SQLite file (its role should be reachable from the
+backend network only).
+
+Tables (created idempotently under one advisory lock, so gateways may start
+at once): ``s3rm_auth_client``, ``s3rm_auth_code``, ``s3rm_auth_family``,
+``s3rm_auth_refresh``, ``s3rm_auth_signing_key``, ``s3rm_auth_pending``.
+Connection and SQL failures surface as ``psycopg.Error`` (or
+``psycopg_pool.PoolTimeout``); the gateway answers them as a server error,
+never as an authorization decision.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from gateway.auth.store import RefreshOutcome, SigningKey, judge_refresh
+
+__all__ = ["PostgresAuthStore"]
+
+_SCHEMA_LOCK = 0x53334D41  # "S3MA": serialises this module's DDL between gateways
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS s3rm_auth_client (client_id text PRIMARY KEY, metadata jsonb NOT NULL,
+    secret_hash text, created_at bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS s3rm_auth_code (code_hash text PRIMARY KEY, data jsonb NOT NULL,
+    expires_at bigint NOT NULL, used boolean NOT NULL DEFAULT false);
+CREATE TABLE IF NOT EXISTS s3rm_auth_family (family text PRIMARY KEY, revoked_at bigint);
+CREATE TABLE IF NOT EXISTS s3rm_auth_refresh (token_hash text PRIMARY KEY,
+    family text NOT NULL REFERENCES s3rm_auth_family(family), data jsonb NOT NULL,
+    expires_at bigint NOT NULL, used boolean NOT NULL DEFAULT false);
+CREATE TABLE IF NOT EXISTS s3rm_auth_signing_key (kid text PRIMARY KEY, private_jwk text NOT NULL,
+    created_at bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS s3rm_auth_pending (key_hash text PRIMARY KEY, data jsonb NOT NULL,
+    expires_at bigint NOT NULL);
+"""
+
+
+class PostgresAuthStore:
+    """:class:`~gateway.auth.store.AuthStore` in PostgreSQL through one psycopg connection pool.
+
+    Args:
+        dsn: libpq URL (``S3RM_PG_DSN``).
+        min_size/max_size: pool bounds (connections per process).
+        timeout: seconds to connect and to wait for a pooled connection.
+
+    Opens the pool and creates the tables before returning; raises
+    ``psycopg.Error`` / ``psycopg_pool.PoolTimeout`` when the database cannot be reached.
+    """
+
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 5.0):
+        from psycopg_pool import ConnectionPool
+
+        self.pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, timeout=timeout, open=False,
+                                   kwargs={"autocommit": True, "connect_timeout": max(1, int(timeout))},
+                                   name="s3rm-auth")
+        self.pool.open(wait=True, timeout=timeout)
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                conn.execute(_DDL)
+        except Exception:
+            self.pool.close()
+            raise
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self.pool.close()
+
+    def _one(self, sql: str, params: tuple = ()) -> tuple | None:
+        with self.pool.connection() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def _run(self, sql: str, params: tuple = ()) -> None:
+        with self.pool.connection() as conn:
+            conn.execute(sql, params)
+
+    # ------------------------------------------------------------ clients
+    def save_client(self, client_id: str, metadata: dict[str, Any], secret_hash: str | None, now: int) -> None:
+        """See :meth:`AuthStore.save_client`."""
+        self._run("INSERT INTO s3rm_auth_client VALUES (%s, %s, %s, %s) ON CONFLICT (client_id) DO UPDATE SET "
+                  "metadata = EXCLUDED.metadata, secret_hash = EXCLUDED.secret_hash, created_at = EXCLUDED.created_at",
+                  (client_id, Jsonb(metadata), secret_hash, now))
+
+    def get_client(self, client_id: str) -> tuple[dict[str, Any], str | None] | None:
+        """See :meth:`AuthStore.get_client`."""
+        row = self._one("SELECT metadata, secret_hash FROM s3rm_auth_client WHERE client_id = %s", (client_id,))
+        return (row[0], row[1]) if row else None
+
+    def count_clients(self) -> int:
+        """See :meth:`AuthStore.count_clients`."""
+        return int(self._one("SELECT count(*) FROM s3rm_auth_client")[0])
+
+    # -------------------------------------------------------------- codes
+    def save_code(self, code_hash: str, data: dict[str, Any], expires_at: int) -> None:
+        """See :meth:`AuthStore.save_code`."""
+        self._run("INSERT INTO s3rm_auth_code (code_hash, data, expires_at) VALUES (%s, %s, %s)",
+                  (code_hash, Jsonb(data), expires_at))
+
+    def consume_code(self, code_hash: str, now: int) -> tuple[str, dict[str, Any] | None]:
+        """See :meth:`AuthStore.consume_code`; the row lock makes one of two racing redemptions ``ok``."""
+        with self.pool.connection() as conn, conn.transaction():
+            row = conn.execute("SELECT data, expires_at, used FROM s3rm_auth_code WHERE code_hash = %s FOR UPDATE",
+                               (code_hash,)).fetchone()
+            if row is None:
+                return "unknown", None
+            if row[2]:
+                return "used", row[0]
+            if row[1] <= now:
+                return "expired", None
+            conn.execute("UPDATE s3rm_auth_code SET used = true WHERE code_hash = %s", (code_hash,))
+            return "ok", row[0]
+
+    # ------------------------------------------------------ refresh tokens
+    def save_refresh(self, token_hash: str, family: str, data: dict[str, Any], expires_at: int) -> None:
+        """See :meth:`AuthStore.save_refresh`."""
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("INSERT INTO s3rm_auth_family (family) VALUES (%s) ON CONFLICT DO NOTHING", (family,))
+            conn.execute("INSERT INTO s3rm_auth_refresh (token_hash, family, data, expires_at) "
+                         "VALUES (%s, %s, %s, %s)", (token_hash, family, Jsonb(data), expires_at))
+
+    def use_refresh(self, token_hash: str, now: int) -> RefreshOutcome:
+        """See :meth:`AuthStore.use_refresh`; token and family rows are locked for the decision."""
+        with self.pool.connection() as conn, conn.transaction():
+            row = conn.execute(
+                "SELECT r.family, r.data, r.expires_at, r.used, f.revoked_at FROM s3rm_auth_refresh r "
+                "JOIN s3rm_auth_family f ON f.family = r.family WHERE r.token_hash = %s FOR UPDATE OF r, f",
+                (token_hash,)).fetchone()
+            outcome, write = judge_refresh(row, now)
+            if write == "revoke":
+                conn.execute("UPDATE s3rm_auth_family SET revoked_at = %s WHERE family = %s", (now, outcome.family))
+            elif write == "use":
+                conn.execute("UPDATE s3rm_auth_refresh SET used = true WHERE token_hash = %s", (token_hash,))
+            return outcome
+
+    def refresh_owner(self, token_hash: str) -> tuple[str, str] | None:
+        """See :meth:`AuthStore.refresh_owner`."""
+        row = self._one("SELECT family, data FROM s3rm_auth_refresh WHERE token_hash = %s", (token_hash,))
+        return (row[0], row[1].get("client_id", "")) if row else None
+
+    def revoke_family(self, family: str, now: int) -> None:
+        """See :meth:`AuthStore.revoke_family`."""
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("INSERT INTO s3rm_auth_family (family) VALUES (%s) ON CONFLICT DO NOTHING", (family,))
+            conn.execute("UPDATE s3rm_auth_family SET revoked_at = %s WHERE family = %s AND revoked_at IS NULL",
+                         (now, family))
+
+    def family_active(self, family: str) -> bool:
+        """See :meth:`AuthStore.family_active`."""
+        row = self._one("SELECT revoked_at FROM s3rm_auth_family WHERE family = %s", (family,))
+        return row is not None and row[0] is None
+
+    # -------------------------------------------------------- signing keys
+    def signing_keys(self) -> list[SigningKey]:
+        """See :meth:`AuthStore.signing_keys`."""
+        with self.pool.connection() as conn:
+            rows = conn.execute("SELECT kid, private_jwk, created_at FROM s3rm_auth_signing_key "
+                                "ORDER BY created_at DESC, kid DESC").fetchall()
+        return [SigningKey(*row) for row in rows]
+
+    def add_signing_key(self, key: SigningKey) -> None:
+        """See :meth:`AuthStore.add_signing_key`."""
+        self._run("INSERT INTO s3rm_auth_signing_key VALUES (%s, %s, %s)", (key.kid, key.private_jwk, key.created_at))
+
+    def delete_signing_key(self, kid: str) -> None:
+        """See :meth:`AuthStore.delete_signing_key`."""
+        self._run("DELETE FROM s3rm_auth_signing_key WHERE kid = %s", (kid,))
+
+    # ------------------------------------------------------ pending logins
+    def save_pending(self, key_hash: str, data: dict[str, Any], expires_at: int) -> None:
+        """See :meth:`AuthStore.save_pending`."""
+        self._run("INSERT INTO s3rm_auth_pending VALUES (%s, %s, %s) ON CONFLICT (key_hash) DO UPDATE SET "
+                  "data = EXCLUDED.data, expires_at = EXCLUDED.expires_at", (key_hash, Jsonb(data), expires_at))
+
+    def get_pending(self, key_hash: str, now: int) -> dict[str, Any] | None:
+        """See :meth:`AuthStore.get_pending`."""
+        row = self._one("SELECT data, expires_at FROM s3rm_auth_pending WHERE key_hash = %s", (key_hash,))
+        return row[0] if row and row[1] > now else None
+
+    def take_pending(self, key_hash: str, now: int) -> dict[str, Any] | None:
+        """See :meth:`AuthStore.take_pending`; the delete returns the row to one caller only."""
+        row = self._one("DELETE FROM s3rm_auth_pending WHERE key_hash = %s RETURNING data, expires_at", (key_hash,))
+        return row[0] if row and row[1] > now else None
+
+    def purge(self, now: int) -> None:
+        """See :meth:`AuthStore.purge`."""
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("DELETE FROM s3rm_auth_code WHERE expires_at <= %s", (now - 86400,))  # kept a day: replays
+            conn.execute("DELETE FROM s3rm_auth_refresh WHERE expires_at <= %s", (now,))
+            conn.execute("DELETE FROM s3rm_auth_pending WHERE expires_at <= %s", (now,))
