@@ -3,9 +3,11 @@
 * a Lesson created through A is found by hybrid search through B, by its
   semantic channels (the vectors are shared: B never embeds a Lesson);
 * a cursor issued by A continues on B (the cursor key lives in the store);
-* a raw wiki edit (browser-style, outside MCP) reaches B's hybrid search
-  through the leader's recent-changes follower, and once the page is deleted
-  B never returns it while the leader's tombstone reaches the store;
+* raw wiki edits (browser-style, outside MCP) reach B's hybrid search
+  through the leader's recent-changes follower; once one page is deleted and
+  another moved (renamed), neither gateway returns the deleted Lesson or the
+  moved one under its old title while the leader's tombstones reach the
+  store, and the moved Lesson is found under its new title;
 * killing the leader hands indexing to B: B's first reconcile embeds nothing
   already indexed, then B indexes a new Lesson itself, and every row written
   after the handover carries B's fencing token.
@@ -117,27 +119,44 @@ def test_two_gateways_share_index_cursors_and_hand_over_the_leader(shared_env, d
                 [(r["id"], r["score"], r["basis"]) for r in full_b["results"]], (first_a, second_a, second_b)
             assert [r["id"] for r in second_b["results"]] == [r["id"] for r in second_a["results"]]
 
-            # a raw wiki edit reaches B through A's recent-changes follower; once deleted, B never returns it
+            # raw wiki edits reach B through A's recent-changes follower; once one is deleted and the other
+            # moved (renamed), neither gateway returns the deleted one or the moved one's old title
             admin = WikiClient(dev_wiki.api_url, dev_wiki.admin.username, dev_wiki.admin.password)
-            raw = f"pgv-raw-{tag}"
+            raw, moved, target = f"pgv-raw-{tag}", f"pgv-mv-{tag}", f"pgv-mv-to-{tag}"
             page = lesson(raw, title=f"Quota alarm muted during the migration {tag}",
                           question="Why did the storage quota run out without anyone noticing?",
                           interpretation="The quota alarm had been silenced for the migration and never re-armed.",
                           reusable_lesson="Re-arm every silenced alarm with an expiry when a migration ends.")
             admin.post({"action": "edit", "title": f"Lesson:{raw}", "text": serialize_page(page),
                         "summary": "browser-style edit", "createonly": True})
+            page = lesson(moved, title=f"Certificate renewal cron ran in the wrong time zone {tag}",
+                          question="Why did the TLS certificate expire although renewal was scheduled?",
+                          interpretation="The renewal cron job ran in UTC while its window assumed local time, "
+                                         "so it fired after the certificate had already expired.",
+                          reusable_lesson="Schedule certificate renewal well before expiry and alert on its age.")
+            admin.post({"action": "edit", "title": f"Lesson:{moved}", "text": serialize_page(page),
+                        "summary": "browser-style edit", "createonly": True})
             raw_query = "a silenced quota alarm was never re-armed after the migration"
-            _wait(lambda: _hit(_search(b, raw_query), raw), 60, "B to find the raw wiki edit by its vectors")
+            move_query = "the certificate renewal cron fired in the wrong time zone after expiry"
+            _wait(lambda: _hit(_search(b, raw_query), raw) and _hit(_search(b, move_query), moved), 60,
+                  "B to find both raw wiki edits by their vectors")
             admin.post({"action": "delete", "title": f"Lesson:{raw}", "reason": "pgvector test"})
+            admin.post({"action": "move", "from": f"Lesson:{moved}", "to": f"Lesson:{target}",
+                        "reason": "pgvector test"})
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:  # from the delete on, until the tombstone is in the store
-                assert raw not in [r["id"] for r in _search(b, raw_query)["results"]]
-                if _row_deleted(dsn, raw):
+            while time.monotonic() < deadline:  # from the delete/move on, until both tombstones are in the store
+                for gw in (a, b):
+                    assert raw not in [r["id"] for r in _search(gw, raw_query)["results"]]
+                    assert moved not in [r["id"] for r in _search(gw, move_query)["results"]]
+                if _row_deleted(dsn, raw) and _row_deleted(dsn, moved) and _hit(_search(b, move_query), target):
                     break
                 time.sleep(0.3)
             else:
-                raise AssertionError("the leader's tombstone never reached the store")
-            assert raw not in [r["id"] for r in _search(b, raw_query)["results"]]
+                raise AssertionError("the leader's tombstones (or the moved Lesson's new title) never reached the store")
+            for gw in (a, b):
+                assert raw not in [r["id"] for r in _search(gw, raw_query)["results"]]
+                found = [r["id"] for r in _search(gw, move_query)["results"]]
+                assert moved not in found and target in found, found
 
             # kill the leader: B takes over, re-embeds nothing, then indexes a new Lesson itself
             old_token = _lease_token(dsn)
