@@ -110,6 +110,7 @@ class RetrievalSettings:
     pg_ef_search: int = 100
     pg_lease_seconds: float = 10.0
     pg_poll_seconds: float = 1.0
+    rollback_window_seconds: float = 86400.0
 
     @property
     def enabled(self) -> bool:
@@ -182,7 +183,8 @@ def load_retrieval(environ: Mapping[str, str]) -> RetrievalSettings:
 
 
 def _index_backend(get, environ: Mapping[str, str]) -> dict:
-    """The ``S3RM_INDEX_BACKEND`` / ``S3RM_PG_*`` settings (docs/operations.md#pgvector-backend)."""
+    """The ``S3RM_INDEX_BACKEND`` / ``S3RM_PG_*`` settings (docs/operations.md#pgvector-backend) and
+    ``S3RM_INDEX_ROLLBACK_WINDOW_SECONDS`` (docs/operations.md#generation-lifecycle)."""
     backend = get("S3RM_INDEX_BACKEND", "memory").lower()
     if backend not in INDEX_BACKENDS:
         raise ConfigError("S3RM_INDEX_BACKEND", f"must be one of {', '.join(INDEX_BACKENDS)}")
@@ -200,4 +202,6 @@ def _index_backend(get, environ: Mapping[str, str]) -> dict:
         raise ConfigError("S3RM_PG_POLL_SECONDS", "must be at most half of S3RM_PG_LEASE_SECONDS")
     return {"index_backend": backend, "pg_dsn": dsn, "pg_search": search,
             "pg_ef_search": number(get, "S3RM_PG_EF_SEARCH", 100, int, 10, 1000),
-            "pg_lease_seconds": lease, "pg_poll_seconds": poll}
+            "pg_lease_seconds": lease, "pg_poll_seconds": poll,
+            "rollback_window_seconds": number(get, "S3RM_INDEX_ROLLBACK_WINDOW_SECONDS", 86400.0, float, 0.0,
+                                              30 * 86400.0)}

@@ -154,6 +154,12 @@ P2_ITEMS: Mapping[str, tuple] = {
     "admission_rejections": (("counter", "admission_rejections", "reason"),),
     "rate_limit_rejections": (("where", "rate_limit_rejections", "", ""),),
     "tool_outcomes": (("counter", "tool_calls", "outcome"),),
+    "generation_states": (("semantic", "lifecycle.states"),),
+    "lifecycle_steps": (("semantic", "lifecycle.steps"),),
+    "generations_kept_fresh": (("counter", "index_propagated_rows", "target"),),
+    "shadow_probes": (("counter", "shadow_probes", "outcome"),),
+    "shadow_mean_overlap": (("semantic", "shadow.mean_overlap"),),
+    "shadow_latency": (("timing", "shadow_rank_seconds", "role"),),
 }
 
 

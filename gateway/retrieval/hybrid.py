@@ -34,6 +34,9 @@ ranking configuration.
    new revision/metadata → scalars refreshed without embedding (docs/retrieval.md#revalidation); filters
    re-applied to fresh data; exact-identifier test on fresh text.
 7. Fusion (:mod:`gateway.retrieval.fusion`), ``min_score`` on the service score.
+8. While a shadow comparison runs, a sampled share of full requests is handed
+   to :class:`~gateway.retrieval.shadow.ShadowRunner` after step 4 (ranked on
+   the shadow generation in the background; docs/operations.md#shadow-queries).
 
 The whole bounded list is rebuilt on every page; cursors are offsets into it
 and bind mode, ranking version and generation in their fingerprint. First
@@ -64,7 +67,7 @@ from gateway.retrieval.analyzer import analyze
 from gateway.retrieval.duplicates import DuplicateChecker
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, build_provider
 from gateway.retrieval.filters import SearchFilters, index_mask
-from gateway.retrieval.language import search_by_language
+from gateway.retrieval.channels import indexed_votes, lexical_votes, semantic_votes
 from gateway.retrieval.fusion import (
     ANALOGIES,
     SEARCH,
@@ -86,6 +89,7 @@ from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE, generation_id, 
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument, normalize_query
 from gateway.retrieval.follower import ChangeFollower, build_checkpoint_store
 from gateway.retrieval.refresher import IndexRefresher
+from gateway.retrieval.shadow import ShadowProbe, ShadowRunner
 from gateway.config.retrieval import RetrievalSettings
 
 __all__ = [
@@ -207,6 +211,7 @@ class RetrievalService:
         self.refresher = refresher_factory(repository, self.provider, self.builder, self.own_generation, settings,
                                            clock=clock, metrics=metrics, follower=follower)
         self._duplicates = DuplicateChecker(self)
+        self._shadow = ShadowRunner(metrics=metrics)
         self._text_fields = tuple(f.name for f in load_schema().lesson.fields if f.type in ("text", "longtext"))
 
     @property
@@ -234,6 +239,7 @@ class RetrievalService:
     def stop(self) -> None:
         """Stop the refresher and release the provider's threads."""
         self.refresher.stop()
+        self._shadow.close()
         self._duplicates.close()
         self.provider.close()
 
@@ -248,10 +254,13 @@ class RetrievalService:
         Keys: status, indexed, lessons, pending, failed, missing, stale_hashes,
         orphans, truncated, refreshing, last_reconcile_age_seconds, error,
         breaker, queue{in_use, waiting, rejected}, generation, model,
-        projection_version, ranking_version. No query text, no content, no URL.
+        projection_version, ranking_version, shadow{samples, mean_overlap} (shadow queries
+        this process compared, docs/operations.md#shadow-queries); the pgvector backend adds
+        ``lifecycle`` and ``build_progress``. No query text, no content, no URL.
         """
         return {**self.refresher.health(), "generation": self.generation, "model": self.profile.model_id,
-                "projection_version": self.builder.version, "ranking_version": self.ranking.version}
+                "projection_version": self.builder.version, "ranking_version": self.ranking.version,
+                "shadow": self._shadow.stats()}
 
     def hint_dirty(self, lesson_id: str) -> None:
         """Write-path hint after a create or core revise (docs/tools.md#dirty-hint). Never raises, never blocks."""
@@ -338,13 +347,10 @@ class RetrievalService:
                 pending.cancel()
                 raise
             t0 = time.monotonic()
-            cap = cfg.channel_caps["bm25"]
-            query_terms = analyze(q)
-            hits = snap.lexical_search(query_terms, cap, allowed=allowed)
-            complete, incomplete = _split_by_coverage(snap, hits, query_terms, cfg.lexical_partial_below)
-            channel_hits["bm25"] = self._indexed_votes(snap, "bm25", complete)
-            channel_hits["bm25_partial"] = self._indexed_votes(snap, "bm25_partial", incomplete)
-            partial |= len(hits) >= cap
+            query_terms = tuple(analyze(q))
+            channel_hits["bm25"], channel_hits["bm25_partial"], capped = lexical_votes(
+                snap, query_terms, cfg.channel_caps["bm25"], allowed, cfg.lexical_partial_below)
+            partial |= capped
             self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="bm25")
         t0 = time.monotonic()
         try:
@@ -354,15 +360,16 @@ class RetrievalService:
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="embedding_wait")
         t0 = time.monotonic()
         standardized = query_language(q) in cfg.standardized_languages
+        floor = self.calibration.semantic_floor
         for name in facets:
             channel = f"semantic:{name}"
-            cap = cfg.channel_caps[channel]
-            floor = self.calibration.semantic_floor
-            hits = (search_by_language(snap, name, vectors[name], cap, allowed=allowed, min_score=floor)
-                    if standardized else snap.search(name, vectors[name], cap, allowed=allowed, min_score=floor))
-            channel_hits[channel] = self._indexed_votes(snap, channel, hits)
-            partial |= len(hits) >= cap
+            channel_hits[channel], capped = semantic_votes(snap, name, vectors[name], cfg.channel_caps[channel],
+                                                           allowed, floor, standardized)
+            partial |= capped
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
+        if facet is None:  # a sampled copy runs against a shadow generation, off this request's path
+            self._shadow.offer(snap, self.refresher.shadow_target(),
+                               ShadowProbe(query_terms, vectors, index_mask(filters), cfg, floor, standardized))
         channels = SEARCH_CHANNELS if facet is None else (f"semantic:{facet}",)
         return self._finish(repository, snap, channel_hits, operation=SEARCH, channels=channels,
                             filters=filters, min_score=min_score, partial=partial, query=q, prefetched=prefetched,
@@ -433,10 +440,10 @@ class RetrievalService:
             vec = source_vectors.get(facet)
             hits = [] if vec is None else snap.search(facet, vec, cfg.channel_caps[channel], allowed=allowed,
                                                       exclude=(source.id,), min_score=self.calibration.semantic_floor)
-            channel_hits[channel] = self._indexed_votes(snap, channel, hits)
+            channel_hits[channel] = indexed_votes(snap, channel, hits)
             partial |= len(hits) >= cfg.channel_caps[channel]
         hits = snap.lexical_search(source_terms, cfg.channel_caps["bm25"], allowed=allowed, exclude=(source.id,))
-        channel_hits["bm25"] = self._indexed_votes(snap, "bm25", hits)
+        channel_hits["bm25"] = indexed_votes(snap, "bm25", hits)
         partial |= len(hits) >= cfg.channel_caps["bm25"]
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
         out = self._finish(repository, snap, channel_hits, operation=ANALOGIES, channels=ANALOGY_CHANNELS,
@@ -480,17 +487,6 @@ class RetrievalService:
         return all(lexical.term_matches(term, words) for term in terms)
 
     # ---------------------------------------------------------- shared tail
-    @staticmethod
-    def _indexed_votes(snap: IndexSnapshot, channel: str, hits) -> list[tuple[str, RankContribution]]:
-        """Votes of an index channel (vectors or BM25), each carrying the indexed revision and retrieval hash."""
-        votes = []
-        for hit in hits:
-            record = snap.record(hit.lesson_id)
-            votes.append((hit.lesson_id, RankContribution(channel, hit.rank, hit.score,
-                                                          record.revision_id if record else None,
-                                                          record.retrieval_hash if record else None)))
-        return votes
-
     def _finish(self, repository: Any, snap: IndexSnapshot,
                 channel_hits: Mapping[str, list[tuple[str, RankContribution]]], *,
                 operation: str, channels: Sequence[str], filters: SearchFilters, min_score: float | None,
@@ -585,21 +581,3 @@ class RetrievalService:
         if self.metrics is not None:
             self.metrics.observe(name, seconds, **labels)
 
-
-def _split_by_coverage(snap: IndexSnapshot, hits, query_terms, below: float):
-    """BM25 hits split into (complete, incomplete): a Lesson holding fewer than ``below`` of the
-    distinct analysed query terms is incomplete (``bm25_partial``); ranks restart at 1 in each part.
-
-    One shared generic word (``문제``, ``outage``) makes a BM25 hit as surely as the decisive
-    ones do; like legacy's single-term fallback hits, such partial matches vote with less
-    weight (``docs/hybrid-search.md#lexical-channel``).
-    """
-    wanted = set(query_terms)
-    if not wanted or below <= 0:
-        return list(hits), []
-    complete, incomplete = [], []
-    for hit in hits:
-        have = wanted.intersection(snap.terms(hit.lesson_id))
-        (complete if len(have) >= below * len(wanted) else incomplete).append(hit)
-    renumber = lambda part: [replace(h, rank=n) for n, h in enumerate(part, 1)]  # noqa: E731
-    return renumber(complete), renumber(incomplete)

@@ -188,6 +188,11 @@ class IndexRefresher:
         with self._cond:
             return {i: t[0] for i, t in self._state.tombstones.items()}
 
+    def shadow_target(self) -> Any:
+        """The running shadow comparison (:class:`gateway.retrieval.shadow.ShadowTarget`), None here: the
+        in-process index has one generation (docs/operations.md#shadow-queries)."""
+        return None
+
     def maybe_reconcile(self) -> bool:
         """Queue a full reconcile when the interval has passed since the last one started; never blocks."""
         with self._cond:

@@ -1,17 +1,22 @@
 """``s3rm index``: the generation lifecycle on the shared PostgreSQL + pgvector store.
 
-Contract: docs/operations.md#generations, docs/operations.md#indexer-leader.
+Contract: docs/operations.md#generations, docs/operations.md#generation-lifecycle,
+docs/operations.md#shadow-queries, docs/operations.md#indexer-leader.
 
 Verbs (the store comes from ``--dsn``, else ``S3RM_PG_DSN``, else the dev stack's ``.dev/stack.env``):
 
 * ``list`` — every generation with state, rows, HNSW, lease holder; the alias;
 * ``build --label L [--hnsw]`` — a full build of ``<this config's generation>.L``
   from the wiki (same embedding provider settings as the gateway, ``S3RM_*``),
-  under that generation's own indexer lease, while the active one serves; then ``ready``;
-* ``shadow GENERATION`` — for queries read from stdin (one per line, never
-  printed or stored), top-k overlap and latency of GENERATION against the active one;
+  under that generation's own indexer lease, while the active one serves, with
+  the change tail applied (:mod:`gateway.retrieval.pgvector.build`); then ``ready``;
+* ``shadow --start GENERATION [--sample F]`` / ``--stop`` / ``--report GENERATION``
+  — gateways rank a sampled share of live hybrid searches on GENERATION too and
+  store overlap and latency per query (never the query); the report aggregates them;
+  ``shadow --queries GENERATION`` compares on queries read from stdin (never printed or stored);
 * ``cutover GENERATION`` / ``rollback`` — flip the alias in one transaction;
-* ``retire GENERATION`` — drop a generation that is neither active nor previous;
+* ``retire GENERATION [--rollback-target]`` — drop a generation that is not active
+  (the previous one only with the flag; the leader retires it itself once the rollback window is over);
 * ``rotate-cursor-key`` — add a newer shared cursor key (older ones keep verifying).
 
 Exit codes: 0 done, 1 the store refused (bad state, unknown generation), 2 usage/configuration.
@@ -48,6 +53,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     try:
         active, previous, version = store.alias()
         print(f"alias active={active or '-'} previous={previous or '-'} version={version}")
+        from gateway.retrieval.pgvector import lifecycle
+
+        steps = lifecycle.event_counts(store)
+        shadow = lifecycle.shadow_config(store)
+        print("steps " + (" ".join(f"{k}={n}" for k, n in steps.items()) or "-")
+              + (f"\tshadow={shadow[0]} sample={shadow[1]:g}" if shadow else ""))
         for info in store.generations():
             holder, token, live = store.lease(info.name)
             rows = 0
@@ -85,7 +96,7 @@ def _flip(action):
     return _refusable(action, lambda flipped, _args: f"alias active: {flipped[0] or '-'} -> {flipped[1]}")
 
 
-cmd_retire = _refusable(lambda store, args: store.retire(args.generation),
+cmd_retire = _refusable(lambda store, args: store.retire(args.generation, rollback_target=args.rollback_target),
                         lambda _result, args: f"retired {args.generation}")
 
 
@@ -100,17 +111,21 @@ def cmd_rotate(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    """Full build of ``<own generation>.<label>`` through the ordinary refresher, pinned to that name."""
+    """Build ``<own generation>.<label>`` with its change tail (gateway.retrieval.pgvector.build)."""
     from gateway.config import load_config
     from gateway.config.values import ConfigError
     from gateway.retrieval import pgvector as backend
     from gateway.retrieval.hybrid import RetrievalService
+    from gateway.retrieval.pgvector.build import build_generation
+    from gateway.retrieval.pgvector.store import StoreError
     from gateway.wiki.repository import repository_factory
 
     if not args.label.replace("-", "").isalnum():
         print("s3rm index: --label takes letters, digits and '-'", file=sys.stderr)
         return 2
-    env = dict(os.environ, S3RM_INDEX_BACKEND="pgvector", S3RM_PG_DSN=_dsn(args) or "")
+    # the build's follower keeps its checkpoint in memory: a gateway's checkpoint file is never moved
+    env = dict(os.environ, S3RM_INDEX_BACKEND="pgvector", S3RM_PG_DSN=_dsn(args) or "",
+               S3RM_SEMANTIC_CHECKPOINT_FILE="")
     try:
         config = load_config(env)
     except ConfigError as exc:
@@ -120,65 +135,87 @@ def cmd_build(args: argparse.Namespace) -> int:
         print("s3rm index: building needs an embedding provider (S3RM_EMBEDDING_PROVIDER)", file=sys.stderr)
         return 2
     store = _store(args)
-    factory = backend.refresher_factory(config.retrieval, store)
-    service = RetrievalService(config.retrieval, repository_factory(config), refresher_factory=factory)
-    name = f"{service.own_generation}.{args.label}"
-    service.refresher.pin(name)
-    started = time.monotonic()
-    service.start()
     try:
-        deadline = started + args.timeout
-        while time.monotonic() < deadline:
-            outcome = service.refresher.last_outcome
-            if outcome is not None and outcome.kind == "full":
-                if outcome.error:
-                    print(f"s3rm index: build failed ({outcome.error})", file=sys.stderr)
-                    return 1
-                break
-            time.sleep(0.5)
-        else:
-            print(f"s3rm index: build did not finish in {args.timeout:.0f} s", file=sys.stderr)
-            return 1
+        factory = backend.refresher_factory(config.retrieval, store)
+        service = RetrievalService(config.retrieval, repository_factory(config), refresher_factory=factory)
+        report = build_generation(service, store, args.label, timeout=args.timeout, hnsw=args.hnsw)
+    except StoreError as exc:
+        print(f"s3rm index: {exc}", file=sys.stderr)
+        return 1
     finally:
-        service.stop()
-    if args.hnsw:
-        store.build_hnsw(name)
-    store.mark_ready(name)
-    state = store.generation(name).state
-    print(f"built {name}: {outcome.embedded} Lessons embedded, {outcome.examined} examined, "
-          f"{time.monotonic() - started:.1f} s{' + HNSW' if args.hnsw else ''}; state {state}"
-          f"{' (no alias existed: it serves now)' if state == 'active' else ', cut over with s3rm index cutover'}")
-    store.close()
+        store.close()
+    tail = ("no change tail (no follower)" if report.tail_examined is None else
+            f"change tail: {report.tail_examined} re-read, {report.tail_embedded} embedded")
+    print(f"built {report.name}: {report.embedded} Lessons embedded, {report.examined} examined, {tail}, "
+          f"{report.seconds:.1f} s{' + HNSW' if args.hnsw else ''}; state {report.state}"
+          f"{' (no alias existed: it serves now)' if report.state == 'active' else ', cut over with s3rm index cutover'}")
     return 0
 
 
 def cmd_shadow(args: argparse.Namespace) -> int:
+    """``--start GEN [--sample F]``, ``--stop``, ``--report GEN`` (live traffic) or ``--queries GEN`` (stdin)."""
+    if args.queries:
+        return _offline_shadow(args)
+    from gateway.retrieval.pgvector import lifecycle
+    from gateway.retrieval.pgvector.store import StoreError
+
+    store = _store(args)
+    try:
+        if args.start:
+            lifecycle.start_shadow(store, args.start, args.sample)
+            print(f"shadow comparison of {args.start} on {100 * args.sample:g} % of hybrid searches "
+                  "(gateways pick it up within a few seconds)")
+        elif args.stop:
+            stopped = lifecycle.stop_shadow(store)
+            print(f"shadow stopped: {', '.join(stopped) or 'none was running'}")
+        else:
+            print(_report_text(lifecycle.shadow_report(store, args.report)))
+    except (StoreError, ValueError) as exc:
+        print(f"s3rm index: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    return 0
+
+
+def _report_text(rep: dict) -> str:
+    if not rep["samples"]:
+        return f"{rep['generation']}: no shadow samples yet"
+    ms = lambda side, q: f"{rep[side][q]:.1f} ms"  # noqa: E731
+    return (f"{rep['generation']}: samples={rep['samples']} k={rep['k']} overlap@k mean={rep['overlap_mean']:.3f} "
+            f"median={rep['overlap_median']:.3f} min={rep['overlap_min']:.3f}\n"
+            f"latency\tactive p50={ms('active_ms', 'p50')} p95={ms('active_ms', 'p95')}\t"
+            f"shadow p50={ms('shadow_ms', 'p50')} p95={ms('shadow_ms', 'p95')}")
+
+
+def _offline_shadow(args: argparse.Namespace) -> int:
     """Top-k overlap and latency of a candidate generation against the active one, per stdin query."""
     from gateway.config import load_config
     from gateway.retrieval.embedding import build_provider
 
+    generation = args.queries
     queries = [q.strip() for q in sys.stdin if q.strip()][:1000]
     if not queries:
-        print("s3rm index: shadow reads queries from stdin (one per line)", file=sys.stderr)
+        print("s3rm index: shadow --queries reads queries from stdin (one per line)", file=sys.stderr)
         return 2
     config = load_config(dict(os.environ))
     provider = build_provider(config.retrieval)
     store = _store(args)
     try:
         active, _, _ = store.alias()
-        if active is None or store.generation(args.generation) is None:
+        if active is None or store.generation(generation) is None:
             print("s3rm index: needs an active generation and a known candidate", file=sys.stderr)
             return 1
-        overlaps, lat = [], {active: [], args.generation: []}
+        overlaps, lat = [], {active: [], generation: []}
         for query in queries:
             vec = provider.begin_queries(query, ("whole",)).result()["whole"]
             tops = {}
-            for gen in (active, args.generation):
+            for gen in (active, generation):
                 t0 = time.perf_counter()
                 tops[gen] = [i for i, _ in store.search(gen, "whole", vec, args.k)]
                 lat[gen].append(time.perf_counter() - t0)
             base = set(tops[active])
-            overlaps.append(len(base & set(tops[args.generation])) / max(1, len(base)))
+            overlaps.append(len(base & set(tops[generation])) / max(1, len(base)))
         print(f"queries={len(queries)} k={args.k} overlap@k mean={statistics.mean(overlaps):.3f} "
               f"min={min(overlaps):.3f}")
         for gen, times in lat.items():
@@ -203,9 +240,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--hnsw", action="store_true", help="also create HNSW indexes")
     b.add_argument("--timeout", type=float, default=3600.0, help="give up after this many seconds")
     b.set_defaults(handler=cmd_build)
-    s = verbs.add_parser("shadow", help="compare a candidate with the active generation on stdin queries")
-    s.add_argument("generation")
-    s.add_argument("-k", type=int, default=20)
+    s = verbs.add_parser("shadow", help="compare a candidate with the active generation on live traffic")
+    what = s.add_mutually_exclusive_group(required=True)
+    what.add_argument("--start", metavar="GENERATION", help="gateways also rank a sample of hybrid searches on it")
+    what.add_argument("--stop", action="store_true", help="stop the running comparison (samples are kept)")
+    what.add_argument("--report", metavar="GENERATION", help="print the aggregate of its samples")
+    what.add_argument("--queries", metavar="GENERATION", help="compare on queries read from stdin instead")
+    s.add_argument("--sample", type=float, default=0.1, help="share of hybrid searches compared (0-1], default 0.1")
+    s.add_argument("-k", type=int, default=20, help="--queries only: ids compared per query")
     s.set_defaults(handler=cmd_shadow)
     c = verbs.add_parser("cutover", help="point the alias at GENERATION (one transaction)")
     c.add_argument("generation")
@@ -214,6 +256,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         handler=_flip(lambda store, a: store.rollback()))
     r = verbs.add_parser("retire", help="drop a generation that is neither active nor previous")
     r.add_argument("generation")
+    r.add_argument("--rollback-target", action="store_true",
+                   help="also retire the previous generation (ends the rollback window early)")
     r.set_defaults(handler=cmd_retire)
     verbs.add_parser("rotate-cursor-key", help="add a newer shared cursor signing key").set_defaults(
         handler=cmd_rotate)

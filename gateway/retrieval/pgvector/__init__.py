@@ -6,7 +6,9 @@ Contract: docs/hybrid-search.md#pgvector-backend, docs/operations.md#pgvector-ba
   lease with fencing tokens, per-generation rows, dirty queue, cursor keys;
 * :mod:`.snapshot` — :class:`PgSnapshot`, one gateway's immutable view
   (local records + BM25, vectors searched in PostgreSQL);
-* :mod:`.refresher` — :class:`SharedRefresher`, leader/follower refresh.
+* :mod:`.refresher` — :class:`SharedRefresher`, leader/follower refresh;
+* :mod:`.lifecycle` — change watermarks, propagation into companion
+  generations, retirement after the rollback window, step events, shadow figures.
 
 :func:`refresher_factory` is what ``create_app`` hands to
 :class:`gateway.retrieval.hybrid.RetrievalService` when the backend is pgvector.
@@ -33,7 +35,8 @@ def refresher_factory(settings: RetrievalSettings, store: Any = None) -> Callabl
 
     def build(*args: Any, **kwargs: Any) -> SharedRefresher:
         return SharedRefresher(*args, store=shared, options=options, lease_seconds=settings.pg_lease_seconds,
-                               poll_seconds=settings.pg_poll_seconds, **kwargs)
+                               poll_seconds=settings.pg_poll_seconds,
+                               rollback_window_seconds=settings.rollback_window_seconds, **kwargs)
 
     build.store = shared  # type: ignore[attr-defined]
     return build

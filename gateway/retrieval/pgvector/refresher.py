@@ -21,7 +21,14 @@ views. Its one thread wakes every ``S3RM_PG_POLL_SECONDS`` (or at once on a hint
    ``S3RM_SEMANTIC_RECONCILE_SECONDS``. A new leader starts from the rows the
    old one wrote, so its first reconcile embeds nothing that is already current;
 4. as **follower** it never embeds or writes Lesson rows: its hints go to the
-   dirty queue, and its view follows the store's change rows.
+   dirty queue, and its view follows the store's change rows;
+5. lifecycle (docs/operations.md#generation-lifecycle, :mod:`.lifecycle`): the
+   leader copies its changed rows into every companion generation (same
+   inputs, ``ready``, or ``previous`` within ``S3RM_INDEX_ROLLBACK_WINDOW_SECONDS``)
+   and retires the previous one once the window is over; every gateway keeps a
+   synced view of the generation under shadow comparison (when it has this
+   gateway's inputs) for :meth:`shadow_target`, and a cached overview of the
+   registry (states, Lessons, build progress, step counts) for :meth:`health`.
 
 A write refused by fencing (:class:`~gateway.retrieval.pgvector.store.FencingError`)
 drops leadership, returns the work to the shared queue and is counted
@@ -34,22 +41,34 @@ import threading
 import time
 from typing import Any
 
+from gateway.retrieval.pgvector import lifecycle
 from gateway.retrieval.pgvector.snapshot import LeaseHandle, PgSnapshot, SearchOptions
 from gateway.retrieval.pgvector.store import FencingError, PgStore, holder_id
 from gateway.retrieval.refresher import IndexRefresher
+from gateway.retrieval.shadow import ShadowTarget
 
 __all__ = ["SharedRefresher"]
 
 log = logging.getLogger("s3rm.pgvector")
 
+#: Seconds between reads of the registry overview, the companion list and the shadow configuration.
+LIFECYCLE_SECONDS = 2.0
+
 
 class SharedRefresher(IndexRefresher):
     """IndexRefresher over the shared store (module docstring). Extra args: ``store``, ``options``,
-    ``lease_seconds``, ``poll_seconds``."""
+    ``lease_seconds``, ``poll_seconds``, ``rollback_window_seconds``."""
 
     def __init__(self, *args: Any, store: PgStore, options: SearchOptions = SearchOptions(),
-                 lease_seconds: float = 10.0, poll_seconds: float = 1.0, **kwargs: Any):
+                 lease_seconds: float = 10.0, poll_seconds: float = 1.0, rollback_window_seconds: float = 86400.0,
+                 **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self.rollback_window_seconds = rollback_window_seconds
+        self._companions: list[str] = []
+        self._overview: dict[str, Any] = {}
+        self._next_lifecycle = 0.0
+        self._shadow: tuple[PgSnapshot, float] | None = None
+        self.propagated_rows = 0
         self.store = store
         self.options = options
         self.lease_seconds = lease_seconds
@@ -113,7 +132,26 @@ class SharedRefresher(IndexRefresher):
         out = super().health()
         out.update(backend="pgvector", leader=self.is_leader, served_generation=self.served,
                    fenced_writes=self.fenced_writes, embedded_total=self.embedded_total)
+        view = self._overview
+        shadow = self._shadow
+        out["lifecycle"] = {
+            "states": {n: g["state"] for n, g in view.get("generations", {}).items()},
+            "lessons": {n: g["lessons"] for n, g in view.get("generations", {}).items() if g["lessons"] is not None},
+            "steps": view.get("steps", {}),
+            "kept_fresh": list(self._companions) if self.is_leader else [],
+            "propagated_rows": self.propagated_rows,
+            "shadow_generation": shadow[0].generation if shadow else None,
+            "shadow_sample": shadow[1] if shadow else None,
+        }
+        out["build_progress"] = view.get("build_progress") or None
         return out
+
+    def shadow_target(self) -> ShadowTarget | None:
+        """The running shadow comparison this gateway can take part in (docs/operations.md#shadow-queries)."""
+        shadow = self._shadow
+        if shadow is None:
+            return None
+        return ShadowTarget(shadow[0], shadow[1], lambda sample: lifecycle.record_shadow(self.store, sample))
 
     # ------------------------------------------------------------- worker
     def _run(self) -> None:
@@ -155,6 +193,48 @@ class SharedRefresher(IndexRefresher):
             self._lead(target)
         else:
             self._track(target)
+        self._lifecycle(target)
+
+    def _lifecycle(self, target: str) -> None:
+        """Step 5 of the module docstring: propagation and retirement (leader), shadow view and overview (all)."""
+        if self.clock() >= self._next_lifecycle:
+            self._next_lifecycle = self.clock() + LIFECYCLE_SECONDS
+            if self.is_leader and lifecycle.retire_expired(self.store, self.rollback_window_seconds):
+                self._count("index_lifecycle_steps", step="retired")
+            self._companions = lifecycle.companions(self.store, target, self.rollback_window_seconds)
+            self._overview = {**lifecycle.overview(self.store), "steps": lifecycle.event_counts(self.store)}
+            self._follow_shadow(target, lifecycle.shadow_config(self.store))
+        elif self._shadow is not None:
+            view, sample = self._shadow
+            self._shadow = (view.synced(), sample)
+        if self.is_leader and self.lease.token is not None:
+            for companion in self._companions:
+                copied = lifecycle.propagate(self.store, target, companion, self.lease.holder, self.lease.token)
+                if copied:
+                    self.propagated_rows += copied
+                    self._count("index_propagated_rows", copied, target=companion)
+
+    def _follow_shadow(self, served: str, config: tuple[str, float] | None) -> None:
+        """Load, sync or drop the view of the generation under shadow comparison."""
+        if config is None or config[0] == served or lifecycle.inputs_of(config[0]) != lifecycle.inputs_of(served):
+            self._shadow = None  # none, or built from other inputs: this gateway's query vectors do not fit
+            return
+        name, sample = config
+        current = self._shadow
+        if current is not None and current[0].generation == name:
+            self._shadow = (current[0].synced(), sample)
+            return
+        info = self.store.generation(name)
+        if info is None or info.state == "retired" or info.dims != self.dims:
+            self._shadow = None
+            return
+        self._shadow = (PgSnapshot.load(self.store, name, self.dims, LeaseHandle(self.lease.holder), self.options),
+                        sample)
+        log.info("shadow comparison of generation %s on %.0f %% of hybrid searches", name, 100 * sample)
+
+    def _count(self, name: str, amount: int = 1, **labels: str) -> None:
+        if self.metrics is not None:
+            self.metrics.incr(name, amount, **labels)
 
     def _switch(self, target: str) -> None:
         """Serve ``target`` (startup or an alias flip): register it if it is ours, load its view."""
@@ -222,8 +302,9 @@ class SharedRefresher(IndexRefresher):
         self._observe(outcome)
         if outcome.error is None and kind == "full":
             self.store.mark_reconciled(target, time.time())
-            self.store.mark_ready(target)
-            self.store.activate_if_unset(target)
+            if self.pinned is None:  # a pinned build (s3rm index build) replays its tail before it is ready
+                self.store.mark_ready(target)
+                self.store.activate_if_unset(target)
         with self._cond:
             if not self._state.pending_ids and not self._state.full_pending:
                 self._idle.set()

@@ -14,6 +14,10 @@ Tables (created idempotently under one advisory lock, so N gateways may start at
 * ``s3rm_lease`` — one row per generation: holder, fencing token, expiry;
 * ``s3rm_dirty`` — Lesson ids a serving-only gateway asks the leader to refresh;
 * ``s3rm_cursor_key`` — the cursor signing keys every gateway shares;
+* ``s3rm_event`` — one row per lifecycle step (build started/ready, shadow
+  started/stopped, cutover, rollback, retired); ``s3rm_shadow`` /
+  ``s3rm_shadow_sample`` — the shadow comparison and its per-query figures
+  (overlap, latency; never query text), see :mod:`.lifecycle`;
 * one table per generation (``s3rm_g_<16 hex>``): per Lesson the record
   (revision, raw hashes, epoch times, filter scalars, truncation mask), its
   analysed lexical terms, a tombstone flag, the change sequence number ``seq``
@@ -47,7 +51,8 @@ import numpy as np
 from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.index import IndexEntry, IndexRecord
 
-__all__ = ["FencingError", "GenerationInfo", "PgStore", "StoreError", "STATES", "table_for"]
+__all__ = ["CHANGE_HEAD_SQL", "EVENT_KINDS", "FencingError", "GenerationInfo", "PgStore", "StoreError", "STATES",
+           "RECORD_COLUMNS", "log_event", "table_for"]
 
 log = logging.getLogger("s3rm.pgvector")
 
@@ -84,12 +89,24 @@ CREATE TABLE IF NOT EXISTS s3rm_dirty (
 CREATE TABLE IF NOT EXISTS s3rm_cursor_key (
   kid int PRIMARY KEY, secret bytea NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
 ALTER TABLE s3rm_generation ADD COLUMN IF NOT EXISTS layout smallint NOT NULL DEFAULT 1;
+ALTER TABLE s3rm_generation ADD COLUMN IF NOT EXISTS synced_seq bigint;
+CREATE TABLE IF NOT EXISTS s3rm_event (
+  id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), kind text NOT NULL, generation text NOT NULL);
+CREATE TABLE IF NOT EXISTS s3rm_shadow (
+  generation text PRIMARY KEY REFERENCES s3rm_generation(name), sample double precision NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE IF NOT EXISTS s3rm_shadow_sample (
+  id bigserial PRIMARY KEY, generation text NOT NULL, active text NOT NULL, at timestamptz NOT NULL DEFAULT now(),
+  k int NOT NULL, active_hits int NOT NULL, shadow_hits int NOT NULL, overlap double precision NOT NULL,
+  active_ms double precision NOT NULL, shadow_ms double precision NOT NULL);
 """
 
 _RECORD_COLUMNS = ("lesson_id", "revision_id", "retrieval_hash", "metadata_hash", "created_at", "updated_at",
                    "confidence", "record_origin", "review_state", "truncated", "terms")
 
 
+#: The record columns of a generation table (public name for :mod:`.lifecycle`).
+RECORD_COLUMNS = _RECORD_COLUMNS
 #: PostgreSQL types of :data:`_RECORD_COLUMNS` (binary COPY).
 _RECORD_TYPES = ("text", "int8", "bytea", "bytea", "int8", "int8", "text", "text", "text", "int2", "text[]")
 
@@ -136,6 +153,19 @@ class GenerationInfo:
     def vector_type(self) -> str:
         """The SQL type of one facet vector, e.g. ``halfvec(1024)``."""
         return f"{self.storage}({int(self.dims)})"
+
+
+#: The last value the global change sequence handed out (0 before the first write).
+CHANGE_HEAD_SQL = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM s3rm_change_seq"
+#: Lifecycle step kinds recorded in ``s3rm_event`` (docs/operations.md#generation-lifecycle).
+EVENT_KINDS = ("build_started", "build_ready", "shadow_started", "shadow_stopped", "cutover", "rollback", "retired")
+
+
+def log_event(conn, kind: str, generation: str) -> None:
+    """Record one lifecycle step (``kind`` of :data:`EVENT_KINDS`) in ``s3rm_event`` on ``conn``."""
+    if kind not in EVENT_KINDS:
+        raise ValueError(f"unknown lifecycle event {kind!r}")
+    conn.execute("INSERT INTO s3rm_event (kind, generation) VALUES (%s, %s)", (kind, generation))
 
 
 def _digest(text: str) -> bytes:
@@ -283,6 +313,10 @@ class PgStore:
                                 "FROM s3rm_generation ORDER BY created_at, name").fetchall()
         return [GenerationInfo(*r) for r in rows]
 
+    def require(self, name: str) -> GenerationInfo:
+        """The registry row of ``name``; StoreError when unknown."""
+        return self._require(name)
+
     def _require(self, name: str) -> GenerationInfo:
         info = self.generation(name)
         if info is None:
@@ -298,10 +332,12 @@ class PgStore:
         return (row[0], row[1], int(row[2])) if row else (None, None, 0)
 
     def mark_ready(self, generation: str) -> None:
-        """A finished build: ``building`` → ``ready`` (other states unchanged)."""
-        with self.pool.connection() as conn:
-            conn.execute("UPDATE s3rm_generation SET state = 'ready', state_at = now() "
-                         "WHERE name = %s AND state = 'building'", (generation,))
+        """A finished build: ``building`` → ``ready`` (other states unchanged; a ``build_ready`` event)."""
+        with self.pool.connection() as conn, conn.transaction():
+            done = conn.execute("UPDATE s3rm_generation SET state = 'ready', state_at = now() "
+                                "WHERE name = %s AND state = 'building' RETURNING name", (generation,)).fetchone()
+            if done:
+                log_event(conn, "build_ready", generation)
 
     def mark_reconciled(self, generation: str, at: float) -> None:
         """Record the leader's last finished full reconcile (epoch seconds) for the other gateways' status."""
@@ -316,12 +352,16 @@ class PgStore:
             if done:
                 conn.execute("UPDATE s3rm_generation SET state = 'active', state_at = now() WHERE name = %s",
                              (generation,))
+                log_event(conn, "cutover", generation)
         return done is not None
 
-    def cutover(self, generation: str) -> tuple[str | None, str]:
+    def cutover(self, generation: str, *, kind: str = "cutover") -> tuple[str | None, str]:
         """Flip the alias to a ``ready`` (or ``previous``) generation in one transaction.
 
-        The old active becomes ``previous`` (the rollback target). Returns ``(old, new)``.
+        The old active becomes ``previous`` (the rollback target); its change
+        watermark is set to the current change sequence, so the new active's
+        leader keeps it fresh from the flip on (docs/operations.md#generation-lifecycle).
+        One ``s3rm_event`` row of ``kind`` (``cutover`` or ``rollback``). Returns ``(old, new)``.
         Raises StoreError for an unknown, building or retired generation, or one of other dims.
         """
         with self.pool.connection() as conn, conn.transaction():
@@ -342,10 +382,11 @@ class PgStore:
                              "flipped_at = now() WHERE name = %s", (generation, old, _ACTIVE))
                 conn.execute("UPDATE s3rm_generation SET state = 'ready', state_at = now() "
                              "WHERE state = 'previous' AND name <> %s", (generation,))
-                conn.execute("UPDATE s3rm_generation SET state = 'previous', state_at = now() WHERE name = %s",
-                             (old,))
-            conn.execute("UPDATE s3rm_generation SET state = 'active', state_at = now() WHERE name = %s",
-                         (generation,))
+                conn.execute("UPDATE s3rm_generation SET state = 'previous', state_at = now(), synced_seq = "
+                             f"({CHANGE_HEAD_SQL}) WHERE name = %s", (old,))
+            conn.execute("UPDATE s3rm_generation SET state = 'active', state_at = now(), synced_seq = NULL "
+                         "WHERE name = %s", (generation,))
+            log_event(conn, kind, generation)
         return old, generation
 
     def rollback(self) -> tuple[str, str]:
@@ -356,23 +397,31 @@ class PgStore:
         active, previous, _ = self.alias()
         if previous is None or active is None:
             raise StoreError("there is no previous generation to roll back to")
-        return self.cutover(previous)  # type: ignore[return-value]
+        return self.cutover(previous, kind="rollback")  # type: ignore[return-value]
 
-    def retire(self, generation: str) -> None:
-        """Retire a generation that is neither active nor the rollback target: drop its table.
+    def retire(self, generation: str, *, rollback_target: bool = False) -> None:
+        """Retire a generation that is not active: drop its tables (and its shadow comparison).
 
-        Raises StoreError for the active or previous generation.
+        The rollback target (``previous``) is refused unless ``rollback_target``
+        (its rollback window is over, or the operator ends it); it then leaves
+        the alias, so ``rollback`` has nothing to flip to.
+        Raises StoreError for the active generation, or the previous one without ``rollback_target``.
         """
         active, previous, _ = self.alias()
-        if generation in (active, previous):
+        if generation == active or (generation == previous and not rollback_target):
             raise StoreError(f"generation {generation!r} is {'active' if generation == active else 'the rollback target'}"
                              "; cut over or roll back first")
         info = self._require(generation)
         with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT 1 FROM s3rm_alias WHERE name = %s FOR UPDATE", (_ACTIVE,))
             conn.execute(f"DROP TABLE IF EXISTS {', '.join(info.relations())}")
-            conn.execute("UPDATE s3rm_generation SET state = 'retired', state_at = now() WHERE name = %s",
-                         (generation,))
+            conn.execute("UPDATE s3rm_alias SET previous = NULL WHERE name = %s AND previous = %s",
+                         (_ACTIVE, generation))
+            conn.execute("UPDATE s3rm_generation SET state = 'retired', state_at = now(), synced_seq = NULL "
+                         "WHERE name = %s", (generation,))
             conn.execute("DELETE FROM s3rm_dirty WHERE generation = %s", (generation,))
+            conn.execute("DELETE FROM s3rm_shadow WHERE generation = %s", (generation,))
+            log_event(conn, "retired", generation)
 
     # ----------------------------------------------------------------- lease
     def acquire(self, generation: str, holder: str, ttl_seconds: float) -> int | None:
@@ -402,6 +451,12 @@ class PgStore:
             row = conn.execute("SELECT holder, token, expires_at > now() FROM s3rm_lease WHERE name = %s",
                                (generation,)).fetchone()
         return (row[0], int(row[1]), bool(row[2])) if row else (None, 0, False)
+
+    @staticmethod
+    def fence(conn, generation: str, holder: str, token: int) -> None:
+        """Inside ``conn``'s transaction: lock ``generation``'s lease row; FencingError unless ``(holder,
+        token)`` holds it live (every leader write starts with this)."""
+        PgStore._fence(conn, generation, holder, token)
 
     @staticmethod
     def _fence(conn, generation: str, holder: str, token: int) -> None:

@@ -1,0 +1,75 @@
+"""The index channels of ``search_lessons``: BM25 (complete / partial) and one semantic channel per facet.
+
+Contract: docs/hybrid-search.md#lexical-channel, docs/hybrid-search.md#ranking, docs/retrieval.md#fusion.
+
+Both hybrid search (:mod:`gateway.retrieval.hybrid`) and the shadow
+comparison of a candidate generation (:mod:`gateway.retrieval.shadow`) rank
+with these functions, so a shadow generation is measured with exactly the
+channels live traffic uses. Every function reads one
+:class:`~gateway.retrieval.backend.SemanticIndex` view and returns votes
+``[(lesson_id, RankContribution)]`` in rank order, each vote carrying the
+indexed revision and retrieval hash (what revalidation compares).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+
+from gateway.retrieval.backend import SemanticIndex
+from gateway.retrieval.fusion import RankContribution
+from gateway.retrieval.language import search_by_language
+
+__all__ = ["Votes", "indexed_votes", "lexical_votes", "semantic_votes", "split_by_coverage"]
+
+#: One channel's votes, best first.
+Votes = list[tuple[str, RankContribution]]
+
+
+def indexed_votes(snap: SemanticIndex, channel: str, hits) -> Votes:
+    """Votes of an index channel (vectors or BM25), each carrying the indexed revision and retrieval hash."""
+    votes = []
+    for hit in hits:
+        record = snap.record(hit.lesson_id)
+        votes.append((hit.lesson_id, RankContribution(channel, hit.rank, hit.score,
+                                                      record.revision_id if record else None,
+                                                      record.retrieval_hash if record else None)))
+    return votes
+
+
+def split_by_coverage(snap: SemanticIndex, hits, query_terms, below: float):
+    """BM25 hits split into (complete, incomplete): a Lesson holding fewer than ``below`` of the
+    distinct analysed query terms is incomplete (``bm25_partial``); ranks restart at 1 in each part.
+
+    One shared generic word (``문제``, ``outage``) makes a BM25 hit as surely as the decisive
+    ones do; like legacy's single-term fallback hits, such partial matches vote with less
+    weight (``docs/hybrid-search.md#lexical-channel``).
+    """
+    wanted = set(query_terms)
+    if not wanted or below <= 0:
+        return list(hits), []
+    complete, incomplete = [], []
+    for hit in hits:
+        have = wanted.intersection(snap.terms(hit.lesson_id))
+        (complete if len(have) >= below * len(wanted) else incomplete).append(hit)
+    renumber = lambda part: [replace(h, rank=n) for n, h in enumerate(part, 1)]  # noqa: E731
+    return renumber(complete), renumber(incomplete)
+
+
+def lexical_votes(snap: SemanticIndex, query_terms: Sequence[str], cap: int, allowed: np.ndarray | None,
+                  below: float) -> tuple[Votes, Votes, bool]:
+    """The ``bm25`` and ``bm25_partial`` votes of analysed ``query_terms`` (at most ``cap`` hits), and
+    whether the cap was hit (the list is ``partial``)."""
+    hits = snap.lexical_search(query_terms, cap, allowed=allowed)
+    complete, incomplete = split_by_coverage(snap, hits, query_terms, below)
+    return indexed_votes(snap, "bm25", complete), indexed_votes(snap, "bm25_partial", incomplete), len(hits) >= cap
+
+
+def semantic_votes(snap: SemanticIndex, facet: str, vector: np.ndarray, cap: int, allowed: np.ndarray | None,
+                   floor: float | None, standardized: bool) -> tuple[Votes, bool]:
+    """The ``semantic:<facet>`` votes of a ``(dims,)`` query vector (cosine ≥ ``floor``, at most ``cap``;
+    z-scored per Lesson language when ``standardized``), and whether the cap was hit."""
+    hits = (search_by_language(snap, facet, vector, cap, allowed=allowed, min_score=floor) if standardized
+            else snap.search(facet, vector, cap, allowed=allowed, min_score=floor))
+    return indexed_votes(snap, f"semantic:{facet}", hits), len(hits) >= cap
