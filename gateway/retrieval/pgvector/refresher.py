@@ -193,7 +193,13 @@ class SharedRefresher(IndexRefresher):
             self._lead(target)
         else:
             self._track(target)
-        self._lifecycle(target)
+        try:
+            self._lifecycle(target)
+        except FencingError:
+            raise
+        except Exception as exc:  # e.g. a table retired meanwhile: the next step retries; serving is unaffected
+            log.warning("lifecycle step failed: %s", type(exc).__name__)
+            self._count("index_lifecycle_errors")
 
     def _lifecycle(self, target: str) -> None:
         """Step 5 of the module docstring: propagation and retirement (leader), shadow view and overview (all)."""
