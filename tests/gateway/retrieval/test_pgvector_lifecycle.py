@@ -167,3 +167,52 @@ def test_build_tail_shadow_cutover_fresh_rollback_and_retirement(world, capsys):
     assert "cutover=2" in listing and "retired=1" in listing and "shadow_started=1" in listing
     assert "shadow_stopped=1" in listing  # the first activation counts as a cutover, each build as ready
     _until(lambda: gateway.health()["lifecycle"]["steps"].get("retired") == 1, what="the gateway's step counts")
+
+
+@pytest.mark.parametrize("layouts", [(1, 2), (2, 1), (2, 2)])
+def test_propagation_copies_records_vectors_and_tombstones_across_layouts(pg_cluster, layouts):
+    """The leader's copy into a companion (docs/operations.md#generation-lifecycle), without embedding:
+    records, terms and vectors of changed rows, tombstones, never over a newer revision, never into a
+    generation whose lease a build holds; either vector layout on either side."""
+    from dataclasses import replace
+
+    from support.pgvector import random_entries
+
+    dsn = pg_cluster.create_database(f"s3rm_prop_{secrets.token_hex(4)}")
+    store = PgStore(dsn)
+    try:
+        src, tgt = "gen-prop", "gen-prop.copy"
+        store.register(src, 16, layout=layouts[0])
+        store.register(tgt, 16, layout=layouts[1])
+        token = store.acquire(src, "leader", 60.0)
+        entries = random_entries(6, dims=16)
+        store.write(src, "leader", token, entries[:4])
+        lifecycle.track_changes(store, tgt, lifecycle.change_head(store))
+        store.write(src, "leader", token, entries[4:], deletes=["L-0000"])  # after the build began
+        store.mark_ready(tgt)
+        assert lifecycle.companions(store, src, 3600.0) == [tgt]
+
+        assert store.acquire(tgt, "builder", 60.0) is not None  # a build still holds the target
+        assert lifecycle.propagate(store, src, tgt, "leader", token) == 0
+        store.release(tgt, "builder")
+        assert lifecycle.propagate(store, src, tgt, "leader", token) == 3  # two upserts and the tombstone
+        ids = [e.record.lesson_id for e in entries]
+        copied = store.vectors(tgt, ("whole", "mechanism"), ids)
+        assert sorted(copied) == ["L-0004", "L-0005"]
+        want = store.vectors(src, ("whole", "mechanism"), ["L-0004", "L-0005"])
+        for lesson_id, facets in want.items():
+            for facet, vec in facets.items():
+                assert (copied[lesson_id][facet] == vec).all()
+        rows = {r[0]: r for r in store.changes(tgt, 0)[0]}
+        assert rows["L-0000"][11] is True and rows["L-0004"][10] == list(entries[4].terms)
+
+        newer = replace(entries[5], record=replace(entries[5].record, revision_id=999))
+        tgt_token = store.acquire(tgt, "builder", 60.0)
+        store.write(tgt, "builder", tgt_token, [newer])
+        store.release(tgt, "builder")
+        store.write(src, "leader", token, [entries[5]])  # an older revision written to the source later
+        assert lifecycle.propagate(store, src, tgt, "leader", token) == 0
+        assert {r[0]: r for r in store.changes(tgt, 0)[0]}["L-0005"][1] == 999
+        assert lifecycle.propagate(store, src, tgt, "leader", token) == 0  # the watermark moved on
+    finally:
+        store.close()
