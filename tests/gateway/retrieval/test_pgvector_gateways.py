@@ -195,3 +195,47 @@ def _row_deleted(dsn: str, lesson_id: str) -> bool:
                            ).fetchone()
         found = conn.execute(f"SELECT deleted FROM {row[0]} WHERE lesson_id = %s", (lesson_id,)).fetchone()
     return bool(found and found[0])
+
+
+def test_shadow_queries_on_live_traffic_store_figures_only(shared_env):
+    """A sampled hybrid search through a real gateway is also ranked on a shadow generation in the
+    background (docs/operations.md#shadow-queries): the figures land in PostgreSQL, the query does not."""
+    from gateway.retrieval.pgvector import lifecycle
+    from gateway.retrieval.pgvector.store import PgStore
+    from sync.cli import main
+
+    env, dsn = shared_env
+    store = PgStore(dsn)
+    try:
+        with Gateway(env, threads=4) as gw:
+            _wait(lambda: (s := _semantic(gw)).get("leader") and s.get("status") in ("ready", "stale"), 240,
+                  "the gateway to lead its generation")
+            active = store.alias()[0]
+            # a same-input copy made by the leader itself: watermark 0, ready → it copies every row
+            shadow = f"{active}.shadow"
+            store.register(shadow, store.require(active).dims)
+            lifecycle.track_changes(store, shadow, 0)
+            store.mark_ready(shadow)
+            _wait(lambda: (g := lifecycle.overview(store)["generations"])[shadow]["lessons"] ==
+                  g[active]["lessons"], 30, "the leader to fill the ready generation")
+            assert main(["index", "--dsn", dsn, "shadow", "--start", shadow, "--sample", "1"]) == 0
+            _wait(lambda: _semantic(gw)["lifecycle"]["shadow_generation"] == shadow, 30,
+                  "the gateway to load the shadow view")
+            queries = ("why did the checkpoint manifest point to a half-written shard",
+                       "a silenced quota alarm was never re-armed", "compaction kept writing after its lease")
+            for query in queries:
+                assert _search(gw, query)["effective_mode"] == "hybrid_v1"
+            _wait(lambda: lifecycle.shadow_report(store, shadow)["samples"] == 3, 60, "three shadow samples")
+            report = lifecycle.shadow_report(store, shadow)
+            assert report["overlap_mean"] == 1.0 and report["overlap_min"] == 1.0  # identical rows, same ranking
+            metrics = requests.get(f"{gw.base}/metrics", timeout=5).json()
+            assert metrics["observability"]["shadow_probes"] == {"ok": 3}
+            assert metrics["semantic"]["shadow"]["samples"] == 3
+            with psycopg.connect(dsn) as conn:
+                stored = repr(conn.execute("SELECT * FROM s3rm_shadow_sample").fetchall())
+            for text in (repr(metrics), stored):
+                assert not any(word in text for word in ("manifest", "quota", "compaction"))
+            assert main(["index", "--dsn", dsn, "shadow", "--stop"]) == 0
+            store.retire(shadow)
+    finally:
+        store.close()
