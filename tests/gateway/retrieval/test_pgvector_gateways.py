@@ -10,7 +10,9 @@
   store, and the moved Lesson is found under its new title;
 * killing the leader hands indexing to B: B's first reconcile embeds nothing
   already indexed, then B indexes a new Lesson itself, and every row written
-  after the handover carries B's fencing token.
+  after the handover carries B's fencing token;
+* shadow queries: with a comparison running at sample 1, every MCP hybrid
+  search through the gateway leaves one figures-only sample in PostgreSQL.
 """
 from __future__ import annotations
 
