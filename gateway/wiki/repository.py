@@ -35,6 +35,14 @@ How each operation stays bounded:
 * ``search_full_text`` — ``list=search`` with ``srwhat=text`` (the page-title
   default would miss every field) in namespace 3000; the query string is
   MediaWiki search syntax built by :mod:`gateway.retrieval.lexical`.
+* ``search_snapshots`` — the same search as ``generator=search`` with
+  ``prop=revisions`` (content), so the hits come with their wikitext;
+  ``search_full_text_many`` sends several searches at once as
+  ``generator=search`` with ``prop=revisions`` WITHOUT content: each hit's
+  latest revision id and sha1 come back, and a hit whose revision this
+  process has already read (same id, same sha1) is served from memory —
+  revision ids are immutable, so that is the page as it is now
+  (docs/read-path.md#revision-memory).
 * ``find_relation_edges`` — outgoing edges from the page's own wikitext;
   incoming edges from the link tables (``list=backlinks`` in namespace 3000:
   ``Template:Lesson relation`` renders ``[[Lesson:<to>]]``) or, when siteinfo
@@ -95,6 +103,9 @@ _LOG_KINDS = {("delete", "delete"): "delete", ("delete", "restore"): "restore",
               ("move", "move"): "move", ("move", "move_redir"): "move"}
 #: Upper bound of ``srlimit`` (MediaWiki's own maximum for ordinary accounts).
 SEARCH_MAX = 500
+#: Revision properties of every page read (``sha1`` lets a later read without content recognise the text).
+RV_META = "ids|timestamp|user|comment|sha1"
+RV_CONTENT = RV_META + "|content"
 
 
 #: Threads of the process-wide pool that sends legacy's single-term searches alongside the
@@ -325,33 +336,11 @@ class MediaWikiRepository(LessonRepository):
         cost two). Order is the search rank (``index``); ``partial`` is True
         when MediaWiki offers more hits (``gsroffset``). Raises WikiUnavailable.
         """
-        limit = max(1, min(int(limit), SEARCH_MAX))
-        params: dict[str, Any] = {"action": "query", "generator": "search", "gsrsearch": query, "gsrwhat": "text",
-                                  "gsrnamespace": self.ns_id, "gsrlimit": limit, "gsrprop": "",
-                                  "prop": "revisions", "rvprop": "ids|timestamp|content|user|comment", "rvslots": "main"}
-        ranked: dict[str, int] = {}
-        revs: dict[str, dict[str, Any]] = {}
-        more = False
-        while True:
-            data = self.client.get(params)
-            for page in data.get("query", {}).get("pages", []):
-                lesson_id = self.lesson_id(page)
-                if not lesson_id:
-                    continue
-                ranked.setdefault(lesson_id, int(page.get("index", len(ranked) + 1)))
-                page_revs = page.get("revisions") or []
-                if page_revs and not page.get("missing") and _content(page_revs[0]) is not None:
-                    revs[lesson_id] = page_revs[0]
-            cont = data.get("continue", {})
-            more = more or "gsroffset" in cont
-            if "rvcontinue" not in cont:
-                break
-            params = {**params, "rvcontinue": cont["rvcontinue"], "continue": cont.get("continue", "")}
-        ids = sorted(ranked, key=lambda i: (ranked[i], i))
+        ids, revs, more, _ = self._search_revisions(query, limit, RV_CONTENT)
         snaps: dict[str, LessonSnapshot] = {}
         for lesson_id in ids:
             rev = revs.get(lesson_id)
-            if rev is None:
+            if rev is None or _content(rev) is None:
                 continue
             try:
                 snaps[lesson_id] = self._snapshot(lesson_id, rev)
@@ -360,6 +349,65 @@ class MediaWikiRepository(LessonRepository):
         hits = FullTextResult(hits=tuple(FullTextHit(i, rank) for rank, i in enumerate(ids)), scanned=len(ids),
                               scan_limit=limit, partial=more)
         return hits, snaps
+
+    def search_full_text_many(self, queries: Sequence[str], limit: int
+                              ) -> list[tuple[FullTextResult, dict[str, LessonSnapshot]]]:
+        """:meth:`search_full_text` of every query, all sent at once, plus the hits known without their text.
+
+        Each search is ``generator=search`` + ``prop=revisions`` without content
+        (``ids|timestamp|user|comment|sha1``, up to 500 hits per response), sent
+        on the shared search pool; hits, order and ``partial`` are those of
+        ``list=search`` (``gsrinfo=totalhits``). A hit whose latest revision this
+        repository has read before (same revision id and sha1) comes with its
+        snapshot; the others are only ids (read them with :meth:`get_snapshots`).
+        Contract: docs/read-path.md#revision-memory. Raises the first failure (WikiUnavailable…).
+        """
+        futures = [_search_pool().submit(self._search_known, q, limit) for q in queries]
+        return [f.result() for f in futures]
+
+    def _search_known(self, query: str, limit: int) -> tuple[FullTextResult, dict[str, LessonSnapshot]]:
+        ids, revs, more, total = self._search_revisions(query, limit, RV_META, info="totalhits")
+        snaps: dict[str, LessonSnapshot] = {}
+        for lesson_id in ids:
+            rev = revs.get(lesson_id)
+            known = self._parsed.known(int(rev["revid"]), rev.get("sha1")) if rev and not rev.get("sha1hidden") else None
+            if known is not None:
+                snaps[lesson_id] = self._as_snapshot(lesson_id, rev, *known)
+        more = more or (isinstance(total, int) and total > len(ids))
+        hits = FullTextResult(hits=tuple(FullTextHit(i, rank) for rank, i in enumerate(ids)), scanned=len(ids),
+                              scan_limit=limit, partial=more)
+        return hits, snaps
+
+    def _search_revisions(self, query: str, limit: int, rvprop: str, info: str | None = None
+                          ) -> tuple[list[str], dict[str, dict[str, Any]], bool, Any]:
+        """One ``generator=search`` walk: (ids in rank order, id → latest revision object, more hits, totalhits)."""
+        limit = max(1, min(int(limit), SEARCH_MAX))
+        params: dict[str, Any] = {"action": "query", "generator": "search", "gsrsearch": query, "gsrwhat": "text",
+                                  "gsrnamespace": self.ns_id, "gsrlimit": limit, "gsrprop": "",
+                                  "prop": "revisions", "rvprop": rvprop, "rvslots": "main"}
+        if info is not None:
+            params["gsrinfo"] = info
+        ranked: dict[str, int] = {}
+        revs: dict[str, dict[str, Any]] = {}
+        more = False
+        total = None
+        while True:
+            data = self.client.get(params)
+            total = data.get("query", {}).get("searchinfo", {}).get("totalhits", total)
+            for page in data.get("query", {}).get("pages", []):
+                lesson_id = self.lesson_id(page)
+                if not lesson_id:
+                    continue
+                ranked.setdefault(lesson_id, int(page.get("index", len(ranked) + 1)))
+                page_revs = page.get("revisions") or []
+                if page_revs and not page.get("missing"):
+                    revs[lesson_id] = page_revs[0]
+            cont = data.get("continue", {})
+            more = more or "gsroffset" in cont
+            if "rvcontinue" not in cont:
+                break
+            params = {**params, "rvcontinue": cont["rvcontinue"], "continue": cont.get("continue", "")}
+        return sorted(ranked, key=lambda i: (ranked[i], i)), revs, more, total
 
     def search_snapshots_with_terms(self, query: str, term_queries: Sequence[str], limit: int
                                     ) -> tuple[FullTextResult, dict[str, LessonSnapshot], list[FullTextResult]]:
@@ -487,7 +535,7 @@ class MediaWikiRepository(LessonRepository):
         out: dict[str, dict[str, Any]] = {}
         params: dict[str, Any] = {"action": "query", "prop": "revisions",
                                   "titles": "|".join(self.title(i) for i in chunk),
-                                  "rvprop": "ids|timestamp|content|user|comment", "rvslots": "main"}
+                                  "rvprop": RV_CONTENT, "rvslots": "main"}
         while True:
             data = self.client.get(params)
             for page in data.get("query", {}).get("pages", []):
@@ -506,8 +554,12 @@ class MediaWikiRepository(LessonRepository):
         revid = int(rev["revid"])
         page = self._parsed.get(revid, text)
         if page is None:
-            page = self._parsed.put(revid, text, parse_page(text, self.schema))
-        return LessonSnapshot(id=lesson_id, revision_id=revid, timestamp=str(rev.get("timestamp", "")),
+            page = self._parsed.put(revid, text, parse_page(text, self.schema), str(rev.get("sha1") or ""))
+        return self._as_snapshot(lesson_id, rev, text, page)
+
+    @staticmethod
+    def _as_snapshot(lesson_id: str, rev: dict[str, Any], text: str, page: LessonPage) -> LessonSnapshot:
+        return LessonSnapshot(id=lesson_id, revision_id=int(rev["revid"]), timestamp=str(rev.get("timestamp", "")),
                               page=page, wikitext=text, summary=str(rev.get("comment", "")))
 
     def _incoming_candidates(self, lesson_id: str, limit: int) -> tuple[list[str], bool]:
@@ -543,18 +595,20 @@ class MediaWikiRepository(LessonRepository):
 
 
 class _ParsedPages:
-    """Thread-safe LRU of decoded pages keyed by revision id.
+    """Thread-safe LRU of decoded pages keyed by revision id (docs/read-path.md#revision-memory).
 
     A revision's content never changes, so re-reading a revision (every search
-    re-reads its candidates fresh) can skip the wikitext parse. The content is
-    still fetched from MediaWiki each time (freshness) and compared, and each
-    hit returns fresh record dicts so callers cannot alter the cached page.
+    re-reads its candidates fresh) can skip the wikitext parse. A read WITH
+    content is compared with the remembered text (:meth:`get`); a read without
+    content (revision id and sha1 only, :meth:`known`) is served from memory only
+    when MediaWiki reports the same sha1 for that revision as when its text was
+    read. Each hit returns fresh record dicts so callers cannot alter the cached page.
     """
 
     def __init__(self, size: int = PARSED_CACHE_SIZE):
         self._size = size
         self._lock = threading.Lock()
-        self._items: OrderedDict[int, tuple[str, LessonPage]] = OrderedDict()
+        self._items: OrderedDict[int, tuple[str, LessonPage, str]] = OrderedDict()
 
     def get(self, revid: int, text: str) -> LessonPage | None:
         with self._lock:
@@ -564,10 +618,21 @@ class _ParsedPages:
             self._items.move_to_end(revid)
         return _copy(hit[1])
 
-    def put(self, revid: int, text: str, page: LessonPage) -> LessonPage:
-        """Cache ``page`` and return a private copy of it for the caller."""
+    def known(self, revid: int, sha1: Any) -> tuple[str, LessonPage] | None:
+        """(text, page copy) of revision ``revid`` when it was read with this ``sha1`` (non-empty), else None."""
+        if not isinstance(sha1, str) or not sha1:
+            return None
         with self._lock:
-            self._items[revid] = (text, page)
+            hit = self._items.get(revid)
+            if hit is None or hit[2] != sha1:
+                return None
+            self._items.move_to_end(revid)
+        return hit[0], _copy(hit[1])
+
+    def put(self, revid: int, text: str, page: LessonPage, sha1: str = "") -> LessonPage:
+        """Cache ``page`` (read with ``sha1``; empty: never served by :meth:`known`) and return a private copy."""
+        with self._lock:
+            self._items[revid] = (text, page, sha1)
             self._items.move_to_end(revid)
             while len(self._items) > self._size:
                 self._items.popitem(last=False)

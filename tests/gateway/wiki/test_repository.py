@@ -256,3 +256,52 @@ def test_ids_with_underscores_round_trip(client):
     assert repo.get_snapshot("wk_under_score").id == "wk_under_score"
     assert [h.id for h in repo.search_full_text("underscoretoken", 5).hits] == ["wk_under_score"]
     assert repo.exists(["wk_under_score"]) == {"wk_under_score"}
+
+
+def test_searches_sent_together_serve_only_revisions_already_read(client):
+    """docs/read-path.md#revision-memory: a search without content serves a hit from memory only when
+    its latest revision (id and sha1) was read before; an edited Lesson comes back as an id to read."""
+    ids = [f"wk-memory-{i}" for i in range(3)]
+    write_pages(client, {lid: lesson(lid, observation=f"memoryshared memoryonly{i}") for i, lid in enumerate(ids)})
+    repo = MediaWikiRepository(client)
+    queries = ["memoryshared", "memoryonly1"]
+    (shared, known), (only, _) = repo.search_full_text_many(queries, 20)
+    assert [shared.hits, only.hits] == [repo.search_full_text(q, 20).hits for q in queries]
+    assert shared.partial is False and set(ids) <= {h.id for h in shared.hits} and known == {}
+    fresh = repo.get_snapshots(ids)
+    (_, known), _ = repo.search_full_text_many(queries, 20)
+    assert {i: known[i] for i in ids} == fresh
+    assert [known[i].wikitext for i in ids] == [fresh[i].wikitext for i in ids]
+    client.post({"action": "edit", "title": f"Lesson:{ids[0]}", "summary": "edited",
+                 "text": serialize_page(lesson(ids[0], title="memory edited", observation="memoryshared"))})
+    (_, known), _ = repo.search_full_text_many(queries, 20)
+    assert ids[0] not in known and {ids[1], ids[2]} <= set(known)
+    assert repo.search_full_text_many([], 20) == []
+
+
+def test_legacy_sends_single_term_searches_only_when_the_all_terms_search_finds_few(dev_wiki, monkeypatch):
+    """docs/retrieval.md#legacy-search: enough all-terms hits → one MediaWiki request; fewer → the
+    single-term searches follow, and the partial matches they add are read fresh."""
+    from gateway.retrieval import legacy
+    from gateway.retrieval.filters import SearchFilters
+
+    monkeypatch.setattr(legacy, "FALLBACK_THRESHOLD", 2)   # the rule, with 2 instead of 20 pages to write
+    client = agent_client(dev_wiki)
+    pages = {f"wk-busy-{i}": lesson(f"wk-busy-{i}", observation="busyalpha busybeta") for i in range(2)}
+    pages["wk-busy-lone"] = lesson("wk-busy-lone", title="busygamma", observation="busyalpha")
+    write_pages(client, pages)
+    sent: list[dict] = []
+    plain_get = client.get
+    client.get = lambda params, **kw: sent.append(dict(params)) or plain_get(params, **kw)
+    repo = MediaWikiRepository(client)
+    many = legacy.search(repo, "busyalpha busybeta", SearchFilters())
+    assert len(sent) == 1 and sent[0]["generator"] == "search" and len(many.items) == 2
+    sent.clear()
+    few = legacy.search(repo, "busygamma busybeta", SearchFilters())
+    searches = [p.get("gsrsearch") for p in sent if p.get("generator") == "search"]
+    assert searches == ["busygamma busybeta", "busygamma", "busybeta"]
+    assert few.items[0].snapshot.id == "wk-busy-lone" and len(few.items) == 3
+    sent.clear()
+    again = legacy.search(repo, "busygamma busybeta", SearchFilters())
+    assert [(r.snapshot.id, r.score) for r in again.items] == [(r.snapshot.id, r.score) for r in few.items]
+    assert len(sent) == 3 and not [p for p in sent if "titles" in p]   # every partial match known from memory
