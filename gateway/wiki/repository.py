@@ -12,9 +12,11 @@ first colon.
 
 How each operation stays bounded:
 
-* ``get_snapshots`` — ``prop=revisions`` (``ids|timestamp|content|user``,
+* ``get_snapshots`` — ``prop=revisions`` (``ids|timestamp|content|user|comment|sha1``,
   ``rvslots=main``) for at most :data:`SNAPSHOT_BATCH` titles per request,
-  following ``rvcontinue`` when MediaWiki caps a large result.
+  following ``rvcontinue`` when MediaWiki caps a large result; Lessons whose
+  last read revision is remembered are asked for without content first
+  (docs/read-path.md#revision-memory).
 * ``scan_snapshots`` — ``list=allpages`` in the Lesson namespace (``apcontinue``
   is the cursor), then one ``get_snapshots`` batch.
 * ``list_recent`` — ``list=allrevisions`` (``arvnamespace=3000``, newest first,
@@ -505,8 +507,11 @@ class MediaWikiRepository(LessonRepository):
         """
         from gateway.wiki.edit import conditional_save  # edit builds on this module's client
 
-        return conditional_save(self.client, self.title(lesson_id), wikitext, summary,
-                                base_revision_id=base_revision_id)
+        try:
+            return conditional_save(self.client, self.title(lesson_id), wikitext, summary,
+                                    base_revision_id=base_revision_id)
+        finally:
+            self._parsed.forget(lesson_id)  # the next read asks for the text at once
 
     # ------------------------------------------------------------ health
     def check_login(self) -> bool:
@@ -517,31 +522,64 @@ class MediaWikiRepository(LessonRepository):
     def _fetch_latest(self, lesson_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """id → latest revision object (with content) for existing pages, 50 titles per request.
 
-        Several batches are sent at the same time (the search pool), so 100 ids cost one round-trip time.
+        Ids whose last read revision is in memory are asked for WITHOUT content
+        (revision id and sha1, docs/read-path.md#revision-memory): an unchanged
+        revision takes its text from memory, a changed one is read by revision id
+        afterwards. All batches are sent at the same time (the search pool), so
+        100 ids cost one round-trip time (two when remembered ones changed).
         """
-        chunks = list(_chunks(list(lesson_ids), SNAPSHOT_BATCH))
-        if len(chunks) <= 1:
-            return self._fetch_chunk(chunks[0]) if chunks else {}
-        futures = [_search_pool().submit(self._fetch_chunk, chunk) for chunk in chunks[1:]]
-        try:
-            out = self._fetch_chunk(chunks[0])
-        finally:
-            rest = [f.result() for f in futures]
-        for part in rest:
+        ids = list(lesson_ids)
+        remembered = [i for i in ids if self._parsed.remembers(i)]
+        others = [i for i in ids if not self._parsed.remembers(i)]
+        jobs = [(chunk, RV_META) for chunk in _chunks(remembered, SNAPSHOT_BATCH)]
+        jobs += [(chunk, RV_CONTENT) for chunk in _chunks(others, SNAPSHOT_BATCH)]
+        out: dict[str, dict[str, Any]] = {}
+        for part in self._concurrently(self._fetch_chunk, jobs):
+            out.update(part)
+        changed: dict[int, str] = {}
+        for lesson_id, rev in list(out.items()):
+            if "slots" in rev:
+                continue
+            known = None if rev.get("sha1hidden") else self._parsed.known(int(rev["revid"]), rev.get("sha1"))
+            if known is None:
+                del out[lesson_id]
+                changed[int(rev["revid"])] = lesson_id
+            else:
+                out[lesson_id] = {**rev, "slots": {"main": {"content": known[0]}}}
+        jobs = [(chunk, RV_CONTENT, "revids") for chunk in _chunks([str(r) for r in changed], SNAPSHOT_BATCH)]
+        for part in self._concurrently(self._fetch_chunk, jobs):
             out.update(part)
         return out
 
-    def _fetch_chunk(self, chunk: Sequence[str]) -> dict[str, dict[str, Any]]:
+    @staticmethod
+    def _concurrently(fn, jobs: list[tuple]) -> list[Any]:
+        """``fn(*job)`` for every job, all but the first on the search pool; results in job order."""
+        if not jobs:
+            return []
+        futures = [_search_pool().submit(fn, *job) for job in jobs[1:]]
+        try:
+            first = fn(*jobs[0])
+        finally:
+            rest = [f.result() for f in futures]
+        return [first, *rest]
+
+    def _fetch_chunk(self, chunk: Sequence[str], rvprop: str = RV_CONTENT, by: str = "titles"
+                     ) -> dict[str, dict[str, Any]]:
+        """id → latest revision object of one batch of ids (``by="titles"``) or revision ids (``"revids"``);
+        without content in ``rvprop`` the objects carry no ``slots``."""
         out: dict[str, dict[str, Any]] = {}
-        params: dict[str, Any] = {"action": "query", "prop": "revisions",
-                                  "titles": "|".join(self.title(i) for i in chunk),
-                                  "rvprop": RV_CONTENT, "rvslots": "main"}
+        names = "|".join(self.title(i) for i in chunk) if by == "titles" else "|".join(chunk)
+        params: dict[str, Any] = {"action": "query", "prop": "revisions", by: names, "rvprop": rvprop}
+        if "content" in rvprop:
+            params["rvslots"] = "main"
         while True:
             data = self.client.get(params)
             for page in data.get("query", {}).get("pages", []):
                 lesson_id = self.lesson_id(page)
                 revs = page.get("revisions") or []
-                if lesson_id and revs and not page.get("missing") and _content(revs[0]) is not None:
+                if not lesson_id or not revs or page.get("missing"):
+                    continue
+                if "content" not in rvprop or _content(revs[0]) is not None:
                     out[lesson_id] = revs[0]
             cont = data.get("continue", {})
             if "rvcontinue" not in cont:
@@ -555,6 +593,7 @@ class MediaWikiRepository(LessonRepository):
         page = self._parsed.get(revid, text)
         if page is None:
             page = self._parsed.put(revid, text, parse_page(text, self.schema), str(rev.get("sha1") or ""))
+        self._parsed.note(lesson_id, revid)
         return self._as_snapshot(lesson_id, rev, text, page)
 
     @staticmethod
@@ -609,6 +648,7 @@ class _ParsedPages:
         self._size = size
         self._lock = threading.Lock()
         self._items: OrderedDict[int, tuple[str, LessonPage, str]] = OrderedDict()
+        self._latest: OrderedDict[str, int] = OrderedDict()   # lesson id → last revision read
 
     def get(self, revid: int, text: str) -> LessonPage | None:
         with self._lock:
@@ -628,6 +668,25 @@ class _ParsedPages:
                 return None
             self._items.move_to_end(revid)
         return hit[0], _copy(hit[1])
+
+    def note(self, lesson_id: str, revid: int) -> None:
+        """Remember that ``revid`` is the last revision of ``lesson_id`` read."""
+        with self._lock:
+            self._latest[lesson_id] = revid
+            self._latest.move_to_end(lesson_id)
+            while len(self._latest) > self._size:
+                self._latest.popitem(last=False)
+
+    def remembers(self, lesson_id: str) -> bool:
+        """True when the last revision of ``lesson_id`` read is in memory with its sha1."""
+        with self._lock:
+            hit = self._items.get(self._latest.get(lesson_id, -1))
+            return hit is not None and bool(hit[2])
+
+    def forget(self, lesson_id: str) -> None:
+        """Drop the last-read note of ``lesson_id`` (it is being edited)."""
+        with self._lock:
+            self._latest.pop(lesson_id, None)
 
     def put(self, revid: int, text: str, page: LessonPage, sha1: str = "") -> LessonPage:
         """Cache ``page`` (read with ``sha1``; empty: never served by :meth:`known`) and return a private copy."""

@@ -305,3 +305,29 @@ def test_legacy_sends_single_term_searches_only_when_the_all_terms_search_finds_
     again = legacy.search(repo, "busygamma busybeta", SearchFilters())
     assert [(r.snapshot.id, r.score) for r in again.items] == [(r.snapshot.id, r.score) for r in few.items]
     assert len(sent) == 3 and not [p for p in sent if "titles" in p]   # every partial match known from memory
+
+
+def test_reads_of_remembered_revisions_skip_the_text_and_still_see_edits(dev_wiki):
+    """docs/read-path.md#revision-memory: a second read of unchanged Lessons asks MediaWiki for revision
+    ids and sha1 only and returns the same snapshots; a Lesson edited meanwhile is read with its new text."""
+    writer, reader = agent_client(dev_wiki), agent_client(dev_wiki)
+    ids = [f"wk-remember-{i}" for i in range(2)]
+    write_pages(writer, {lid: lesson(lid) for lid in ids})
+    sent: list[dict] = []
+    plain_get = reader.get
+    reader.get = lambda params, **kw: sent.append(dict(params)) or plain_get(params, **kw)
+    repo = MediaWikiRepository(reader)
+    first = repo.get_snapshots(ids)
+    assert [("content" in p["rvprop"]) for p in sent] == [True]
+    sent.clear()
+    assert repo.get_snapshots(ids) == first and [("content" in p["rvprop"]) for p in sent] == [False]
+    write_pages(writer, {ids[0]: lesson(ids[0], title="remember edited")})
+    sent.clear()
+    again = repo.get_snapshots(ids)
+    assert again[ids[0]].page.fields["title"] == "remember edited" and again[ids[1]] == first[ids[1]]
+    assert [("content" in p["rvprop"], "revids" in p) for p in sent] == [(False, False), (True, True)]
+    repo.save_page(ids[1], serialize_page(lesson(ids[1], title="saved here")), "t",
+                   base_revision_id=first[ids[1]].revision_id)
+    sent.clear()
+    assert repo.get_snapshot(ids[1]).page.fields["title"] == "saved here"
+    assert [("content" in p["rvprop"]) for p in sent] == [True]   # its own edit: read with the text at once
