@@ -33,6 +33,7 @@ from gateway.ops.admission import Admission
 from gateway.ops.metrics import Metrics
 from gateway.ops.ratelimit import RateLimiter
 from gateway.retrieval import pgvector as pgvector_backend
+from gateway.retrieval.cursors import CursorKeyRing
 from gateway.retrieval.hybrid import RetrievalService
 from gateway.retrieval.refresher import IndexRefresher
 from gateway.tools.base import ToolSpec, utc_now
@@ -166,11 +167,14 @@ def create_app(
     registry = ToolRegistry.load(config.schema_dir, specs)
     repository = LazyRepository(repository_factory, config) if repository_factory is not None else None
     admission = Admission.from_config(config, metrics=metrics)
+    cursor_ring = None
     if retrieval is None and repository is not None:
         factory = IndexRefresher
         if config.retrieval.index_backend == "pgvector":
             factory = pgvector_backend.refresher_factory(config.retrieval)
             config = _shared_cursor_key(config, factory.store)
+            if config.cursor_keys:  # picks up `s3rm index rotate-cursor-key` without a restart
+                cursor_ring = CursorKeyRing(factory.store.cursor_keys, dict(config.cursor_keys))
         retrieval = RetrievalService(config.retrieval, repository, metrics=metrics, refresher_factory=factory)
         retrieval.start()
     if retrieval is not None:
@@ -179,6 +183,7 @@ def create_app(
     dispatcher = Dispatcher(
         registry, config=config, repository=repository, metrics=metrics, clock=clock, admission=admission,
         retrieval=retrieval,
+        cursor_ring=cursor_ring,
         write_listeners=(lambda _name: graph_bp.graph_cache.invalidate(),) if graph_bp is not None else (),
     )
     if oauth is None and config.write_auth_mode == "github":

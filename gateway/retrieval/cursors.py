@@ -34,6 +34,11 @@ the codec gets a key ring ``{kid: secret}`` (from the store's
 ``"k": kid`` and ``"v": 2``, the MAC context is ``b"s3rm-cursor.v2."``, the newest
 kid signs and every kid in the ring verifies (rotation without breaking issued
 cursors). The generation stays bound through ``fp``, the expiry through ``x``.
+A :class:`CursorKeyRing` picks up a key added by ``s3rm index
+rotate-cursor-key`` without a restart: a cursor with a key id this process
+does not know reloads the ring from the store (at most once per
+``min_reload_seconds``), and the ring reloads anyway every
+``max_age_seconds`` so every gateway soon signs with the newest key.
 """
 from __future__ import annotations
 
@@ -42,12 +47,15 @@ import binascii
 import hashlib
 import hmac
 import json
+import logging
+import threading
 import time
 from typing import Any, Callable
 
 from gateway.core.errors import ToolError
 
-__all__ = ["CURSOR_TTL_SECONDS", "CURSOR_VERSION", "CURSOR_VERSION_SHARED", "CursorCodec", "fingerprint", "invalid_cursor"]
+__all__ = ["CURSOR_TTL_SECONDS", "CURSOR_VERSION", "CURSOR_VERSION_SHARED", "CursorCodec", "CursorKeyRing",
+           "fingerprint", "invalid_cursor"]
 
 CURSOR_VERSION = 1
 #: The envelope version of cursors signed with a shared key ring.
@@ -81,6 +89,59 @@ def invalid_cursor(reason: str) -> ToolError:
     return ToolError("invalid_cursor", f"{reason} Restart from the first page: repeat the call without a cursor.")
 
 
+class CursorKeyRing:
+    """The process-wide v2 key ring ``{kid: secret}``, reloaded from the shared store when needed.
+
+    Args:
+        load: ``() -> {kid: secret}`` (``PgStore.cursor_keys``); may raise (the ring then keeps its keys).
+        keys: the ring loaded at start.
+        min_reload_seconds: least time between two reloads caused by unknown key ids (a flood of
+            forged ids costs at most one store read per interval).
+        max_age_seconds: reload on use when the ring is older than this (new keys start signing).
+        clock: monotonic seconds (tests inject one).
+
+    Thread-safe; contract: docs/operations.md#pgvector-backend (rotation).
+    """
+
+    def __init__(self, load: Callable[[], dict[int, bytes]], keys: dict[int, bytes], *,
+                 min_reload_seconds: float = 5.0, max_age_seconds: float = 300.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self._load = load
+        self._keys = dict(keys)
+        self._min = min_reload_seconds
+        self._max_age = max_age_seconds
+        self._clock = clock
+        self._loaded_at = self._tried_at = clock()
+        self._lock = threading.Lock()
+        #: how many reloads ran (successful or not)
+        self.reloads = 0
+
+    def _reload(self, why: str) -> None:
+        self._tried_at = self._clock()
+        self.reloads += 1
+        try:
+            keys = self._load()
+        except Exception as exc:  # the store may be down: keep verifying with what we have
+            logging.getLogger("s3rm.cursors").warning("cursor key reload (%s) failed: %s", why, type(exc).__name__)
+            return
+        if keys:
+            self._keys, self._loaded_at = dict(keys), self._tried_at
+
+    def keys(self) -> dict[int, bytes]:
+        """The current ring (reloaded first when older than ``max_age_seconds``)."""
+        with self._lock:
+            if self._clock() - self._tried_at >= self._max_age:
+                self._reload("age")
+            return dict(self._keys)
+
+    def lookup(self, kid: int) -> bytes | None:
+        """The secret of ``kid``; an unknown kid reloads the ring unless the last reload was too recent."""
+        with self._lock:
+            if kid not in self._keys and self._clock() - self._tried_at >= self._min:
+                self._reload("unknown key id")
+            return self._keys.get(kid)
+
+
 class CursorCodec:
     """Issues and checks cursors with one HMAC key (v1) or a shared key ring (v2).
 
@@ -88,12 +149,17 @@ class CursorCodec:
         secret: v1 HMAC key (``GatewayConfig.cursor_secret``), at least 16 bytes.
         ttl_seconds: lifetime of issued cursors.
         clock: ``() -> unix seconds`` (tests inject one).
-        keys: optional v2 key ring ``{kid: secret}`` (each at least 16 bytes); when given,
-            cursors are issued as v2 with the newest kid, and v2 cursors of any kid verify.
+        keys: optional v2 key ring ``{kid: secret}`` (each at least 16 bytes) or a
+            :class:`CursorKeyRing`; when given, cursors are issued as v2 with the newest kid,
+            and v2 cursors of any kid verify (a ring looks an unknown kid up in the store).
     """
 
     def __init__(self, secret: bytes, ttl_seconds: int = CURSOR_TTL_SECONDS,
-                 clock: Callable[[], float] = time.time, *, keys: dict[int, bytes] | None = None):
+                 clock: Callable[[], float] = time.time, *,
+                 keys: "dict[int, bytes] | CursorKeyRing | None" = None):
+        self._ring = keys if isinstance(keys, CursorKeyRing) else None
+        if self._ring is not None:
+            keys = self._ring.keys()
         if len(secret) < 16 and not keys:
             raise ValueError("cursor secret must be at least 16 bytes")
         if keys and any(len(k) < 16 for k in keys.values()):
@@ -134,6 +200,9 @@ class CursorCodec:
         except (UnicodeDecodeError, ValueError):
             envelope = None
         kid = envelope.get("k") if isinstance(envelope, dict) and envelope.get("v") == CURSOR_VERSION_SHARED else None
+        if (kid is not None and isinstance(kid, int) and not isinstance(kid, bool) and kid not in self._keys
+                and self._ring is not None and self._ring.lookup(kid) is not None):
+            self._keys = self._ring.keys()  # a key rotated in after this process loaded its ring
         if kid is not None and (not isinstance(kid, int) or kid not in self._keys):
             raise invalid_cursor("The cursor was not issued by this server or was altered.")
         if kid is None and len(self._secret) < 16:

@@ -148,6 +148,9 @@ class ToolContext:
     * ``tool_name`` — the tool being called.
     * ``retrieval`` — the process :class:`~gateway.retrieval.hybrid.RetrievalService`
       (hybrid search, dirty hints, duplicate candidates) or ``None``.
+    * ``cursor_ring`` — the shared cursor key ring
+      (:class:`~gateway.retrieval.cursors.CursorKeyRing`, reloaded after a key
+      rotation) or ``None`` (``config.cursor_keys`` / ``cursor_secret`` sign).
     """
 
     config: GatewayConfig
@@ -158,6 +161,7 @@ class ToolContext:
     metrics: Metrics
     tool_name: str = ""
     retrieval: Any = None
+    cursor_ring: Any = None
 
 
 #: A tool handler: validated arguments + context → result object (validated against the output schema).

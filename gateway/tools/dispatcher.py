@@ -73,6 +73,7 @@ class Dispatcher:
         clock: Callable[[], datetime] = utc_now,
         admission: Any = None,
         retrieval: Any = None,
+        cursor_ring: Any = None,
         write_listeners: tuple[Callable[[str], None], ...] = (),
     ):
         self.registry = registry
@@ -84,6 +85,8 @@ class Dispatcher:
         self.admission = admission
         #: :class:`gateway.retrieval.hybrid.RetrievalService` or ``None`` (handed to every ToolContext)
         self.retrieval = retrieval
+        #: :class:`gateway.retrieval.cursors.CursorKeyRing` of the shared store, or ``None`` (handed to every ToolContext)
+        self.cursor_ring = cursor_ring
         #: ``(tool name) -> None`` callables run after every successful write (e.g. the
         #: graph cache's invalidation); a failing listener never fails the write
         self.write_listeners = tuple(write_listeners)
@@ -169,6 +172,7 @@ class Dispatcher:
             metrics=self.metrics,
             tool_name=spec.name,
             retrieval=self.retrieval,
+            cursor_ring=self.cursor_ring,
         )
         try:
             obj = spec.handler(arguments, ctx)

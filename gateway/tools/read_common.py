@@ -67,7 +67,8 @@ class Pager:
     """Cursor handling for one result list: ``tool`` (list name) + request fingerprint."""
 
     def __init__(self, ctx: ToolContext, tool: str, request: dict[str, Any]):
-        self.codec = CursorCodec(ctx.config.cursor_secret, keys=dict(ctx.config.cursor_keys) or None)
+        self.codec = CursorCodec(ctx.config.cursor_secret,
+                                 keys=ctx.cursor_ring or dict(ctx.config.cursor_keys) or None)
         self.tool = tool
         self.fp = fingerprint({"tool": tool, **request})
 

@@ -106,7 +106,7 @@ def cmd_rotate(args: argparse.Namespace) -> int:
         kid = store.rotate_cursor_key()
     finally:
         store.close()
-    print(f"cursor key {kid} added; restart the gateways one by one to sign with it")
+    print(f"cursor key {kid} added; running gateways verify it at once and sign with it within 5 minutes")
     return 0
 
 

@@ -14,6 +14,8 @@ import numpy as np
 import psycopg
 import pytest
 
+from gateway.core.errors import ToolError
+from gateway.retrieval.cursors import CursorCodec, CursorKeyRing
 from gateway.retrieval.index import FilterMask, IndexEntry, IndexSnapshot
 from gateway.retrieval.pgvector.snapshot import LeaseHandle, PgSnapshot, SearchOptions
 from gateway.retrieval.pgvector.store import FencingError, PgStore, StoreError
@@ -161,6 +163,39 @@ def test_cursor_keys_are_shared_by_every_store_user(pg_cluster, store):
         assert other.cursor_keys() == store.cursor_keys()
         kid = store.rotate_cursor_key()
         assert kid in other.cursor_keys()
+    finally:
+        other.close()
+
+
+def test_a_rotated_cursor_key_is_picked_up_without_a_restart(pg_cluster, store):
+    """A running gateway's ring (docs/operations.md#pgvector-backend): a cursor signed with a key rotated in
+    after its start verifies after one reload; unknown key ids reload at most once per interval."""
+    other = PgStore(pg_cluster.dsn())  # the running gateway's own connection to the store
+    clock, loads = [0.0], []
+    try:
+        ring = CursorKeyRing(lambda: loads.append(1) or other.cursor_keys(), other.cursor_keys(),
+                             min_reload_seconds=5.0, max_age_seconds=300.0, clock=lambda: clock[0])
+        started_with = ring.keys()
+        kid = store.rotate_cursor_key()  # what `s3rm index rotate-cursor-key` does, from another process
+        token = CursorCodec(b"", keys=store.cursor_keys()).encode("search_lessons", "fp", {"o": 5})  # a newer gateway
+        with pytest.raises(ToolError):  # a ring loaded once at start refuses it
+            CursorCodec(b"", keys=started_with).decode(token, "search_lessons", "fp")
+        clock[0] += 5.0
+        assert CursorCodec(b"", keys=ring).decode(token, "search_lessons", "fp") == {"o": 5}
+        assert len(loads) == 1 and max(ring.keys()) == kid  # the ring now signs with the newest key
+        forged = CursorCodec(b"", keys={kid + 100: b"f" * 32}).encode("search_lessons", "fp", {"o": 0})
+        for _ in range(3):
+            with pytest.raises(ToolError):
+                CursorCodec(b"", keys=ring).decode(forged, "search_lessons", "fp")
+        assert len(loads) == 1  # the reload a moment ago covers these
+        clock[0] += 5.0
+        for _ in range(3):
+            with pytest.raises(ToolError):
+                CursorCodec(b"", keys=ring).decode(forged, "search_lessons", "fp")
+        assert len(loads) == 2  # one store read per interval, however many forged ids arrive
+        clock[0] += 300.0
+        ring.keys()
+        assert len(loads) == 3  # and a reload on age, so rotated keys start signing everywhere
     finally:
         other.close()
 
