@@ -26,7 +26,7 @@ from werkzeug.exceptions import HTTPException
 from gateway.auth.endpoints import create_auth_blueprint
 from gateway.auth.service import AuthService
 from gateway.config import GatewayConfig
-from gateway.core.errors import INTERNAL_ERROR, INVALID_REQUEST, ToolError, error_body
+from gateway.core.errors import INTERNAL_ERROR, INVALID_REQUEST, StoreUnavailable, ToolError, error_body
 from gateway.core.jsonio import json_response
 from gateway.domain.schema import require_process_schema
 from gateway.ops.admission import Admission
@@ -221,6 +221,7 @@ def create_app(
     if graph_bp is not None:
         app.register_blueprint(graph_bp)  # GET /mcp/graph for the home page (not an MCP tool)
     app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(StoreUnavailable, _store_unavailable)
     app.register_error_handler(Exception, _unexpected_error)
     app.after_request(_security_headers)
     app.after_request(_compress)  # registered last, runs first: later hooks only add headers
@@ -255,6 +256,22 @@ def _http_error(exc: HTTPException) -> Response:
     valid = getattr(exc, "valid_methods", None)
     if status == 405 and valid:
         response.headers["Allow"] = ", ".join(valid)
+    return response
+
+
+def _store_unavailable(exc: StoreUnavailable) -> Response:
+    """A state store outage: HTTP 503 with ``Retry-After`` (docs/transport.md#github-store-outage), never a 500.
+
+    On ``/mcp`` a JSON-RPC error (-32603, ``data.code`` ``store_unavailable``); on the OAuth
+    endpoints RFC 6749's ``temporarily_unavailable``. Logged by type only.
+    """
+    log.warning("state store unavailable path=%s cause=%s", request.path, type(exc.__cause__).__name__)
+    message = "the authorization state store is unavailable; retry shortly"
+    if _is_mcp_path():
+        response = json_response(error_body(None, INTERNAL_ERROR, message, {"code": "store_unavailable"}), 503)
+    else:
+        response = json_response({"error": "temporarily_unavailable", "error_description": message}, 503)
+    response.headers["Retry-After"] = str(exc.retry_after_seconds)
     return response
 
 

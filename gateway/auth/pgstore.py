@@ -21,17 +21,18 @@ backend network only).
 Tables (created idempotently under one advisory lock, so gateways may start
 at once): ``s3rm_auth_client``, ``s3rm_auth_code``, ``s3rm_auth_family``,
 ``s3rm_auth_refresh``, ``s3rm_auth_signing_key``, ``s3rm_auth_pending``.
-Connection and SQL failures surface as ``psycopg.Error`` (or
-``psycopg_pool.PoolTimeout``); the gateway answers them as a server error,
-never as an authorization decision.
+A lost database (``psycopg.OperationalError``, pool timeouts) surfaces as
+:class:`~gateway.core.errors.StoreUnavailable`, which the gateway answers with
+HTTP 503 and ``Retry-After``, never as an authorization decision.
 """
 from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 
-from gateway.auth.store import RefreshOutcome, SigningKey, judge_refresh
+from gateway.auth.store import RefreshOutcome, SigningKey, judge_refresh, store_errors_as_unavailable
 
 __all__ = ["PostgresAuthStore"]
 
@@ -53,6 +54,7 @@ CREATE TABLE IF NOT EXISTS s3rm_auth_pending (key_hash text PRIMARY KEY, data js
 """
 
 
+@store_errors_as_unavailable(psycopg.OperationalError)
 class PostgresAuthStore:
     """:class:`~gateway.auth.store.AuthStore` in PostgreSQL through one psycopg connection pool.
 
@@ -63,6 +65,8 @@ class PostgresAuthStore:
 
     Opens the pool and creates the tables before returning; raises
     ``psycopg.Error`` / ``psycopg_pool.PoolTimeout`` when the database cannot be reached.
+    Afterwards a lost database (``psycopg.OperationalError``, pool timeouts)
+    surfaces as :class:`~gateway.core.errors.StoreUnavailable`.
     """
 
     def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 5.0):

@@ -20,13 +20,16 @@ sleeping). Records are plain JSON-able dicts.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol, TypeVar
+
+from gateway.core.errors import StoreUnavailable
 
 __all__ = ["AuthStore", "RefreshOutcome", "SigningKey", "SqliteAuthStore", "digest", "judge_refresh"]
 
@@ -151,12 +154,40 @@ CREATE TABLE IF NOT EXISTS pending (key_hash TEXT PRIMARY KEY, data TEXT NOT NUL
 """
 
 
+_Store = TypeVar("_Store", bound=type)
+
+
+def store_errors_as_unavailable(*kinds: type[BaseException]) -> Callable[[_Store], _Store]:
+    """Class decorator: every public method re-raises ``kinds`` as :class:`StoreUnavailable`.
+
+    Both :class:`AuthStore` implementations use it, so a store outage reaches
+    the app as one exception type (answered 503, docs/transport.md#github-store-outage).
+    """
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)
+            except kinds as exc:
+                raise StoreUnavailable(f"authorization state store unavailable ({type(exc).__name__})") from exc
+        return call
+
+    def decorate(cls: _Store) -> _Store:
+        for name, member in list(vars(cls).items()):
+            if callable(member) and not name.startswith("_") and not isinstance(member, type):
+                setattr(cls, name, wrap(member))
+        return cls
+    return decorate
+
+
+@store_errors_as_unavailable(sqlite3.DatabaseError)
 class SqliteAuthStore:
     """:class:`AuthStore` in one SQLite file (WAL; one connection per thread; file mode 600).
 
     Safe across threads and processes sharing the file: every read-modify-write
     runs in ``BEGIN IMMEDIATE``. Raises :class:`sqlite3.Error` when the file
-    cannot be opened.
+    cannot be opened; later database failures surface as
+    :class:`~gateway.core.errors.StoreUnavailable`.
     """
 
     def __init__(self, path: Path | str):

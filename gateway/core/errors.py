@@ -30,6 +30,7 @@ __all__ = [
     "HEADER_MISMATCH",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "JsonRpcError",
+    "StoreUnavailable",
     "ToolError",
     "error_body",
     "error_payload",
@@ -43,6 +44,19 @@ INTERNAL_ERROR = -32603
 UNAUTHORIZED = -32001
 HEADER_MISMATCH = -32020
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+
+# ---------------------------------------------------------------- store errors
+class StoreUnavailable(Exception):
+    """A state store the gateway needs (github mode's authorization state) cannot be reached now.
+
+    Raised in place of the driver's connection errors (``sqlite3.DatabaseError``,
+    ``psycopg.OperationalError`` and the pool's timeouts); the app answers it
+    with HTTP 503 and ``Retry-After`` (docs/transport.md#github-store-outage), never a
+    500. The message names the failure type only, never a DSN or a path.
+    """
+
+    retry_after_seconds = 5
 
 
 # ------------------------------------------------------------------ tool errors

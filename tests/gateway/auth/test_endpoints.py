@@ -4,10 +4,16 @@ In-process (Flask test client, no wiki): the answers come before any tool runs.
 """
 from __future__ import annotations
 
+import secrets
+from pathlib import Path
+
 import pytest
 
 from gateway.app import create_app
+from gateway.auth.service import AuthService, open_auth_store
+from gateway.auth.store import SqliteAuthStore
 from gateway.config import load_config
+from gateway.core.errors import StoreUnavailable
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +78,39 @@ def test_registration_cap(tmp_path):
     body = {"redirect_uris": ["http://127.0.0.1:5000/cb"]}
     assert [client.post("/register", headers=HOST, json=body).status_code for _ in range(3)] == [201, 201, 400]
     assert "S3RM_OAUTH_MAX_CLIENTS" in client.post("/register", headers=HOST, json=body).get_json()["error_description"]
+
+
+def _lose(store) -> None:
+    """Make ``store``'s database unreachable: PostgreSQL's pool closed, SQLite's file no database any more."""
+    if isinstance(store, SqliteAuthStore):
+        store._local.__dict__.clear()
+        for suffix in ("-wal", "-shm"):
+            Path(f"{store.path}{suffix}").unlink(missing_ok=True)
+        store.path.write_bytes(b"not a database " * 512)
+    else:
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_lost_state_store_is_503_with_retry_after_never_a_500(kind, tmp_path, request):
+    # docs/transport.md#github-store-outage
+    env = {"S3RM_MCP_WRITE_AUTH_MODE": "github", "S3RM_GITHUB_CLIENT_ID": "Iv1.x",
+           "S3RM_GITHUB_CLIENT_SECRET": "secret-value", "S3RM_GITHUB_READ_USERS": "alice",
+           "S3RM_OAUTH_STATE_DB": str(tmp_path / "s.sqlite3")}
+    if kind == "postgres":
+        cluster = request.getfixturevalue("pg_cluster")
+        env |= {"S3RM_AUTH_STORE": "postgres",
+                "S3RM_PG_DSN": cluster.create_database(f"s3rm_outage_{secrets.token_hex(4)}")}
+    config = load_config(env)
+    store = open_auth_store(config)
+    client = create_app(config, oauth=AuthService(config, store=store)).test_client()
+    body = {"redirect_uris": ["http://127.0.0.1:5000/cb"]}
+    assert client.post("/register", headers=HOST, json=body).status_code == 201
+
+    _lose(store)
+    with pytest.raises(StoreUnavailable):
+        store.get_client("anything")
+    answer = client.post("/register", headers=HOST, json=body)
+    assert answer.status_code == 503 and answer.headers["Retry-After"] == "5"
+    assert answer.get_json()["error"] == "temporarily_unavailable"
+    assert "s.sqlite3" not in answer.get_data(as_text=True) and "postgresql://" not in answer.get_data(as_text=True)
