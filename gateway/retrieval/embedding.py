@@ -58,31 +58,26 @@ from gateway.retrieval.embedding_errors import (
     EmbeddingDisabled,
     EmbeddingError,
     EmbeddingResponseError,
-    EmbeddingSaturated,
+    EmbeddingSaturated,  # noqa: F401 (re-exported)
     EmbeddingTimeout,
     EmbeddingUnavailable,
     ProviderProfileMismatch,
 )
+from gateway.retrieval import embedding_errors
 from gateway.retrieval.embedding_guard import LANES, CircuitBreaker, EmbeddingGate
 
 __all__ = [
-    "LANES",
-    "EmbeddingGate",
-    "CircuitBreaker",
     "DisabledProvider",
-    "EmbeddingError",
-    "EmbeddingDisabled",
-    "EmbeddingSaturated",
-    "EmbeddingTimeout",
-    "EmbeddingUnavailable",
-    "CircuitOpen",
-    "EmbeddingResponseError",
     "EmbeddingProvider",
     "OpenAICompatibleProvider",
-    "ProviderProfileMismatch",
     "QueryEmbedding",
     "build_provider",
     "l2_normalize",
+    # re-exported, so callers import the whole client from one module
+    *embedding_errors.__all__,
+    "LANES",
+    "CircuitBreaker",
+    "EmbeddingGate",
 ]
 
 log = logging.getLogger("s3rm.embedding")
