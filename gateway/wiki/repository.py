@@ -33,7 +33,8 @@ How each operation stays bounded:
   restore and move come from log rows (docs/hybrid-search.md#follower).
   Here recentchanges is right: the follower only needs the tail since its
   checkpoint, and a checkpoint older than the oldest kept row is a gap
-  that triggers a full rebuild.
+  that triggers a full rebuild. The request and the row decoding live in
+  :mod:`gateway.wiki.changes`, the revision memory in :mod:`gateway.wiki.revision_memory`.
 * ``search_full_text`` — ``list=search`` with ``srwhat=text`` (the page-title
   default would miss every field) in namespace 3000; the query string is
   MediaWiki search syntax built by :mod:`gateway.retrieval.lexical`.
@@ -62,7 +63,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Iterable, Sequence
@@ -75,7 +75,6 @@ from gateway.domain.repository import (
     FullTextHit,
     FullTextResult,
     LessonRepository,
-    RecentChange,
     RecentChangesPage,
     relation_edges,
     RevisionInfo,
@@ -86,7 +85,9 @@ from gateway.domain.repository import (
     WikiApiError,
 )
 from gateway.domain.schema import Schema, load_schema
+from gateway.wiki.changes import change_bounds, read_recent_changes
 from gateway.wiki.client import WikiClient
+from gateway.wiki.revision_memory import RevisionMemory
 
 __all__ = ["MediaWikiRepository", "repository_factory"]
 
@@ -95,14 +96,6 @@ log = logging.getLogger(__name__)
 _ARV_CURSOR = re.compile(r"^[0-9]{14}\|[0-9]+$")
 #: Revisions ``list_recent`` may examine per call for every Lesson it returns (bounded walk).
 RECENT_SCAN_FACTOR = 4
-#: Decoded pages kept in memory (keyed by immutable revision id).
-PARSED_CACHE_SIZE = 4096
-#: Upper bound of ``rclimit`` per request (MediaWiki's maximum for ordinary accounts).
-RC_MAX = 500
-_RC_TYPES = "edit|new|log"
-#: (logtype, logaction) → change kind; other log rows of a Lesson are ``other`` (the page is re-read).
-_LOG_KINDS = {("delete", "delete"): "delete", ("delete", "restore"): "restore",
-              ("move", "move"): "move", ("move", "move_redir"): "move"}
 #: Upper bound of ``srlimit`` (MediaWiki's own maximum for ordinary accounts).
 SEARCH_MAX = 500
 #: Revision properties of every page read (``sha1`` lets a later read without content recognise the text).
@@ -150,7 +143,7 @@ class MediaWikiRepository(LessonRepository):
         self.schema = schema or load_schema()
         self.ns_id = self.schema.namespace_id
         self.prefix = self.schema.namespace + ":"
-        self._parsed = _ParsedPages()
+        self._parsed = RevisionMemory()
         self._id_pattern = re.compile(self.schema.meta["id_pattern"])
 
     @classmethod
@@ -266,51 +259,12 @@ class MediaWikiRepository(LessonRepository):
                         scanned=scanned, scan_limit=budget, partial=partial, item_cursors=tuple(resume))
 
     def recent_changes(self, start: str | None, limit: int, cursor: str | None = None) -> RecentChangesPage:
-        """Lesson rows of ``list=recentchanges`` from ``start`` (ISO UTC, inclusive), oldest first.
-
-        One request of at most ``limit`` (1..500) rows of every namespace; rows
-        naming no Lesson (neither title nor move target) are dropped, so fewer
-        than ``limit`` may come back while ``complete`` is False. Raises the
-        repository errors of :mod:`gateway.domain.repository`.
-        Contract: docs/hybrid-search.md#follower.
-        """
-        params = {"action": "query", "list": "recentchanges", "rcdir": "newer", "rctype": _RC_TYPES,
-                  "rcprop": "title|ids|timestamp|loginfo", "rclimit": max(1, min(int(limit), RC_MAX))}
-        if start:
-            params["rcstart"] = start
-        if cursor:
-            params["rccontinue"] = cursor
-        data = self.client.get(params)
-        rows = data.get("query", {}).get("recentchanges", [])
-        changes = [c for c in (self._change(row) for row in rows) if c is not None]
-        last = ChangePosition(str(rows[-1].get("timestamp", "")), int(rows[-1].get("rcid", 0))) if rows else None
-        return RecentChangesPage(changes=tuple(changes), next_cursor=data.get("continue", {}).get("rccontinue"),
-                                 last_position=last)
+        """Lesson rows of ``list=recentchanges`` (:func:`gateway.wiki.changes.read_recent_changes`)."""
+        return read_recent_changes(self.client, self.lesson_id, start, limit, cursor)
 
     def recent_change_bounds(self) -> tuple[ChangePosition | None, ChangePosition | None]:
-        """(oldest, newest) kept recentchanges positions of any namespace (two one-row requests)."""
-        out = []
-        for direction in ("newer", "older"):
-            data = self.client.get({"action": "query", "list": "recentchanges", "rcdir": direction,
-                                    "rctype": _RC_TYPES, "rcprop": "ids|timestamp", "rclimit": 1})
-            rows = data.get("query", {}).get("recentchanges", [])
-            out.append(ChangePosition(rows[0]["timestamp"], int(rows[0]["rcid"])) if rows else None)
-        return out[0], out[1]
-
-    def _change(self, row: dict[str, Any]) -> RecentChange | None:
-        position = ChangePosition(str(row.get("timestamp", "")), int(row.get("rcid", 0)))
-        lesson_id = self.lesson_id(row)
-        if row.get("type") in ("new", "edit"):
-            return None if lesson_id is None else RecentChange(position, row["type"], lesson_id,
-                                                               revision_id=int(row.get("revid") or 0))
-        kind = _LOG_KINDS.get((row.get("logtype"), row.get("logaction")), "other")
-        target_id = None
-        if kind == "move":
-            params = row.get("logparams") or {}
-            target_id = self.lesson_id({"ns": params.get("target_ns"), "title": params.get("target_title", "")})
-        if lesson_id is None and target_id is None:
-            return None
-        return RecentChange(position, kind, lesson_id, target_id=target_id)
+        """(oldest, newest) kept recentchanges positions (:func:`gateway.wiki.changes.change_bounds`)."""
+        return change_bounds(self.client)
 
     def search_full_text(self, query: str, limit: int) -> FullTextResult:
         """Ranked ids for MediaWiki search syntax ``query`` (``list=search``, ``srwhat=text``, ns 3000).
@@ -631,77 +585,6 @@ class MediaWikiRepository(LessonRepository):
             if source and source != lesson_id and source not in sources:
                 sources.append(source)
         return sources[:limit], len(sources) > limit
-
-
-class _ParsedPages:
-    """Thread-safe LRU of decoded pages keyed by revision id (docs/read-path.md#revision-memory).
-
-    A revision's content never changes, so re-reading a revision (every search
-    re-reads its candidates fresh) can skip the wikitext parse. A read WITH
-    content is compared with the remembered text (:meth:`get`); a read without
-    content (revision id and sha1 only, :meth:`known`) is served from memory only
-    when MediaWiki reports the same sha1 for that revision as when its text was
-    read. Each hit returns fresh record dicts so callers cannot alter the cached page.
-    """
-
-    def __init__(self, size: int = PARSED_CACHE_SIZE):
-        self._size = size
-        self._lock = threading.Lock()
-        self._items: OrderedDict[int, tuple[str, LessonPage, str]] = OrderedDict()
-        self._latest: OrderedDict[str, int] = OrderedDict()   # lesson id → last revision read
-
-    def get(self, revid: int, text: str) -> LessonPage | None:
-        with self._lock:
-            hit = self._items.get(revid)
-            if hit is None or hit[0] != text:
-                return None
-            self._items.move_to_end(revid)
-        return _copy(hit[1])
-
-    def known(self, revid: int, sha1: Any) -> tuple[str, LessonPage] | None:
-        """(text, page copy) of revision ``revid`` when it was read with this ``sha1`` (non-empty), else None."""
-        if not isinstance(sha1, str) or not sha1:
-            return None
-        with self._lock:
-            hit = self._items.get(revid)
-            if hit is None or hit[2] != sha1:
-                return None
-            self._items.move_to_end(revid)
-        return hit[0], _copy(hit[1])
-
-    def note(self, lesson_id: str, revid: int) -> None:
-        """Remember that ``revid`` is the last revision of ``lesson_id`` read."""
-        with self._lock:
-            self._latest[lesson_id] = revid
-            self._latest.move_to_end(lesson_id)
-            while len(self._latest) > self._size:
-                self._latest.popitem(last=False)
-
-    def remembers(self, lesson_id: str) -> bool:
-        """True when the last revision of ``lesson_id`` read is in memory with its sha1."""
-        with self._lock:
-            hit = self._items.get(self._latest.get(lesson_id, -1))
-            return hit is not None and bool(hit[2])
-
-    def forget(self, lesson_id: str) -> None:
-        """Drop the last-read note of ``lesson_id`` (it is being edited)."""
-        with self._lock:
-            self._latest.pop(lesson_id, None)
-
-    def put(self, revid: int, text: str, page: LessonPage, sha1: str = "") -> LessonPage:
-        """Cache ``page`` (read with ``sha1``; empty: never served by :meth:`known`) and return a private copy."""
-        with self._lock:
-            self._items[revid] = (text, page, sha1)
-            self._items.move_to_end(revid)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-        return _copy(page)
-
-
-def _copy(page: LessonPage) -> LessonPage:
-    return LessonPage(fields=dict(page.fields), evidence=tuple(dict(e) for e in page.evidence),
-                      verifications=tuple(dict(v) for v in page.verifications),
-                      relations=tuple(dict(r) for r in page.relations), extra_wikitext=page.extra_wikitext)
 
 
 def _content(rev: dict[str, Any]) -> str | None:
