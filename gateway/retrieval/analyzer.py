@@ -23,10 +23,14 @@ the two sides use:
    whole meet the same words written apart (``커넥션 풀``).
 4. Words without Hangul never go through Kiwi (so ``us-west1-b`` is read the
    same in English and in Korean text): English stop words and single letters
-   are dropped; words with inner ``_ - . /`` are kept whole and also split
-   (``expandable_segments`` → itself, ``expandable``, ``segments``). Terms are
-   in text order within each kind (Latin words first, then Korean), which
-   BM25 ignores.
+   are dropped; plain words are reduced to their Snowball English stem (PyPI
+   ``PyStemmer``: ``generators`` / ``generator`` → ``generat``, ``failed`` /
+   ``failing`` → ``fail``), so a paraphrase meets the Lesson's inflections;
+   words with inner ``_ - . /`` are kept whole (never stemmed, an identifier
+   must match exactly) and their parts added stemmed
+   (``expandable_segments`` → itself, ``expand``, ``segment``); words with a
+   digit are kept as they are. Terms are in text order within each kind
+   (Latin words first, then Korean), which BM25 ignores.
 
 Kiwi needs ≈ 100 MB and seconds to load: :func:`analyzer` loads it once per
 process, on first use (the refresher's first build, never a request that
@@ -41,7 +45,7 @@ from typing import Any
 
 __all__ = ["ANALYZER_VERSION", "analyze", "analyzer", "KOREAN_TAGS"]
 
-ANALYZER_VERSION = "kiwi-0.24-morph+bigram-v1"
+ANALYZER_VERSION = "kiwi-0.24-morph+bigram+snowball-en-v2"
 
 #: Kiwi tags that become terms.
 KOREAN_TAGS = frozenset({"NNG", "NNP", "NR", "VV", "VA", "XR", "SL", "SN", "SH"})
@@ -57,6 +61,7 @@ MAX_TERM_CHARS = 64
 
 _lock = threading.Lock()
 _kiwi: dict[str, Any] = {}
+_local = threading.local()
 
 
 def analyzer():
@@ -69,13 +74,32 @@ def analyzer():
         return _kiwi["kiwi"]
 
 
+def _stemmer():
+    """This thread's Snowball English stemmer (a PyStemmer object is not thread-safe: one per thread)."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+def _stem(word: str) -> str:
+    """The English stem of a plain word; words with a digit stay as they are (``gpu0``, ``5xx``)."""
+    if any(ch.isdigit() for ch in word):
+        return word
+    return _stemmer().stemWord(word)
+
+
 def _latin(text: str, out: list[str]) -> None:
     for token in _LATIN_WORD.findall(text):
         if len(token) > MAX_TERM_CHARS or token in _STOP or (len(token) == 1 and not token.isdigit()):
             continue
-        out.append(token)
         if _INNER.search(token):
-            out.extend(p for p in _INNER.split(token) if len(p) > 1 and p not in _STOP)
+            out.append(token)
+            out.extend(_stem(p) for p in _INNER.split(token) if len(p) > 1 and p not in _STOP)
+        else:
+            out.append(_stem(token))
 
 
 def analyze(text: str) -> list[str]:

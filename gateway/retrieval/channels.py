@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from gateway.retrieval.backend import SemanticIndex
-from gateway.retrieval.fusion import RankContribution
+from gateway.retrieval.fusion import RankContribution, partial_share
 from gateway.retrieval.language import search_by_language
 
 __all__ = ["Votes", "indexed_votes", "lexical_votes", "semantic_votes", "split_by_coverage"]
@@ -41,6 +41,8 @@ def indexed_votes(snap: SemanticIndex, channel: str, hits) -> Votes:
 def split_by_coverage(snap: SemanticIndex, hits, query_terms, below: float):
     """BM25 hits split into (complete, incomplete): a Lesson holding fewer than ``below`` of the
     distinct analysed query terms is incomplete (``bm25_partial``); ranks restart at 1 in each part.
+    Incomplete hits get ``share`` = :func:`~gateway.retrieval.fusion.partial_share` of their
+    matched terms (``docs/hybrid-search.md#partial-share``); the caller copies it onto the vote.
 
     One shared generic word (``문제``, ``outage``) makes a BM25 hit as surely as the decisive
     ones do; like legacy's single-term fallback hits, such partial matches vote with less
@@ -51,10 +53,14 @@ def split_by_coverage(snap: SemanticIndex, hits, query_terms, below: float):
         return list(hits), []
     complete, incomplete = [], []
     for hit in hits:
-        have = wanted.intersection(snap.terms(hit.lesson_id))
-        (complete if len(have) >= below * len(wanted) else incomplete).append(hit)
-    renumber = lambda part: [replace(h, rank=n) for n, h in enumerate(part, 1)]  # noqa: E731
-    return renumber(complete), renumber(incomplete)
+        have = len(wanted.intersection(snap.terms(hit.lesson_id)))
+        if have >= below * len(wanted):
+            complete.append(hit)
+        else:
+            incomplete.append((hit, partial_share(have, len(wanted), below)))
+    complete = [replace(h, rank=n) for n, h in enumerate(complete, 1)]
+    incomplete = [(replace(h, rank=n), share) for n, (h, share) in enumerate(incomplete, 1)]
+    return complete, incomplete
 
 
 def lexical_votes(snap: SemanticIndex, query_terms: Sequence[str], cap: int, allowed: np.ndarray | None,
@@ -63,7 +69,10 @@ def lexical_votes(snap: SemanticIndex, query_terms: Sequence[str], cap: int, all
     whether the cap was hit (the list is ``partial``)."""
     hits = snap.lexical_search(query_terms, cap, allowed=allowed)
     complete, incomplete = split_by_coverage(snap, hits, query_terms, below)
-    return indexed_votes(snap, "bm25", complete), indexed_votes(snap, "bm25_partial", incomplete), len(hits) >= cap
+    shares = [share for _, share in incomplete]
+    partial = [(lesson_id, replace(vote, share=share)) for (lesson_id, vote), share
+               in zip(indexed_votes(snap, "bm25_partial", [h for h, _ in incomplete]), shares)]
+    return indexed_votes(snap, "bm25", complete), partial, len(hits) >= cap
 
 
 def semantic_votes(snap: SemanticIndex, facet: str, vector: np.ndarray, cap: int, allowed: np.ndarray | None,

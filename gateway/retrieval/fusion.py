@@ -1,4 +1,4 @@
-"""Versioned rank fusion ``rrf_v4``: channels → one ordered list with 0–1 service scores.
+"""Versioned rank fusion ``rrf_v5``: channels → one ordered list with 0–1 service scores.
 
 Contract: ``docs/retrieval.md#fusion``, ``docs/retrieval.md#min-score``; weights and
 calibration in ``docs/hybrid-search.md``. Everything that decides an order is pinned by
@@ -8,8 +8,8 @@ Channels never compare raw scores. Each channel yields ranks (1-based) up to
 its fixed internal cap (:attr:`RankingConfig.channel_caps`); fusion works on
 ranks only:
 
-1. **RRF.** ``raw = Σ_c w_c / (k + rank_c)`` over a candidate's channels with
-   ``k = 10``. With the common k=60, documents half-way down two lists can
+1. **RRF.** ``raw = Σ_c w_c · share_c / (k + rank_c)`` over a candidate's channels with
+   ``k = 10`` (``share_c`` < 1 only for partial lexical votes, docs/hybrid-search.md#partial-share). With the common k=60, documents half-way down two lists can
    beat a clear winner (the ranking flattens); channel depth here is capped
    (≤ 50), so k stays fixed instead of being tuned to corpus size.
 2. **Service score.** ``score = raw / raw_max`` where ``raw_max`` is a first
@@ -63,6 +63,7 @@ __all__ = [
     "SEARCH_CHANNELS",
     "ANALOGY_CHANNELS",
     "rrf_raw",
+    "partial_share",
     "preliminary_order",
     "fuse",
     "basis_of",
@@ -73,7 +74,7 @@ __all__ = [
     "exact_match",
 ]
 
-RANKING_VERSION = "rrf_v4"
+RANKING_VERSION = "rrf_v5"
 
 #: What a fusion ranks: a search (a lexical-only result has basis ``full_text``) or an analogy list
 #: (basis ``lexical``); also the ``operation`` label of the ``hybrid_candidates`` counter.
@@ -120,7 +121,7 @@ class RankingConfig:
     version: str = RANKING_VERSION
     k: int = 10
     weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({
-        "full_text": 1.0, "full_text_partial": 0.4, "bm25": 1.0, "bm25_partial": 0.4,
+        "full_text": 1.0, "full_text_partial": 0.6, "bm25": 1.0, "bm25_partial": 0.7,
         "semantic:situation": 0.5, "semantic:approach": 0.3, "semantic:mechanism": 0.5, "semantic:whole": 1.0,
         "relation": 1.0, "source:situation": 0.8, "source:mechanism": 0.8, "source:whole": 0.8, "lexical": 0.6,
     }))
@@ -223,7 +224,10 @@ class RankContribution:
 
     ``rank`` is 1-based within the channel; ``source_score`` is the channel's
     own score (cosine, Jaccard) used only inside that channel; the indexed
-    revision/hash let revalidation drop stale semantic votes.
+    revision/hash let revalidation drop stale semantic votes. ``share`` (0–1]
+    scales the channel weight: a partial lexical vote (``bm25_partial``,
+    ``full_text_partial``) carries the Lesson's share of the query terms relative
+    to the complete-match threshold (:func:`partial_share`); every other vote 1.
     """
 
     channel: str
@@ -231,6 +235,7 @@ class RankContribution:
     source_score: float | None = None
     indexed_revision_id: int | None = None
     indexed_retrieval_hash: str | None = None
+    share: float = 1.0
 
     @property
     def semantic(self) -> bool:
@@ -279,11 +284,26 @@ class FusedResult:
 
 # ------------------------------------------------------------------ scoring
 def rrf_raw(contributions: Iterable[RankContribution], config: RankingConfig = RRF_V3) -> float:
-    """``Σ w_c / (k + rank_c)``; a channel counts once (its best rank)."""
-    best: dict[str, int] = {}
+    """``Σ w_c · share_c / (k + rank_c)``; a channel counts once (its best-ranked vote)."""
+    best: dict[str, RankContribution] = {}
     for c in contributions:
-        best[c.channel] = min(c.rank, best.get(c.channel, c.rank))
-    return sum(config.weights[ch] / (config.k + rank) for ch, rank in best.items())
+        if c.channel not in best or c.rank < best[c.channel].rank:
+            best[c.channel] = c
+    return sum(config.weights[ch] * c.share / (config.k + c.rank) for ch, c in best.items())
+
+
+def partial_share(matched: int, total: int, below: float) -> float:
+    """Strength of a partial lexical vote: ``matched / (below · total)`` clipped to [0, 1].
+
+    ``matched`` of ``total`` distinct query terms occur in the Lesson; ``below`` is
+    :attr:`RankingConfig.lexical_partial_below`. A Lesson just short of a complete
+    match votes with nearly the whole partial weight, one sharing a single generic
+    word of a long query with a small part of it (docs/hybrid-search.md#partial-share).
+    Raises ValueError when ``total`` < 1 or ``below`` ≤ 0.
+    """
+    if total < 1 or below <= 0:
+        raise ValueError("partial_share needs total >= 1 and below > 0")
+    return max(0.0, min(1.0, matched / (below * total)))
 
 
 def preliminary_order(candidates: Mapping[str, Sequence[RankContribution]],

@@ -80,6 +80,7 @@ from gateway.retrieval.fusion import (
     exact_match,
     fuse,
     is_exact_query,
+    partial_share,
     preliminary_order,
     query_language,
     verified_coverage,
@@ -190,7 +191,7 @@ class RetrievalService:
         repository: the Lesson repository the refresher reads (the app's lazy one).
         metrics: optional ``gateway.ops.metrics.Metrics``.
         provider: injectable provider (default: :func:`build_provider`).
-        ranking: ranking configuration (default ``rrf_v4``).
+        ranking: ranking configuration (default ``rrf_v5``).
         clock: monotonic seconds for the refresher.
     """
 
@@ -383,15 +384,20 @@ class RetrievalService:
         ft = legacy.search(repository, query, filters, 0.0)
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="full_text")
         terms = lexical.query_terms(query)
-        whole = {r.snapshot.id: self._has_all_terms(terms, r.snapshot) for r in ft.items}
-        complete = [r for r in ft.items if whole[r.snapshot.id]]
-        incomplete = [r for r in ft.items if not whole[r.snapshot.id]]
+        matched = {r.snapshot.id: self._matched_terms(terms, r.snapshot) for r in ft.items}
+        complete = [r for r in ft.items if matched[r.snapshot.id] >= len(terms)]
+        incomplete = [r for r in ft.items if matched[r.snapshot.id] < len(terms)]
         prefetched: dict[str, LessonSnapshot] = {}
         partial = ft.partial
         for channel, items in (("full_text", complete), ("full_text_partial", incomplete)):
             cap = cfg.channel_caps[channel]
-            channel_hits[channel] = [(r.snapshot.id, RankContribution(channel, n, r.score))
-                                     for n, r in enumerate(items[:cap], 1)]
+            # a partial full-text vote is scaled by the Lesson's share of the query terms
+            # (docs/hybrid-search.md#partial-share); complete votes keep share 1
+            channel_hits[channel] = [
+                (r.snapshot.id, RankContribution(channel, n, r.score, share=1.0 if channel == "full_text" else
+                                                 partial_share(matched[r.snapshot.id], len(terms),
+                                                               cfg.lexical_partial_below)))
+                for n, r in enumerate(items[:cap], 1)]
             partial |= len(items) > cap
             prefetched.update((r.snapshot.id, r.snapshot) for r in items[:cap])
         return partial, prefetched
@@ -479,12 +485,12 @@ class RetrievalService:
         self.refresher.hint_dirty(doc.lesson_id)
         return {facet: matrix[row] for row, (facet, _) in enumerate(texts)}
 
-    def _has_all_terms(self, terms, snapshot: LessonSnapshot) -> bool:
-        """True when every query term occurs in the Lesson's text fields (a complete full-text match)."""
+    def _matched_terms(self, terms, snapshot: LessonSnapshot) -> int:
+        """How many query terms occur in the Lesson's text fields (all of them: a complete full-text match)."""
         words: set[str] = set()
         for name in self._text_fields:
             words.update(lexical.words(snapshot.page.fields.get(name, "")))
-        return all(lexical.term_matches(term, words) for term in terms)
+        return sum(1 for term in terms if lexical.term_matches(term, words))
 
     # ---------------------------------------------------------- shared tail
     def _finish(self, repository: Any, snap: IndexSnapshot,

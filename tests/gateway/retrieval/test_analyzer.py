@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gateway.retrieval.analyzer import analyze
+from gateway.retrieval.channels import lexical_votes
 from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot
 from gateway.config.profiles import INDEX_FACETS
 
@@ -83,5 +84,42 @@ def test_terms_survive_copy_on_write(snap):
 
 def test_identifiers_are_kept_whole_and_split():
     terms = analyze("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True 설정")
-    assert {"pytorch_cuda_alloc_conf", "expandable_segments", "expandable", "segments"} <= set(terms)
+    # the identifier itself is never stemmed (it must match exactly); its parts are, like any word
+    assert {"pytorch_cuda_alloc_conf", "expandable_segments", "expand", "segment"} <= set(terms)
     assert analyze("") == [] and analyze("   ") == []
+
+
+@pytest.mark.parametrize("lesson,query", [
+    ("the backup generators failed to start", "generator failure after a power loss"),
+    ("servers were removed from service", "removing a server"),
+    ("DNS resolvers ran out of capacity", "the resolver fleet"),
+])
+def test_english_inflections_meet_through_their_stem(lesson, query):
+    """docs/hybrid-search.md#lexical-channel: a paraphrase meets the Lesson's inflected words."""
+    assert set(analyze(lesson)) & set(analyze(query))
+
+
+def test_words_with_digits_are_not_stemmed_and_korean_text_stems_its_english_words():
+    assert {"gpu0", "5xx", "us-west1-b"} <= set(analyze("gpu0 5xx errors in us-west1-b"))
+    assert "error" in analyze("gpu0 5xx errors") and "errors" not in analyze("gpu0 5xx errors")
+    # an English word inside a Korean sentence gets the same stem as in English text
+    assert "generat" in analyze("generators가 고장났다") and "generat" in analyze("generators failed")
+
+
+def test_stemmed_bm25_ranks_the_inflected_lesson_first():
+    snap = snapshot({"gen": "Backup generators failed to start when grid power was lost.",
+                     "dns": "Resolver capacity ran out during a traffic spike."})
+    hits = snap.lexical_search(analyze("generator failure"), 2)
+    assert hits and hits[0].lesson_id == "gen"
+
+
+def test_partial_bm25_votes_carry_the_share_of_query_terms_the_lesson_holds():
+    """docs/hybrid-search.md#partial-share: two of eight terms vote weaker than three of eight."""
+    snap = snapshot({"two": "cache memory notes.", "three": "python cache memory notes.",
+                     "all": "cache eviction growing memory python web service keeps"})
+    terms = analyze("cache without eviction keeps growing memory in a python web service")
+    complete, partial, _ = lexical_votes(snap, terms, 10, None, 0.5)
+    assert [lesson_id for lesson_id, _ in complete] == ["all"] and complete[0][1].share == 1.0
+    shares = {lesson_id: vote.share for lesson_id, vote in partial}
+    n = len(set(terms))
+    assert shares == pytest.approx({"two": 2 / (0.5 * n), "three": 3 / (0.5 * n)})

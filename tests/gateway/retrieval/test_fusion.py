@@ -1,4 +1,4 @@
-"""rrf_v4 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
+"""rrf_v5 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,6 +17,7 @@ from gateway.retrieval.fusion import (
     exact_match,
     fuse,
     is_exact_query,
+    partial_share,
     preliminary_order,
     rrf_raw,
     verified_coverage,
@@ -173,3 +174,21 @@ def test_query_language_and_its_weights():
 def test_fuse_refuses_an_unknown_operation():
     with pytest.raises(ValueError):
         fuse([], operation="search_lessons", channels=SEARCH_CHANNELS, calibration=CAL)
+
+
+def test_partial_share_is_the_matched_share_relative_to_the_complete_threshold():
+    """docs/hybrid-search.md#partial-share."""
+    assert partial_share(1, 8, 0.5) == pytest.approx(0.25)
+    assert partial_share(3, 8, 0.5) == pytest.approx(0.75)
+    assert partial_share(5, 8, 0.5) == 1.0 and partial_share(0, 8, 0.5) == 0.0
+    with pytest.raises(ValueError):
+        partial_share(1, 0, 0.5)
+
+
+def test_a_partial_vote_counts_with_its_share_of_the_channel_weight():
+    w, k = RRF_V3.weights["bm25_partial"], RRF_V3.k
+    assert rrf_raw([V("bm25_partial", 1, share=0.25)]) == pytest.approx(w * 0.25 / (k + 1))
+    # the best-ranked vote of a channel is the one counted, with its own share
+    assert rrf_raw([V("bm25_partial", 3, share=1.0), V("bm25_partial", 1, share=0.5)]) == \
+        pytest.approx(w * 0.5 / (k + 1))
+    assert rrf_raw([V("bm25", 1)]) == pytest.approx(RRF_V3.weights["bm25"] / (k + 1))
