@@ -98,7 +98,7 @@ def pg_cluster() -> Iterator[postgres.PgCluster]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses ``dev_wiki`` with ``wiki`` (so ``-m "not wiki"`` works)."""
+    """Mark every test that uses ``dev_wiki`` or ``module_wiki`` with ``wiki`` (so ``-m "not wiki"`` works)."""
     for item in items:
-        if "dev_wiki" in getattr(item, "fixturenames", ()):
+        if {"dev_wiki", "module_wiki"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.wiki)
