@@ -22,21 +22,21 @@ import numpy as np
 from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.index import IndexEntry, IndexRecord
 from gateway.retrieval.pgvector.schema import (
+    ACTIVE_ALIAS,
     CHANGE_HEAD_SQL,
-    DDL as _DDL,
+    DDL,
     EVENT_KINDS,
     HALFVEC_MAX_DIMS,
     LAYOUT,
     PLAIN_MAX_BYTES,
     RECORD_COLUMNS,
-    RECORD_TYPES as _RECORD_TYPES,
-    SCHEMA_LOCK as _SCHEMA_LOCK,
+    RECORD_TYPES,
+    SCHEMA_LOCK,
     STATES,
-    ACTIVE_ALIAS as _ACTIVE,
     FencingError,
     GenerationInfo,
     StoreError,
-    facet_name as _facet,
+    facet_name,
     holder_id,
     log_event,
     table_for,
@@ -46,8 +46,6 @@ __all__ = ["CHANGE_HEAD_SQL", "EVENT_KINDS", "FencingError", "GenerationInfo", "
            "RECORD_COLUMNS", "log_event", "table_for", "holder_id", "HALFVEC_MAX_DIMS", "LAYOUT", "PLAIN_MAX_BYTES"]
 
 log = logging.getLogger("s3rm.pgvector")
-
-_RECORD_COLUMNS = RECORD_COLUMNS
 
 
 def _digest(text: str) -> bytes:
@@ -91,8 +89,8 @@ class PgStore:
     # ---------------------------------------------------------------- schema
     def _ensure_schema_on(self, conn) -> None:
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            conn.execute(_DDL)
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            conn.execute(DDL)
 
     def ensure_schema(self) -> None:
         """Create the shared tables once per process (idempotent, safe under concurrent starts)."""
@@ -118,7 +116,7 @@ class PgStore:
         vtype = new.vector_type()
         vec_cols = "".join(f"{f} {vtype}, " for f in INDEX_FACETS) if layout == 1 else ""
         with self.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             known = conn.execute("SELECT layout FROM s3rm_generation WHERE name = %s", (generation,)).fetchone()
             if known is None:
                 conn.execute(
@@ -205,7 +203,7 @@ class PgStore:
         self.ensure_schema()
         with self.pool.connection() as conn:
             row = conn.execute("SELECT generation, previous, version FROM s3rm_alias WHERE name = %s",
-                               (_ACTIVE,)).fetchone()
+                               (ACTIVE_ALIAS,)).fetchone()
         return (row[0], row[1], int(row[2])) if row else (None, None, 0)
 
     def mark_ready(self, generation: str) -> None:
@@ -225,7 +223,7 @@ class PgStore:
         """Point the alias at ``generation`` when no alias exists yet (first deployment); True when it did."""
         with self.pool.connection() as conn, conn.transaction():
             done = conn.execute("INSERT INTO s3rm_alias (name, generation) VALUES (%s, %s) "
-                                "ON CONFLICT (name) DO NOTHING RETURNING version", (_ACTIVE, generation)).fetchone()
+                                "ON CONFLICT (name) DO NOTHING RETURNING version", (ACTIVE_ALIAS, generation)).fetchone()
             if done:
                 conn.execute("UPDATE s3rm_generation SET state = 'active', state_at = now() WHERE name = %s",
                              (generation,))
@@ -248,15 +246,15 @@ class PgStore:
                 raise StoreError(f"unknown generation {generation!r}")
             if row[0] not in ("ready", "previous"):
                 raise StoreError(f"generation {generation!r} is {row[0]}; only a ready or previous one can serve")
-            cur = conn.execute("SELECT generation FROM s3rm_alias WHERE name = %s FOR UPDATE", (_ACTIVE,)).fetchone()
+            cur = conn.execute("SELECT generation FROM s3rm_alias WHERE name = %s FOR UPDATE", (ACTIVE_ALIAS,)).fetchone()
             old = cur[0] if cur else None
             if old == generation:
                 raise StoreError(f"generation {generation!r} is already active")
             if old is None:
-                conn.execute("INSERT INTO s3rm_alias (name, generation) VALUES (%s, %s)", (_ACTIVE, generation))
+                conn.execute("INSERT INTO s3rm_alias (name, generation) VALUES (%s, %s)", (ACTIVE_ALIAS, generation))
             else:
                 conn.execute("UPDATE s3rm_alias SET generation = %s, previous = %s, version = version + 1, "
-                             "flipped_at = now() WHERE name = %s", (generation, old, _ACTIVE))
+                             "flipped_at = now() WHERE name = %s", (generation, old, ACTIVE_ALIAS))
                 conn.execute("UPDATE s3rm_generation SET state = 'ready', state_at = now() "
                              "WHERE state = 'previous' AND name <> %s", (generation,))
                 conn.execute("UPDATE s3rm_generation SET state = 'previous', state_at = now(), synced_seq = "
@@ -290,10 +288,10 @@ class PgStore:
                              "; cut over or roll back first")
         info = self._require(generation)
         with self.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT 1 FROM s3rm_alias WHERE name = %s FOR UPDATE", (_ACTIVE,))
+            conn.execute("SELECT 1 FROM s3rm_alias WHERE name = %s FOR UPDATE", (ACTIVE_ALIAS,))
             conn.execute(f"DROP TABLE IF EXISTS {', '.join(info.relations())}")
             conn.execute("UPDATE s3rm_alias SET previous = NULL WHERE name = %s AND previous = %s",
-                         (_ACTIVE, generation))
+                         (ACTIVE_ALIAS, generation))
             conn.execute("UPDATE s3rm_generation SET state = 'retired', state_at = now(), synced_seq = NULL "
                          "WHERE name = %s", (generation,))
             conn.execute("DELETE FROM s3rm_dirty WHERE generation = %s", (generation,))
@@ -360,21 +358,21 @@ class PgStore:
             self._fence(conn, generation, holder, token)
             t = info.table
             if upserts:
-                cols = (*_RECORD_COLUMNS, *INDEX_FACETS)
+                cols = (*RECORD_COLUMNS, *INDEX_FACETS)
                 stage = f"stage_{t}"
                 vtype = info.vector_type()
-                conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS SELECT {', '.join(_RECORD_COLUMNS)}, "
+                conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {stage} AS SELECT {', '.join(RECORD_COLUMNS)}, "
                              f"{', '.join(f'NULL::{vtype} AS {f}' for f in INDEX_FACETS)} FROM {t} WITH NO DATA")
                 conn.execute(f"TRUNCATE {stage}")
                 with conn.cursor().copy(f"COPY {stage} ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)") as copy:
-                    copy.set_types([*_RECORD_TYPES, *([info.storage] * len(INDEX_FACETS))])
+                    copy.set_types([*RECORD_TYPES, *([info.storage] * len(INDEX_FACETS))])
                     for e in upserts:
                         r = e.record
                         copy.write_row((r.lesson_id, r.revision_id, _digest(r.retrieval_hash),
                                         _digest(r.metadata_hash), r.created_at, r.updated_at, r.confidence,
                                         r.record_origin, r.review_state, r.truncated_mask, list(e.terms),
                                         *(wrap(np.asarray(e.vectors[f], dtype=np.float32)) for f in INDEX_FACETS)))
-                inline = cols if info.layout == 1 else _RECORD_COLUMNS
+                inline = cols if info.layout == 1 else RECORD_COLUMNS
                 assign = ", ".join(f"{c} = EXCLUDED.{c}" for c in inline[1:])
                 conn.execute(f"INSERT INTO {t} ({', '.join(inline)}, deleted, seq, fence) "
                              f"SELECT {', '.join(inline)}, false, nextval('s3rm_change_seq'), %s FROM {stage} "
@@ -406,11 +404,11 @@ class PgStore:
     def changes(self, generation: str, after_seq: int) -> tuple[list[tuple[Any, ...]], int]:
         """Rows changed after ``after_seq`` (records, terms, ``deleted``), and the new high-water ``seq``.
 
-        Row tuple: the :data:`_RECORD_COLUMNS` values, then ``deleted``, then ``seq``.
+        Row tuple: the :data:`RECORD_COLUMNS` values, then ``deleted``, then ``seq``.
         """
         info = self._require(generation)
         with self.pool.connection() as conn:
-            rows = conn.execute(f"SELECT {', '.join(_RECORD_COLUMNS)}, deleted, seq FROM {info.table} "
+            rows = conn.execute(f"SELECT {', '.join(RECORD_COLUMNS)}, deleted, seq FROM {info.table} "
                                 "WHERE seq > %s ORDER BY seq", (after_seq,)).fetchall()
         return rows, (int(rows[-1][-1]) if rows else after_seq)
 
@@ -441,7 +439,7 @@ class PgStore:
         from pgvector import HalfVector, Vector
 
         info = self._require(generation)
-        col = _facet(facet)
+        col = facet_name(facet)
         table = info.vector_table(col)
         vec = (HalfVector if info.storage == "halfvec" else Vector)(np.asarray(query, dtype=np.float32))
         where = ["NOT deleted"] if info.layout == 1 else []
