@@ -3,7 +3,8 @@
 MediaWiki runs no jobs during web requests on the dev wiki (``$wgJobRunRate =
 0``); this loop runs ``maintenance/runJobs.php`` every few seconds and records
 each run in ``jobrunner-state.json``, which the gateway's ``/readyz`` reads
-(``S3RM_JOBRUNNER_STATE_FILE``). Started by ``s3rm dev wiki up``
+(``S3RM_JOBRUNNER_STATE_FILE``). After each run it merges the SQLite search
+index when saves have fragmented it (:mod:`sync.devstack.searchindex`). Started by ``s3rm dev wiki up``
 (:func:`sync.devstack.wikiserver.start_jobrunner`).
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -20,6 +22,7 @@ from typing import Any
 
 from sync.devstack.base import now_iso
 from sync.devstack.packages import MW_ROOT, php_env
+from sync.devstack.searchindex import database, merge_if_fragmented
 from sync.devstack.wikiserver import JOBRUNNER_STATE_FILE, stop_server
 
 #: Seconds between two runs of ``runJobs.php``.
@@ -74,6 +77,12 @@ def run_jobrunner(wiki_dir: Path, interval: float = JOBRUNNER_INTERVAL_S,
             print(f"{now_iso()} runJobs timed out", flush=True)
         if stop:
             break
+        try:
+            merged = merge_if_fragmented(database(wiki_dir))
+            if merged is not None:
+                record["search_index_merged_segments"] = merged
+        except (OSError, sqlite3.Error) as exc:  # a busy or missing database: try again next run
+            print(f"{now_iso()} search index merge skipped: {exc}", flush=True)
         record.update({"last_run_at": now_iso(), "duration_s": round(time.monotonic() - t0, 3),
                        "pid": os.getpid()})
         tmp = state_file.with_name(f".{state_file.name}.tmp")

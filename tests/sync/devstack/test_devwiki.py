@@ -15,7 +15,7 @@ from mwclient.errors import APIError, LoginError
 
 from gateway.domain.schema import load_schema
 from sync import cli
-from sync.devstack import devwiki, packages
+from sync.devstack import devwiki, packages, searchindex
 
 ROLES = {"sync": "S3Admin", "agent": "S3Agent", "import": "S3Import"}
 
@@ -167,6 +167,22 @@ def test_job_runner_is_fresh_and_drains_the_queue(module_wiki: devwiki.DevWiki) 
     after = devwiki.jobrunner_freshness(dev_wiki.jobrunner_state_file)
     assert after[0] and after[1] is not None and after[1] < 15
     assert devwiki.status(dev_wiki.dir).healthy
+
+
+def test_job_runner_merges_the_fragmented_search_index(module_wiki: devwiki.DevWiki) -> None:
+    dev_wiki = module_wiki
+    agent = dev_wiki.site("agent")
+    word = "merge" + uuid.uuid4().hex[:8]
+    titles = [f"Lesson:merge probe {n}" for n in range(searchindex.SEGMENT_LIMIT + 3)]
+    for title in titles:  # each save adds one FTS3 segment
+        _edit(agent, title, f"{word} probe text")
+    db = searchindex.database(dev_wiki.dir)
+
+    # the next runJobs round merges them (sync/devstack/jobrunner.py)
+    assert _wait_for(lambda: searchindex.segment_count(db) <= searchindex.SEGMENT_LIMIT, timeout=30, interval=0.5)
+    found = agent.api("query", list="search", srsearch=word, srwhat="text", srnamespace=3000, srlimit=50,
+                      formatversion="2")["query"]["search"]
+    assert sorted(h["title"] for h in found) == sorted(titles)
 
 
 def test_state_and_env_files_are_private(dev_wiki: devwiki.DevWiki) -> None:
