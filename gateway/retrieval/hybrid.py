@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -107,6 +108,9 @@ log = logging.getLogger("s3rm.hybrid")
 
 #: The source vectors find_analogies compares (cross-problem similarity and the whole Lesson).
 ANALOGY_FACETS = ("situation", "mechanism", WHOLE)
+
+#: Full-text searches in flight at once (one per concurrent hybrid request; more wait their turn).
+FULL_TEXT_WORKERS = 8
 
 HYBRID_MODE = "hybrid_v1"
 LEGACY_MODE = "legacy"
@@ -214,6 +218,8 @@ class RetrievalService:
         self._duplicates = DuplicateChecker(self)
         self._shadow = ShadowRunner(metrics=metrics)
         self._text_fields = tuple(f.name for f in load_schema().lesson.fields if f.type in ("text", "longtext"))
+        #: runs each hybrid search's MediaWiki full-text channel beside its in-process channels
+        self._pool = ThreadPoolExecutor(max_workers=FULL_TEXT_WORKERS, thread_name_prefix="s3rm-full-text")
 
     @property
     def generation(self) -> str:
@@ -242,6 +248,7 @@ class RetrievalService:
         self.refresher.stop()
         self._shadow.close()
         self._duplicates.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self.provider.close()
 
     def semantic_status(self) -> str:
@@ -341,33 +348,43 @@ class RetrievalService:
         partial = False
         prefetched: dict[str, LessonSnapshot] = {}
         allowed = snap.allowed_rows(index_mask(filters))
-        if facet is None:
-            try:
-                partial, prefetched = self._full_text_votes(repository, query, filters, channel_hits, cfg)
-            except BaseException:
-                pending.cancel()
-                raise
-            t0 = time.monotonic()
-            query_terms = tuple(analyze(q))
-            channel_hits["bm25"], channel_hits["bm25_partial"], capped = lexical_votes(
-                snap, query_terms, cfg.channel_caps["bm25"], allowed, cfg.lexical_partial_below)
-            partial |= capped
-            self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="bm25")
-        t0 = time.monotonic()
+        full_text = None
+        query_terms: tuple[str, ...] = ()
         try:
-            vectors = pending.result()
-        except EmbeddingError as exc:
-            self._fallback(exc.code, self._status_after_failure(), continuation)
-        self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="embedding_wait")
-        t0 = time.monotonic()
-        standardized = query_language(q) in cfg.standardized_languages
-        floor = self.calibration.semantic_floor
-        for name in facets:
-            channel = f"semantic:{name}"
-            channel_hits[channel], capped = semantic_votes(snap, name, vectors[name], cfg.channel_caps[channel],
-                                                           allowed, floor, standardized)
-            partial |= capped
-        self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
+            if facet is None:  # MediaWiki full text runs on a worker while the in-process channels rank
+                full_text = self._pool.submit(self._full_text_votes, repository, query, filters, cfg)
+                t0 = time.monotonic()
+                query_terms = tuple(analyze(q))
+                channel_hits["bm25"], channel_hits["bm25_partial"], capped = lexical_votes(
+                    snap, query_terms, cfg.channel_caps["bm25"], allowed, cfg.lexical_partial_below)
+                partial |= capped
+                self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="bm25")
+            t0 = time.monotonic()
+            try:
+                vectors = pending.result()
+            except EmbeddingError as exc:
+                self._fallback(exc.code, self._status_after_failure(), continuation)
+            self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="embedding_wait")
+            t0 = time.monotonic()
+            standardized = query_language(q) in cfg.standardized_languages
+            floor = self.calibration.semantic_floor
+            for name in facets:
+                channel = f"semantic:{name}"
+                channel_hits[channel], capped = semantic_votes(snap, name, vectors[name], cfg.channel_caps[channel],
+                                                               allowed, floor, standardized)
+                partial |= capped
+            self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
+            if full_text is not None:
+                prefetched = self._read_ahead(repository, channel_hits, cfg)
+                hits, ft_partial, ft_snapshots = full_text.result()
+                channel_hits.update(hits)
+                partial |= ft_partial
+                prefetched.update(ft_snapshots)
+        except BaseException:
+            pending.cancel()
+            if full_text is not None:
+                full_text.cancel()
+            raise
         if facet is None:  # a sampled copy runs against a shadow generation, off this request's path
             self._shadow.offer(snap, self.refresher.shadow_target(),
                                ShadowProbe(query_terms, vectors, index_mask(filters), cfg, floor, standardized))
@@ -376,10 +393,15 @@ class RetrievalService:
                             filters=filters, min_score=min_score, partial=partial, query=q, prefetched=prefetched,
                             config=cfg)
 
-    def _full_text_votes(self, repository: Any, query: str, filters: SearchFilters,
-                         channel_hits: dict[str, list[tuple[str, RankContribution]]], cfg: RankingConfig
-                         ) -> tuple[bool, dict[str, LessonSnapshot]]:
-        """Fill the full_text / full_text_partial channels; returns (partial, snapshots read)."""
+    def _full_text_votes(self, repository: Any, query: str, filters: SearchFilters, cfg: RankingConfig
+                         ) -> tuple[dict[str, list[tuple[str, RankContribution]]], bool, dict[str, LessonSnapshot]]:
+        """The ``full_text`` / ``full_text_partial`` votes, ``partial`` and the snapshots read with them.
+
+        Legacy's search (:func:`gateway.retrieval.legacy.search`: the all-terms search, then its
+        single-term searches when needed); a hit holding only some of the query terms votes in
+        ``full_text_partial``, scaled by its share of the terms (docs/hybrid-search.md#partial-share).
+        Runs on :attr:`_pool`, beside the in-process channels (docs/hybrid-search.md#read-ahead).
+        """
         t0 = time.monotonic()
         ft = legacy.search(repository, query, filters, 0.0)
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="full_text")
@@ -387,20 +409,38 @@ class RetrievalService:
         matched = {r.snapshot.id: self._matched_terms(terms, r.snapshot) for r in ft.items}
         complete = [r for r in ft.items if matched[r.snapshot.id] >= len(terms)]
         incomplete = [r for r in ft.items if matched[r.snapshot.id] < len(terms)]
-        prefetched: dict[str, LessonSnapshot] = {}
+        hits: dict[str, list[tuple[str, RankContribution]]] = {}
+        snapshots: dict[str, LessonSnapshot] = {}
         partial = ft.partial
         for channel, items in (("full_text", complete), ("full_text_partial", incomplete)):
             cap = cfg.channel_caps[channel]
-            # a partial full-text vote is scaled by the Lesson's share of the query terms
-            # (docs/hybrid-search.md#partial-share); complete votes keep share 1
-            channel_hits[channel] = [
+            hits[channel] = [
                 (r.snapshot.id, RankContribution(channel, n, r.score, share=1.0 if channel == "full_text" else
                                                  partial_share(matched[r.snapshot.id], len(terms),
                                                                cfg.lexical_partial_below)))
                 for n, r in enumerate(items[:cap], 1)]
             partial |= len(items) > cap
-            prefetched.update((r.snapshot.id, r.snapshot) for r in items[:cap])
-        return partial, prefetched
+            snapshots.update((r.snapshot.id, r.snapshot) for r in items[:cap])
+        return hits, partial, snapshots
+
+    def _read_ahead(self, repository: Any, channel_hits: Mapping[str, list[tuple[str, RankContribution]]],
+                    cfg: RankingConfig) -> dict[str, LessonSnapshot]:
+        """Fresh snapshots of the in-process channels' first ``scan_limit`` candidates, read while
+        the full-text search is still running (docs/hybrid-search.md#read-ahead).
+
+        The revalidation of step 6 then finds them read, and the full-text hits come with
+        their text, so a hybrid search costs about as long as legacy's search or the embedding
+        plus this read, whichever is longer — not all of them in sequence.
+        """
+        votes: dict[str, list[RankContribution]] = {}
+        for hits in channel_hits.values():
+            for lesson_id, vote in hits:
+                votes.setdefault(lesson_id, []).append(vote)
+        ids = preliminary_order(votes, cfg)[: cfg.scan_limit]
+        t0 = time.monotonic()
+        out = repository.get_snapshots(ids) if ids else {}
+        self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="read_ahead")
+        return out
 
     # ------------------------------------------------------- find_analogies
     def find_analogies(self, repository: Any, *, source: LessonSnapshot, stored_ids: Sequence[str],

@@ -7,6 +7,7 @@ docs/retrieval.md#semantic-status).
 """
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -94,3 +95,49 @@ def test_evidence_additions_do_not_re_embed(wired):
     assert service.refresher.wait_idle(120)
     assert service.provider.calls == before
     assert service.refresher.current().record(lesson_id).revision_id == h.repo.get_snapshot(lesson_id).revision_id
+
+
+def _recording(monkeypatch, client, search_delay: float):
+    """Record every GET of ``client`` as (is_search, start, end, thread name); searches take ``search_delay`` s longer."""
+    calls: list[tuple[bool, float, float, str]] = []
+    real = client.get
+
+    def get(params, *args, **kwargs):
+        is_search = params.get("list") == "search" or params.get("generator") == "search"
+        start = time.monotonic()
+        try:
+            if is_search:
+                time.sleep(search_delay)  # a slow MediaWiki search
+            return real(params, *args, **kwargs)
+        finally:
+            calls.append((is_search, start, time.monotonic(), threading.current_thread().name))
+
+    monkeypatch.setattr(client, "get", get)
+    return calls
+
+
+def test_hybrid_runs_the_full_text_search_beside_the_candidate_reads(wired, monkeypatch):
+    h, service = wired
+    lesson_id = unique("desire-line")
+    h.create(lesson_id=lesson_id, fields=FIELDS)
+    assert service.refresher.wait_idle(120)
+    query = "walkers detour crossing route"  # several terms; fewer than 20 Lessons hold them all
+    calls = _recording(monkeypatch, h.repo.client, search_delay=0.3)
+
+    legacy = h.ok("search_lessons", query=query, retrieval_mode="legacy", limit=5)
+    legacy_searches = [c for c in calls if c[0]]
+    assert len(legacy_searches) > 1  # the all-terms search, then single-term ones (docs/retrieval.md#legacy-search)
+    assert lesson_id in [r["id"] for r in legacy["results"]]
+
+    calls.clear()
+    page = search(h, query)
+    assert page["effective_mode"] == "hybrid_v1"
+    assert lesson_id in [r["id"] for r in page["results"]]
+    searches = [c for c in calls if c[0]]
+    reads = [c for c in calls if not c[0]]
+    # the same searches as legacy, none on the request thread (docs/hybrid-search.md#read-ahead) ...
+    assert len(searches) == len(legacy_searches)
+    assert all(name != threading.current_thread().name for *_, name in searches)
+    # ... while the request thread already reads the in-process candidates fresh
+    request_reads = [c for c in reads if c[3] == threading.current_thread().name]
+    assert request_reads and min(start for _, start, _, _ in request_reads) < max(end for _, _, end, _ in searches)
