@@ -164,10 +164,6 @@ class MemoRepository:
     def search_full_text_many(self, queries, limit: int):
         return [(self.search_full_text(q, limit), {}) for q in queries]
 
-    def search_snapshots_with_terms(self, query: str, term_queries, limit: int):
-        hits, snaps = self.search_snapshots(query, limit)
-        return hits, snaps, [self.search_full_text(q, limit) for q in term_queries]
-
     def get_snapshots(self, lesson_ids):
         todo = [i for i in dict.fromkeys(lesson_ids) if i not in self._snaps]
         if todo:

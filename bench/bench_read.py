@@ -222,6 +222,20 @@ def running_wiki(wiki_dir: Path):
         return devwiki.up(wiki_dir, wikiserver.free_port(), install_packages=False, watch_pid=os.getpid(), quiet=True)
 
 
+def print_stages(url: str) -> None:
+    """The gateway's ``hybrid_stage_seconds`` (``/metrics``, every hybrid call of this run incl. warm-up):
+    p50/p95 per stage (docs/hybrid-search.md#read-ahead says which run side by side)."""
+    try:
+        timings = httpx.get(url.replace("/mcp", "/metrics"), timeout=10).json().get("timings", [])
+    except (httpx.HTTPError, ValueError):
+        print("  (no /metrics from the gateway)")
+        return
+    rows = [t for t in timings if t.get("name") == "hybrid_stage_seconds"]
+    print("  hybrid stages (gateway /metrics): " + "  ".join(
+        f"{t['labels'].get('stage')} p50 {t['p50_seconds'] * 1000:.1f} / p95 {t['p95_seconds'] * 1000:.1f} ms"
+        for t in rows))
+
+
 def _ms(values: list[float]) -> tuple[float, float]:
     return statistics.median(values) * 1000, _pct(values, 0.95) * 1000
 
@@ -348,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  hybrid p50 {h50:.1f} ms p95 {h95:.1f} ms | legacy p50 {l50:.1f} ms p95 {l95:.1f} ms | "
               f"ratio p50 {h50 / l50:.2f}x, p95 {h95 / l95:.2f}x (target p95 <= 1.2x)")
         print(f"  hybrid fell back to legacy {fallbacks} of {len(one['hybrid'])} times; semantic_status seen: {statuses}")
+        print_stages(url)
     return 0
 
 

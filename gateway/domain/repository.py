@@ -343,17 +343,6 @@ class LessonRepository(abc.ABC):
         """
         return [(self.search_full_text(q, limit), {}) for q in queries]
 
-    def search_snapshots_with_terms(self, query: str, term_queries: Sequence[str], limit: int
-                                    ) -> tuple[FullTextResult, dict[str, LessonSnapshot], list[FullTextResult]]:
-        """:meth:`search_snapshots` of ``query`` plus :meth:`search_full_text` of each of ``term_queries``.
-
-        Returns ``(hits, snapshots, term_results)`` with ``term_results`` in the order of
-        ``term_queries``. The default runs them one after another; over MediaWiki they are
-        sent together, so all of them cost one round-trip time (``docs/retrieval.md#legacy-search``).
-        """
-        hits, snaps = self.search_snapshots(query, limit)
-        return hits, snaps, [self.search_full_text(q, limit) for q in term_queries]
-
     @abc.abstractmethod
     def find_relation_edges(self, lesson_id: str, *, outgoing: bool = True, incoming: bool = True,
                             limit: int = 500) -> EdgesResult:

@@ -365,24 +365,6 @@ class MediaWikiRepository(LessonRepository):
             params = {**params, "rvcontinue": cont["rvcontinue"], "continue": cont.get("continue", "")}
         return sorted(ranked, key=lambda i: (ranked[i], i)), revs, more, total
 
-    def search_snapshots_with_terms(self, query: str, term_queries: Sequence[str], limit: int
-                                    ) -> tuple[FullTextResult, dict[str, LessonSnapshot], list[FullTextResult]]:
-        """:meth:`search_snapshots` of ``query`` while the ``term_queries`` searches run at the same time.
-
-        The term searches (``list=search``, ids only) go out on the shared search pool
-        (:data:`SEARCH_POOL_WORKERS` threads) as the generator request is sent, so the
-        whole set costs one round-trip time. The first failure is raised (WikiUnavailable…).
-        """
-        if not term_queries:
-            hits, snaps = self.search_snapshots(query, limit)
-            return hits, snaps, []
-        futures = [_search_pool().submit(self.search_full_text, q, limit) for q in term_queries]
-        try:
-            hits, snaps = self.search_snapshots(query, limit)
-        finally:
-            term_results = [f.result() for f in futures]
-        return hits, snaps, term_results
-
     def find_relation_edges(self, lesson_id: str, *, outgoing: bool = True, incoming: bool = True,
                             limit: int = 500) -> EdgesResult:
         """Stored relation edges of ``lesson_id`` (see module doc); ``limit`` caps incoming candidates."""
