@@ -434,39 +434,78 @@ def _diversify_tier(tier: list[FusedResult], shown: list[FusedResult],
     remaining = list(tier)
     picked: list[FusedResult] = []
     passed_over: dict[str, int] = {}
+    redundancy = _Redundancy([r.lesson_id for r in tier], shown, vectors)
     while remaining:
         head = remaining[0]
         choice = 0
         if passed_over.get(head.lesson_id, 0) < config.max_displacement:
-            context = shown + picked
             best = None
             for j, cand in enumerate(remaining[:config.diversity_window]):
-                value = cand.adjusted - _penalty(cand, context, vectors, calibration, config)
+                value = cand.adjusted - redundancy.penalty(cand, calibration, config)
                 if best is None or value > best + 1e-12:
                     best, choice = value, j
         for skipped in remaining[:choice]:
             passed_over[skipped.lesson_id] = passed_over.get(skipped.lesson_id, 0) + 1
-        picked.append(remaining.pop(choice))
+        chosen = remaining.pop(choice)
+        redundancy.add(chosen)
+        picked.append(chosen)
     return picked
 
 
-def _penalty(cand: FusedResult, context: list[FusedResult], vectors: Mapping[str, Mapping[str, np.ndarray]],
-             calibration: Calibration, config: RankingConfig) -> float:
-    if not context:
-        return 0.0
-    mine = vectors.get(cand.lesson_id) or {}
-    similarity = 0.0
-    for other in context:
-        theirs = vectors.get(other.lesson_id) or {}
-        for facet in ("approach", "mechanism"):
-            a, b = mine.get(facet), theirs.get(facet)
-            if a is not None and b is not None:
-                similarity = max(similarity, float(np.dot(a, b)))
-    floor = calibration.redundancy_floor
-    facet_part = config.facet_penalty * max(0.0, (similarity - floor) / (1.0 - floor)) if similarity > floor else 0.0
-    origin_part = 0.0
-    if len(context) >= 2 and cand.record_origin:
-        share = sum(1 for other in context if other.record_origin == cand.record_origin) / len(context)
-        origin_part = config.origin_penalty * max(0.0, 2.0 * share - 1.0)
-    return facet_part + origin_part
+class _Redundancy:
+    """What the diversity penalty needs about the context (the results already placed above).
 
+    For each candidate of the tier: its highest approach or mechanism cosine with any context
+    result (0 when none is higher or a vector is missing), kept up to date as results are
+    placed, from one cosine matrix per facet computed once; and the context's
+    ``record_origin`` counts. Same penalty as comparing with every context result each time.
+    """
+
+    def __init__(self, tier_ids: list[str], shown: list[FusedResult],
+                 vectors: Mapping[str, Mapping[str, np.ndarray]]):
+        self._row = {lesson_id: n for n, lesson_id in enumerate(tier_ids)}
+        shown_ids = [r.lesson_id for r in shown]
+        columns = {lesson_id: n for n, lesson_id in enumerate(tier_ids + shown_ids)}
+        self._column = columns
+        cosine = np.zeros((len(tier_ids), len(columns)), dtype=np.float64)
+        for facet in ("approach", "mechanism"):
+            rows = [(n, vectors.get(i, {}).get(facet)) for n, i in enumerate(tier_ids)]
+            cols = [(n, vectors.get(i, {}).get(facet)) for i, n in columns.items()]
+            rows = [(n, v) for n, v in rows if v is not None]
+            cols = [(n, v) for n, v in cols if v is not None]
+            if rows and cols:
+                block = np.stack([v for _, v in rows]) @ np.stack([v for _, v in cols]).T
+                r_idx = np.array([n for n, _ in rows])[:, None]
+                c_idx = np.array([n for n, _ in cols])[None, :]
+                cosine[r_idx, c_idx] = np.maximum(cosine[r_idx, c_idx], block)
+        self._cosine = cosine
+        self._best = np.zeros(len(tier_ids), dtype=np.float64)
+        for lesson_id in shown_ids:
+            self._best = np.maximum(self._best, cosine[:, columns[lesson_id]])
+        self._origins: dict[str, int] = {}
+        self._size = 0
+        for result in shown:
+            self._count(result)
+
+    def _count(self, result: FusedResult) -> None:
+        self._origins[result.record_origin] = self._origins.get(result.record_origin, 0) + 1
+        self._size += 1
+
+    def add(self, result: FusedResult) -> None:
+        """``result`` was placed: it is context for the candidates after it."""
+        self._best = np.maximum(self._best, self._cosine[:, self._column[result.lesson_id]])
+        self._count(result)
+
+    def penalty(self, cand: FusedResult, calibration: Calibration, config: RankingConfig) -> float:
+        """The facet-redundancy plus origin-bunching penalty of ``cand`` against the context."""
+        if not self._size:
+            return 0.0
+        similarity = float(self._best[self._row[cand.lesson_id]])
+        floor = calibration.redundancy_floor
+        facet_part = config.facet_penalty * max(0.0, (similarity - floor) / (1.0 - floor)) \
+            if similarity > floor else 0.0
+        origin_part = 0.0
+        if self._size >= 2 and cand.record_origin:
+            share = self._origins.get(cand.record_origin, 0) / self._size
+            origin_part = config.origin_penalty * max(0.0, 2.0 * share - 1.0)
+        return facet_part + origin_part

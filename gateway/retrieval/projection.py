@@ -42,7 +42,9 @@ import hashlib
 import html
 import json
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
@@ -73,6 +75,8 @@ __all__ = [
 PROJECTION_VERSION = "s3rm-projection-v2"
 SANITIZER_VERSION = "wikimarkup-v1"
 FACET_CHAR_CAP = 4000
+#: Projection documents a builder remembers (one per Lesson revision it projected lately).
+PROJECTION_MEMO_SIZE = 4096
 #: Marker placed where a facet was cut (counted in the cap).
 ELISION = " … "
 #: Query cap in characters (the tool schemas accept at most 500).
@@ -231,6 +235,11 @@ class ProjectionBuilder:
             raise ValueError("facet_char_cap must be at least 64")
         self.facet_char_cap = facet_char_cap
         self._layout = V1_LAYOUT
+        #: every page field a projection reads: equal values give an equal document
+        self._inputs = tuple(sorted({name for names in self._layout.values() for name in names}
+                                    | {"title"} | set(METADATA_FIELDS)))
+        self._memo: OrderedDict[tuple, ProjectionDocument] = OrderedDict()
+        self._memo_lock = threading.Lock()
 
     def identity(self) -> dict:
         """What makes two builders produce the same text (part of the generation hash)."""
@@ -240,7 +249,26 @@ class ProjectionBuilder:
 
     # --------------------------------------------------------------- build
     def build(self, lesson_id: str, page: LessonPage, revision_id: int = 0) -> ProjectionDocument:
-        """Project one decoded page: three facets and ``whole``, each ≤ ``facet_char_cap`` code points."""
+        """Project one decoded page: three facets and ``whole``, each ≤ ``facet_char_cap`` code points.
+
+        The last :data:`PROJECTION_MEMO_SIZE` documents are remembered by everything they are
+        built from (id, revision id, the field values read, whether evidence exists), so the
+        revalidation of every search does not re-normalise the same revisions' text.
+        """
+        key = (lesson_id, revision_id, tuple(page.fields.get(n, "") or "" for n in self._inputs), bool(page.evidence))
+        with self._memo_lock:
+            doc = self._memo.get(key)
+            if doc is not None:
+                self._memo.move_to_end(key)
+                return doc
+        doc = self._build(lesson_id, page, revision_id)
+        with self._memo_lock:
+            self._memo[key] = doc
+            while len(self._memo) > PROJECTION_MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return doc
+
+    def _build(self, lesson_id: str, page: LessonPage, revision_id: int) -> ProjectionDocument:
         facets: list[tuple[str, str]] = []
         cuts: list[FacetTruncation] = []
         full: dict[str, str] = {}
