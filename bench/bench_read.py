@@ -222,19 +222,16 @@ def running_wiki(wiki_dir: Path):
         return devwiki.up(wiki_dir, wikiserver.free_port(), install_packages=False, watch_pid=os.getpid(), quiet=True)
 
 
-def print_stages(url: str) -> None:
+def stage_timings(url: str) -> list[str]:
     """The gateway's ``hybrid_stage_seconds`` (``/metrics``, every hybrid call of this run incl. warm-up):
-    mean and p95 (the histogram's bucket bound) per stage (docs/hybrid-search.md#read-ahead says which run side by side)."""
+    mean and p95 (the histogram's bucket bound) per stage, one ``"stage mean / p95 ms"`` string each
+    (docs/hybrid-search.md#read-ahead says which stages run side by side)."""
     try:
         timings = httpx.get(url.replace("/mcp", "/metrics"), timeout=10).json().get("timings", [])
     except (httpx.HTTPError, ValueError) as exc:
-        print(f"  (no /metrics from the gateway: {exc})")
-        return
-    rows = [t for t in timings if t.get("name") == "hybrid_stage_seconds"]
-    print("  hybrid stages (gateway /metrics): " + "  ".join(
-        f"{t['labels'].get('stage')} mean {t['sum_seconds'] / max(1, t['count']) * 1000:.1f} / "
-        f"p95 {t['p95_seconds'] * 1000:.1f} ms"
-        for t in rows))
+        return [f"(no /metrics from the gateway: {exc})"]
+    return [f"{t['labels'].get('stage')} {t['sum_seconds'] / max(1, t['count']) * 1000:.1f} / "
+            f"{t['p95_seconds'] * 1000:.0f} ms" for t in timings if t.get("name") == "hybrid_stage_seconds"]
 
 
 def _ms(values: list[float]) -> tuple[float, float]:
@@ -324,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                     slot[name].append(value)
                     if tool == "search_lessons":
                         by_query.setdefault(a["query"], {}).setdefault(name, []).append(value)
+        stages = stage_timings(url) if args.hybrid else None
     finally:
         if proc is not None:
             proc.terminate()
@@ -363,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  hybrid p50 {h50:.1f} ms p95 {h95:.1f} ms | legacy p50 {l50:.1f} ms p95 {l95:.1f} ms | "
               f"ratio p50 {h50 / l50:.2f}x, p95 {h95 / l95:.2f}x (target p95 <= 1.2x)")
         print(f"  hybrid fell back to legacy {fallbacks} of {len(one['hybrid'])} times; semantic_status seen: {statuses}")
-        print_stages(url)
+        if stages:
+            print("  hybrid stages (gateway /metrics, mean / p95 bucket): " + "  ".join(stages))
     return 0
 
 

@@ -7,8 +7,8 @@ reading every segment: on 398 imported Lessons one single-term search took
 50 ms of SQL before a merge and 9 ms after it (each API search runs its query
 twice: the hits, then ``totalhits``). FTS3's ``optimize`` command merges all
 segments into one. The dev job runner (:mod:`sync.devstack.jobrunner`) calls
-:func:`merge_if_fragmented` after each ``runJobs.php`` run; the MariaDB
-equivalent in production is in the same docs section.
+:func:`merge_if_fragmented` after each ``runJobs.php`` run. Production's
+MariaDB has no FTS3 segments and no such step.
 """
 from __future__ import annotations
 
