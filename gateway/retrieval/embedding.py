@@ -65,6 +65,7 @@ from gateway.retrieval.embedding_errors import (
 )
 from gateway.retrieval import embedding_errors
 from gateway.retrieval.embedding_guard import LANES, CircuitBreaker, EmbeddingGate
+from gateway.retrieval.vector_memo import VectorMemo
 
 __all__ = [
     "DisabledProvider",
@@ -219,6 +220,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if settings.api_key:
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
+        self._memo = VectorMemo()  # each exact document text is embedded once (docs/hybrid-search.md#vector-memo)
         self.calls = 0          # HTTP requests sent (tests assert "0 embedding calls")
         self.inputs = 0         # texts sent
         self._count_lock = threading.Lock()
@@ -244,9 +246,24 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             raise ValueError(f"unknown embedding lane {lane!r}")
         if not texts:
             return np.zeros((0, self.profile.dims), dtype=np.float32)
+        formatted = [self.profile.format_document(t) for t in texts]
+        keys = [VectorMemo.key(t) for t in formatted]
+        known = self._memo.get_many(keys)
+        todo_rows = [n for n, key in enumerate(keys) if key not in known]
+        if self.metrics is not None and len(todo_rows) < len(keys):
+            self.metrics.incr("embedding_memo_hits", len(keys) - len(todo_rows))
+        if todo_rows:
+            fresh = self._embed_formatted([formatted[n] for n in todo_rows], timeout, retries, lane)
+            self._memo.put_many([keys[n] for n in todo_rows], fresh)
+            known.update(zip((keys[n] for n in todo_rows), fresh))
+        return np.vstack([known[key] for key in keys]).astype(np.float32, copy=False)
+
+    def _embed_formatted(self, formatted: list[str], timeout: float | None, retries: int,
+                         lane: str) -> np.ndarray:
+        """:meth:`embed_documents` of texts already in document form, every one sent."""
         per_call = self.timeout * DOCUMENT_TIMEOUT_FACTOR if timeout is None else timeout
         fields = self.profile.document_request_fields
-        batches = self._batches([self.profile.format_document(t) for t in texts])
+        batches = self._batches(formatted)
         out: list[np.ndarray | None] = [None] * len(batches)
         attempts = [0] * len(batches)
         todo = deque(range(len(batches)))

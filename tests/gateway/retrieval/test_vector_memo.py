@@ -1,0 +1,35 @@
+"""VectorMemo (gateway/retrieval/vector_memo.py): bounded, read-only, keyed by exact text."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gateway.retrieval.vector_memo import VectorMemo
+
+
+def test_the_oldest_vectors_go_first_and_a_hit_becomes_recent():
+    memo = VectorMemo(size=2)
+    a, b, c = (VectorMemo.key(t) for t in ("a", "b", "c"))
+    memo.put_many([a, b], np.eye(2, dtype=np.float32))
+    assert set(memo.get_many([a])) == {a}  # a is now the most recent
+    memo.put_many([c], np.ones((1, 2), dtype=np.float32))
+    assert set(memo.get_many([a, b, c])) == {a, c} and len(memo) == 2
+
+
+def test_keys_are_exact_texts_and_vectors_are_read_only():
+    assert VectorMemo.key("passage: x") != VectorMemo.key("query: x") != VectorMemo.key("x ")
+    memo = VectorMemo()
+    key = VectorMemo.key("x")
+    source = np.array([[0.6, 0.8]], dtype=np.float32)
+    memo.put_many([key], source)
+    source[0, 0] = 0.0  # the memo copied the row
+    vec = memo.get_many([key])[key]
+    assert vec.tolist() == pytest.approx([0.6, 0.8])
+    with pytest.raises(ValueError):
+        vec[0] = 1.0
+
+
+def test_size_zero_remembers_nothing():
+    memo = VectorMemo(size=0)
+    memo.put_many([VectorMemo.key("x")], np.ones((1, 2), dtype=np.float32))
+    assert len(memo) == 0
