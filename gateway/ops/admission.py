@@ -37,9 +37,11 @@ so handlers need no extra argument::
 shared gate when the retrieval layer attached its stats
 (:meth:`Admission.attach_semantic_gate`). The wiki connection pool is not a
 shared bottleneck: :class:`~gateway.wiki.client.WikiClient` keeps one HTTP
-session per thread, so connections never outnumber the gunicorn threads,
-which exceed read + write concurrency plus queue places
-(``GatewayConfig`` enforces it).
+session per thread, so connections never outnumber the gunicorn threads
+(which exceed read + write concurrency plus queue places, ``GatewayConfig``
+enforces it) plus the threads that fan one request's MediaWiki calls out: the
+repository's search pool and hybrid's full-text workers
+(docs/hybrid-search.md#read-ahead).
 
 Logs and metrics carry class names, counts and reasons only.
 """

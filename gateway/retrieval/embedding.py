@@ -363,7 +363,8 @@ class OpenAICompatibleProvider(EmbeddingProvider):
                     raise ProviderProfileMismatch(
                         f"provider lists models {ids[:4]}; profile {self.profile.name} pins {self.profile.model_id!r}")
             self.breaker.record_success()
-        self.embed_documents(["s3rm profile probe"])
+        # always sent, never answered from the vector memo: the probe checks the served model
+        self._embed_formatted([self.profile.format_document("s3rm profile probe")], None, DOCUMENT_RETRIES, "index")
 
     def stats(self) -> dict[str, Any]:
         """Gate counts, breaker state and call counters."""

@@ -463,9 +463,10 @@ class _Redundancy:
 
     def __init__(self, tier_ids: list[str], shown: list[FusedResult],
                  vectors: Mapping[str, Mapping[str, np.ndarray]]):
+        tier_ids = list(dict.fromkeys(tier_ids))
         self._row = {lesson_id: n for n, lesson_id in enumerate(tier_ids)}
         shown_ids = [r.lesson_id for r in shown]
-        columns = {lesson_id: n for n, lesson_id in enumerate(tier_ids + shown_ids)}
+        columns = {lesson_id: n for n, lesson_id in enumerate(dict.fromkeys(tier_ids + shown_ids))}
         self._column = columns
         cosine = np.zeros((len(tier_ids), len(columns)), dtype=np.float64)
         for facet in ("approach", "mechanism"):

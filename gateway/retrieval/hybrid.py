@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -109,8 +109,9 @@ log = logging.getLogger("s3rm.hybrid")
 #: The source vectors find_analogies compares (cross-problem similarity and the whole Lesson).
 ANALOGY_FACETS = ("situation", "mechanism", WHOLE)
 
-#: Full-text searches in flight at once (one per concurrent hybrid request; more wait their turn).
-FULL_TEXT_WORKERS = 8
+#: Full-text workers: the largest ``S3RM_ADMISSION_SEMANTIC_CONCURRENCY``, so no admitted hybrid
+#: search waits for one (threads start only when needed).
+FULL_TEXT_WORKERS = 64
 
 HYBRID_MODE = "hybrid_v1"
 LEGACY_MODE = "legacy"
@@ -352,7 +353,10 @@ class RetrievalService:
         query_terms: tuple[str, ...] = ()
         try:
             if facet is None:  # MediaWiki full text runs on a worker while the in-process channels rank
-                full_text = self._pool.submit(self._full_text_votes, repository, query, filters, cfg)
+                # the full-text channels keep their place first in the vote lists (float sums and
+                # ties then come out exactly as when the channels ran one after another)
+                channel_hits.update({"full_text": [], "full_text_partial": []})
+                full_text = self._submit_full_text(repository, query, filters, cfg)
                 t0 = time.monotonic()
                 query_terms = tuple(analyze(q))
                 channel_hits["bm25"], channel_hits["bm25_partial"], capped = lexical_votes(
@@ -376,7 +380,10 @@ class RetrievalService:
             self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
             if full_text is not None:
                 prefetched = self._read_ahead(repository, channel_hits, cfg)
-                hits, ft_partial, ft_snapshots = full_text.result()
+                try:
+                    hits, ft_partial, ft_snapshots = full_text.result()
+                except CancelledError:  # the service stopped meanwhile: this request still gets its answer
+                    hits, ft_partial, ft_snapshots = self._full_text_votes(repository, query, filters, cfg)
                 channel_hits.update(hits)
                 partial |= ft_partial
                 prefetched.update(ft_snapshots)
@@ -422,6 +429,19 @@ class RetrievalService:
             partial |= len(items) > cap
             snapshots.update((r.snapshot.id, r.snapshot) for r in items[:cap])
         return hits, partial, snapshots
+
+    def _submit_full_text(self, repository: Any, query: str, filters: SearchFilters, cfg: RankingConfig
+                          ) -> Future:
+        """:meth:`_full_text_votes` on :attr:`_pool`; on the calling thread when the pool is shut down."""
+        try:
+            return self._pool.submit(self._full_text_votes, repository, query, filters, cfg)
+        except RuntimeError:  # stop() shut the pool down while this request was running
+            done: Future = Future()
+            try:
+                done.set_result(self._full_text_votes(repository, query, filters, cfg))
+            except Exception as exc:
+                done.set_exception(exc)
+            return done
 
     def _read_ahead(self, repository: Any, channel_hits: Mapping[str, list[tuple[str, RankContribution]]],
                     cfg: RankingConfig) -> dict[str, LessonSnapshot]:

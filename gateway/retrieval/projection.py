@@ -252,10 +252,11 @@ class ProjectionBuilder:
         """Project one decoded page: three facets and ``whole``, each ≤ ``facet_char_cap`` code points.
 
         The last :data:`PROJECTION_MEMO_SIZE` documents are remembered by everything they are
-        built from (id, revision id, the field values read, whether evidence exists), so the
+        built from (id, revision id, a SHA-256 of the field values read, whether evidence exists), so the
         revalidation of every search does not re-normalise the same revisions' text.
         """
-        key = (lesson_id, revision_id, tuple(page.fields.get(n, "") or "" for n in self._inputs), bool(page.evidence))
+        inputs = json.dumps([page.fields.get(n, "") or "" for n in self._inputs], ensure_ascii=False)
+        key = (lesson_id, revision_id, hashlib.sha256(inputs.encode("utf-8")).digest(), bool(page.evidence))
         with self._memo_lock:
             doc = self._memo.get(key)
             if doc is not None:
