@@ -27,6 +27,8 @@ from sync.devstack.wikiserver import JOBRUNNER_STATE_FILE, stop_server
 
 #: Seconds between two runs of ``runJobs.php``.
 JOBRUNNER_INTERVAL_S = 2.0
+#: Niceness added to each ``runJobs.php`` run (the wiki server keeps the default).
+JOB_NICENESS = 10
 
 
 def run_jobrunner(wiki_dir: Path, interval: float = JOBRUNNER_INTERVAL_S,
@@ -64,7 +66,7 @@ def run_jobrunner(wiki_dir: Path, interval: float = JOBRUNNER_INTERVAL_S,
             proc = subprocess.run(
                 ["php", str(MW_ROOT / "maintenance" / "runJobs.php"), "--maxtime", "60"],
                 cwd=MW_ROOT, env=php_env(wiki_dir), capture_output=True, text=True,
-                timeout=300, check=False)
+                timeout=300, check=False, preexec_fn=_lower_priority)
             ok = proc.returncode == 0
             record = {"ok": ok, "exit_code": proc.returncode}
             out = (proc.stdout + proc.stderr).strip()
@@ -98,6 +100,13 @@ def run_jobrunner(wiki_dir: Path, interval: float = JOBRUNNER_INTERVAL_S,
             time.sleep(0.1)
     print(f"{now_iso()} job runner stopped", flush=True)
     return 0
+
+
+def _lower_priority() -> None:
+    """Run a job batch at CPU priority +:data:`JOB_NICENESS` (in the child, before exec): jobs are
+    background work, and on the shared dev cores they should not slow the requests being served
+    (docs/operations.md#job-priority)."""
+    os.nice(JOB_NICENESS)
 
 
 def _pid_alive(pid: int) -> bool:
