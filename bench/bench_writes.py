@@ -26,9 +26,6 @@ the gateway log (``retrying`` lines naming a database error).
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-import statistics
 import sys
 import tempfile
 import threading
