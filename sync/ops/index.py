@@ -6,7 +6,7 @@ docs/operations.md#shadow-queries, docs/operations.md#indexer-leader.
 Verbs (the store comes from ``--dsn``, else ``S3RM_PG_DSN``, else the dev stack's ``.dev/stack.env``):
 
 * ``list`` — every generation with state, rows, HNSW, lease holder; the alias;
-* ``build --label L [--hnsw]`` — a full build of ``<this config's generation>.L``
+* ``build --label L [--hnsw [--hnsw-memory SIZE] [--hnsw-workers N]]`` — a full build of ``<this config's generation>.L``
   from the wiki (same embedding provider settings as the gateway, ``S3RM_*``),
   under that generation's own indexer lease, while the active one serves, with
   the change tail applied (:mod:`gateway.retrieval.pgvector.build`); then ``ready``;
@@ -25,11 +25,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import time
 
 from sync.devstack.envfiles import DEV_STACK_ENV_FILE, read_env_file
+
+#: A PostgreSQL memory size as ``maintenance_work_mem`` takes it (``--hnsw-memory``).
+HNSW_MEMORY = re.compile(r"[1-9][0-9]{0,6}(kB|MB|GB|TB)")
 
 __all__ = ["register"]
 
@@ -123,6 +127,16 @@ def cmd_build(args: argparse.Namespace) -> int:
     if not args.label.replace("-", "").isalnum():
         print("s3rm index: --label takes letters, digits and '-'", file=sys.stderr)
         return 2
+    if (args.hnsw_memory is not None or args.hnsw_workers is not None) and not args.hnsw:
+        print("s3rm index: --hnsw-memory and --hnsw-workers apply to --hnsw builds only", file=sys.stderr)
+        return 2
+    if args.hnsw_memory is not None and not HNSW_MEMORY.fullmatch(args.hnsw_memory):
+        print(f"s3rm index: --hnsw-memory takes a PostgreSQL size such as 512MB or 2GB, "
+              f"not {args.hnsw_memory!r}", file=sys.stderr)
+        return 2
+    if args.hnsw_workers is not None and not 0 <= args.hnsw_workers <= 64:
+        print("s3rm index: --hnsw-workers takes 0 to 64", file=sys.stderr)
+        return 2
     # the build's follower keeps its checkpoint in memory: a gateway's checkpoint file is never moved
     env = dict(os.environ, S3RM_INDEX_BACKEND="pgvector", S3RM_PG_DSN=_dsn(args) or "",
                S3RM_SEMANTIC_CHECKPOINT_FILE="")
@@ -138,7 +152,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     try:
         factory = backend.refresher_factory(config.retrieval, store)
         service = RetrievalService(config.retrieval, repository_factory(config), refresher_factory=factory)
-        report = build_generation(service, store, args.label, timeout=args.timeout, hnsw=args.hnsw)
+        report = build_generation(service, store, args.label, timeout=args.timeout, hnsw=args.hnsw,
+                                  hnsw_memory=args.hnsw_memory, hnsw_workers=args.hnsw_workers)
     except StoreError as exc:
         print(f"s3rm index: {exc}", file=sys.stderr)
         return 1
@@ -238,6 +253,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b = verbs.add_parser("build", help="full build of <generation>.<label> while the active one serves")
     b.add_argument("--label", required=True, help="suffix of the new generation's name (letters, digits, '-')")
     b.add_argument("--hnsw", action="store_true", help="also create HNSW indexes")
+    b.add_argument("--hnsw-memory", metavar="SIZE",
+                   help="--hnsw: maintenance_work_mem of the index builds, e.g. 2GB (fastest while the graph fits)")
+    b.add_argument("--hnsw-workers", type=int, metavar="N",
+                   help="--hnsw: max_parallel_maintenance_workers of the index builds (0-64)")
     b.add_argument("--timeout", type=float, default=3600.0, help="give up after this many seconds")
     b.set_defaults(handler=cmd_build)
     s = verbs.add_parser("shadow", help="compare a candidate with the active generation on live traffic")

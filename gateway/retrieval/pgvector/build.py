@@ -46,9 +46,14 @@ class BuildReport:
 
 
 def build_generation(service: Any, store: PgStore, label: str, *, timeout: float = 3600.0, hnsw: bool = False,
+                     hnsw_memory: str | None = None, hnsw_workers: int | None = None,
                      clock: Callable[[], float] = time.monotonic) -> BuildReport:
     """Build ``<service.own_generation>.<label>`` (module docstring) with a not yet started ``service`` whose
     refresher is a :class:`~gateway.retrieval.pgvector.refresher.SharedRefresher` over ``store``.
+
+    With ``hnsw``, ``hnsw_memory`` (PostgreSQL ``maintenance_work_mem``, e.g. ``'2GB'``) and
+    ``hnsw_workers`` (``max_parallel_maintenance_workers``) apply to the HNSW builds of this
+    session only (:meth:`PgStore.build_hnsw`, docs/operations.md#generations).
 
     Raises StoreError when the generation exists beyond ``building``, or when the build fails (the
     refresher's error code) or exceeds ``timeout`` seconds; the generation then stays ``building``.
@@ -82,7 +87,7 @@ def build_generation(service: Any, store: PgStore, label: str, *, timeout: float
     finally:
         service.stop()
     if hnsw:
-        store.build_hnsw(name)
+        store.build_hnsw(name, maintenance_work_mem=hnsw_memory, parallel_workers=hnsw_workers)
     store.mark_ready(name)
     store.activate_if_unset(name)
     info = store.require(name)

@@ -95,9 +95,11 @@ def test_build_tail_shadow_cutover_fresh_rollback_and_retirement(world, capsys):
                                                   "garbage-collection pause, so the lease lapsed mid-write."))
     builder = RetrievalService(settings, _EditsDuringScan(repo, edit),
                                refresher_factory=backend.refresher_factory(settings, store))
-    report = build_generation(builder, store, "v2", timeout=300)
+    # with HNSW indexes, built with this session's memory and worker settings (s3rm index build --hnsw-memory)
+    report = build_generation(builder, store, "v2", timeout=300, hnsw=True, hnsw_memory="64MB", hnsw_workers=0)
     g2 = report.name
     assert g2 == f"{g1}.v2" and report.state == "ready" and report.embedded == 4
+    assert store.require(g2).hnsw
     assert report.tail_embedded == 1  # the scan read the old revision; the tail embedded the edit
     assert _revision(store, g2, ids[0]) == during["rev"]
 
