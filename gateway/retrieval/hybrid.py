@@ -452,11 +452,7 @@ class RetrievalService:
         their text, so a hybrid search costs about as long as legacy's search or the embedding
         plus this read, whichever is longer — not all of them in sequence.
         """
-        votes: dict[str, list[RankContribution]] = {}
-        for hits in channel_hits.values():
-            for lesson_id, vote in hits:
-                votes.setdefault(lesson_id, []).append(vote)
-        ids = preliminary_order(votes, cfg)[: cfg.scan_limit]
+        ids = preliminary_order(_votes_by_lesson(channel_hits), cfg)[: cfg.scan_limit]
         t0 = time.monotonic()
         out = repository.get_snapshots(ids) if ids else {}
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="read_ahead")
@@ -561,11 +557,7 @@ class RetrievalService:
                 config: RankingConfig | None = None) -> HybridList:
         """Preliminary fusion, scan cap, canonical revalidation, final fusion (steps 5–7)."""
         cfg = config or self.ranking
-        votes: dict[str, list[RankContribution]] = {}
-        for hits in channel_hits.values():
-            for lesson_id, vote in hits:
-                if lesson_id != exclude:
-                    votes.setdefault(lesson_id, []).append(vote)
+        votes = _votes_by_lesson(channel_hits, exclude)
         order = preliminary_order(votes, cfg)
         examined = order[: cfg.scan_limit]
         partial |= len(order) > cfg.scan_limit
@@ -647,3 +639,13 @@ class RetrievalService:
         if self.metrics is not None:
             self.metrics.observe(name, seconds, **labels)
 
+
+def _votes_by_lesson(channel_hits: Mapping[str, list[tuple[str, RankContribution]]],
+                     exclude: str | None = None) -> dict[str, list[RankContribution]]:
+    """Lesson id → its votes, in channel order then rank order (``exclude``: an id left out)."""
+    votes: dict[str, list[RankContribution]] = {}
+    for hits in channel_hits.values():
+        for lesson_id, vote in hits:
+            if lesson_id != exclude:
+                votes.setdefault(lesson_id, []).append(vote)
+    return votes

@@ -42,13 +42,12 @@ import hashlib
 import html
 import json
 import re
-import threading
 import unicodedata
-from collections import OrderedDict
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
+from gateway.core.lru import BoundedLRU
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.schema import Schema, load_schema
 from gateway.retrieval.analyzer import ANALYZER_VERSION
@@ -238,8 +237,7 @@ class ProjectionBuilder:
         #: every page field a projection reads: equal values give an equal document
         self._inputs = tuple(sorted({name for names in self._layout.values() for name in names}
                                     | {"title"} | set(METADATA_FIELDS)))
-        self._memo: OrderedDict[tuple, ProjectionDocument] = OrderedDict()
-        self._memo_lock = threading.Lock()
+        self._memo: BoundedLRU[tuple, ProjectionDocument] = BoundedLRU(PROJECTION_MEMO_SIZE)
 
     def identity(self) -> dict:
         """What makes two builders produce the same text (part of the generation hash)."""
@@ -257,16 +255,10 @@ class ProjectionBuilder:
         """
         inputs = json.dumps([page.fields.get(n, "") or "" for n in self._inputs], ensure_ascii=False)
         key = (lesson_id, revision_id, hashlib.sha256(inputs.encode("utf-8")).digest(), bool(page.evidence))
-        with self._memo_lock:
-            doc = self._memo.get(key)
-            if doc is not None:
-                self._memo.move_to_end(key)
-                return doc
-        doc = self._build(lesson_id, page, revision_id)
-        with self._memo_lock:
-            self._memo[key] = doc
-            while len(self._memo) > PROJECTION_MEMO_SIZE:
-                self._memo.popitem(last=False)
+        doc = self._memo.get(key)
+        if doc is None:
+            doc = self._build(lesson_id, page, revision_id)
+            self._memo.put(key, doc)
         return doc
 
     def _build(self, lesson_id: str, page: LessonPage, revision_id: int) -> ProjectionDocument:

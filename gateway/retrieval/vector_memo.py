@@ -10,11 +10,11 @@ embeds each text once. Only digests and vectors are held, never text.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from typing import Sequence
 
 import numpy as np
+
+from gateway.core.lru import BoundedLRU
 
 __all__ = ["VECTOR_MEMO_SIZE", "VectorMemo"]
 
@@ -29,9 +29,7 @@ class VectorMemo:
     """
 
     def __init__(self, size: int = VECTOR_MEMO_SIZE):
-        self._size = max(0, int(size))
-        self._items: OrderedDict[bytes, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self._items: BoundedLRU[bytes, np.ndarray] = BoundedLRU(size)
 
     @staticmethod
     def key(text: str) -> bytes:
@@ -40,28 +38,17 @@ class VectorMemo:
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """The remembered vectors among ``keys`` (each hit becomes the most recent)."""
-        out: dict[bytes, np.ndarray] = {}
-        with self._lock:
-            for key in keys:
-                vec = self._items.get(key)
-                if vec is not None:
-                    self._items.move_to_end(key)
-                    out[key] = vec
-        return out
+        return self._items.get_many(keys)
 
     def put_many(self, keys: Sequence[bytes], matrix: np.ndarray) -> None:
         """Remember row ``i`` of ``matrix`` ``(len(keys), dims)`` under ``keys[i]``; the oldest go first."""
-        if not self._size:
-            return
-        with self._lock:
-            for key, row in zip(keys, matrix):
-                vec = np.array(row, dtype=np.float32, copy=True)
-                vec.setflags(write=False)
-                self._items[key] = vec
-                self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+        self._items.put_many((key, _frozen(row)) for key, row in zip(keys, matrix))
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
+        return len(self._items)
+
+
+def _frozen(row: np.ndarray) -> np.ndarray:
+    vec = np.array(row, dtype=np.float32, copy=True)
+    vec.setflags(write=False)
+    return vec

@@ -34,6 +34,10 @@ def _connect(db: Path, timeout: float) -> sqlite3.Connection:
     return sqlite3.connect(db, timeout=timeout)
 
 
+def _segments(con: sqlite3.Connection) -> int:
+    return int(con.execute("SELECT COUNT(*) FROM searchindex_segdir").fetchone()[0])
+
+
 def segment_count(db: Path, timeout: float = 10.0) -> int:
     """Number of FTS3 segments of ``searchindex`` in ``db`` (0 for an empty index).
 
@@ -42,7 +46,7 @@ def segment_count(db: Path, timeout: float = 10.0) -> int:
     """
     con = _connect(db, timeout)
     try:
-        return int(con.execute("SELECT COUNT(*) FROM searchindex_segdir").fetchone()[0])
+        return _segments(con)
     finally:
         con.close()
 
@@ -58,7 +62,7 @@ def merge_if_fragmented(db: Path, limit: int = SEGMENT_LIMIT, timeout: float = 1
     """
     con = _connect(db, timeout)
     try:
-        before = int(con.execute("SELECT COUNT(*) FROM searchindex_segdir").fetchone()[0])
+        before = _segments(con)
         if before <= limit:
             return None
         with con:

@@ -33,3 +33,15 @@ def test_size_zero_remembers_nothing():
     memo = VectorMemo(size=0)
     memo.put_many([VectorMemo.key("x")], np.ones((1, 2), dtype=np.float32))
     assert len(memo) == 0
+
+
+def test_the_shared_lru_keeps_single_entries_in_use_order():
+    """gateway/core/lru.py, also behind the projection memo (ProjectionBuilder.build)."""
+    from gateway.core.lru import BoundedLRU
+
+    lru: BoundedLRU[str, int] = BoundedLRU(2)
+    lru.put("a", 1)
+    lru.put("b", 2)
+    assert lru.get("a") == 1  # a is now the most recent
+    lru.put("c", 3)
+    assert (lru.get("a"), lru.get("b"), lru.get("c"), len(lru)) == (1, None, 3, 2)
