@@ -1,4 +1,4 @@
-"""Versioned rank fusion ``rrf_v5``: channels → one ordered list with 0–1 service scores.
+"""Versioned rank fusion ``rrf_v6``: channels → one ordered list with 0–1 service scores.
 
 Contract: ``docs/retrieval.md#fusion``, ``docs/retrieval.md#min-score``; weights and
 calibration in ``docs/hybrid-search.md``. Everything that decides an order is pinned by
@@ -74,7 +74,7 @@ __all__ = [
     "exact_match",
 ]
 
-RANKING_VERSION = "rrf_v5"
+RANKING_VERSION = "rrf_v6"
 
 #: What a fusion ranks: a search (a lexical-only result has basis ``full_text``) or an analogy list
 #: (basis ``lexical``); also the ``operation`` label of the ``hybrid_candidates`` counter.

@@ -20,7 +20,8 @@ ranking configuration.
 3. The query embedding starts on the provider's pool (one shared gate; a full
    queue fails at once → fallback ``saturated``) while MediaWiki full text runs.
 4. Channels, each with a fixed cap (``partial`` when a cap is hit): full
-   text; the in-process BM25 channel over the analysed whole text
+   text (legacy's all-terms search, its partial matches taken from the
+   read-ahead candidates, ``docs/hybrid-search.md#partial-full-text``); the in-process BM25 channel over the analysed whole text
    (``docs/hybrid-search.md#lexical-channel``); query vs
    situation/approach/mechanism/whole with the profile's cosine floor and a
    pre-filter on indexed scalars (a Hangul query ranks Korean and other
@@ -196,7 +197,7 @@ class RetrievalService:
         repository: the Lesson repository the refresher reads (the app's lazy one).
         metrics: optional ``gateway.ops.metrics.Metrics``.
         provider: injectable provider (default: :func:`build_provider`).
-        ranking: ranking configuration (default ``rrf_v5``).
+        ranking: ranking configuration (default ``rrf_v6``).
         clock: monotonic seconds for the refresher.
     """
 
@@ -356,7 +357,7 @@ class RetrievalService:
                 # the full-text channels keep their place first in the vote lists (float sums and
                 # ties then come out exactly as when the channels ran one after another)
                 channel_hits.update({"full_text": [], "full_text_partial": []})
-                full_text = self._submit_full_text(repository, query, filters, cfg)
+                full_text = self._submit_full_text(repository, query, filters)
                 t0 = time.monotonic()
                 query_terms = tuple(analyze(q))
                 channel_hits["bm25"], channel_hits["bm25_partial"], capped = lexical_votes(
@@ -379,11 +380,14 @@ class RetrievalService:
                 partial |= capped
             self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
             if full_text is not None:
-                prefetched = self._read_ahead(repository, channel_hits, cfg)
+                ahead, prefetched = self._read_ahead(repository, channel_hits, cfg)
                 try:
-                    hits, ft_partial, ft_snapshots = full_text.result()
+                    all_terms = full_text.result()
                 except CancelledError:  # the service stopped meanwhile: this request still gets its answer
-                    hits, ft_partial, ft_snapshots = self._full_text_votes(repository, query, filters, cfg)
+                    all_terms = self._all_terms_search(repository, query, filters)
+                pool = [i for c in ("bm25", "bm25_partial") for i, _ in channel_hits[c]] + list(ahead)
+                hits, ft_partial, ft_snapshots = self._full_text_votes(query, all_terms, list(dict.fromkeys(pool)),
+                                                                       prefetched, filters, cfg)
                 channel_hits.update(hits)
                 partial |= ft_partial
                 prefetched.update(ft_snapshots)
@@ -400,51 +404,76 @@ class RetrievalService:
                             filters=filters, min_score=min_score, partial=partial, query=q, prefetched=prefetched,
                             config=cfg)
 
-    def _full_text_votes(self, repository: Any, query: str, filters: SearchFilters, cfg: RankingConfig
-                         ) -> tuple[dict[str, list[tuple[str, RankContribution]]], bool, dict[str, LessonSnapshot]]:
-        """The ``full_text`` / ``full_text_partial`` votes, ``partial`` and the snapshots read with them.
-
-        Legacy's search (:func:`gateway.retrieval.legacy.search`: the all-terms search, then its
-        single-term searches when needed); a hit holding only some of the query terms votes in
-        ``full_text_partial``, scaled by its share of the terms (docs/hybrid-search.md#partial-share).
-        Runs on :attr:`_pool`, beside the in-process channels (docs/hybrid-search.md#read-ahead).
-        """
+    def _all_terms_search(self, repository: Any, query: str, filters: SearchFilters) -> legacy.RankedList:
+        """Legacy's all-terms search alone (``fallback=False``: one MediaWiki request for up to 50
+        hits with their text), legacy-v1 order, filters applied. Runs on :attr:`_pool`, beside the
+        in-process channels (docs/hybrid-search.md#read-ahead)."""
         t0 = time.monotonic()
-        ft = legacy.search(repository, query, filters, 0.0)
+        found = legacy.search(repository, query, filters, 0.0, fallback=False)
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="full_text")
+        return found
+
+    def _full_text_votes(self, query: str, all_terms: legacy.RankedList, ahead: Sequence[str],
+                         fresh: Mapping[str, LessonSnapshot], filters: SearchFilters, cfg: RankingConfig
+                         ) -> tuple[dict[str, list[tuple[str, RankContribution]]], bool, dict[str, LessonSnapshot]]:
+        """The ``full_text`` / ``full_text_partial`` votes, ``partial`` and the snapshots they rank.
+
+        The candidates are legacy's (docs/hybrid-search.md#partial-full-text): the all-terms
+        hits, then — when they are fewer than legacy's :data:`~gateway.retrieval.legacy.FALLBACK_THRESHOLD`
+        and the query has several terms — the read-ahead candidates ``ahead`` (in-process
+        preliminary order, ``fresh`` snapshots) holding at least one query term, in place of
+        legacy's single-term MediaWiki searches; at most legacy's scan limit in all. Each is
+        scored by :func:`gateway.retrieval.legacy.relevance` on its fresh snapshot (rank: after
+        the all-terms hits) and ordered as legacy orders. A candidate holding only some terms
+        votes in ``full_text_partial``, scaled by its share (docs/hybrid-search.md#partial-share).
+        """
         terms = lexical.query_terms(query)
-        matched = {r.snapshot.id: self._matched_terms(terms, r.snapshot) for r in ft.items}
-        complete = [r for r in ft.items if matched[r.snapshot.id] >= len(terms)]
-        incomplete = [r for r in ft.items if matched[r.snapshot.id] < len(terms)]
+        ranked = [(r.score, r.snapshot) for r in all_terms.items]
+        partial = all_terms.partial
+        if len(terms) > 1 and all_terms.scanned < legacy.FALLBACK_THRESHOLD:
+            seen = {r.snapshot.id for r in all_terms.items}
+            room = legacy.SEARCH_SCAN_LIMIT - all_terms.scanned
+            extra: list[tuple[float, LessonSnapshot]] = []
+            for lesson_id in ahead:
+                snapshot = fresh.get(lesson_id)
+                if lesson_id in seen or snapshot is None or not self._matched_terms(terms, snapshot):
+                    continue
+                if len(extra) >= room:
+                    partial = True
+                    break
+                seen.add(lesson_id)
+                if filters.matches(snapshot.page):
+                    extra.append((legacy.relevance(terms, snapshot.page, all_terms.scanned + len(extra)), snapshot))
+            ranked = sorted(ranked + extra, key=lambda row: -row[0])  # stable: legacy's rank breaks ties
+        matched = {snap.id: self._matched_terms(terms, snap) for _, snap in ranked}
+        complete = [(score, snap) for score, snap in ranked if matched[snap.id] >= len(terms)]
+        incomplete = [(score, snap) for score, snap in ranked if matched[snap.id] < len(terms)]
         hits: dict[str, list[tuple[str, RankContribution]]] = {}
         snapshots: dict[str, LessonSnapshot] = {}
-        partial = ft.partial
         for channel, items in (("full_text", complete), ("full_text_partial", incomplete)):
             cap = cfg.channel_caps[channel]
             hits[channel] = [
-                (r.snapshot.id, RankContribution(channel, n, r.score, share=1.0 if channel == "full_text" else
-                                                 partial_share(matched[r.snapshot.id], len(terms),
-                                                               cfg.lexical_partial_below)))
-                for n, r in enumerate(items[:cap], 1)]
+                (snap.id, RankContribution(channel, n, score, share=1.0 if channel == "full_text" else
+                                           partial_share(matched[snap.id], len(terms), cfg.lexical_partial_below)))
+                for n, (score, snap) in enumerate(items[:cap], 1)]
             partial |= len(items) > cap
-            snapshots.update((r.snapshot.id, r.snapshot) for r in items[:cap])
+            snapshots.update((snap.id, snap) for _, snap in items[:cap])
         return hits, partial, snapshots
 
-    def _submit_full_text(self, repository: Any, query: str, filters: SearchFilters, cfg: RankingConfig
-                          ) -> Future:
-        """:meth:`_full_text_votes` on :attr:`_pool`; on the calling thread when the pool is shut down."""
+    def _submit_full_text(self, repository: Any, query: str, filters: SearchFilters) -> Future:
+        """:meth:`_all_terms_search` on :attr:`_pool`; on the calling thread when the pool is shut down."""
         try:
-            return self._pool.submit(self._full_text_votes, repository, query, filters, cfg)
+            return self._pool.submit(self._all_terms_search, repository, query, filters)
         except RuntimeError:  # stop() shut the pool down while this request was running
             done: Future = Future()
             try:
-                done.set_result(self._full_text_votes(repository, query, filters, cfg))
+                done.set_result(self._all_terms_search(repository, query, filters))
             except Exception as exc:
                 done.set_exception(exc)
             return done
 
     def _read_ahead(self, repository: Any, channel_hits: Mapping[str, list[tuple[str, RankContribution]]],
-                    cfg: RankingConfig) -> dict[str, LessonSnapshot]:
+                    cfg: RankingConfig) -> tuple[list[str], dict[str, LessonSnapshot]]:
         """Fresh snapshots of the in-process channels' first ``scan_limit`` candidates, read while
         the full-text search is still running (docs/hybrid-search.md#read-ahead).
 
@@ -456,7 +485,7 @@ class RetrievalService:
         t0 = time.monotonic()
         out = repository.get_snapshots(ids) if ids else {}
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="read_ahead")
-        return out
+        return ids, out
 
     # ------------------------------------------------------- find_analogies
     def find_analogies(self, repository: Any, *, source: LessonSnapshot, stored_ids: Sequence[str],

@@ -107,8 +107,8 @@ class RankedList:
 
 
 # ------------------------------------------------------------------ search
-def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limit: int
-                ) -> tuple[list[str], bool, dict[str, LessonSnapshot], set[str]]:
+def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limit: int,
+                fallback: bool = True) -> tuple[list[str], bool, dict[str, LessonSnapshot], set[str]]:
     """Candidate ids (search rank order), ``partial``, the snapshots read with them, and the ids
     already read (a read id without a snapshot is gone).
 
@@ -122,7 +122,7 @@ def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan
     ids = [h.id for h in first.hits]
     read = set(ids)
     partial = first.partial
-    if len(terms) > 1 and len(ids) < FALLBACK_THRESHOLD:
+    if fallback and len(terms) > 1 and len(ids) < FALLBACK_THRESHOLD:
         chosen = sorted(terms, key=lambda t: (-len(t.text), t.text))[:FALLBACK_TERMS]
         lists = []
         for result, known in repo.search_full_text_many([t.syntax() for t in chosen], scan_limit):
@@ -172,12 +172,17 @@ def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int) -
 
 
 def search(repo: LessonRepository, query: str, filters: SearchFilters, min_score: float = 0.0,
-           scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
-    """Full-text search → fresh snapshots → filters → legacy-v1 order (complete list, unpaged)."""
+           scan_limit: int = SEARCH_SCAN_LIMIT, *, fallback: bool = True) -> RankedList:
+    """Full-text search → fresh snapshots → filters → legacy-v1 order (complete list, unpaged).
+
+    ``fallback=False`` sends the all-terms search alone (no single-term searches): hybrid's
+    full-text channel, whose partial matches come from its own candidates instead
+    (docs/hybrid-search.md#partial-full-text).
+    """
     terms = lexical.query_terms(query)
     if not terms:
         return RankedList((), 0, scan_limit, False)
-    ids, partial, snaps, read = _candidates(repo, terms, scan_limit)
+    ids, partial, snaps, read = _candidates(repo, terms, scan_limit, fallback)
     unread = [i for i in ids if i not in snaps and i not in read]
     if unread:
         snaps = {**snaps, **repo.get_snapshots(unread)}

