@@ -45,7 +45,7 @@ def split_by_coverage(snap: SemanticIndex, hits, query_terms, below: float):
     matched terms (``docs/hybrid-search.md#partial-share``); the caller copies it onto the vote.
 
     One shared generic word (``문제``, ``outage``) makes a BM25 hit as surely as the decisive
-    ones do; like legacy's single-term fallback hits, such partial matches vote with less
+    ones do; like partial full-text matches, such partial matches vote with less
     weight (``docs/hybrid-search.md#lexical-channel``).
     """
     wanted = set(query_terms)

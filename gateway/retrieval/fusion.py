@@ -84,7 +84,7 @@ OPERATIONS = (SEARCH, ANALOGIES)
 
 #: search_lessons channels: MediaWiki full text, the in-process BM25 channel over the analysed
 #: whole text (``bm25``), and the query against each facet and the whole-Lesson vector. Full-text
-#: hits that contain only some query terms (legacy's single-term fallback) vote in
+#: candidates that contain only some query terms (docs/hybrid-search.md#partial-full-text) vote in
 #: ``full_text_partial`` with a lower weight; a Lesson is in one of the two, so ``raw_max``
 #: counts ``full_text`` only.
 SEARCH_CHANNELS = ("full_text", "bm25", "semantic:situation", "semantic:approach", "semantic:mechanism",
@@ -136,7 +136,7 @@ class RankingConfig:
         "mixed": MappingProxyType({}),
     }))
     #: A BM25 hit whose Lesson holds fewer than this share of the analysed query terms votes in
-    #: ``bm25_partial`` (like legacy's single-term fallback hits in ``full_text_partial``).
+    #: ``bm25_partial`` (like partial full-text matches in ``full_text_partial``).
     lexical_partial_below: float = 0.5
     #: Query languages whose semantic channels rank by cosine standardised within each Lesson
     #: language (:meth:`gateway.retrieval.index.IndexSnapshot.search_by_language`).

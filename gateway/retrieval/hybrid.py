@@ -323,9 +323,11 @@ class RetrievalService:
                        facet: str | None = None) -> HybridList:
         """The bounded hybrid result list of ``search_lessons`` (module docstring steps 1–7).
 
-        The full-text channel IS the legacy ranking (:func:`gateway.retrieval.legacy.search`:
-        Korean stem prefixes, title weighted, fresh snapshots, filters), so exact
-        identifiers and error strings keep their legacy rank as one channel.
+        The full-text channel ranks as legacy does (:func:`gateway.retrieval.legacy.rank_candidates`:
+        Korean stem prefixes, title weighted, fresh snapshots, filters) over legacy's all-terms
+        hits and, in place of its single-term searches, the read-ahead candidates holding one of
+        its fallback terms (docs/hybrid-search.md#partial-full-text), so exact identifiers and
+        error strings keep their legacy rank as one channel.
 
         ``facet`` (``situation``, ``approach`` or ``mechanism``) narrows the request to ONE
         channel: the query against that facet only — no full text, no other facet; the service
@@ -357,7 +359,7 @@ class RetrievalService:
                 # the full-text channels keep their place first in the vote lists (float sums and
                 # ties then come out exactly as when the channels ran one after another)
                 channel_hits.update({"full_text": [], "full_text_partial": []})
-                full_text = self._submit_full_text(repository, query, filters)
+                full_text = self._submit_full_text(repository, query)
                 t0 = time.monotonic()
                 query_terms = tuple(analyze(q))
                 channel_hits["bm25"], channel_hits["bm25_partial"], capped = lexical_votes(
@@ -384,10 +386,10 @@ class RetrievalService:
                 try:
                     all_terms = full_text.result()
                 except CancelledError:  # the service stopped meanwhile: this request still gets its answer
-                    all_terms = self._all_terms_search(repository, query, filters)
-                pool = [i for c in ("bm25", "bm25_partial") for i, _ in channel_hits[c]] + list(ahead)
-                hits, ft_partial, ft_snapshots = self._full_text_votes(query, all_terms, list(dict.fromkeys(pool)),
-                                                                       prefetched, filters, cfg)
+                    all_terms = self._all_terms_search(repository, query)
+                pool = dict.fromkeys([i for c in ("bm25", "bm25_partial") for i, _ in channel_hits[c]] + ahead)
+                hits, ft_partial, ft_snapshots = self._full_text_votes(query, all_terms, list(pool), prefetched,
+                                                                       filters, cfg)
                 channel_hits.update(hits)
                 partial |= ft_partial
                 prefetched.update(ft_snapshots)
@@ -404,70 +406,73 @@ class RetrievalService:
                             filters=filters, min_score=min_score, partial=partial, query=q, prefetched=prefetched,
                             config=cfg)
 
-    def _all_terms_search(self, repository: Any, query: str, filters: SearchFilters) -> legacy.RankedList:
-        """Legacy's all-terms search alone (``fallback=False``: one MediaWiki request for up to 50
-        hits with their text), legacy-v1 order, filters applied. Runs on :attr:`_pool`, beside the
+    def _all_terms_search(self, repository: Any, query: str) -> tuple[list[str], bool, dict[str, LessonSnapshot]]:
+        """Legacy's all-terms search alone (:func:`gateway.retrieval.legacy.candidates` with
+        ``fallback=False``: one MediaWiki request for up to 50 hits with their text): ids in
+        search rank order, ``partial``, fresh snapshots. Runs on :attr:`_pool`, beside the
         in-process channels (docs/hybrid-search.md#read-ahead)."""
+        terms = lexical.query_terms(query)
+        if not terms:
+            return [], False, {}
         t0 = time.monotonic()
-        found = legacy.search(repository, query, filters, 0.0, fallback=False)
+        found = legacy.candidates(repository, terms, fallback=False)
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="full_text")
         return found
 
-    def _full_text_votes(self, query: str, all_terms: legacy.RankedList, ahead: Sequence[str],
-                         fresh: Mapping[str, LessonSnapshot], filters: SearchFilters, cfg: RankingConfig
+    def _full_text_votes(self, query: str, all_terms: tuple[list[str], bool, dict[str, LessonSnapshot]],
+                         ahead: Sequence[str], fresh: Mapping[str, LessonSnapshot], filters: SearchFilters,
+                         cfg: RankingConfig
                          ) -> tuple[dict[str, list[tuple[str, RankContribution]]], bool, dict[str, LessonSnapshot]]:
         """The ``full_text`` / ``full_text_partial`` votes, ``partial`` and the snapshots they rank.
 
-        The candidates are legacy's (docs/hybrid-search.md#partial-full-text): the all-terms
-        hits, then — when they are fewer than legacy's :data:`~gateway.retrieval.legacy.FALLBACK_THRESHOLD`
-        and the query has several terms — the read-ahead candidates ``ahead`` (in-process
-        preliminary order, ``fresh`` snapshots) holding at least one query term, in place of
-        legacy's single-term MediaWiki searches; at most legacy's scan limit in all. Each is
-        scored by :func:`gateway.retrieval.legacy.relevance` on its fresh snapshot (rank: after
-        the all-terms hits) and ordered as legacy orders. A candidate holding only some terms
+        Legacy's candidates and order (docs/hybrid-search.md#partial-full-text): the
+        all-terms hits, then — when they are fewer than legacy's
+        :data:`~gateway.retrieval.legacy.FALLBACK_THRESHOLD` and the query has several terms —
+        in place of legacy's single-term MediaWiki searches, the read-ahead candidates
+        ``ahead`` (``fresh`` snapshots) holding one of legacy's fallback terms, up to legacy's
+        scan limit (``partial`` when more exist); all ranked by
+        :func:`gateway.retrieval.legacy.rank_candidates`. A candidate holding only some terms
         votes in ``full_text_partial``, scaled by its share (docs/hybrid-search.md#partial-share).
         """
         terms = lexical.query_terms(query)
-        ranked = [(r.score, r.snapshot) for r in all_terms.items]
-        partial = all_terms.partial
-        if len(terms) > 1 and all_terms.scanned < legacy.FALLBACK_THRESHOLD:
-            seen = {r.snapshot.id for r in all_terms.items}
-            room = legacy.SEARCH_SCAN_LIMIT - all_terms.scanned
-            extra: list[tuple[float, LessonSnapshot]] = []
+        ids, partial, snaps = list(all_terms[0]), all_terms[1], dict(all_terms[2])
+        if len(terms) > 1 and len(ids) < legacy.FALLBACK_THRESHOLD:
+            seen = set(ids)
             for lesson_id in ahead:
                 snapshot = fresh.get(lesson_id)
-                if lesson_id in seen or snapshot is None or not self._matched_terms(terms, snapshot):
+                if lesson_id in seen or snapshot is None or not legacy.holds_fallback_term(terms, snapshot.page):
                     continue
-                if len(extra) >= room:
+                if len(ids) >= legacy.SEARCH_SCAN_LIMIT:
                     partial = True
                     break
                 seen.add(lesson_id)
-                if filters.matches(snapshot.page):
-                    extra.append((legacy.relevance(terms, snapshot.page, all_terms.scanned + len(extra)), snapshot))
-            ranked = sorted(ranked + extra, key=lambda row: -row[0])  # stable: legacy's rank breaks ties
-        matched = {snap.id: self._matched_terms(terms, snap) for _, snap in ranked}
-        complete = [(score, snap) for score, snap in ranked if matched[snap.id] >= len(terms)]
-        incomplete = [(score, snap) for score, snap in ranked if matched[snap.id] < len(terms)]
+                ids.append(lesson_id)
+                snaps[lesson_id] = snapshot
+        ranked = legacy.rank_candidates(terms, ids, snaps, filters)
+        matched = {r.snapshot.id: self._matched_terms(terms, r.snapshot) for r in ranked}
+        complete = [r for r in ranked if matched[r.snapshot.id] >= len(terms)]
+        incomplete = [r for r in ranked if matched[r.snapshot.id] < len(terms)]
         hits: dict[str, list[tuple[str, RankContribution]]] = {}
         snapshots: dict[str, LessonSnapshot] = {}
         for channel, items in (("full_text", complete), ("full_text_partial", incomplete)):
             cap = cfg.channel_caps[channel]
             hits[channel] = [
-                (snap.id, RankContribution(channel, n, score, share=1.0 if channel == "full_text" else
-                                           partial_share(matched[snap.id], len(terms), cfg.lexical_partial_below)))
-                for n, (score, snap) in enumerate(items[:cap], 1)]
+                (r.snapshot.id, RankContribution(channel, n, r.score, share=1.0 if channel == "full_text" else
+                                                 partial_share(matched[r.snapshot.id], len(terms),
+                                                               cfg.lexical_partial_below)))
+                for n, r in enumerate(items[:cap], 1)]
             partial |= len(items) > cap
-            snapshots.update((snap.id, snap) for _, snap in items[:cap])
+            snapshots.update((r.snapshot.id, r.snapshot) for r in items[:cap])
         return hits, partial, snapshots
 
-    def _submit_full_text(self, repository: Any, query: str, filters: SearchFilters) -> Future:
+    def _submit_full_text(self, repository: Any, query: str) -> Future:
         """:meth:`_all_terms_search` on :attr:`_pool`; on the calling thread when the pool is shut down."""
         try:
-            return self._pool.submit(self._all_terms_search, repository, query, filters)
+            return self._pool.submit(self._all_terms_search, repository, query)
         except RuntimeError:  # stop() shut the pool down while this request was running
             done: Future = Future()
             try:
-                done.set_result(self._all_terms_search(repository, query, filters))
+                done.set_result(self._all_terms_search(repository, query))
             except Exception as exc:
                 done.set_exception(exc)
             return done

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import LessonRepository
@@ -62,7 +62,8 @@ from gateway.retrieval import lexical
 from gateway.retrieval.filters import SearchFilters
 
 __all__ = [
-    "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "search", "listing", "analogies",
+    "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "search", "candidates", "fallback_terms",
+    "holds_fallback_term", "rank_candidates", "listing", "analogies",
     "analogy_projection", "projection_hash",
 ]
 
@@ -107,25 +108,27 @@ class RankedList:
 
 
 # ------------------------------------------------------------------ search
-def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limit: int,
-                fallback: bool = True) -> tuple[list[str], bool, dict[str, LessonSnapshot], set[str]]:
-    """Candidate ids (search rank order), ``partial``, the snapshots read with them, and the ids
-    already read (a read id without a snapshot is gone).
+def candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limit: int = SEARCH_SCAN_LIMIT,
+               fallback: bool = True) -> tuple[list[str], bool, dict[str, LessonSnapshot]]:
+    """Step 1–2 of the search: candidate ids (search rank order), ``partial``, and their fresh
+    snapshots (an id without one is gone).
 
     The all-terms search reads its hits' pages in the same request
     (:meth:`LessonRepository.search_snapshots`). Only when it found fewer than
-    :data:`FALLBACK_THRESHOLD` Lessons are the single-term searches sent, all at once
+    :data:`FALLBACK_THRESHOLD` Lessons (and ``fallback`` is true) are the single-term
+    searches of :func:`fallback_terms` sent, all at once
     (:meth:`LessonRepository.search_full_text_many`); their hits come with the
-    snapshots the repository knows without reading the text again.
+    snapshots the repository knows without reading the text again, and only the
+    other ids are read afterwards. ``fallback=False`` sends the all-terms search alone.
+    Raises the repository's errors (WikiUnavailable…).
     """
     first, snaps = repo.search_snapshots(lexical.mediawiki_query(terms), scan_limit)
     ids = [h.id for h in first.hits]
     read = set(ids)
     partial = first.partial
     if fallback and len(terms) > 1 and len(ids) < FALLBACK_THRESHOLD:
-        chosen = sorted(terms, key=lambda t: (-len(t.text), t.text))[:FALLBACK_TERMS]
         lists = []
-        for result, known in repo.search_full_text_many([t.syntax() for t in chosen], scan_limit):
+        for result, known in repo.search_full_text_many([t.syntax() for t in fallback_terms(terms)], scan_limit):
             partial = partial or result.partial
             lists.append([h.id for h in result.hits])
             snaps = {**known, **snaps}
@@ -138,7 +141,22 @@ def _candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan
                 seen.add(group)
                 ids.append(group)
     ids = ids[:scan_limit]
-    return ids, partial, {i: snaps[i] for i in ids if i in snaps}, read
+    unread = [i for i in ids if i not in snaps and i not in read]
+    if unread:
+        snaps = {**snaps, **repo.get_snapshots(unread)}
+    return ids, partial, {i: snaps[i] for i in ids if i in snaps}
+
+
+def fallback_terms(terms: Sequence[lexical.QueryTerm]) -> list[lexical.QueryTerm]:
+    """The terms of the single-term searches: the :data:`FALLBACK_TERMS` longest (ties by text)."""
+    return sorted(terms, key=lambda t: (-len(t.text), t.text))[:FALLBACK_TERMS]
+
+
+def holds_fallback_term(terms: Sequence[lexical.QueryTerm], page: LessonPage) -> bool:
+    """Whether ``page``'s title or body fields hold one of :func:`fallback_terms` — a Lesson the
+    single-term searches could return, as far as the fields the score reads tell."""
+    words = _field_words(page, ("title",)) | _body_words(page)
+    return any(lexical.term_matches(t, words) for t in fallback_terms(terms))
 
 
 def _round_robin(lists: list[list[str]]) -> Iterable[str]:
@@ -172,31 +190,30 @@ def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int) -
 
 
 def search(repo: LessonRepository, query: str, filters: SearchFilters, min_score: float = 0.0,
-           scan_limit: int = SEARCH_SCAN_LIMIT, *, fallback: bool = True) -> RankedList:
-    """Full-text search → fresh snapshots → filters → legacy-v1 order (complete list, unpaged).
-
-    ``fallback=False`` sends the all-terms search alone (no single-term searches): hybrid's
-    full-text channel, whose partial matches come from its own candidates instead
-    (docs/hybrid-search.md#partial-full-text).
-    """
+           scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
+    """Full-text search → fresh snapshots → filters → legacy-v1 order (complete list, unpaged)."""
     terms = lexical.query_terms(query)
     if not terms:
         return RankedList((), 0, scan_limit, False)
-    ids, partial, snaps, read = _candidates(repo, terms, scan_limit, fallback)
-    unread = [i for i in ids if i not in snaps and i not in read]
-    if unread:
-        snaps = {**snaps, **repo.get_snapshots(unread)}
+    ids, partial, snaps = candidates(repo, terms, scan_limit)
+    return RankedList(rank_candidates(terms, ids, snaps, filters, min_score), len(ids), scan_limit, partial)
+
+
+def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snapshots: Mapping[str, LessonSnapshot],
+                    filters: SearchFilters, min_score: float = 0.0) -> tuple[Ranked, ...]:
+    """Step 3: candidates ``ids`` (search rank order) with their fresh ``snapshots`` scored by
+    :func:`relevance` at their position, filtered on the fresh page, ``min_score`` applied,
+    ordered by score desc, rank, id. Ids without a snapshot (gone) drop out."""
     ranked = []
     for rank, lesson_id in enumerate(ids):
-        snap = snaps.get(lesson_id)
+        snap = snapshots.get(lesson_id)
         if snap is None or not filters.matches(snap.page):
             continue
         score = relevance(terms, snap.page, rank)
         if score >= min_score:
             ranked.append((score, rank, lesson_id, snap))
     ranked.sort(key=lambda row: (-row[0], row[1], row[2]))
-    items = tuple(Ranked(snap, score, "full_text") for score, _, _, snap in ranked)
-    return RankedList(items, len(ids), scan_limit, partial)
+    return tuple(Ranked(snap, score, "full_text") for score, _, _, snap in ranked)
 
 
 # ----------------------------------------------------------------- listing

