@@ -66,6 +66,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from gateway.config import GatewayConfig  # noqa: E402
+from stage_metrics import read_stages  # noqa: E402
 from sync.devstack.wikiserver import free_port  # noqa: E402
 from gateway.domain.model import LessonPage  # noqa: E402
 from gateway.ops.metrics import Metrics  # noqa: E402
@@ -226,12 +227,11 @@ def stage_timings(url: str) -> list[str]:
     """The gateway's ``hybrid_stage_seconds`` (``/metrics``, every hybrid call of this run incl. warm-up):
     mean and p95 (the histogram's bucket bound) per stage, one ``"stage mean / p95 ms"`` string each
     (docs/hybrid-search.md#read-ahead says which stages run side by side)."""
-    try:
-        timings = httpx.get(url.replace("/mcp", "/metrics"), timeout=10).json().get("timings", [])
-    except (httpx.HTTPError, ValueError) as exc:
-        return [f"(no /metrics from the gateway: {exc})"]
+    timings = read_stages(url)
+    if isinstance(timings, str):
+        return [timings]
     return [f"{t['labels'].get('stage')} {t['sum_seconds'] / max(1, t['count']) * 1000:.1f} / "
-            f"{t['p95_seconds'] * 1000:.0f} ms" for t in timings if t.get("name") == "hybrid_stage_seconds"]
+            f"{t['p95_seconds'] * 1000:.0f} ms" for t in timings]
 
 
 def _ms(values: list[float]) -> tuple[float, float]:

@@ -71,6 +71,7 @@ sys.path.insert(0, str(REPO))  # this checkout, not whatever an editable install
 sys.path.insert(0, str(REPO / "tests"))  # service_helpers: the same Gateway runner the tests use
 
 from support.services import MCP_HEADERS, Gateway  # noqa: E402
+from stage_metrics import read_stages, stage_means  # noqa: E402
 
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
@@ -204,7 +205,9 @@ def hybrid_reads(url: str, concurrency: int, seconds: float, *, stop: threading.
 def hybrid_during_creates(gw: Gateway, creates: int, concurrency: int, quiet_seconds: float) -> None:
     """Scenario "hybrid reads during a burst of N creates": quiet p95 vs burst p95 and fallback rate."""
     print(f"\n== 4. hybrid reads during a burst of {creates} creates (concurrency {concurrency}) ==", flush=True)
+    stages = [read_stages(gw.url)]
     quiet = hybrid_reads(gw.url, concurrency, quiet_seconds, seed=37)
+    stages.append(read_stages(gw.url))
     print(quiet.line("hybrid reads, quiet"))
     holder: dict[str, Run] = {}
     stop = threading.Event()
@@ -217,6 +220,7 @@ def hybrid_during_creates(gw: Gateway, creates: int, concurrency: int, quiet_sec
     time.sleep(2.0)
     stop.set()
     reader.join(120)
+    stages.append(read_stages(gw.url))
     burst = holder["reads"]
     print(burst.line("hybrid reads, burst"))
     print(writes.line("creates (MCP)"))
@@ -227,6 +231,8 @@ def hybrid_during_creates(gw: Gateway, creates: int, concurrency: int, quiet_sec
               f"(target <= 2 %)")
     print(f"hybrid p95 burst / quiet: {burst.pct(0.95) * 1000:.0f} / {quiet.pct(0.95) * 1000:.0f} ms = "
           f"{burst.pct(0.95) / quiet.pct(0.95):.2f}x (target <= 1.5x)")
+    for label, (before, after) in (("quiet", stages[0:2]), ("burst", stages[1:3])):
+        print(f"hybrid stage means, {label} (gateway /metrics): " + "  ".join(stage_means(before, after)))
 
 
 def _read_call(rng: random.Random, ids: list[str]) -> tuple[str, dict]:
