@@ -482,9 +482,11 @@ class RetrievalService:
         """Fresh snapshots of the in-process channels' first ``scan_limit`` candidates, read while
         the full-text search is still running (docs/hybrid-search.md#read-ahead).
 
-        The revalidation of step 6 then finds them read, and the full-text hits come with
-        their text, so a hybrid search costs about as long as legacy's search or the embedding
-        plus this read, whichever is longer — not all of them in sequence.
+        The revalidation of step 6 then finds them read, and the all-terms hits come with
+        their text, so a hybrid search costs about as long as the all-terms search or the
+        embedding plus this read, whichever is longer — not all of them in sequence; the
+        partial full-text candidates are taken from these snapshots
+        (docs/hybrid-search.md#partial-full-text).
         """
         ids = preliminary_order(_votes_by_lesson(channel_hits), cfg)[: cfg.scan_limit]
         t0 = time.monotonic()

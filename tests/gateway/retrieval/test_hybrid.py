@@ -464,10 +464,6 @@ def test_full_text_channel_sends_the_all_terms_search_alone_and_votes_partial_ma
     assert all("full_text" not in channels for channels in voted.values())  # no Lesson holds every term
 
 
-def _snapshots(repo, ids):
-    return {i: s for i, s in repo.get_snapshots(ids).items()}
-
-
 def test_partial_full_text_candidates_are_ranked_and_filtered_as_legacy_ranks_them(shared):
     """The partial candidates join after the all-terms hits, in the read-ahead order, and
     legacy.rank_candidates orders them (relevance at their position, filters on the fresh page)."""
@@ -476,7 +472,7 @@ def test_partial_full_text_candidates_are_ranked_and_filtered_as_legacy_ranks_th
     query = "NaN loss after warmup with certificate expiry"
     terms = legacy_terms(query)
     ahead = ["knitting-absent", "cert-expiry", "retry-storm", "lr-warmup", "sqlite-database-locked"]
-    fresh = _snapshots(repo, ahead)
+    fresh = repo.get_snapshots(ahead)
     holders = [i for i in ahead if i in fresh and legacy.holds_fallback_term(terms, fresh[i].page)]
     assert "cert-expiry" in holders and "lr-warmup" in holders and "knitting-absent" not in holders
     hits, partial, snaps = service._full_text_votes(query, ([], False, {}), ahead, fresh, SearchFilters(), cfg)
@@ -499,7 +495,7 @@ def test_partial_full_text_candidates_are_ranked_and_filtered_as_legacy_ranks_th
 def test_partial_full_text_candidates_only_where_legacy_falls_back(shared, monkeypatch):
     repo, service = shared
     cfg = service.ranking
-    fresh = _snapshots(repo, ["lr-warmup", "cert-expiry"])
+    fresh = repo.get_snapshots(["lr-warmup", "cert-expiry"])
     # a single-term query has no partial matches
     hits, _, _ = service._full_text_votes("certificate", ([], False, {}), list(fresh), fresh, SearchFilters(), cfg)
     assert hits["full_text_partial"] == []
