@@ -22,12 +22,14 @@ from typing import Any
 
 from sync.devstack.base import now_iso
 from sync.devstack.packages import MW_ROOT, php_env
+from sync.devstack.procs import lower_cpu_priority
 from sync.devstack.searchindex import database, merge_if_fragmented
 from sync.devstack.wikiserver import JOBRUNNER_STATE_FILE, stop_server
 
 #: Seconds between two runs of ``runJobs.php``.
 JOBRUNNER_INTERVAL_S = 2.0
-#: Niceness added to each ``runJobs.php`` run (the wiki server keeps the default).
+#: Niceness of the job runner and so of each ``runJobs.php`` run and search-index merge (the wiki
+#: server keeps the default); applied with :func:`sync.devstack.procs.lower_cpu_priority`.
 JOB_NICENESS = 10
 
 
@@ -50,6 +52,7 @@ def run_jobrunner(wiki_dir: Path, interval: float = JOBRUNNER_INTERVAL_S,
 
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    lower_cpu_priority(JOB_NICENESS)  # jobs and merges are background work (docs/operations.md#job-priority)
     state_file = wiki_dir / JOBRUNNER_STATE_FILE
     print(f"{now_iso()} job runner started for {wiki_dir} (pid {os.getpid()})", flush=True)
     while not stop:
@@ -66,7 +69,7 @@ def run_jobrunner(wiki_dir: Path, interval: float = JOBRUNNER_INTERVAL_S,
             proc = subprocess.run(
                 ["php", str(MW_ROOT / "maintenance" / "runJobs.php"), "--maxtime", "60"],
                 cwd=MW_ROOT, env=php_env(wiki_dir), capture_output=True, text=True,
-                timeout=300, check=False, preexec_fn=_lower_priority)
+                timeout=300, check=False)
             ok = proc.returncode == 0
             record = {"ok": ok, "exit_code": proc.returncode}
             out = (proc.stdout + proc.stderr).strip()
@@ -100,13 +103,6 @@ def run_jobrunner(wiki_dir: Path, interval: float = JOBRUNNER_INTERVAL_S,
             time.sleep(0.1)
     print(f"{now_iso()} job runner stopped", flush=True)
     return 0
-
-
-def _lower_priority() -> None:
-    """Run a job batch at CPU priority +:data:`JOB_NICENESS` (in the child, before exec): jobs are
-    background work, and on the shared dev cores they should not slow the requests being served
-    (docs/operations.md#job-priority)."""
-    os.nice(JOB_NICENESS)
 
 
 def _pid_alive(pid: int) -> bool:

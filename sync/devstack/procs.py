@@ -13,14 +13,48 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 
+#: Where Linux keeps the nice value of the calling process's autogroup (sched(7)).
+AUTOGROUP_FILE = Path("/proc/self/autogroup")
+
+
+def lower_cpu_priority(niceness: int) -> None:
+    """Lower this process's CPU priority by ``niceness`` (1–19) so that it yields to the servers.
+
+    Two steps, because a nice value alone does not reach across sessions: with
+    the kernel's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``,
+    on by default) the CPU is first shared between *sessions*, and a process's
+    nice value only orders it within its own session. Every helper here runs
+    in its own session (:func:`start`), so the wiki server, the gateway and a
+    background process would get equal shares whatever their nice values. So,
+    besides ``os.nice``, a session leader also sets its session's autogroup
+    nice value (``/proc/self/autogroup``), which weighs the whole session
+    against the others. A process that is not a session leader (e.g. started
+    by hand from a shell) leaves the shell's session alone. A kernel without
+    autogroups, or a read-only ``/proc``, skips that step. Raises nothing;
+    docs/operations.md#job-priority.
+    """
+    os.nice(niceness)
+    if os.getsid(0) != os.getpid():
+        return
+    try:
+        AUTOGROUP_FILE.write_text(f"{niceness}\n")
+    except OSError:
+        pass
+
+
 def start(cmd: Sequence[str], *, pid_file: Path, log_file: Path, env: Mapping[str, str] | None = None,
-          cwd: Path | str | None = None) -> int:
-    """Start ``cmd`` detached (new session, stdin closed, output appended to ``log_file``); return its pid."""
+          cwd: Path | str | None = None, niceness: int = 0) -> int:
+    """Start ``cmd`` detached (new session, stdin closed, output appended to ``log_file``); return its pid.
+
+    ``niceness`` > 0 starts it as background work (:func:`lower_cpu_priority`, in the child before exec).
+    """
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     log_file.parent.mkdir(parents=True, exist_ok=True)
+    lower = (lambda: lower_cpu_priority(niceness)) if niceness > 0 else None
     with open(log_file, "ab") as log:
         proc = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env) if env is not None else None,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                preexec_fn=lower)
     pid_file.write_text(f"{proc.pid}\n")
     return proc.pid
 
