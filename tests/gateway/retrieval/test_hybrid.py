@@ -273,8 +273,8 @@ def test_missing_page_is_dropped_and_its_vector_removed(fresh):
 def test_failed_refresh_keeps_the_old_snapshot_and_reports_degraded(fresh):
     repo, service = fresh
     snap = service.refresher.current()
-    working = service.provider.url
-    service.provider.url = dead_url()
+    working = service.provider.document_url  # the server the refresher's index lane sends Lesson texts to
+    service.provider.document_url = dead_url()
     page = CORPUS["disk-full-logs"]
     repo.put_page("disk-full-logs", serialize_page(page.evolve(fields={**page.fields, "attempt": "Moved logs."})))
     service.hint_dirty("disk-full-logs")
@@ -282,7 +282,7 @@ def test_failed_refresh_keeps_the_old_snapshot_and_reports_degraded(fresh):
     assert service.refresher.current() is snap  # all-or-nothing (docs/retrieval.md#index-lifecycle)
     assert service.semantic_status() == "degraded"
     assert service.health()["failed"] >= 1
-    service.provider.url = working
+    service.provider.document_url = working
     service.provider.breaker.record_success()
     service.hint_dirty("disk-full-logs")
     assert service.refresher.wait_idle(60)

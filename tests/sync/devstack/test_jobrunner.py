@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from sync.devstack.jobrunner import JOB_NICENESS
@@ -40,3 +41,20 @@ def test_a_process_in_someone_elses_session_leaves_that_sessions_autogroup_alone
     nice, autogroup = _probe(5, new_session=False)
     assert nice == min(19, os.nice(0) + 5)
     assert autogroup == before  # this test session's autogroup keeps its nice value
+
+
+def test_a_helper_started_as_background_work_runs_lowered(tmp_path) -> None:
+    """procs.start(niceness=…) — how the dev stack starts its document embedding server."""
+    from sync.devstack import procs
+
+    log = tmp_path / "probe.log"
+    pid = procs.start([sys.executable, "-c", PROBE.replace("lower_cpu_priority({n}); ", "")],
+                      pid_file=tmp_path / "probe.pid", log_file=log, cwd=REPO, niceness=7)
+    for _ in range(100):
+        if len(log.read_text().splitlines()) >= 2 or not Path(f"/proc/{pid}").exists():
+            break
+        time.sleep(0.05)
+    nice, autogroup = (log.read_text().splitlines() + ["", ""])[:2]
+    assert int(nice) == min(19, os.nice(0) + 7)
+    if AUTOGROUP_FILE.exists():
+        assert autogroup.endswith("nice 7"), autogroup
