@@ -63,10 +63,11 @@ QUERIES = [
 
 
 def stack_env() -> dict[str, str]:
-    """The gateway environment of the running development stack (wiki, embedding server)."""
+    """The gateway environment of the running development stack (wiki, both embedding servers)."""
     wiki = devwiki.up(devwiki.DEFAULT_DIR, port=stack._port("S3RM_DEV_WIKI_PORT", 8081))
-    return stack.gateway_env(wiki, stack._port("S3RM_DEV_GATEWAY_PORT", 8080),
-                             stack._port("S3RM_DEV_EMBEDDING_PORT", 8082), stack.load_secrets())
+    embedding_port = stack._port("S3RM_DEV_EMBEDDING_PORT", 8082)
+    return stack.gateway_env(wiki, stack._port("S3RM_DEV_GATEWAY_PORT", 8080), embedding_port, stack.load_secrets(),
+                             stack._document_port(embedding_port))
 
 
 def build_section(env: dict[str, str]) -> dict:

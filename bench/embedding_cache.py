@@ -45,7 +45,7 @@ class CachingProvider(OpenAICompatibleProvider):
         digest = hashlib.sha256(blob.encode("utf-8")).hexdigest()
         return self.cache_dir / digest[:2] / f"{digest}.npy"
 
-    def _post(self, texts: list[str], fields: Mapping[str, Any], timeout: float) -> np.ndarray:
+    def _post(self, url: str, texts: list[str], fields: Mapping[str, Any], timeout: float) -> np.ndarray:
         paths = [self._key(t, fields) for t in texts]
         rows: list[np.ndarray | None] = []
         for path in paths:
@@ -57,7 +57,7 @@ class CachingProvider(OpenAICompatibleProvider):
         self.hits += len(texts) - len(todo)
         self.misses += len(todo)
         if todo:
-            fresh = super()._post([texts[i] for i in todo], fields, timeout)
+            fresh = super()._post(url, [texts[i] for i in todo], fields, timeout)  # one model on every URL
             for i, vec in zip(todo, fresh):
                 rows[i] = vec
                 paths[i].parent.mkdir(exist_ok=True)

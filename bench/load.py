@@ -217,7 +217,7 @@ def hybrid_during_creates(gw: Gateway, creates: int, concurrency: int, quiet_sec
     """Scenario "hybrid reads during a burst of N creates": quiet p95 vs burst p95 and fallback rate.
 
     Phases: quiet, then ``rounds`` times (burst of ``creates``, quiet), so every
-    burst has a quiet phase before and after it. Each creates 50 Lessons, so
+    burst has a quiet phase before and after it. Each burst creates ``creates`` Lessons, so
     the wiki and the index grow during a burst and the quiet phase after it
     reads the larger corpus. Per burst two ratios are printed: against the quiet
     phase before it (the scenario's figure), and against both neighbours pooled
@@ -233,7 +233,7 @@ def hybrid_during_creates(gw: Gateway, creates: int, concurrency: int, quiet_sec
     for rnd in range(rounds):
         print(f"-- burst {rnd + 1} of {rounds}", flush=True)
         bursts.append(_phase(gw, "burst", lambda: _reads_during_creates(gw.url, creates, concurrency, 41 + 10 * rnd)))
-        print(f"settled in {_settle(gw.url, wiki_dir):.1f} s", flush=True)
+        print(_settle(gw.url, wiki_dir), flush=True)
         quiets.append(_phase(gw, "quiet", lambda: hybrid_reads(gw.url, concurrency, quiet_seconds, seed=47 + 10 * rnd)))
         before, burst, after = quiets[rnd], bursts[rnd], quiets[rnd + 1]
         _print_fallbacks(before, burst)
@@ -289,26 +289,30 @@ def _ratio(burst: Run, quiet: Run) -> str:
             f"{burst.pct(0.95) / quiet.pct(0.95):.2f}x")
 
 
-def _settle(url: str, wiki_dir: Path | None, limit: float = 180.0) -> float:
-    """Wait (at most ``limit`` seconds) until the wiki in ``wiki_dir`` has no queued job and the gateway
-    at ``url`` reports no pending index refresh (``/readyz`` ``semantic_index.pending``), then 5 s more;
-    returns the seconds waited. Work that yields to reads during a burst finishes here, not inside the
-    next quiet phase."""
+def _settle(url: str, wiki_dir: Path | None, limit: float = 180.0) -> str:
+    """Wait (at most ``limit`` seconds) until, in two polls 0.5 s apart, the wiki in ``wiki_dir`` has
+    no queued job and the gateway at ``url`` has no index refresh queued or running (``/metrics``
+    ``semantic.pending`` and ``semantic.refreshing``), then 5 s more. Work that yields to reads
+    during a burst finishes here, not inside the next quiet phase. Returns what to print."""
+    from sync.devstack.base import DevWikiError
     from sync.devstack.wikiserver import pending_jobs
 
     started = time.monotonic()
-    ready = url.replace("/mcp", "/readyz")
-    while time.monotonic() - started < limit:
-        jobs = pending_jobs(wiki_dir) if wiki_dir is not None else 0
+    metrics = url.replace("/mcp", "/metrics")
+    idle_polls = 0
+    while idle_polls < 2:
+        if time.monotonic() - started >= limit:
+            return f"NOT settled after {limit:.0f} s (jobs or index refreshes still running)"
         try:
-            pending = requests.get(ready, timeout=5).json().get("semantic_index", {}).get("pending", 0)
-        except (requests.RequestException, ValueError):
-            pending = 0
-        if jobs == 0 and pending == 0:
-            break
+            jobs = pending_jobs(wiki_dir) if wiki_dir is not None else 0
+            semantic = requests.get(metrics, timeout=5).json().get("semantic") or {}
+            busy = jobs > 0 or semantic.get("pending", 0) > 0 or semantic.get("refreshing") is True
+        except (requests.RequestException, ValueError, DevWikiError):
+            busy = True
+        idle_polls = 0 if busy else idle_polls + 1
         time.sleep(0.5)
     time.sleep(5.0)
-    return time.monotonic() - started
+    return f"settled in {time.monotonic() - started:.1f} s"
 
 
 def _print_fallbacks(quiet: Run, burst: Run) -> None:

@@ -140,6 +140,7 @@ P2_ITEMS: Mapping[str, tuple] = {
     "embedding_rejections": (("semantic", "queue.rejected"),),
     "embedding_failures_by_code": (("counter", "embedding_failures", "code"),),
     "breaker_state": (("semantic", "breaker"),),
+    "document_breaker_state": (("semantic", "document_breaker"),),  # docs/hybrid-search.md#document-server
     "fallbacks_by_cause": (("counter", "hybrid_fallbacks", "cause"), ("counter", "semantic_fallbacks", "cause")),
     "candidates_examined": (("counter", "hybrid_candidates", "operation"),),
     "candidates_dropped": (("counter", "hybrid_dropped", "reason"),),

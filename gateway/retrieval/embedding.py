@@ -436,11 +436,16 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         """
         url, breaker = (self.url, self.breaker) if lane == "query" else (self.document_url, self.document_breaker)
         breaker.before_call()
-        self.gate.acquire(max(0.0, deadline - time.monotonic()), priority=lane == "query")
+        try:
+            self.gate.acquire(max(0.0, deadline - time.monotonic()), priority=lane == "query")
+        except EmbeddingError:
+            breaker.abandon()  # never sent: a half-open trial must not stay claimed
+            raise
         try:
             return self._pool.submit(self._call_and_release, texts, fields, deadline, url, breaker)
         except RuntimeError:
             self.gate.release()
+            breaker.abandon()
             raise EmbeddingUnavailable("embedding pool is shut down") from None
 
     def _call_and_release(self, texts: list[str], fields: Mapping[str, Any], deadline: float, url: str,

@@ -104,6 +104,12 @@ class CircuitBreaker:
             self._opened_at = None
             self._trial_running = False
 
+    def abandon(self) -> None:
+        """A call cleared by :meth:`before_call` was never sent (e.g. no gate slot): if it was the
+        half-open trial, the next call may try instead. Counts neither success nor failure."""
+        with self._lock:
+            self._trial_running = False
+
     def record_failure(self) -> None:
         """A call failed (unavailable or timed out): count it, open when the threshold is hit."""
         with self._lock:

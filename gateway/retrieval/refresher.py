@@ -272,6 +272,8 @@ class IndexRefresher:
                                  "lag_seconds": st.follow_lag_seconds, "error": st.follow_error}
         stats = self.provider.stats()
         out["breaker"] = stats.get("breaker")
+        if "document_breaker" in stats:  # a second server for Lesson texts (docs/hybrid-search.md#document-server)
+            out["document_breaker"] = stats["document_breaker"]
         out["queue"] = {k: stats[k] for k in ("in_use", "waiting", "rejected") if k in stats}
         return out
 

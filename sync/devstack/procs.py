@@ -5,9 +5,11 @@ Each process runs in its own session (process group) with a pid file; a
 """
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -17,7 +19,7 @@ from typing import Mapping, Sequence
 AUTOGROUP_FILE = Path("/proc/self/autogroup")
 
 
-def lower_cpu_priority(niceness: int) -> None:
+def lower_cpu_priority(niceness: int, *, attempts: int = 10) -> bool:
     """Lower this process's CPU priority by ``niceness`` (1–19) so that it yields to the servers.
 
     Two steps, because a nice value alone does not reach across sessions: with
@@ -28,33 +30,49 @@ def lower_cpu_priority(niceness: int) -> None:
     background process would get equal shares whatever their nice values. So,
     besides ``os.nice``, a session leader also sets its session's autogroup
     nice value (``/proc/self/autogroup``), which weighs the whole session
-    against the others. A process that is not a session leader (e.g. started
-    by hand from a shell) leaves the shell's session alone. A kernel without
-    autogroups, or a read-only ``/proc``, skips that step. Raises nothing;
+    against the others. Without CAP_SYS_ADMIN the kernel accepts one such write
+    per 100 ms on the whole host and answers EAGAIN otherwise, so the write is
+    retried up to ``attempts`` times, 0.11 s apart. A process that is not a
+    session leader (e.g. started by hand from a shell) leaves the shell's session
+    alone; a kernel without autogroups skips that step. Returns True when the
+    autogroup was set, False when it was skipped or refused (then the reason is
+    printed on stderr, unless there is no autogroup file). Raises nothing;
     docs/operations.md#job-priority.
     """
     os.nice(niceness)
-    if os.getsid(0) != os.getpid():
-        return
-    try:
-        AUTOGROUP_FILE.write_text(f"{niceness}\n")
-    except OSError:
-        pass
+    if os.getsid(0) != os.getpid() or not AUTOGROUP_FILE.exists():
+        return False
+    for attempt in range(attempts):
+        try:
+            AUTOGROUP_FILE.write_text(f"{niceness}\n")
+            return True
+        except OSError as exc:
+            if exc.errno != errno.EAGAIN or attempt == attempts - 1:
+                print(f"could not lower the session's autogroup priority: {exc}", file=sys.stderr, flush=True)
+                return False
+            time.sleep(0.11)
+    return False
+
+
+def background_command(cmd: Sequence[str], niceness: int) -> list[str]:
+    """``cmd`` wrapped so that it runs as background work: this file, run as an isolated script (``-I``;
+    it needs only the standard library), lowers itself with :func:`lower_cpu_priority` and then ``exec``s ``cmd`` — same pid,
+    same command line afterwards, and every thread ``cmd`` starts inherits the priority."""
+    return [sys.executable, "-I", str(Path(__file__).resolve()), "background", str(int(niceness)), "--", *cmd]
 
 
 def start(cmd: Sequence[str], *, pid_file: Path, log_file: Path, env: Mapping[str, str] | None = None,
           cwd: Path | str | None = None, niceness: int = 0) -> int:
     """Start ``cmd`` detached (new session, stdin closed, output appended to ``log_file``); return its pid.
 
-    ``niceness`` > 0 starts it as background work (:func:`lower_cpu_priority`, in the child before exec).
+    ``niceness`` > 0 starts it as background work (:func:`background_command`).
     """
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    lower = (lambda: lower_cpu_priority(niceness)) if niceness > 0 else None
+    argv = background_command(cmd, niceness) if niceness > 0 else list(cmd)
     with open(log_file, "ab") as log:
-        proc = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env) if env is not None else None,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                preexec_fn=lower)
+        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     pid_file.write_text(f"{proc.pid}\n")
     return proc.pid
 
@@ -123,3 +141,17 @@ def stop(pid_file: Path, marker: str, timeout: float = 10.0) -> bool:
             break
     pid_file.unlink(missing_ok=True)
     return True
+
+
+def _main(argv: Sequence[str]) -> int:
+    """``procs.py background N -- CMD…``: lower this process (:func:`lower_cpu_priority`), then exec CMD."""
+    if len(argv) < 4 or argv[0] != "background" or argv[2] != "--" or not argv[1].isdigit():
+        print("usage: procs.py background NICENESS -- COMMAND [ARG…]", file=sys.stderr)
+        return 2
+    lower_cpu_priority(int(argv[1]))
+    os.execvp(argv[3], list(argv[3:]))
+    return 127  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -122,6 +122,12 @@ def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, s
     return env
 
 
+def _document_port(embedding_port: int) -> int | None:
+    """``S3RM_DEV_EMBEDDING_DOCUMENT_PORT`` (8084), or None when it is the query server's port (one server)."""
+    port = _port("S3RM_DEV_EMBEDDING_DOCUMENT_PORT", 8084)
+    return None if port == embedding_port else port
+
+
 def _run_step(label: str, cmd: list[str], env: dict[str, str]) -> None:
     _say(label)
     result = subprocess.run(cmd, env=env, cwd=REPO_ROOT)
@@ -199,7 +205,7 @@ def up(args: argparse.Namespace) -> int:
     wiki_port = _port("S3RM_DEV_WIKI_PORT", 8081)
     gateway_port = _port("S3RM_DEV_GATEWAY_PORT", 8080)
     embedding_port = _port("S3RM_DEV_EMBEDDING_PORT", 8082)
-    document_port = _port("S3RM_DEV_EMBEDDING_DOCUMENT_PORT", 8084)
+    document_port = _document_port(embedding_port)
     _say("dev wiki")
     wiki = devwiki.up(devwiki.DEFAULT_DIR, port=wiki_port)
     sec = load_secrets()
@@ -217,7 +223,8 @@ def up(args: argparse.Namespace) -> int:
         _run_step("importing the cloud-incidents corpus", [sys.executable, "-m", "sync.cli", "import",
                                                            "cloud-incidents", str(CORPUS), "--quiet"], env)
     _ensure_embedding(embedding_port)
-    _ensure_embedding(document_port, "embedding-documents", DOCUMENT_EMBEDDING_NICENESS)
+    if document_port is not None:
+        _ensure_embedding(document_port, "embedding-documents", DOCUMENT_EMBEDDING_NICENESS)
     _ensure_gateway(env, gateway_port)
     base = f"http://{HOST}:{gateway_port}"
     _say("waiting for /readyz")
@@ -278,7 +285,7 @@ def status(args: argparse.Namespace) -> int:
         print(f"{'readyz':19s}: no answer")
         ok = False
     wiki = devwiki.status(devwiki.DEFAULT_DIR)
-    print(f"wiki      : {'healthy' if wiki.healthy else 'not healthy'} ({wiki.server_url or 'not installed'})")
+    print(f"{'wiki':19s}: {'healthy' if wiki.healthy else 'not healthy'} ({wiki.server_url or 'not installed'})")
     return 0 if ok and wiki.healthy else 1
 
 

