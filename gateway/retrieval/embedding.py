@@ -435,17 +435,19 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         count against concurrency. The lane also picks the server (class doc).
         """
         url, breaker = (self.url, self.breaker) if lane == "query" else (self.document_url, self.document_breaker)
-        breaker.before_call()
+        trial = breaker.before_call()
         try:
             self.gate.acquire(max(0.0, deadline - time.monotonic()), priority=lane == "query")
         except EmbeddingError:
-            breaker.abandon()  # never sent: a half-open trial must not stay claimed
+            if trial:
+                breaker.abandon()  # never sent: the half-open trial must not stay claimed
             raise
         try:
             return self._pool.submit(self._call_and_release, texts, fields, deadline, url, breaker)
         except RuntimeError:
             self.gate.release()
-            breaker.abandon()
+            if trial:
+                breaker.abandon()
             raise EmbeddingUnavailable("embedding pool is shut down") from None
 
     def _call_and_release(self, texts: list[str], fields: Mapping[str, Any], deadline: float, url: str,

@@ -86,15 +86,16 @@ class CircuitBreaker:
             return "half_open"
         return "open"
 
-    def before_call(self) -> None:
-        """Raise :class:`CircuitOpen` unless a call may proceed now."""
+    def before_call(self) -> bool:
+        """Raise :class:`CircuitOpen` unless a call may proceed now; True when this call is the
+        half-open trial (hand it back with :meth:`abandon` if it is never sent)."""
         with self._lock:
             state = self._state_locked()
             if state == "closed":
-                return
+                return False
             if state == "half_open" and not self._trial_running:
                 self._trial_running = True
-                return
+                return True
             raise CircuitOpen("embedding provider circuit is open")
 
     def record_success(self) -> None:
@@ -105,8 +106,8 @@ class CircuitBreaker:
             self._trial_running = False
 
     def abandon(self) -> None:
-        """A call cleared by :meth:`before_call` was never sent (e.g. no gate slot): if it was the
-        half-open trial, the next call may try instead. Counts neither success nor failure."""
+        """The half-open trial (``before_call`` returned True) was never sent (e.g. no gate slot):
+        the next call may try instead. Counts neither success nor failure."""
         with self._lock:
             self._trial_running = False
 

@@ -55,9 +55,10 @@ def lower_cpu_priority(niceness: int, *, attempts: int = 10) -> bool:
 
 
 def background_command(cmd: Sequence[str], niceness: int) -> list[str]:
-    """``cmd`` wrapped so that it runs as background work: this file, run as an isolated script (``-I``;
-    it needs only the standard library), lowers itself with :func:`lower_cpu_priority` and then ``exec``s ``cmd`` — same pid,
-    same command line afterwards, and every thread ``cmd`` starts inherits the priority."""
+    """``cmd`` wrapped so that it runs as background work: this file, run as an isolated script
+    (``-I``; it needs only the standard library), lowers itself with :func:`lower_cpu_priority` and
+    then ``exec``s ``cmd`` — same pid, same command line afterwards, and every thread ``cmd`` starts
+    inherits the priority."""
     return [sys.executable, "-I", str(Path(__file__).resolve()), "background", str(int(niceness)), "--", *cmd]
 
 
@@ -149,8 +150,11 @@ def _main(argv: Sequence[str]) -> int:
         print("usage: procs.py background NICENESS -- COMMAND [ARG…]", file=sys.stderr)
         return 2
     lower_cpu_priority(int(argv[1]))
-    os.execvp(argv[3], list(argv[3:]))
-    return 127  # not reached
+    try:
+        os.execvp(argv[3], list(argv[3:]))
+    except OSError as exc:  # not found / not executable: say so instead of a traceback
+        print(f"procs.py background: cannot run {argv[3]}: {exc.strerror}", file=sys.stderr)
+    return 127
 
 
 if __name__ == "__main__":

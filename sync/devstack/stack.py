@@ -273,7 +273,10 @@ def down(args: argparse.Namespace) -> int:
 def status(args: argparse.Namespace) -> int:
     """Print what runs; exit 1 when a part is down."""
     ok = True
+    one_server = _document_port(_port("S3RM_DEV_EMBEDDING_PORT", 8082)) is None
     for name, marker in SERVICES:
+        if name == "embedding-documents" and one_server:
+            continue  # the query server embeds Lesson texts too
         pid = procs.running(_paths(name)[0], marker)
         ok &= pid is not None
         print(f"{name:19s}: {'running (pid %d)' % pid if pid else 'stopped'}")

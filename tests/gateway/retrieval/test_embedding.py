@@ -310,13 +310,13 @@ def test_a_half_open_trial_that_was_never_sent_is_not_kept():
     breaker.record_failure()
     now[0] = 11.0
     assert breaker.state == "half_open"
-    breaker.before_call()  # the trial
+    assert breaker.before_call() is True  # the trial
     with pytest.raises(CircuitOpen):
         breaker.before_call()  # only one trial at a time
     breaker.abandon()
-    breaker.before_call()  # the next caller may try
+    assert breaker.before_call() is True  # the next caller may try
     breaker.record_success()
-    assert breaker.state == "closed"
+    assert breaker.state == "closed" and breaker.before_call() is False  # closed: no trial to hand back
 
 
 def test_a_saturated_gate_gives_the_half_open_trial_back(url):
