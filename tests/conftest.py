@@ -28,12 +28,23 @@ isolate themselves with their own schema or generation names.
 Tests using ``dev_wiki`` should carry ``@pytest.mark.wiki``. If PHP or MediaWiki is not
 installed the fixture ERRORS (it never skips): CI must run the real wiki.
 
-Hypothesis runs under the ``s3rm`` profile: no per-example deadline and no
-"too slow" health check. Property tests assert behaviour; how long one example
-takes on a shared 2-core machine is a timing, which only benches measure.
+Hypothesis runs under the ``s3rm`` profile: derandomized (every run on every
+machine draws the same examples, so a landing never fails on a seed), no
+example database, no per-example deadline and no "too slow" health check.
+Property tests assert behaviour; how long one example takes on a shared 2-core
+machine is a timing, which only benches measure.
+
+Explore mode draws NEW examples (random seed, examples remembered in
+``.hypothesis/``) and (tests without their own ``max_examples``) up to 1,000 of them::
+
+    S3RM_HYPOTHESIS=explore python -m pytest -q tests/gateway/domain tests/gateway/tools ...
+
+A falsifying example it finds is fixed and kept as an ``@example`` (or, for
+``st.data()`` tests, as a plain regression test beside the property).
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -45,8 +56,14 @@ from hypothesis import HealthCheck, settings
 from sync.devstack import devwiki, postgres
 from sync.devstack.wikiserver import free_port
 
-settings.register_profile("s3rm", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("s3rm")
+settings.register_profile("s3rm", derandomize=True, database=None, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("explore", derandomize=False, deadline=None, max_examples=1000,
+                          suppress_health_check=[HealthCheck.too_slow])
+_PROFILE = os.environ.get("S3RM_HYPOTHESIS", "s3rm")
+if _PROFILE not in ("s3rm", "explore"):
+    raise pytest.UsageError(f"S3RM_HYPOTHESIS={_PROFILE!r}: use 'explore' (or leave it unset)")
+settings.load_profile(_PROFILE)
 
 
 def _wiki_copy(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[devwiki.DevWiki]:
@@ -102,3 +119,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if {"dev_wiki", "module_wiki"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.wiki)
+
+
+@pytest.fixture(scope="session")
+def installed_clients() -> None:
+    """The pinned MCP clients, installed once per session (no-op when present; never a skip)."""
+    from support import clients
+
+    clients.install()

