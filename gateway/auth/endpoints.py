@@ -19,11 +19,24 @@ path                                           answer
 ``GET /oauth/jwks``                            public signing keys
 =============================================  =========================================================
 
-Errors are OAuth error JSON (``error``, ``error_description``) or, for the
-browser steps that cannot go back to a verified redirect URI, a short Korean
-HTML page — never a stack trace. Discovery, registration, token and
-revocation answer CORS for the allowlisted origins
-(``S3RM_MCP_ALLOWED_ORIGINS`` and the public origin).
+Errors are OAuth error JSON (``error``, ``error_description``) or a short
+Korean HTML page — never a stack trace. Before the person has signed in,
+``/authorize`` never redirects an error to the client: anyone can register a
+client with any redirect URI, so an automatic redirect would make this
+trusted host an open redirector (RFC 9700 §4.11.2); the error is a page
+instead. Only after the GitHub sign-in (allowlist refusal, consent) does an
+error go back to the client. Discovery, registration, token and revocation
+answer CORS for the allowlisted origins (``S3RM_MCP_ALLOWED_ORIGINS`` and the
+public origin).
+
+Abuse limits (docs/operations.md#github-limits): per-address and per-client
+token buckets on ``/register``, ``/authorize``, ``/token`` and ``/revoke``
+(429 with ``Retry-After``; the buckets live in the state store, so gateways
+on one PostgreSQL share them); at most ``S3RM_OAUTH_MAX_PENDING`` pending
+logins; only the known authorization parameters are kept, each bounded; the
+expired state is purged every ``S3RM_OAUTH_PURGE_SECONDS`` by a background
+thread. The browser-session cookie is ``__Host-`` prefixed on an https issuer
+and only a value this server signed is ever adopted.
 """
 from __future__ import annotations
 
@@ -32,6 +45,8 @@ import hashlib
 import hmac
 import logging
 import secrets
+import threading
+import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from authlib.common.urls import add_params_to_uri
@@ -40,18 +55,25 @@ from flask import Blueprint, Response, redirect, request
 
 from gateway.auth import github
 from gateway.auth.consent import PAGE_HEADERS, consent_page, error_page
-from gateway.auth.server import GrantUser, InvalidTargetError, StoredRequest
+from gateway.auth.server import GrantUser, InvalidTargetError, StoredRequest, audit
 from gateway.auth.service import AuthService
 from gateway.auth.store import digest
 from gateway.core.jsonio import json_response
+from gateway.ops.ratelimit import client_address, principal_key
 
-__all__ = ["SESSION_COOKIE", "create_auth_blueprint"]
+__all__ = ["AUTHORIZE_PARAMS", "SESSION_COOKIE", "create_auth_blueprint"]
 
 log = logging.getLogger("s3rm.auth")
 
-#: The browser-session cookie binding a GitHub login and its consent form to one browser.
+#: The browser-session cookie binding a GitHub login and its consent form to one browser
+#: (``__Host-`` + this name on an https issuer: Secure, no Domain, Path=/).
 SESSION_COOKIE = "s3rm_oauth_session"
 _CORS_PATHS = ("/.well-known/", "/register", "/token", "/revoke", "/oauth/jwks")
+#: The authorization parameters a pending login keeps (anything else is dropped), each at most 2048 characters.
+AUTHORIZE_PARAMS = ("response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge",
+                    "code_challenge_method", "resource")
+_PARAM_MAX = 2048
+_LIMITED = {"/register": "register", "/authorize": "authorize", "/token": "token", "/revoke": "revoke"}
 
 
 def _verifier(session: str, state: str) -> str:
@@ -78,6 +100,55 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
     settings = service.settings
     callback_url = f"{settings.issuer}/oauth/github/callback"
     secure_cookie = settings.issuer.startswith("https://")
+    cookie_name = f"__Host-{SESSION_COOKIE}" if secure_cookie else SESSION_COOKIE
+    vault = server.svc.vault
+    purge_state = {"next": 0.0, "lock": threading.Lock()}
+
+    def purge_soon() -> None:
+        """Start the periodic purge in a background thread when it is due (never on the request thread)."""
+        now = time.monotonic()
+        if now < purge_state["next"] or not purge_state["lock"].acquire(blocking=False):
+            return
+        purge_state["next"] = now + settings.purge_seconds
+
+        def run() -> None:
+            try:
+                clock = service.clock()
+                removed = service.store.purge(
+                    clock, unused_client_before=clock - settings.unused_client_seconds,
+                    idle_client_before=clock - settings.refresh_token_seconds - settings.access_token_seconds,
+                    revoked_before=clock - settings.access_token_seconds)
+                log.info("oauth state purged %s", " ".join(f"{k}={v}" for k, v in removed.items()))
+            except Exception as exc:  # a store outage: the next request tries again later
+                log.warning("oauth state purge failed (%s)", type(exc).__name__)
+            finally:
+                purge_state["lock"].release()
+
+        threading.Thread(target=run, name="s3rm-oauth-purge", daemon=True).start()
+
+    def over_limit(kind: str, subject: str) -> int:
+        if settings.rate_limit_per_second <= 0 or not subject:
+            return 0
+        return service.store.take_rate(principal_key(kind, subject), time.time(), settings.rate_limit_per_second,
+                                       settings.rate_limit_burst)
+
+    @bp.before_request
+    def _limits():
+        purge_soon()
+        endpoint = _LIMITED.get(request.path)
+        if endpoint is None or request.method == "OPTIONS":
+            return None
+        address = client_address(request.headers, request.remote_addr, service.config.proxy_secret)
+        client = (request.args.get("client_id") or request.form.get("client_id") or "")[:200]
+        wait = over_limit(f"oauth-{endpoint}-ip", address) or (client and over_limit(f"oauth-{endpoint}-client",
+                                                                                     digest(client)))
+        if not wait:
+            return None
+        log.info("oauth rate limited endpoint=%s", endpoint)
+        response = oauth_error("temporarily_unavailable", f"Too many requests to {request.path}; retry after "
+                               f"{wait} s.", 429)
+        response.headers["Retry-After"] = str(wait)
+        return response
 
     def oauth_error(error: str, description: str, status: int = 400) -> Response:
         return json_response({"error": error, "error_description": description}, status)
@@ -91,6 +162,16 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
 
     def grant_error(error: OAuth2Error) -> Response:
         return with_iss(server.handle_error_response(None, error))
+
+    def unverified_error(error: OAuth2Error) -> Response:
+        """An error before sign-in: a page, never a redirect to the (unverified) client (module doc)."""
+        status = getattr(error, "status_code", 400) or 400
+        text = f"{error.error}: {error.description or ''}".strip()
+        response = _page(error_page(text), status)
+        for key, value in error.get_headers():
+            if key == "Retry-After":
+                response.headers[key] = value
+        return response
 
     @bp.after_request
     def _cors(response: Response) -> Response:
@@ -162,24 +243,32 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
     # ------------------------------------------------------ browser steps
     @bp.route("/authorize", methods=["GET"])
     def authorize():
+        if any(len(v) > _PARAM_MAX for k in AUTHORIZE_PARAMS for v in request.args.getlist(k)):
+            return _page(error_page(f"invalid_request: an authorization parameter is longer than {_PARAM_MAX} "
+                                    "characters."), 400)
         try:
             grant = server.get_consent_grant(end_user=None)
         except OAuth2Error as error:
-            return grant_error(error)
+            return unverified_error(error)
         resources = request.args.getlist("resource")
         if len(resources) > 1 or (resources and resources[0].rstrip("/") != settings.resource):
-            return grant_error(InvalidTargetError(
-                description=f"This server grants tokens only for the resource {settings.resource}.",
-                redirect_uri=grant.redirect_uri, state=request.args.get("state")))
-        session = request.cookies.get(SESSION_COOKIE) or secrets.token_urlsafe(32)
+            return unverified_error(InvalidTargetError(
+                description=f"This server grants tokens only for the resource {settings.resource}."))
+        presented = request.cookies.get(cookie_name)
+        session = presented if vault.session_ok(presented) else vault.new_session()
         state = secrets.token_urlsafe(32)
-        service.store.save_pending(digest(f"github:{state}"), {
-            "params": request.args.to_dict(flat=True), "session": digest(session),
-        }, service.clock() + settings.login_seconds)
+        params = {k: request.args[k] for k in AUTHORIZE_PARAMS if k in request.args}
+        if not service.store.save_pending(digest(f"github:{state}"), {"params": params, "session": digest(session)},
+                                          service.clock() + settings.login_seconds, cap=settings.max_pending,
+                                          now=service.clock()):
+            response = _page(error_page("temporarily_unavailable: too many sign-ins are in progress; retry in a "
+                                        "minute."), 503)
+            response.headers["Retry-After"] = "60"
+            return response
         target = github.authorize_url(settings, state=state, code_challenge=_challenge(_verifier(session, state)),
                                       redirect_uri=callback_url)
         response = redirect(target, 302)
-        response.set_cookie(SESSION_COOKIE, session, httponly=True, secure=secure_cookie, samesite="Lax",
+        response.set_cookie(cookie_name, session, httponly=True, secure=secure_cookie, samesite="Lax",
                             max_age=settings.login_seconds, path="/")
         return response
 
@@ -191,20 +280,23 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
     def github_callback():
         state = request.args.get("state") or ""
         pending = service.store.take_pending(digest(f"github:{state}"), service.clock()) if state else None
-        session = request.cookies.get(SESSION_COOKIE) or ""
+        session = request.cookies.get(cookie_name) or ""
         if pending is None or not session or not hmac.compare_digest(digest(session), pending["session"]):
             return _page(error_page("로그인 요청이 만료되었거나 이 브라우저에서 시작되지 않았습니다."), 400)
         try:
             stored, grant = stored_grant(pending["params"])
         except OAuth2Error as error:
-            return grant_error(error)
+            return unverified_error(error)
         if request.args.get("error") or not request.args.get("code"):
-            return with_iss(server.create_authorization_response(stored, grant_user=None, grant=grant))
+            return _page(error_page("access_denied: the GitHub sign-in was cancelled; nothing was granted."), 400)
         try:
-            user = github.login(settings, code=request.args["code"], code_verifier=_verifier(session, state),
-                                redirect_uri=callback_url)
+            user, github_token = github.login(settings, code=request.args["code"],
+                                              code_verifier=_verifier(session, state), redirect_uri=callback_url,
+                                              pins=service.store.pinned_logins())
         except github.UpstreamError as exc:
             return _page(error_page(str(exc)), 502)
+        audit("sign_in", user_id=user.id, login=user.login, client_id=grant.client.get_client_id(),
+              allowed=",".join(sorted(user.allowed)) or "none")
         if not user.allowed:
             log.info("github login refused: not in the allowlists")
             error = OAuth2Error(description="This GitHub account is not in this server's allowlists.",
@@ -221,6 +313,7 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
         service.store.save_pending(digest(f"consent:{request_id}"), {
             "params": pending["params"], "session": pending["session"], "csrf": digest(csrf),
             "user_id": user.id, "login": user.login, "allowed": sorted(user.allowed),
+            "credential": vault.seal(github_token, f"github:{user.id}"),
         }, service.clock() + settings.login_seconds)
         client = grant.client
         return _page(consent_page(client_name=client.name, client_id=client.get_client_id(),
@@ -232,7 +325,7 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
         request_id = request.form.get("request_id") or ""
         key = digest(f"consent:{request_id}")
         record = service.store.get_pending(key, service.clock()) if request_id else None
-        session = request.cookies.get(SESSION_COOKIE) or ""
+        session = request.cookies.get(cookie_name) or ""
         csrf = request.form.get("csrf_token") or ""
         if (record is None or not session or not hmac.compare_digest(digest(session), record["session"])
                 or not csrf or not hmac.compare_digest(digest(csrf), record["csrf"])):
@@ -246,7 +339,7 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
         user = None
         if request.form.get("decision") == "approve":
             user = GrantUser(record["user_id"], record["login"], frozenset(record["allowed"]),
-                             resource=settings.resource)
+                             resource=settings.resource, credential=record.get("credential") or "")
         return with_iss(server.create_authorization_response(stored, grant_user=user, grant=grant))
 
     return bp

@@ -4,10 +4,17 @@ One login = authorization code with PKCE (S256) to GitHub's authorize and
 token URLs, then ``GET /user`` for the identity and, when org or team
 allowlists are set, ``GET /user/memberships/orgs/{org}`` and
 ``GET /orgs/{org}/teams/{team}/memberships/{login}`` (``state`` must be
-``active``). The GitHub access token lives only inside :func:`login` and is
-dropped when it returns: the gateway never stores it (it mints its own
-tokens). The base URLs come from :class:`~gateway.config.github.GithubSettings`
-so tests point them at a stand-in.
+``active``). :func:`login` returns the user's GitHub token with the
+identity; the gateway keeps it only encrypted on the grant's refresh-token
+family (:mod:`gateway.auth.vault`) and uses it for nothing but
+:func:`recheck`: the same identity and membership calls, made again when a
+refresh arrives (docs/operations.md#github-credential). The base URLs come
+from :class:`~gateway.config.github.GithubSettings` so tests point them at a
+stand-in.
+
+Allowlisted users are GitHub's numeric ids; a login name in the settings
+counts only for the id an admin pinned it to (:func:`granted_scopes`).
+:func:`lookup_user` resolves a login for that admin command.
 
 Errors are :class:`UpstreamError` (GitHub refused the code, answered
 unexpectedly or could not be reached) with a message safe to show.
@@ -21,7 +28,7 @@ import requests
 
 from gateway.config.github import SCOPE_READ, SCOPE_WRITE, GithubSettings
 
-__all__ = ["GithubUser", "UpstreamError", "authorize_url", "login", "granted_scopes"]
+__all__ = ["GithubUser", "UpstreamError", "authorize_url", "granted_scopes", "login", "lookup_user", "recheck"]
 
 _HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
             "User-Agent": "s3rm-gateway"}
@@ -62,24 +69,81 @@ def _active(session: requests.Session, settings: GithubSettings, path: str) -> b
         return False
 
 
-def granted_scopes(settings: GithubSettings, login_name: str, orgs: set[str], teams: set[str]) -> frozenset[str]:
-    """The scopes allowed to ``login_name`` (lower case) with active ``orgs`` and ``org/team`` ``teams``."""
-    def listed(users: frozenset[str], org_list: frozenset[str], team_list: frozenset[str]) -> bool:
-        return login_name in users or bool(orgs & org_list) or bool(teams & team_list)
+def granted_scopes(settings: GithubSettings, user_id: str, login_name: str, orgs: set[str], teams: set[str],
+                   pins: dict[str, str] | None = None) -> frozenset[str]:
+    """The scopes allowed to GitHub user ``user_id`` (login ``login_name``, lower case) with active ``orgs``
+    and ``org/team`` ``teams``. A login listed in the settings counts only when ``pins`` (login → id,
+    written by ``s3rm auth pin``) maps it to ``user_id``: a login freed by a rename grants nothing."""
+    pinned = (pins or {}).get(login_name) == user_id
 
-    if listed(settings.write_users, settings.write_orgs, settings.write_teams):
+    def listed(ids: frozenset[str], users: frozenset[str], org_list: frozenset[str], team_list: frozenset[str]) -> bool:
+        return user_id in ids or (pinned and login_name in users) or bool(orgs & org_list) or bool(teams & team_list)
+
+    if listed(settings.write_user_ids, settings.write_users, settings.write_orgs, settings.write_teams):
         return frozenset({SCOPE_READ, SCOPE_WRITE})
-    if listed(settings.read_users, settings.read_orgs, settings.read_teams):
+    if listed(settings.read_user_ids, settings.read_users, settings.read_orgs, settings.read_teams):
         return frozenset({SCOPE_READ})
     return frozenset()
 
 
-def login(settings: GithubSettings, *, code: str, code_verifier: str, redirect_uri: str) -> GithubUser:
-    """Redeem GitHub's ``code`` and return who logged in and what the allowlists grant them.
+def _identity_and_scopes(session: requests.Session, settings: GithubSettings,
+                         pins: dict[str, str] | None) -> tuple[dict, frozenset[str]] | None:
+    """``GET /user`` and the membership calls with the session's token; ``None`` when GitHub refuses the
+    token (401: revoked or expired). Raises ``requests.RequestException``/``ValueError`` when unreachable
+    or malformed, :class:`UpstreamError` for a 5xx."""
+    user = _get(session, settings, "/user")
+    if user.status_code == 401:
+        return None
+    if user.status_code >= 500:
+        raise UpstreamError("GitHub is not answering correctly right now.")
+    data = user.json() if user.status_code == 200 else {}
+    if not isinstance(data, dict) or not isinstance(data.get("id"), int) or not isinstance(data.get("login"), str):
+        raise UpstreamError("GitHub did not say who logged in.")
+    name = data["login"].lower()
+    orgs = {org for org in settings.read_orgs | settings.write_orgs
+            if _active(session, settings, f"/user/memberships/orgs/{quote(org)}")}
+    teams = set()
+    for team in settings.read_teams | settings.write_teams:
+        org, _, slug = team.partition("/")
+        if _active(session, settings, f"/orgs/{quote(org)}/teams/{quote(slug)}/memberships/{quote(name)}"):
+            teams.add(team)
+    return data, granted_scopes(settings, str(data["id"]), name, orgs, teams, pins)
 
-    Raises :class:`UpstreamError`. The GitHub token is used for the identity
-    and membership calls only and discarded.
-    """
+
+def recheck(settings: GithubSettings, token: str, user_id: str, pins: dict[str, str] | None = None) -> frozenset[str]:
+    """What the allowlists allow the holder of GitHub ``token`` now: empty when GitHub refuses the token
+    or it belongs to another id than ``user_id``. Raises :class:`UpstreamError` when GitHub cannot be
+    reached or answers a server error (the caller decides how long an old answer stays good)."""
+    with requests.Session() as session:
+        session.headers.update(_HEADERS)
+        session.headers["Authorization"] = f"Bearer {token}"
+        try:
+            found = _identity_and_scopes(session, settings, pins)
+        except (requests.RequestException, ValueError):
+            raise UpstreamError("GitHub could not be reached to re-check the membership.") from None
+    if found is None or str(found[0]["id"]) != user_id:
+        return frozenset()
+    return found[1]
+
+
+def lookup_user(settings: GithubSettings, login_name: str, token: str = "") -> str:
+    """GitHub's numeric id of ``login_name`` (``GET /users/{login}``), as text; raises :class:`UpstreamError`."""
+    headers = dict(_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {}))
+    try:
+        answer = requests.get(f"{settings.api_url}/users/{quote(login_name)}", headers=headers,
+                              timeout=settings.upstream_timeout_seconds)
+        data = answer.json() if answer.status_code == 200 else {}
+    except (requests.RequestException, ValueError):
+        raise UpstreamError("GitHub could not be reached to look the login up.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("id"), int):
+        raise UpstreamError(f"GitHub knows no user {login_name!r} (HTTP {answer.status_code}).")
+    return str(data["id"])
+
+
+def login(settings: GithubSettings, *, code: str, code_verifier: str, redirect_uri: str,
+          pins: dict[str, str] | None = None) -> tuple[GithubUser, str]:
+    """Redeem GitHub's ``code``: who logged in, what the allowlists grant them, and their GitHub token
+    (for :func:`recheck`; the caller stores it only encrypted). Raises :class:`UpstreamError`."""
     with requests.Session() as session:
         session.headers.update(_HEADERS)
         try:
@@ -95,20 +159,10 @@ def login(settings: GithubSettings, *, code: str, code_verifier: str, redirect_u
             raise UpstreamError("GitHub did not accept the login (the code was refused or has expired).")
         session.headers["Authorization"] = f"Bearer {token}"
         try:
-            user = _get(session, settings, "/user")
-            data = user.json() if user.status_code == 200 else {}
-            if not isinstance(data, dict) or not isinstance(data.get("id"), int) or not isinstance(data.get("login"), str):
-                raise UpstreamError("GitHub did not say who logged in.")
-            name = data["login"].lower()
-            orgs = {org for org in settings.read_orgs | settings.write_orgs
-                    if _active(session, settings, f"/user/memberships/orgs/{quote(org)}")}
-            teams = set()
-            for team in settings.read_teams | settings.write_teams:
-                org, _, slug = team.partition("/")
-                if _active(session, settings, f"/orgs/{quote(org)}/teams/{quote(slug)}/memberships/{quote(name)}"):
-                    teams.add(team)
+            found = _identity_and_scopes(session, settings, pins)
         except (requests.RequestException, ValueError):
             raise UpstreamError("GitHub could not be reached to check the login.") from None
-        finally:
-            token = None  # discarded: never stored, never logged
-    return GithubUser(id=str(data["id"]), login=data["login"], allowed=granted_scopes(settings, name, orgs, teams))
+        if found is None:
+            raise UpstreamError("GitHub did not accept its own token.")
+    data, allowed = found
+    return GithubUser(id=str(data["id"]), login=data["login"], allowed=allowed), token

@@ -20,7 +20,9 @@ backend network only).
 
 Tables (created idempotently under one advisory lock, so gateways may start
 at once): ``s3rm_auth_client``, ``s3rm_auth_code``, ``s3rm_auth_family``,
-``s3rm_auth_refresh``, ``s3rm_auth_signing_key``, ``s3rm_auth_pending``.
+``s3rm_auth_refresh``, ``s3rm_auth_signing_key``, ``s3rm_auth_pending``,
+``s3rm_auth_pin``, ``s3rm_auth_rate`` (the OAuth rate buckets, so every
+gateway on the database shares one limit per address and client).
 A lost database (``psycopg.OperationalError``, pool timeouts) surfaces as
 :class:`~gateway.core.errors.StoreUnavailable`, which the gateway answers with
 HTTP 503 and ``Retry-After``, never as an authorization decision.
@@ -32,7 +34,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from gateway.auth.store import RefreshOutcome, SigningKey, judge_refresh, store_errors_as_unavailable
+from gateway.auth.store import Family, RefreshOutcome, SigningKey, judge_refresh, rate_take, store_errors_as_unavailable
 
 __all__ = ["PostgresAuthStore"]
 
@@ -51,7 +53,20 @@ CREATE TABLE IF NOT EXISTS s3rm_auth_signing_key (kid text PRIMARY KEY, private_
     created_at bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS s3rm_auth_pending (key_hash text PRIMARY KEY, data jsonb NOT NULL,
     expires_at bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS s3rm_auth_pin (login text PRIMARY KEY, user_id text NOT NULL, pinned_at bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS s3rm_auth_rate (key text PRIMARY KEY, tokens double precision NOT NULL,
+    last double precision NOT NULL);
+ALTER TABLE s3rm_auth_client ADD COLUMN IF NOT EXISTS last_used_at bigint;
+ALTER TABLE s3rm_auth_family ADD COLUMN IF NOT EXISTS user_id text NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS login text NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS created_at bigint NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS checked_at bigint NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS credential text NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS allowed jsonb NOT NULL DEFAULT '[]';
+CREATE INDEX IF NOT EXISTS s3rm_auth_refresh_family ON s3rm_auth_refresh (family);
+CREATE INDEX IF NOT EXISTS s3rm_auth_family_user ON s3rm_auth_family (user_id);
 """
+
+#: Serialises the count-then-insert of the client and pending caps between gateways.
+_CAP_LOCK = 0x53334D43
 
 
 @store_errors_as_unavailable(psycopg.OperationalError)
@@ -112,6 +127,25 @@ class PostgresAuthStore:
         """See :meth:`AuthStore.count_clients`."""
         return int(self._one("SELECT count(*) FROM s3rm_auth_client")[0])
 
+    def add_client(self, client_id: str, metadata: dict[str, Any], secret_hash: str | None, now: int, *,
+                   cap: int, evict_before: int) -> bool:
+        """See :meth:`AuthStore.add_client`; an advisory lock makes count and insert one step for all gateways."""
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CAP_LOCK,))
+            if int(conn.execute("SELECT count(*) FROM s3rm_auth_client").fetchone()[0]) >= cap:
+                victim = conn.execute("DELETE FROM s3rm_auth_client WHERE client_id = (SELECT client_id FROM "
+                                      "s3rm_auth_client WHERE last_used_at IS NULL AND created_at < %s ORDER BY "
+                                      "created_at, client_id LIMIT 1) RETURNING client_id", (evict_before,)).fetchone()
+                if victim is None:
+                    return False
+            conn.execute("INSERT INTO s3rm_auth_client (client_id, metadata, secret_hash, created_at) "
+                         "VALUES (%s, %s, %s, %s)", (client_id, Jsonb(metadata), secret_hash, now))
+            return True
+
+    def touch_client(self, client_id: str, now: int) -> None:
+        """See :meth:`AuthStore.touch_client`."""
+        self._run("UPDATE s3rm_auth_client SET last_used_at = %s WHERE client_id = %s", (now, client_id))
+
     # -------------------------------------------------------------- codes
     def save_code(self, code_hash: str, data: dict[str, Any], expires_at: int) -> None:
         """See :meth:`AuthStore.save_code`."""
@@ -133,14 +167,20 @@ class PostgresAuthStore:
             return "ok", row[0]
 
     # ------------------------------------------------------ refresh tokens
-    def save_refresh(self, token_hash: str, family: str, data: dict[str, Any], expires_at: int) -> None:
+    def save_refresh(self, token_hash: str, family: str, data: dict[str, Any], expires_at: int, *,
+                     owner: Family | None = None) -> None:
         """See :meth:`AuthStore.save_refresh`."""
         with self.pool.connection() as conn, conn.transaction():
+            if owner is not None:
+                conn.execute("INSERT INTO s3rm_auth_family (family, user_id, login, created_at, checked_at, credential, "
+                             "allowed) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                             (family, owner.user_id, owner.login, owner.created_at, owner.checked_at,
+                              owner.credential, Jsonb(list(owner.allowed))))
             conn.execute("INSERT INTO s3rm_auth_family (family) VALUES (%s) ON CONFLICT DO NOTHING", (family,))
             conn.execute("INSERT INTO s3rm_auth_refresh (token_hash, family, data, expires_at) "
                          "VALUES (%s, %s, %s, %s)", (token_hash, family, Jsonb(data), expires_at))
 
-    def use_refresh(self, token_hash: str, now: int) -> RefreshOutcome:
+    def use_refresh(self, token_hash: str, now: int, *, consume: bool = True) -> RefreshOutcome:
         """See :meth:`AuthStore.use_refresh`; token and family rows are locked for the decision."""
         with self.pool.connection() as conn, conn.transaction():
             row = conn.execute(
@@ -150,7 +190,7 @@ class PostgresAuthStore:
             outcome, write = judge_refresh(row, now)
             if write == "revoke":
                 conn.execute("UPDATE s3rm_auth_family SET revoked_at = %s WHERE family = %s", (now, outcome.family))
-            elif write == "use":
+            elif write == "use" and consume:
                 conn.execute("UPDATE s3rm_auth_refresh SET used = true WHERE token_hash = %s", (token_hash,))
             return outcome
 
@@ -171,6 +211,24 @@ class PostgresAuthStore:
         row = self._one("SELECT revoked_at FROM s3rm_auth_family WHERE family = %s", (family,))
         return row is not None and row[0] is None
 
+    def family(self, family: str) -> Family | None:
+        """See :meth:`AuthStore.family`."""
+        row = self._one("SELECT family, user_id, login, created_at, checked_at, credential, allowed, revoked_at "
+                        "FROM s3rm_auth_family WHERE family = %s", (family,))
+        return Family(*row[:6], tuple(row[6]), row[7]) if row else None
+
+    def mark_checked(self, family: str, now: int, allowed: list[str]) -> None:
+        """See :meth:`AuthStore.mark_checked`."""
+        self._run("UPDATE s3rm_auth_family SET checked_at = %s, allowed = %s WHERE family = %s",
+                  (now, Jsonb(sorted(allowed)), family))
+
+    def revoke_user(self, user: str, now: int) -> int:
+        """See :meth:`AuthStore.revoke_user`."""
+        with self.pool.connection() as conn:
+            return conn.execute("UPDATE s3rm_auth_family SET revoked_at = %s WHERE revoked_at IS NULL AND "
+                                "(user_id = %s OR (login <> '' AND lower(login) = lower(%s)))",
+                                (now, user, user)).rowcount
+
     # -------------------------------------------------------- signing keys
     def signing_keys(self) -> list[SigningKey]:
         """See :meth:`AuthStore.signing_keys`."""
@@ -188,10 +246,19 @@ class PostgresAuthStore:
         self._run("DELETE FROM s3rm_auth_signing_key WHERE kid = %s", (kid,))
 
     # ------------------------------------------------------ pending logins
-    def save_pending(self, key_hash: str, data: dict[str, Any], expires_at: int) -> None:
+    def save_pending(self, key_hash: str, data: dict[str, Any], expires_at: int, *, cap: int = 0,
+                     now: int = 0) -> bool:
         """See :meth:`AuthStore.save_pending`."""
-        self._run("INSERT INTO s3rm_auth_pending VALUES (%s, %s, %s) ON CONFLICT (key_hash) DO UPDATE SET "
-                  "data = EXCLUDED.data, expires_at = EXCLUDED.expires_at", (key_hash, Jsonb(data), expires_at))
+        with self.pool.connection() as conn, conn.transaction():
+            if cap:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CAP_LOCK + 1,))
+                if int(conn.execute("SELECT count(*) FROM s3rm_auth_pending").fetchone()[0]) >= cap:
+                    conn.execute("DELETE FROM s3rm_auth_pending WHERE expires_at <= %s", (now,))
+                    if int(conn.execute("SELECT count(*) FROM s3rm_auth_pending").fetchone()[0]) >= cap:
+                        return False
+            conn.execute("INSERT INTO s3rm_auth_pending VALUES (%s, %s, %s) ON CONFLICT (key_hash) DO UPDATE SET "
+                         "data = EXCLUDED.data, expires_at = EXCLUDED.expires_at", (key_hash, Jsonb(data), expires_at))
+            return True
 
     def get_pending(self, key_hash: str, now: int) -> dict[str, Any] | None:
         """See :meth:`AuthStore.get_pending`."""
@@ -203,9 +270,56 @@ class PostgresAuthStore:
         row = self._one("DELETE FROM s3rm_auth_pending WHERE key_hash = %s RETURNING data, expires_at", (key_hash,))
         return row[0] if row and row[1] > now else None
 
-    def purge(self, now: int) -> None:
-        """See :meth:`AuthStore.purge`."""
+    # ------------------------------------------------- pins, rate buckets
+    def pin_login(self, login: str, user_id: str, now: int) -> None:
+        """See :meth:`AuthStore.pin_login`."""
+        self._run("INSERT INTO s3rm_auth_pin VALUES (%s, %s, %s) ON CONFLICT (login) DO UPDATE SET "
+                  "user_id = EXCLUDED.user_id, pinned_at = EXCLUDED.pinned_at", (login.lower(), user_id, now))
+
+    def pinned_logins(self) -> dict[str, str]:
+        """See :meth:`AuthStore.pinned_logins`."""
+        with self.pool.connection() as conn:
+            return dict(conn.execute("SELECT login, user_id FROM s3rm_auth_pin").fetchall())
+
+    def take_rate(self, key: str, now: float, rate: float, burst: int) -> int:
+        """See :meth:`AuthStore.take_rate`; the bucket row is locked, so every gateway shares it."""
         with self.pool.connection() as conn, conn.transaction():
-            conn.execute("DELETE FROM s3rm_auth_code WHERE expires_at <= %s", (now - 86400,))  # kept a day: replays
-            conn.execute("DELETE FROM s3rm_auth_refresh WHERE expires_at <= %s", (now,))
-            conn.execute("DELETE FROM s3rm_auth_pending WHERE expires_at <= %s", (now,))
+            conn.execute("INSERT INTO s3rm_auth_rate VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                         (key, float(burst), now))
+            row = conn.execute("SELECT tokens, last FROM s3rm_auth_rate WHERE key = %s FOR UPDATE", (key,)).fetchone()
+            tokens, last, wait = rate_take(row, now, rate, burst)
+            conn.execute("UPDATE s3rm_auth_rate SET tokens = %s, last = %s WHERE key = %s", (tokens, last, key))
+            return wait
+
+    def size(self) -> dict[str, int]:
+        """See :meth:`AuthStore.size`."""
+        with self.pool.connection() as conn:
+            out = {name: int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]) for name, table in (
+                ("clients", "s3rm_auth_client"), ("codes", "s3rm_auth_code"), ("families", "s3rm_auth_family"),
+                ("refresh", "s3rm_auth_refresh"), ("pending", "s3rm_auth_pending"), ("rate", "s3rm_auth_rate"))}
+            out["bytes"] = int(conn.execute(
+                "SELECT (SELECT COALESCE(SUM(length(metadata::text) + length(client_id)), 0) FROM s3rm_auth_client)"
+                " + (SELECT COALESCE(SUM(length(data::text) + 64), 0) FROM s3rm_auth_code)"
+                " + (SELECT COALESCE(SUM(length(data::text) + 64), 0) FROM s3rm_auth_refresh)"
+                " + (SELECT COALESCE(SUM(length(data::text) + 64), 0) FROM s3rm_auth_pending)"
+                " + (SELECT COALESCE(SUM(length(credential) + length(family) + 64), 0) FROM s3rm_auth_family)"
+                " + (SELECT COALESCE(SUM(length(key) + 16), 0) FROM s3rm_auth_rate)").fetchone()[0])
+        return out
+
+    def purge(self, now: int, *, unused_client_before: int = 0, idle_client_before: int = 0,
+              revoked_before: int | None = None) -> dict[str, int]:
+        """See :meth:`AuthStore.purge`."""
+        revoked_before = now - 3600 if revoked_before is None else revoked_before
+        steps = {
+            "codes": ("DELETE FROM s3rm_auth_code WHERE expires_at <= %s", (now - 86400,)),  # kept a day: replays
+            "refresh": ("DELETE FROM s3rm_auth_refresh WHERE expires_at <= %s OR family IN "
+                        "(SELECT family FROM s3rm_auth_family WHERE revoked_at IS NOT NULL)", (now,)),
+            "families": ("DELETE FROM s3rm_auth_family f WHERE (revoked_at IS NULL OR revoked_at <= %s) AND NOT EXISTS "
+                         "(SELECT 1 FROM s3rm_auth_refresh r WHERE r.family = f.family)", (revoked_before,)),
+            "pending": ("DELETE FROM s3rm_auth_pending WHERE expires_at <= %s", (now,)),
+            "rate": ("DELETE FROM s3rm_auth_rate WHERE last <= %s", (now - 86400,)),
+            "clients": ("DELETE FROM s3rm_auth_client WHERE (last_used_at IS NULL AND created_at < %s) "
+                        "OR last_used_at < %s", (unused_client_before, idle_client_before)),
+        }
+        with self.pool.connection() as conn, conn.transaction():
+            return {name: conn.execute(sql, args).rowcount for name, (sql, args) in steps.items()}

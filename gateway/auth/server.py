@@ -15,12 +15,30 @@ the RFC 9207 ``iss`` parameter. What Authlib lacks is small code here:
   ``http://127.0.0.1/...``, ``http://[::1]/...`` or ``http://localhost/...``
   URI matches the same URI on any port (:func:`redirect_matches`);
 * **client ID metadata documents**: an ``https`` ``client_id`` is fetched
-  with :func:`gateway.auth.fetch.fetch_json` (SSRF rules there), must name
-  itself as ``client_id``, and is cached for five minutes;
+  through :class:`gateway.auth.fetch.MetadataFetcher` (SSRF rules, absolute
+  deadline, concurrency cap, negative cache there), must name itself as
+  ``client_id``, and is cached for five minutes; the caller learns only that
+  the document was refused (the reason goes to the log);
+* **bounded client metadata** (:data:`METADATA_LIMITS`): every field has a
+  size limit, unknown fields are dropped, the registration cap is atomic
+  and evicts the oldest never-used client when full;
 * **rotating refresh tokens with reuse detection**: every refresh returns a
   new refresh token of the same family; presenting a used one revokes the
   family (and with it every access token minted from it), as does replaying
-  an authorization code.
+  an authorization code. A refresh refused for its request (scope, resource,
+  GitHub unreachable) leaves the token usable: it is consumed only once the
+  request passed every check;
+* **membership on refresh** (docs/operations.md#github-credential): at most
+  every ``S3RM_GITHUB_MEMBERSHIP_CHECK_SECONDS`` per family the allowlists
+  are re-evaluated against GitHub with the user's stored (encrypted) GitHub
+  token; no longer allowed → the family is revoked; GitHub unreachable and
+  the last good check older than ``S3RM_GITHUB_MEMBERSHIP_STALE_SECONDS`` →
+  ``temporarily_unavailable``. A family lives at most
+  ``S3RM_OAUTH_FAMILY_MAX_SECONDS`` from its sign-in.
+
+Audit lines (logger ``s3rm.auth.audit``, no secrets): ``sign_in``,
+``token_issued``, ``refreshed``, ``refresh_reuse``, ``revoked``,
+``membership_lost`` (:func:`audit`).
 
 Tokens: :mod:`gateway.auth.tokens` (JWT, ES256, rotating keys). State:
 :class:`gateway.auth.store.AuthStore`.
@@ -28,6 +46,8 @@ Tokens: :mod:`gateway.auth.tokens` (JWT, ES256, rotating keys). State:
 from __future__ import annotations
 
 import hmac
+import logging
+import re
 import secrets
 import threading
 import time
@@ -40,7 +60,7 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.integrations.flask_oauth2.requests import FlaskJsonRequest, FlaskOAuth2Payload, FlaskOAuth2Request
 from authlib.oauth2 import OAuth2Error, OAuth2Request
 from authlib.oauth2.rfc6749 import AuthorizationCodeMixin, ClientMixin, TokenMixin, grants, scope_to_list
-from authlib.oauth2.rfc6749.errors import InvalidClientError, InvalidRequestError
+from authlib.oauth2.rfc6749.errors import InvalidClientError, InvalidGrantError, InvalidRequestError
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload, JsonRequest
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7591 import (ClientMetadataClaims, ClientRegistrationEndpoint, InvalidClientMetadataError,
@@ -49,13 +69,28 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc9207 import IssuerParameter
 from flask import request as flask_request
 
-from gateway.auth.fetch import FetchError, fetch_json
-from gateway.auth.store import AuthStore, digest
+from gateway.auth import github
+from gateway.auth.fetch import FetchError, MetadataFetcher
+from gateway.auth.store import AuthStore, Family, digest
 from gateway.auth.tokens import KeyRing, mint_access_token, token_family
+from gateway.auth.vault import Vault
 from gateway.config.github import SCOPE_READ, SCOPE_WRITE, GithubSettings
 
-__all__ = ["GatewayAuthorizationServer", "GrantUser", "InvalidTargetError", "OAuthClient", "SCOPES",
-           "StoredRequest", "redirect_matches", "redirect_uri_allowed"]
+__all__ = ["GatewayAuthorizationServer", "GrantUser", "InvalidTargetError", "METADATA_LIMITS", "OAuthClient",
+           "SCOPES", "StoredRequest", "TemporarilyUnavailable", "audit", "clean_metadata", "redirect_matches",
+           "redirect_uri_allowed"]
+
+log = logging.getLogger("s3rm.auth")
+audit_log = logging.getLogger("s3rm.auth.audit")
+
+
+def audit(event: str, **fields: str | int) -> None:
+    """One audit line ``oauth_audit event=<event> key=value ...`` (values must never be secrets)."""
+    audit_log.info("oauth_audit event=%s %s", event, " ".join(f"{k}={_plain(v)}" for k, v in fields.items()))
+
+
+def _plain(value: str | int) -> str:
+    return re.sub(r"[^A-Za-z0-9._:/@+-]", "?", str(value))[:200] or "-"
 
 #: Scopes this server grants, in order.
 SCOPES = (SCOPE_READ, SCOPE_WRITE)
@@ -64,6 +99,52 @@ _LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 _FORBIDDEN_SCHEMES = {"javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws", "wss"}
 _CIMD_TTL = 300
 _CIMD_MAX = 256
+#: A redirect URI: printable ASCII without space, quote, backslash, angle brackets, braces or pipe.
+_URI_CHARS = re.compile(r"^[!#$%&'()*+,\-./0-9:;=?@A-Z\[\]_a-z~]{1,2000}$")
+
+#: Client metadata this server keeps, with limits: strings (max characters) or lists (max items, max
+#: characters each). Anything else in a registration or metadata document is dropped.
+METADATA_LIMITS: dict[str, tuple[str, int, int]] = {
+    "client_name": ("str", 200, 0), "client_uri": ("str", 500, 0), "logo_uri": ("str", 500, 0),
+    "tos_uri": ("str", 500, 0), "policy_uri": ("str", 500, 0), "software_id": ("str", 200, 0),
+    "software_version": ("str", 100, 0), "scope": ("str", 200, 0),
+    "token_endpoint_auth_method": ("str", 40, 0), "redirect_uris": ("list", 10, 2000),
+    "grant_types": ("list", 4, 40), "response_types": ("list", 2, 20), "contacts": ("list", 5, 200),
+}
+
+
+class TemporarilyUnavailable(OAuth2Error):
+    """RFC 6749 ``temporarily_unavailable`` (HTTP 503 with ``Retry-After``): try again shortly."""
+
+    error = "temporarily_unavailable"
+    status_code = 503
+
+    def __init__(self, description: str, retry_after: int = 5, **kwargs: Any):
+        super().__init__(description=description, **kwargs)
+        self.retry_after = retry_after
+
+    def get_headers(self):
+        """The JSON headers plus ``Retry-After``."""
+        return [*super().get_headers(), ("Retry-After", str(self.retry_after))]
+
+
+def clean_metadata(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` reduced to :data:`METADATA_LIMITS` fields; raises ``InvalidClientMetadataError`` naming the
+    first field over its limit or of the wrong type."""
+    out: dict[str, Any] = {}
+    for name, (kind, limit, each) in METADATA_LIMITS.items():
+        if name not in data:
+            continue
+        value = data[name]
+        if kind == "str":
+            if not isinstance(value, str) or len(value) > limit:
+                raise InvalidClientMetadataError(description=f"{name} must be a string of at most {limit} characters.")
+        elif (not isinstance(value, list) or len(value) > limit
+              or not all(isinstance(v, str) and len(v) <= each for v in value)):
+            raise InvalidClientMetadataError(description=f"{name} must list at most {limit} strings of at most "
+                                             f"{each} characters each.")
+        out[name] = value
+    return out
 
 
 class InvalidTargetError(OAuth2Error):
@@ -75,8 +156,11 @@ class InvalidTargetError(OAuth2Error):
 def redirect_uri_allowed(uri: str) -> bool:
     """A redirect URI a client may register: https, http on a loopback host, or a private-use scheme
     (RFC 8252 §7.1, e.g. ``cursor://...``); never a fragment, credentials or a dangerous scheme."""
+    if not isinstance(uri, str) or not _URI_CHARS.match(uri):
+        return False
     try:
         parts = urlsplit(uri)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
         return False
     if not parts.scheme or parts.fragment or parts.username or parts.password:
@@ -90,7 +174,10 @@ def redirect_uri_allowed(uri: str) -> bool:
 
 
 def redirect_matches(registered: str, requested: str) -> bool:
-    """Exact match, or the same loopback http URI with any port (RFC 8252 §7.3)."""
+    """Exact match, or the same loopback http URI with any port (RFC 8252 §7.3); a requested URI with
+    characters outside the URI set never matches."""
+    if not isinstance(requested, str) or not _URI_CHARS.match(requested):
+        return False
     if hmac.compare_digest(registered.encode(), requested.encode()):
         return True
     try:
@@ -105,13 +192,16 @@ def redirect_matches(registered: str, requested: str) -> bool:
 @dataclass(frozen=True)
 class GrantUser:
     """The person behind a grant: GitHub id and login, the scopes the allowlists allow, the
-    refresh-token ``family`` and the ``resource`` the grant is for."""
+    refresh-token ``family``, the ``resource`` the grant is for, the sealed GitHub token of a new
+    grant (``credential``; ``None`` on a refresh) and when the family started (``started``, refreshes)."""
 
     user_id: str
     login: str
     allowed: frozenset[str]
     family: str = ""
     resource: str = ""
+    credential: str | None = None
+    started: int = 0
 
     def get_user_id(self) -> str:
         """Authlib's user id: the GitHub user id."""
@@ -187,6 +277,8 @@ class _Code(AuthorizationCodeMixin):
 class _Refresh(TokenMixin):
     family: str
     data: dict[str, Any]
+    token_hash: str = ""
+    started: int = 0
     client: Any = None
 
     def check_client(self, client) -> bool:
@@ -211,8 +303,9 @@ class _Refresh(TokenMixin):
         return self.client
 
 
-def _user(data: dict[str, Any], family: str) -> GrantUser:
-    return GrantUser(data["user_id"], data["login"], frozenset(data["allowed"]), family, data["resource"])
+def _user(data: dict[str, Any], family: str, credential: str | None = None, started: int = 0) -> GrantUser:
+    return GrantUser(data["user_id"], data["login"], frozenset(data["allowed"]), family, data["resource"],
+                     credential, started)
 
 
 def _check_resource(values: list[str], resource: str) -> None:
@@ -292,7 +385,8 @@ class _Services:
     store: AuthStore
     ring: KeyRing
     clock: Callable[[], int]
-    fetch: Callable[[str], dict[str, Any]]
+    fetcher: MetadataFetcher
+    vault: Vault
     cimd_cache: dict[str, tuple[float, OAuthClient]] = field(default_factory=dict)
     cimd_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -300,17 +394,22 @@ class _Services:
 class GatewayAuthorizationServer(AuthorizationServer):
     """Authlib's Flask authorization server wired to the gateway's store, keys and settings.
 
-    ``clock() -> Unix seconds``; ``fetch(url) -> dict`` fetches a client ID
-    metadata document (default :func:`gateway.auth.fetch.fetch_json`).
+    ``clock() -> Unix seconds``; ``fetch(url, timeout) -> dict`` fetches a client ID
+    metadata document (default :func:`gateway.auth.fetch.fetch_json` under the
+    settings' address rules), always through a :class:`MetadataFetcher`.
     ``metadata`` is the RFC 8414 document. Endpoint names for
     :meth:`create_endpoint_response`: ``revocation``, ``client_registration``.
     """
 
     def __init__(self, settings: GithubSettings, store: AuthStore, ring: KeyRing, *,
                  clock: Callable[[], int] = lambda: int(time.time()),
-                 fetch: Callable[[str], dict[str, Any]] | None = None):
+                 fetch: Callable[[str, float], dict[str, Any]] | None = None):
         super().__init__(query_client=self._query_client, save_token=self._save_token)
-        self.svc = _Services(settings, store, ring, clock, fetch or fetch_json)
+        fetcher = MetadataFetcher(timeout=settings.cimd_timeout_seconds, max_concurrent=settings.cimd_max_concurrent,
+                                  failure_seconds=settings.cimd_failure_seconds,
+                                  allow_networks=settings.cimd_allow_networks, ca_file=settings.cimd_ca_file,
+                                  fetch=fetch)
+        self.svc = _Services(settings, store, ring, clock, fetcher, Vault(settings.client_secret))
         self.scopes_supported = list(SCOPES)
         self.register_token_generator("default", self._generate_token)
         self.register_grant(_CodeGrant, [S256Only(required=True)])
@@ -364,9 +463,19 @@ class GatewayAuthorizationServer(AuthorizationServer):
             if cached and cached[0] > now:
                 return cached[1]
         try:
-            document = self.svc.fetch(url)
+            document = self.svc.fetcher.get(url)
         except FetchError as exc:
-            raise InvalidClientError(description=f"The client metadata document was refused ({exc.reason}): {exc}")
+            log.info("client metadata document refused reason=%s", exc.reason)
+            if exc.reason == "busy":
+                raise TemporarilyUnavailable("Too many client metadata documents are being fetched right now; "
+                                             "retry shortly.") from None
+            raise InvalidClientError(description="The client metadata document could not be fetched or is not "
+                                     "acceptable (docs: client ID metadata documents).") from None
+        try:
+            document = {**clean_metadata(document), "client_id": document.get("client_id")}
+        except InvalidClientMetadataError as exc:
+            raise InvalidClientError(description=f"The client metadata document is not acceptable: "
+                                     f"{exc.description}") from None
         uris = document.get("redirect_uris")
         if document.get("client_id") != url or not isinstance(uris, list) or not uris:
             raise InvalidClientError(description="The client metadata document must name its own URL as client_id "
@@ -374,7 +483,7 @@ class GatewayAuthorizationServer(AuthorizationServer):
         if not all(isinstance(u, str) and redirect_uri_allowed(u) for u in uris):
             raise InvalidClientError(description="The client metadata document lists a redirect URI this server "
                                      "does not accept.")
-        metadata = {"client_name": str(document.get("client_name") or url)[:200], "redirect_uris": uris,
+        metadata = {"client_name": str(document.get("client_name") or url), "redirect_uris": uris,
                     "token_endpoint_auth_method": "none", "grant_types": ["authorization_code", "refresh_token"]}
         client = OAuthClient(url, metadata, None)
         with self.svc.cimd_lock:
@@ -400,10 +509,62 @@ class GatewayAuthorizationServer(AuthorizationServer):
         if not refresh:
             return
         user: GrantUser = request.user
-        data = {"client_id": request.client.get_client_id(), "user_id": user.user_id, "login": user.login,
+        svc, now = self.svc, self.svc.clock()
+        client_id = request.client.get_client_id()
+        data = {"client_id": client_id, "user_id": user.user_id, "login": user.login,
                 "allowed": sorted(user.allowed), "resource": user.resource, "scope": token["scope"]}
-        self.svc.store.save_refresh(digest(refresh), user.family, data,
-                                    self.svc.clock() + self.svc.settings.refresh_token_seconds)
+        owner = None
+        if user.credential is not None:  # the first token of a grant: the family starts now
+            owner = Family(user.family, user.user_id, user.login, now, now, user.credential, tuple(sorted(user.allowed)),
+                           None)
+        started = now if owner else user.started
+        ends = started + svc.settings.family_max_seconds if started else now + svc.settings.refresh_token_seconds
+        svc.store.save_refresh(digest(refresh), user.family, data,
+                               min(now + svc.settings.refresh_token_seconds, ends), owner=owner)
+        if not client_id.startswith("https://"):
+            svc.store.touch_client(client_id, now)
+        audit("token_issued" if owner else "refreshed", user_id=user.user_id, login=user.login, client_id=client_id,
+              family=user.family[:8], scope=token["scope"].replace(" ", ","))
+
+    def family_scopes(self, family: str, user_id: str) -> frozenset[str]:
+        """The scopes ``family`` may still have (docs/operations.md#github-credential): checks its age and,
+        at most every ``membership_check_seconds``, the user's memberships on GitHub.
+
+        Raises ``InvalidGrantError`` (too old, membership gone — the family is then revoked) or
+        :class:`TemporarilyUnavailable` (GitHub unreachable for longer than ``membership_stale_seconds``).
+        A family from before this check existed (no owner row) is held to the same rules from its
+        first refresh: it must sign in again once its age or stored credential cannot be shown.
+        """
+        svc, now = self.svc, self.svc.clock()
+        settings = svc.settings
+        found = svc.store.family(family)
+        if found is None or found.revoked_at is not None:
+            raise InvalidGrantError(description="The refresh token is not valid.")
+        if not found.created_at or now >= found.created_at + settings.family_max_seconds:
+            svc.store.revoke_family(family, now)
+            audit("revoked", reason="family_lifetime", user_id=user_id, family=family[:8])
+            raise InvalidGrantError(description="This sign-in is older than the server allows; sign in again.")
+        if now - found.checked_at < settings.membership_check_seconds:
+            return frozenset(found.allowed)
+        token = svc.vault.open(found.credential, f"github:{found.user_id}") if found.credential else None
+        if token is None:
+            svc.store.revoke_family(family, now)
+            audit("membership_lost", reason="no_credential", user_id=user_id, family=family[:8])
+            raise InvalidGrantError(description="The GitHub membership cannot be re-checked; sign in again.")
+        try:
+            allowed = github.recheck(settings, token, found.user_id, svc.store.pinned_logins())
+        except github.UpstreamError:
+            if now - found.checked_at >= settings.membership_stale_seconds:
+                log.warning("membership re-check failed: GitHub unreachable")
+                raise TemporarilyUnavailable("GitHub cannot be reached to re-check the membership; retry later "
+                                             "(the refresh token stays valid).", retry_after=30) from None
+            return frozenset(found.allowed)
+        if not allowed:
+            svc.store.revoke_family(family, now)
+            audit("membership_lost", user_id=user_id, family=family[:8])
+            raise InvalidGrantError(description="This GitHub account is no longer in this server's allowlists.")
+        svc.store.mark_checked(family, now, sorted(allowed))
+        return allowed
 
     def grant_scope(self, requested: str, user: GrantUser) -> str:
         """The scopes a consented request gets: requested ∩ allowed (``mcp:read`` when none was asked)."""
@@ -432,13 +593,15 @@ class _CodeGrant(grants.AuthorizationCodeGrant):
                 "scope": self.server.grant_scope(request.payload.scope, user),
                 "code_challenge": request.payload.data.get("code_challenge"),
                 "user_id": user.user_id, "login": user.login, "allowed": sorted(user.allowed),
-                "resource": user.resource, "family": secrets.token_urlsafe(16)}
+                "resource": user.resource, "family": secrets.token_urlsafe(16), "credential": user.credential or ""}
         self.svc.store.save_code(digest(code), data, self.svc.clock() + self.svc.settings.code_seconds)
 
     def query_authorization_code(self, code: str, client):
         status, data = self.svc.store.consume_code(digest(code), self.svc.clock())
         if status == "used" and data:  # a replayed code: revoke what its first redemption issued
             self.svc.store.revoke_family(data["family"], self.svc.clock())
+            audit("revoked", reason="code_replay", user_id=data["user_id"], client_id=data["client_id"],
+                  family=data["family"][:8])
         if status != "ok" or data is None or data["client_id"] != client.get_client_id():
             return None
         return _Code(data)
@@ -447,7 +610,8 @@ class _CodeGrant(grants.AuthorizationCodeGrant):
         return None  # consumed (marked used) when queried
 
     def authenticate_user(self, authorization_code) -> GrantUser:
-        return _user(authorization_code.data, authorization_code.data["family"])
+        data = authorization_code.data
+        return _user(data, data["family"], data.get("credential") or "")
 
     def validate_token_request(self):
         super().validate_token_request()
@@ -461,20 +625,47 @@ class _RefreshGrant(grants.RefreshTokenGrant):
 
     def authenticate_refresh_token(self, refresh_token: str):
         svc = self.server.svc
-        outcome = svc.store.use_refresh(digest(refresh_token), svc.clock())
-        if outcome.status != "ok":  # a reused token has just revoked its whole family
+        token_hash = digest(refresh_token)
+        outcome = svc.store.use_refresh(token_hash, svc.clock(), consume=False)  # only a look: see validate
+        if outcome.status == "reused":  # a reused token has just revoked its whole family
+            audit("refresh_reuse", family=outcome.family[:8])
+        if outcome.status != "ok":
             return None
-        return _Refresh(outcome.family, outcome.data)
+        return _Refresh(outcome.family, outcome.data, token_hash)
 
     def authenticate_user(self, refresh_token: _Refresh) -> GrantUser:
-        return _user(refresh_token.data, refresh_token.family)
+        return _user(refresh_token.data, refresh_token.family, None, refresh_token.started)
 
     def revoke_old_credential(self, refresh_token) -> None:
-        return None  # marked used by authenticate_refresh_token
+        return None  # consumed at the end of validate_token_request
+
+    def issue_token(self, user: GrantUser, refresh_token: _Refresh):
+        """The requested (or original) scopes, narrowed to what the allowlists allow now."""
+        wanted = scope_to_list(self.request.payload.scope) or scope_to_list(refresh_token.get_scope())
+        scope = " ".join(s for s in SCOPES if s in wanted and s in user.allowed)
+        return self.generate_token(user=user, scope=scope, include_refresh_token=self.INCLUDE_NEW_REFRESH_TOKEN)
 
     def validate_token_request(self):
+        """Every check first (client, scope, resource, family age, membership); only then is the
+        presented token consumed, so a refused request leaves it usable."""
         super().validate_token_request()
-        _check_resource(self.request.payload.datalist.get("resource", []), self.request.refresh_token.data["resource"])
+        refresh: _Refresh = self.request.refresh_token
+        _check_resource(self.request.payload.datalist.get("resource", []), refresh.data["resource"])
+        svc = self.server.svc
+        allowed = self.server.family_scopes(refresh.family, refresh.data["user_id"])
+        wanted = scope_to_list(self.request.payload.scope) or scope_to_list(refresh.get_scope())
+        if not any(s in allowed for s in wanted):
+            svc.store.revoke_family(refresh.family, svc.clock())
+            audit("membership_lost", user_id=refresh.data["user_id"], family=refresh.family[:8])
+            raise InvalidGrantError(description="This GitHub account may no longer use these scopes; sign in again.")
+        outcome = svc.store.use_refresh(refresh.token_hash, svc.clock())
+        if outcome.status != "ok":  # raced with another presentation of the same token
+            if outcome.status == "reused":
+                audit("refresh_reuse", family=outcome.family[:8])
+            raise InvalidGrantError(description="The refresh token is not valid.")
+        found = svc.store.family(refresh.family)
+        refresh.data = {**outcome.data, "allowed": sorted(allowed)}
+        refresh.started = found.created_at if found else 0
 
 
 @dataclass
@@ -496,6 +687,7 @@ class _Revocation(RevocationEndpoint):
 
     def revoke_token(self, token: _Revocable, request) -> None:
         self.server.svc.store.revoke_family(token.family, self.server.svc.clock())
+        audit("revoked", reason="client_request", client_id=token.client_id, family=token.family[:8])
 
 
 class _Registration(ClientRegistrationEndpoint):
@@ -515,15 +707,16 @@ class _Registration(ClientRegistrationEndpoint):
         data = request.payload.data
         if not isinstance(data, dict):
             raise InvalidClientMetadataError(description="The registration body must be a JSON object (RFC 7591).")
-        if self.server.svc.store.count_clients() >= self.server.svc.settings.max_clients:
-            raise InvalidClientMetadataError(description="This server accepts no more client registrations "
-                                             "(S3RM_OAUTH_MAX_CLIENTS reached); ask its administrator.")
-        data.setdefault("token_endpoint_auth_method", "none")
         uris = data.get("redirect_uris")
         if not isinstance(uris, list) or not uris or not all(
                 isinstance(u, str) and redirect_uri_allowed(u) for u in uris):
             raise InvalidRedirectURIError(description="redirect_uris must list https URIs, http loopback URIs "
-                                          "or private-use scheme URIs, without fragments")
+                                          "or private-use scheme URIs (ASCII, at most 2000 characters), without "
+                                          "fragments")
+        kept = clean_metadata(data)
+        data.clear()
+        data.update(kept)
+        data.setdefault("token_endpoint_auth_method", "none")
         status, body, headers = super().create_registration_response(request)
         if body.get("client_secret") is None:
             body.pop("client_secret", None)
@@ -531,8 +724,13 @@ class _Registration(ClientRegistrationEndpoint):
         return status, body, headers
 
     def save_client(self, client_info, client_metadata, request):
+        svc = self.server.svc
         secret = client_info.get("client_secret")
-        metadata = dict(client_metadata)
-        self.server.svc.store.save_client(client_info["client_id"], metadata, digest(secret) if secret else None,
-                                          self.server.svc.clock())
+        metadata = clean_metadata(dict(client_metadata))
+        now = svc.clock()
+        if not svc.store.add_client(client_info["client_id"], metadata, digest(secret) if secret else None, now,
+                                    cap=svc.settings.max_clients, evict_before=now - svc.settings.login_seconds):
+            raise InvalidClientMetadataError(description="This server accepts no more client registrations right "
+                                             "now (S3RM_OAUTH_MAX_CLIENTS reached); retry later or ask its "
+                                             "administrator.")
         return OAuthClient(client_info["client_id"], metadata, digest(secret) if secret else None)

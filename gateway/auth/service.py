@@ -8,6 +8,7 @@ or 403; :mod:`gateway.auth.endpoints` serves the OAuth endpoints with it.
 """
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Callable
 
@@ -19,6 +20,8 @@ from gateway.config.github import SCOPE_READ, GithubSettings
 from gateway.core.principal import Principal
 
 __all__ = ["AuthService", "Unauthenticated", "open_auth_store"]
+
+log = logging.getLogger("s3rm.auth")
 
 
 def open_auth_store(config: GatewayConfig) -> AuthStore:
@@ -54,12 +57,15 @@ class AuthService:
 
     ``clock() -> Unix seconds`` (tests move it); ``store`` defaults to
     :func:`open_auth_store` of the configuration;
-    ``fetch`` fetches client ID metadata documents (default: the SSRF-safe fetcher).
+    ``fetch(url, timeout)`` fetches client ID metadata documents (default: the
+    SSRF-safe fetcher). A login name in the user allowlists that no admin has
+    pinned to an id is logged as a warning (it grants nothing until
+    ``s3rm auth pin``, docs/operations.md#github-ids).
     """
 
     def __init__(self, config: GatewayConfig, *, store: AuthStore | None = None,
                  clock: Callable[[], int] = lambda: int(time.time()),
-                 fetch: Callable[[str], dict[str, Any]] | None = None):
+                 fetch: Callable[[str, float], dict[str, Any]] | None = None):
         settings = config.github
         if settings is None:
             raise ValueError("AuthService needs github mode (GatewayConfig.github)")
@@ -69,6 +75,10 @@ class AuthService:
         self.store = store or open_auth_store(config)
         self.ring = KeyRing(self.store, settings.key_rotation_seconds, settings.access_token_seconds, clock)
         self.server = GatewayAuthorizationServer(settings, self.store, self.ring, clock=clock, fetch=fetch)
+        unpinned = sorted(settings.pending_logins - set(self.store.pinned_logins()))
+        if unpinned:
+            log.warning("github allowlists name %d login(s) not pinned to a GitHub id; they grant nothing until "
+                        "'s3rm auth pin' (docs/operations.md#github-ids): %s", len(unpinned), ",".join(unpinned))
 
     # ------------------------------------------------------ resource server
     @property

@@ -2,7 +2,9 @@
 
 :class:`AuthStore` is everything github mode keeps between requests
 (docs/operations.md#github-state): registered clients, authorization codes,
-refresh-token families, signing keys and pending GitHub logins. A shared
+refresh-token families (with their owner, age and last membership check),
+signing keys, pending GitHub logins, login→id pins and the shared OAuth rate
+buckets. A shared
 PostgreSQL store may replace :class:`SqliteAuthStore` by implementing the same
 methods with the same atomicity (each method is one transaction):
 :class:`gateway.auth.pgstore.PostgresAuthStore` does, for several gateways
@@ -10,8 +12,9 @@ on one database.
 
 Never stored: a raw authorization code, refresh token, login state or client
 secret — only their SHA-256 hex (:func:`digest`), so a copy of the database
-lets nobody redeem anything. GitHub's access token never reaches the store
-(it is used for the identity and membership calls of one login and dropped).
+lets nobody redeem anything. The user's GitHub token (needed to re-check
+membership on refresh) is stored only encrypted (AES-GCM,
+:mod:`gateway.auth.vault`), on its family's row, and deleted with it.
 The signing keys are stored as private JWKs (they must be usable after a
 restart): keep the file mode 600, like the write-token file.
 
@@ -31,7 +34,8 @@ from typing import Any, Callable, Protocol, TypeVar
 
 from gateway.core.errors import StoreUnavailable
 
-__all__ = ["AuthStore", "RefreshOutcome", "SigningKey", "SqliteAuthStore", "digest", "judge_refresh"]
+__all__ = ["AuthStore", "Family", "RefreshOutcome", "SigningKey", "SqliteAuthStore", "digest", "judge_refresh",
+           "rate_take"]
 
 
 def digest(secret: str) -> str:
@@ -46,6 +50,38 @@ class SigningKey:
     kid: str
     private_jwk: str
     created_at: int
+
+
+@dataclass(frozen=True)
+class Family:
+    """A refresh-token family: owner (GitHub ``user_id``, ``login``), ``created_at``, ``checked_at``
+    (last successful membership check), ``credential`` (the encrypted GitHub token, ``""`` when none),
+    ``allowed`` (scopes the last check allowed) and ``revoked_at`` (``None`` while active). Times in Unix seconds."""
+
+    family: str
+    user_id: str
+    login: str
+    created_at: int
+    checked_at: int
+    credential: str
+    allowed: tuple[str, ...]
+    revoked_at: int | None
+
+
+def rate_take(row: tuple[float, float] | None, now: float, rate: float, burst: int) -> tuple[float, float, int]:
+    """One token-bucket step shared by both stores' :meth:`AuthStore.take_rate`.
+
+    ``row`` is ``(tokens, last)`` or ``None`` for a new bucket. Returns
+    ``(tokens, last, wait)``: the bucket to store and ``0`` when a token was
+    spent, else the whole seconds until one is back (at least 1). Same rule
+    as :class:`gateway.ops.ratelimit.RateLimiter`.
+    """
+    import math
+
+    tokens, last = (float(burst), now) if row is None else (min(float(burst), row[0] + (now - row[1]) * rate), now)
+    if tokens >= 1.0:
+        return tokens - 1.0, last, 0
+    return tokens, last, max(1, math.ceil((1.0 - tokens) / rate))
 
 
 @dataclass(frozen=True)
@@ -70,7 +106,7 @@ def judge_refresh(row: tuple | None, now: int) -> tuple[RefreshOutcome, str | No
     its family, read under the store's lock (``None`` when unknown). Returns
     the outcome and the write the store must make in the same transaction:
     ``"revoke"`` (revoke the family: a reuse), ``"use"`` (mark the token used)
-    or ``None``.
+    or ``None``. A store asked only to look (``consume=False``) skips ``"use"``.
     """
     if row is None:
         return RefreshOutcome("unknown"), None
@@ -96,6 +132,14 @@ class AuthStore(Protocol):
     def count_clients(self) -> int:
         """How many clients are registered (the registration cap compares it)."""
 
+    def add_client(self, client_id: str, metadata: dict[str, Any], secret_hash: str | None, now: int, *,
+                   cap: int, evict_before: int) -> bool:
+        """Register a client unless ``cap`` clients exist; when full, first evict the oldest client never
+        used and created before ``evict_before``. One transaction; False when nothing could be evicted."""
+
+    def touch_client(self, client_id: str, now: int) -> None:
+        """Record that ``client_id`` was just issued a token (unused clients expire, :meth:`purge`)."""
+
     def save_code(self, code_hash: str, data: dict[str, Any], expires_at: int) -> None:
         """Store an authorization code's grant (client, redirect URI, PKCE challenge, resource, user, scope)."""
 
@@ -103,11 +147,23 @@ class AuthStore(Protocol):
         """Redeem a code once: (``ok``, grant) and the code is marked used; (``used``, grant) for a
         replay (the caller revokes what the first redemption issued); (``expired``/``unknown``, None)."""
 
-    def save_refresh(self, token_hash: str, family: str, data: dict[str, Any], expires_at: int) -> None:
-        """Store a refresh token of ``family`` (a new family is created on first use of its id)."""
+    def save_refresh(self, token_hash: str, family: str, data: dict[str, Any], expires_at: int, *,
+                     owner: "Family | None" = None) -> None:
+        """Store a refresh token of ``family``; ``owner`` creates the family row with its owner, times and
+        encrypted credential (the first token of a grant), in the same transaction."""
 
-    def use_refresh(self, token_hash: str, now: int) -> RefreshOutcome:
-        """Present a refresh token once (rotation): see :class:`RefreshOutcome`; reuse revokes the family."""
+    def use_refresh(self, token_hash: str, now: int, *, consume: bool = True) -> RefreshOutcome:
+        """Present a refresh token once (rotation): see :class:`RefreshOutcome`; reuse revokes the family.
+        ``consume=False`` only looks (a reuse still revokes), so a refused request leaves the token usable."""
+
+    def family(self, family: str) -> "Family | None":
+        """The family row, or ``None``."""
+
+    def mark_checked(self, family: str, now: int, allowed: list[str]) -> None:
+        """Record a successful membership check of ``family`` at ``now`` with the scopes it allowed."""
+
+    def revoke_user(self, user: str, now: int) -> int:
+        """Revoke every active family of the GitHub user with numeric id or login ``user``; returns how many."""
 
     def refresh_owner(self, token_hash: str) -> tuple[str, str] | None:
         """(family, client_id) of a stored refresh token (used or not), or ``None``."""
@@ -127,8 +183,10 @@ class AuthStore(Protocol):
     def delete_signing_key(self, kid: str) -> None:
         """Forget a retired key (no token signed with it can still be valid)."""
 
-    def save_pending(self, key_hash: str, data: dict[str, Any], expires_at: int) -> None:
-        """Store (or replace) a pending browser login keyed by the hash of its state/session secret."""
+    def save_pending(self, key_hash: str, data: dict[str, Any], expires_at: int, *, cap: int = 0,
+                     now: int = 0) -> bool:
+        """Store (or replace) a pending browser login keyed by the hash of its state/session secret.
+        With ``cap``: expired ones are dropped first and False is returned when ``cap`` unexpired remain."""
 
     def get_pending(self, key_hash: str, now: int) -> dict[str, Any] | None:
         """The unexpired pending login, or ``None``."""
@@ -136,8 +194,25 @@ class AuthStore(Protocol):
     def take_pending(self, key_hash: str, now: int) -> dict[str, Any] | None:
         """Return and delete the unexpired pending login (single use), or ``None``."""
 
-    def purge(self, now: int) -> None:
-        """Delete expired codes, refresh tokens and pending logins."""
+    def pin_login(self, login: str, user_id: str, now: int) -> None:
+        """Pin an allowlisted login name (lower case) to GitHub's numeric ``user_id`` (an admin's decision)."""
+
+    def pinned_logins(self) -> dict[str, str]:
+        """Every pinned login name → numeric id."""
+
+    def take_rate(self, key: str, now: float, rate: float, burst: int) -> int:
+        """Spend one token of the shared bucket ``key`` (:func:`rate_take`); 0 or the seconds to wait."""
+
+    def size(self) -> dict[str, int]:
+        """Rows per kind (``clients``, ``codes``, ``families``, ``refresh``, ``pending``, ``rate``) and
+        ``bytes`` (the stored payload, approximately): the bound docs/operations.md#github-limits states."""
+
+    def purge(self, now: int, *, unused_client_before: int = 0, idle_client_before: int = 0,
+              revoked_before: int | None = None) -> dict[str, int]:
+        """Delete expired codes (a day after expiry), expired refresh tokens, tokens of revoked families,
+        families left without tokens (revoked before ``revoked_before``, default ``now - 3600``), expired
+        pending logins, rate buckets idle for a day, clients never used and created before
+        ``unused_client_before`` and clients last used before ``idle_client_before``. Returns counts."""
 
 
 _SCHEMA = """
@@ -151,7 +226,18 @@ CREATE TABLE IF NOT EXISTS refresh_tokens (token_hash TEXT PRIMARY KEY, family T
 CREATE TABLE IF NOT EXISTS signing_keys (kid TEXT PRIMARY KEY, private_jwk TEXT NOT NULL,
     created_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS pending (key_hash TEXT PRIMARY KEY, data TEXT NOT NULL, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS pins (login TEXT PRIMARY KEY, user_id TEXT NOT NULL, pinned_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS rate (key TEXT PRIMARY KEY, tokens REAL NOT NULL, last REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS refresh_family ON refresh_tokens (family);
 """
+
+#: Columns added after the first release (added to an older file when it is opened).
+_ADDED_COLUMNS = {
+    "clients": (("last_used_at", "INTEGER"),),
+    "families": (("user_id", "TEXT NOT NULL DEFAULT ''"), ("login", "TEXT NOT NULL DEFAULT ''"),
+                 ("created_at", "INTEGER NOT NULL DEFAULT 0"), ("checked_at", "INTEGER NOT NULL DEFAULT 0"),
+                 ("credential", "TEXT NOT NULL DEFAULT ''"), ("allowed", "TEXT NOT NULL DEFAULT '[]'")),
+}
 
 
 _Store = TypeVar("_Store", bound=type)
@@ -196,7 +282,13 @@ class SqliteAuthStore:
         self.path.touch(mode=0o600, exist_ok=True)
         self.path.chmod(0o600)
         self._local = threading.local()
-        self._db().executescript(_SCHEMA)
+        db = self._db()
+        db.executescript(_SCHEMA)
+        for table, columns in _ADDED_COLUMNS.items():
+            have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+            for name, kind in columns:
+                if name not in have:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     # ----------------------------------------------------------- plumbing
     def _db(self) -> sqlite3.Connection:
@@ -239,6 +331,25 @@ class SqliteAuthStore:
         """See :meth:`AuthStore.count_clients`."""
         return int(self._db().execute("SELECT COUNT(*) FROM clients").fetchone()[0])
 
+    def add_client(self, client_id: str, metadata: dict[str, Any], secret_hash: str | None, now: int, *,
+                   cap: int, evict_before: int) -> bool:
+        """See :meth:`AuthStore.add_client` (``BEGIN IMMEDIATE``: count and insert are one step)."""
+        with self._tx() as db:
+            if int(db.execute("SELECT COUNT(*) FROM clients").fetchone()[0]) >= cap:
+                victim = db.execute("SELECT client_id FROM clients WHERE last_used_at IS NULL AND created_at < ? "
+                                    "ORDER BY created_at, client_id LIMIT 1", (evict_before,)).fetchone()
+                if victim is None:
+                    return False
+                db.execute("DELETE FROM clients WHERE client_id = ?", victim)
+            db.execute("INSERT INTO clients (client_id, metadata, secret_hash, created_at) VALUES (?, ?, ?, ?)",
+                       (client_id, json.dumps(metadata), secret_hash, now))
+            return True
+
+    def touch_client(self, client_id: str, now: int) -> None:
+        """See :meth:`AuthStore.touch_client`."""
+        with self._tx() as db:
+            db.execute("UPDATE clients SET last_used_at = ? WHERE client_id = ?", (now, client_id))
+
     # -------------------------------------------------------------- codes
     def save_code(self, code_hash: str, data: dict[str, Any], expires_at: int) -> None:
         """See :meth:`AuthStore.save_code`."""
@@ -260,14 +371,20 @@ class SqliteAuthStore:
             return "ok", json.loads(row[0])
 
     # ------------------------------------------------------ refresh tokens
-    def save_refresh(self, token_hash: str, family: str, data: dict[str, Any], expires_at: int) -> None:
+    def save_refresh(self, token_hash: str, family: str, data: dict[str, Any], expires_at: int, *,
+                     owner: Family | None = None) -> None:
         """See :meth:`AuthStore.save_refresh`."""
         with self._tx() as db:
+            if owner is not None:
+                db.execute("INSERT OR IGNORE INTO families (family, user_id, login, created_at, checked_at, "
+                           "credential, allowed) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (family, owner.user_id, owner.login, owner.created_at, owner.checked_at,
+                            owner.credential, json.dumps(list(owner.allowed))))
             db.execute("INSERT OR IGNORE INTO families (family) VALUES (?)", (family,))
             db.execute("INSERT INTO refresh_tokens (token_hash, family, data, expires_at) VALUES (?, ?, ?, ?)",
                        (token_hash, family, json.dumps(data), expires_at))
 
-    def use_refresh(self, token_hash: str, now: int) -> RefreshOutcome:
+    def use_refresh(self, token_hash: str, now: int, *, consume: bool = True) -> RefreshOutcome:
         """See :meth:`AuthStore.use_refresh`."""
         with self._tx() as db:
             row = db.execute(
@@ -276,7 +393,7 @@ class SqliteAuthStore:
             outcome, write = judge_refresh((*row[:1], json.loads(row[1]), *row[2:]) if row else None, now)
             if write == "revoke":
                 db.execute("UPDATE families SET revoked_at = ? WHERE family = ?", (now, outcome.family))
-            elif write == "use":
+            elif write == "use" and consume:
                 db.execute("UPDATE refresh_tokens SET used = 1 WHERE token_hash = ?", (token_hash,))
             return outcome
 
@@ -297,6 +414,25 @@ class SqliteAuthStore:
         row = self._db().execute("SELECT revoked_at FROM families WHERE family = ?", (family,)).fetchone()
         return row is not None and row[0] is None
 
+    def family(self, family: str) -> Family | None:
+        """See :meth:`AuthStore.family`."""
+        row = self._db().execute("SELECT family, user_id, login, created_at, checked_at, credential, allowed, "
+                                 "revoked_at FROM families WHERE family = ?", (family,)).fetchone()
+        return Family(*row[:6], tuple(json.loads(row[6])), row[7]) if row else None
+
+    def mark_checked(self, family: str, now: int, allowed: list[str]) -> None:
+        """See :meth:`AuthStore.mark_checked`."""
+        with self._tx() as db:
+            db.execute("UPDATE families SET checked_at = ?, allowed = ? WHERE family = ?",
+                       (now, json.dumps(sorted(allowed)), family))
+
+    def revoke_user(self, user: str, now: int) -> int:
+        """See :meth:`AuthStore.revoke_user`."""
+        with self._tx() as db:
+            return db.execute("UPDATE families SET revoked_at = ? WHERE revoked_at IS NULL AND "
+                              "(user_id = ? OR (login <> '' AND lower(login) = lower(?)))",
+                              (now, user, user)).rowcount
+
     # -------------------------------------------------------- signing keys
     def signing_keys(self) -> list[SigningKey]:
         """See :meth:`AuthStore.signing_keys`."""
@@ -315,10 +451,16 @@ class SqliteAuthStore:
             db.execute("DELETE FROM signing_keys WHERE kid = ?", (kid,))
 
     # ------------------------------------------------------ pending logins
-    def save_pending(self, key_hash: str, data: dict[str, Any], expires_at: int) -> None:
+    def save_pending(self, key_hash: str, data: dict[str, Any], expires_at: int, *, cap: int = 0,
+                     now: int = 0) -> bool:
         """See :meth:`AuthStore.save_pending`."""
         with self._tx() as db:
+            if cap and int(db.execute("SELECT COUNT(*) FROM pending").fetchone()[0]) >= cap:
+                db.execute("DELETE FROM pending WHERE expires_at <= ?", (now,))
+                if int(db.execute("SELECT COUNT(*) FROM pending").fetchone()[0]) >= cap:
+                    return False
             db.execute("INSERT OR REPLACE INTO pending VALUES (?, ?, ?)", (key_hash, json.dumps(data), expires_at))
+            return True
 
     def get_pending(self, key_hash: str, now: int) -> dict[str, Any] | None:
         """See :meth:`AuthStore.get_pending`."""
@@ -332,9 +474,53 @@ class SqliteAuthStore:
             db.execute("DELETE FROM pending WHERE key_hash = ?", (key_hash,))
             return json.loads(row[0]) if row and row[1] > now else None
 
-    def purge(self, now: int) -> None:
-        """See :meth:`AuthStore.purge`."""
+    # ------------------------------------------------- pins, rate buckets
+    def pin_login(self, login: str, user_id: str, now: int) -> None:
+        """See :meth:`AuthStore.pin_login`."""
         with self._tx() as db:
-            db.execute("DELETE FROM codes WHERE expires_at <= ?", (now - 86400,))  # kept a day: replay detection
-            db.execute("DELETE FROM refresh_tokens WHERE expires_at <= ?", (now,))
-            db.execute("DELETE FROM pending WHERE expires_at <= ?", (now,))
+            db.execute("INSERT OR REPLACE INTO pins VALUES (?, ?, ?)", (login.lower(), user_id, now))
+
+    def pinned_logins(self) -> dict[str, str]:
+        """See :meth:`AuthStore.pinned_logins`."""
+        return dict(self._db().execute("SELECT login, user_id FROM pins").fetchall())
+
+    def take_rate(self, key: str, now: float, rate: float, burst: int) -> int:
+        """See :meth:`AuthStore.take_rate`."""
+        with self._tx() as db:
+            row = db.execute("SELECT tokens, last FROM rate WHERE key = ?", (key,)).fetchone()
+            tokens, last, wait = rate_take(row, now, rate, burst)
+            db.execute("INSERT OR REPLACE INTO rate VALUES (?, ?, ?)", (key, tokens, last))
+            return wait
+
+    def size(self) -> dict[str, int]:
+        """See :meth:`AuthStore.size`."""
+        db = self._db()
+        out = {name: int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]) for name, table in (
+            ("clients", "clients"), ("codes", "codes"), ("families", "families"), ("refresh", "refresh_tokens"),
+            ("pending", "pending"), ("rate", "rate"))}
+        out["bytes"] = int(db.execute(
+            "SELECT (SELECT COALESCE(SUM(LENGTH(metadata) + LENGTH(client_id)), 0) FROM clients)"
+            " + (SELECT COALESCE(SUM(LENGTH(data) + 64), 0) FROM codes)"
+            " + (SELECT COALESCE(SUM(LENGTH(data) + 64), 0) FROM refresh_tokens)"
+            " + (SELECT COALESCE(SUM(LENGTH(data) + 64), 0) FROM pending)"
+            " + (SELECT COALESCE(SUM(LENGTH(credential) + LENGTH(family) + 64), 0) FROM families)"
+            " + (SELECT COALESCE(SUM(LENGTH(key) + 16), 0) FROM rate)").fetchone()[0])
+        return out
+
+    def purge(self, now: int, *, unused_client_before: int = 0, idle_client_before: int = 0,
+              revoked_before: int | None = None) -> dict[str, int]:
+        """See :meth:`AuthStore.purge`."""
+        revoked_before = now - 3600 if revoked_before is None else revoked_before
+        steps = {
+            "codes": ("DELETE FROM codes WHERE expires_at <= ?", (now - 86400,)),  # kept a day: replay detection
+            "refresh": ("DELETE FROM refresh_tokens WHERE expires_at <= ? OR family IN "
+                        "(SELECT family FROM families WHERE revoked_at IS NOT NULL)", (now,)),
+            "families": ("DELETE FROM families WHERE (revoked_at IS NULL OR revoked_at <= ?) AND NOT EXISTS "
+                         "(SELECT 1 FROM refresh_tokens r WHERE r.family = families.family)", (revoked_before,)),
+            "pending": ("DELETE FROM pending WHERE expires_at <= ?", (now,)),
+            "rate": ("DELETE FROM rate WHERE last <= ?", (now - 86400,)),
+            "clients": ("DELETE FROM clients WHERE (last_used_at IS NULL AND created_at < ?) OR last_used_at < ?",
+                        (unused_client_before, idle_client_before)),
+        }
+        with self._tx() as db:
+            return {name: db.execute(sql, args).rowcount for name, (sql, args) in steps.items()}

@@ -7,8 +7,11 @@ Contract: docs/operations.md#github-mode (every variable, defaults, how to
 register the GitHub OAuth app) and docs/transport.md#github-mode.
 
 Allowlists: ``S3RM_GITHUB_{READ,WRITE}_{USERS,ORGS,TEAMS}`` are comma
-separated GitHub logins, organisation logins and ``org/team-slug`` pairs
-(compared case-insensitively). A person may read when listed in a read or a
+separated GitHub users, organisation logins and ``org/team-slug`` pairs
+(compared case-insensitively). A user is GitHub's numeric id (``5001``); a
+login name is accepted with a warning and counts only once an admin has
+pinned it to an id (``s3rm auth pin``, docs/operations.md#github-ids), because
+GitHub frees a login on rename. A person may read when listed in a read or a
 write list (writing implies reading); ``mcp:write`` needs a write list.
 """
 from __future__ import annotations
@@ -30,6 +33,7 @@ SCOPE_WRITE = "mcp:write"
 AUTH_STORES = ("sqlite", "postgres")
 
 _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
+_ID = re.compile(r"^[0-9]{1,20}$")
 _TEAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
@@ -44,7 +48,12 @@ class GithubSettings:
     server's state lives: ``sqlite`` (the file ``state_db``, one gateway) or
     ``postgres`` (the ``S3RM_PG_DSN`` database shared by every gateway,
     docs/operations.md#github-state); ``max_clients`` caps open dynamic
-    registration (further registrations are refused).
+    registration (when full, the oldest never-used client is evicted, else
+    registration is refused). ``read_user_ids``/``write_user_ids`` are numeric
+    GitHub ids; ``read_users``/``write_users`` the login names still waiting
+    to be pinned to an id. The abuse limits (client metadata fetches, state
+    size, rate limits, membership re-checks, family lifetime) are described
+    in docs/operations.md#github-limits.
     """
 
     client_id: str
@@ -58,6 +67,8 @@ class GithubSettings:
     read_orgs: frozenset[str] = frozenset()
     read_teams: frozenset[str] = frozenset()
     write_users: frozenset[str] = frozenset()
+    read_user_ids: frozenset[str] = frozenset()
+    write_user_ids: frozenset[str] = frozenset()
     write_orgs: frozenset[str] = frozenset()
     write_teams: frozenset[str] = frozenset()
     state_db: Path = Path(".dev/oauth-state.sqlite3")
@@ -69,6 +80,24 @@ class GithubSettings:
     key_rotation_seconds: int = 30 * 86400
     upstream_timeout_seconds: float = 10.0
     max_clients: int = 10000
+    unused_client_seconds: int = 86400
+    max_pending: int = 10000
+    purge_seconds: int = 300
+    cimd_timeout_seconds: float = 3.0
+    cimd_max_concurrent: int = 2
+    cimd_failure_seconds: int = 60
+    cimd_allow_networks: tuple[str, ...] = ()
+    cimd_ca_file: str = ""
+    rate_limit_per_second: float = 1.0
+    rate_limit_burst: int = 20
+    membership_check_seconds: int = 900
+    membership_stale_seconds: int = 3600
+    family_max_seconds: int = 90 * 86400
+
+    @property
+    def pending_logins(self) -> frozenset[str]:
+        """Login names in the user allowlists (they count only once pinned to an id, ``s3rm auth pin``)."""
+        return self.read_users | self.write_users
 
     @property
     def needs_org_scope(self) -> bool:
@@ -88,9 +117,23 @@ def _names(get: Getter, name: str, pattern: re.Pattern) -> frozenset[str]:
         if not item:
             continue
         if not pattern.match(item):
-            raise ConfigError(name, "must list GitHub logins (teams as org/team-slug), comma separated")
+            raise ConfigError(name, "must list GitHub user ids or logins (teams as org/team-slug), comma separated")
         out.add(item.lower())
     return frozenset(out)
+
+
+def _networks(get: Getter, name: str) -> tuple[str, ...]:
+    import ipaddress
+
+    out = []
+    for item in (part.strip() for part in get(name).split(",")):
+        if not item:
+            continue
+        try:
+            out.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise ConfigError(name, "must list IP networks in CIDR form (10.1.0.0/16), comma separated") from None
+    return tuple(out)
 
 
 def _url(get: Getter, name: str, default: str) -> str:
@@ -126,6 +169,10 @@ def load_github(get: Getter, public_url: str, public_origin: str, default_state_
         f"{kind}_{what}": _names(get, f"S3RM_GITHUB_{kind.upper()}_{what.upper()}", _TEAM if what == "teams" else _LOGIN)
         for kind in ("read", "write") for what in ("users", "orgs", "teams")
     }
+    for kind in ("read", "write"):  # numeric ids are trusted; logins wait for an admin's pin (module doc)
+        users = lists.pop(f"{kind}_users")
+        lists[f"{kind}_user_ids"] = frozenset(u for u in users if _ID.match(u))
+        lists[f"{kind}_users"] = frozenset(u for u in users if not _ID.match(u))
     if not any(lists.values()):
         raise ConfigError("S3RM_GITHUB_READ_USERS", "github mode needs at least one allowlist (users, orgs or teams)")
     store = get("S3RM_AUTH_STORE", "postgres" if index_backend == "pgvector" else "sqlite").lower()
@@ -149,5 +196,18 @@ def load_github(get: Getter, public_url: str, public_origin: str, default_state_
         key_rotation_seconds=number(get, "S3RM_OAUTH_KEY_ROTATION_SECONDS", 30 * 86400, int, 3600, 365 * 86400),
         upstream_timeout_seconds=number(get, "S3RM_GITHUB_TIMEOUT_SECONDS", 10.0, float, 0.5, 60.0),
         max_clients=number(get, "S3RM_OAUTH_MAX_CLIENTS", 10000, int, 1, 10_000_000),
+        unused_client_seconds=number(get, "S3RM_OAUTH_UNUSED_CLIENT_SECONDS", 86400, int, 600, 365 * 86400),
+        max_pending=number(get, "S3RM_OAUTH_MAX_PENDING", 10000, int, 10, 10_000_000),
+        purge_seconds=number(get, "S3RM_OAUTH_PURGE_SECONDS", 300, int, 1, 86400),
+        cimd_timeout_seconds=number(get, "S3RM_OAUTH_CIMD_TIMEOUT_SECONDS", 3.0, float, 0.5, 30.0),
+        cimd_max_concurrent=number(get, "S3RM_OAUTH_CIMD_MAX_CONCURRENT", 2, int, 1, 64),
+        cimd_failure_seconds=number(get, "S3RM_OAUTH_CIMD_FAILURE_SECONDS", 60, int, 0, 3600),
+        cimd_allow_networks=_networks(get, "S3RM_OAUTH_CIMD_ALLOW_NETWORKS"),
+        cimd_ca_file=get("S3RM_OAUTH_CIMD_CA_FILE"),
+        rate_limit_per_second=number(get, "S3RM_OAUTH_RATE_LIMIT_PER_SECOND", 1.0, float, 0.0, 10000.0),
+        rate_limit_burst=number(get, "S3RM_OAUTH_RATE_LIMIT_BURST", 20, int, 1, 100000),
+        membership_check_seconds=number(get, "S3RM_GITHUB_MEMBERSHIP_CHECK_SECONDS", 900, int, 0, 86400),
+        membership_stale_seconds=number(get, "S3RM_GITHUB_MEMBERSHIP_STALE_SECONDS", 3600, int, 0, 7 * 86400),
+        family_max_seconds=number(get, "S3RM_OAUTH_FAMILY_MAX_SECONDS", 90 * 86400, int, 3600, 3650 * 86400),
         **lists,
     )

@@ -61,6 +61,10 @@ def test_registration_of_a_public_client_has_no_secret(client):
 ])
 def test_bad_protocol_requests(client, method, path, data, status, error):
     answer = getattr(client, method)(path, headers=HOST, data=data)
+    if path.startswith("/authorize?") or path == "/authorize":  # before sign-in: a page, never a redirect
+        assert answer.status_code == status and "Location" not in answer.headers
+        assert f"{error}:" in answer.get_data(as_text=True) and answer.mimetype == "text/html"
+        return
     assert answer.status_code == status and answer.get_json()["error"] == error
 
 
