@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "sync.ops.collect_candidates",
     "sync.ops.research_query",
     "sync.ops.index",
+    "sync.ops.auth",
 )
 
 

@@ -55,7 +55,7 @@ from flask import Blueprint, Response, redirect, request
 
 from gateway.auth import github
 from gateway.auth.consent import PAGE_HEADERS, consent_page, error_page
-from gateway.auth.server import GrantUser, InvalidTargetError, StoredRequest, audit
+from gateway.auth.server import GrantUser, InvalidTargetError, StoredRequest, audit, redirect_uri_allowed
 from gateway.auth.service import AuthService
 from gateway.auth.store import digest
 from gateway.core.jsonio import json_response
@@ -246,6 +246,10 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
         if any(len(v) > _PARAM_MAX for k in AUTHORIZE_PARAMS for v in request.args.getlist(k)):
             return _page(error_page(f"invalid_request: an authorization parameter is longer than {_PARAM_MAX} "
                                     "characters."), 400)
+        requested = request.args.get("redirect_uri")
+        if requested is not None and not redirect_uri_allowed(requested):  # odd characters: 400, never a 500
+            return _page(error_page("invalid_request: redirect_uri is not a URI this server accepts (ASCII, at most "
+                                    "2000 characters, no quotes, backslashes or fragments)."), 400)
         try:
             grant = server.get_consent_grant(end_user=None)
         except OAuth2Error as error:

@@ -114,7 +114,8 @@ class PostgresAuthStore:
     # ------------------------------------------------------------ clients
     def save_client(self, client_id: str, metadata: dict[str, Any], secret_hash: str | None, now: int) -> None:
         """See :meth:`AuthStore.save_client`."""
-        self._run("INSERT INTO s3rm_auth_client VALUES (%s, %s, %s, %s) ON CONFLICT (client_id) DO UPDATE SET "
+        self._run("INSERT INTO s3rm_auth_client (client_id, metadata, secret_hash, created_at) "
+                  "VALUES (%s, %s, %s, %s) ON CONFLICT (client_id) DO UPDATE SET "
                   "metadata = EXCLUDED.metadata, secret_hash = EXCLUDED.secret_hash, created_at = EXCLUDED.created_at",
                   (client_id, Jsonb(metadata), secret_hash, now))
 
@@ -273,7 +274,7 @@ class PostgresAuthStore:
     # ------------------------------------------------- pins, rate buckets
     def pin_login(self, login: str, user_id: str, now: int) -> None:
         """See :meth:`AuthStore.pin_login`."""
-        self._run("INSERT INTO s3rm_auth_pin VALUES (%s, %s, %s) ON CONFLICT (login) DO UPDATE SET "
+        self._run("INSERT INTO s3rm_auth_pin (login, user_id, pinned_at) VALUES (%s, %s, %s) ON CONFLICT (login) DO UPDATE SET "
                   "user_id = EXCLUDED.user_id, pinned_at = EXCLUDED.pinned_at", (login.lower(), user_id, now))
 
     def pinned_logins(self) -> dict[str, str]:

@@ -318,8 +318,8 @@ class SqliteAuthStore:
     def save_client(self, client_id: str, metadata: dict[str, Any], secret_hash: str | None, now: int) -> None:
         """See :meth:`AuthStore.save_client`."""
         with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO clients VALUES (?, ?, ?, ?)",
-                       (client_id, json.dumps(metadata), secret_hash, now))
+            db.execute("INSERT OR REPLACE INTO clients (client_id, metadata, secret_hash, created_at) "
+                       "VALUES (?, ?, ?, ?)", (client_id, json.dumps(metadata), secret_hash, now))
 
     def get_client(self, client_id: str) -> tuple[dict[str, Any], str | None] | None:
         """See :meth:`AuthStore.get_client`."""

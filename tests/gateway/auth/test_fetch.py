@@ -7,17 +7,13 @@ production one.
 """
 from __future__ import annotations
 
-import datetime
 import http.server
 import ssl
 import threading
 import time
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from support.tls_servers import make_certificate
 
 from gateway.auth.fetch import FetchError, address_allowed, fetch_json
 
@@ -28,6 +24,10 @@ from gateway.auth.fetch import FetchError, address_allowed, fetch_json
     ("192.168.1.1", False), ("169.254.169.254", False), ("fe80::1", False), ("fc00::1", False),
     ("100.64.0.1", False), ("0.0.0.0", False), ("224.0.0.1", False), ("::ffff:127.0.0.1", False),
     ("::ffff:10.0.0.1", False), ("255.255.255.255", False), ("not-an-ip", False),
+    # issue 27 item 7: special-purpose ranges is_global lets through, and IPv4 inside IPv6 transition forms
+    ("192.0.0.192", False), ("192.0.0.9", False), ("64:ff9b::a00:1", False), ("64:ff9b::808:808", False),
+    ("2002:a00:1::1", False), ("2002:808:808::1", False), ("::10.0.0.1", False), ("::127.0.0.1", False),
+    ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False), ("198.18.0.1", False), ("2001:db8::1", False),
 ])
 def test_address_rule(address, allowed):
     assert address_allowed(address) is allowed
@@ -58,19 +58,8 @@ def test_only_plain_https_urls(url):
 @pytest.fixture(scope="module")
 def tls_server(tmp_path_factory):
     """A local HTTPS server with routes /ok, /big, /chunked-big, /slow, /redirect, /text; yields (port, context)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "client.example")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("client.example")]), critical=False)
-            .sign(key, hashes.SHA256()))
     folder = tmp_path_factory.mktemp("tls")
-    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                                       serialization.PrivateFormat.PKCS8,
-                                                       serialization.NoEncryption()))
+    make_certificate(folder, "client.example")
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"

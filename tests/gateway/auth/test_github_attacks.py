@@ -1,0 +1,306 @@
+"""Issue 27: github mode under attack, each attack replayed against a real gunicorn github-mode gateway.
+
+The GitHub stand-in (``support.github_standin``) is the upstream; every test
+runs on the SQLite and on the PostgreSQL state store. The slow-metadata
+attack uses ``support.tls_servers.DripServer`` (HTTPS that sends one header
+line every half second) on 127.0.0.1, admitted through
+``S3RM_OAUTH_CIMD_ALLOW_NETWORKS`` and trusted through ``S3RM_OAUTH_CIMD_CA_FILE``.
+Contract: docs/operations.md#github-limits, #github-credential, #github-ids, #github-cut-off.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from support.github_standin import GithubStandIn, StandInUser
+from support.services import Gateway, call_tool, free_port
+from support.tls_servers import DripServer
+from support.write_harness import evidence_args, lesson_fields, unique
+from test_github_mode import CLIENT_SECRET, Login, bearer, lesson_exists, register
+
+from gateway.app import create_app
+from gateway.config import load_config
+
+pytestmark = pytest.mark.wiki
+REPO = Path(__file__).resolve().parents[3]
+DEADLINE = 2.0  # S3RM_OAUTH_CIMD_TIMEOUT_SECONDS of these gateways
+
+
+def _users() -> list[StandInUser]:
+    return [StandInUser("alice", 5001, {"s3lab"}, {"s3lab/writers"}), StandInUser("bob", 5002, {"s3lab"}),
+            StandInUser("carol", 5010), StandInUser("dave", 5011)]
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def attacked(request, dev_wiki, tmp_path_factory):
+    """(gateway, stand-in, drip server, env): one github-mode gateway per state store."""
+    folder = tmp_path_factory.mktemp(f"attack-{request.param}")
+    drip = DripServer(folder)
+    env = dict(dev_wiki.env())
+    env.update({"S3RM_MCP_WRITE_AUTH_MODE": "github", "S3RM_OAUTH_STATE_DB": str(folder / "oauth.sqlite3"),
+                "S3RM_GITHUB_READ_ORGS": "s3lab", "S3RM_GITHUB_WRITE_TEAMS": "s3lab/writers",
+                "S3RM_GITHUB_WRITE_USERS": "carol,5011",  # carol by login (needs a pin), dave by id
+                "S3RM_CURSOR_SECRET": "github-tests-cursor-secret-0123456",
+                "S3RM_OAUTH_CIMD_TIMEOUT_SECONDS": str(DEADLINE), "S3RM_OAUTH_CIMD_MAX_CONCURRENT": "2",
+                "S3RM_OAUTH_CIMD_ALLOW_NETWORKS": "127.0.0.1/32", "S3RM_OAUTH_CIMD_CA_FILE": str(drip.cert),
+                "S3RM_GITHUB_MEMBERSHIP_CHECK_SECONDS": "0", "S3RM_OAUTH_RATE_LIMIT_PER_SECOND": "0"})
+    if request.param == "postgres":
+        cluster = request.getfixturevalue("pg_cluster")
+        env.update({"S3RM_AUTH_STORE": "postgres",
+                    "S3RM_PG_DSN": cluster.create_database(f"s3rm_attack_{secrets.token_hex(4)}")})
+    gateway = Gateway(env, threads=6)
+    with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{gateway.base}/oauth/github/callback", _users()) as standin:
+        gateway.env.update(standin.env())
+        with gateway:
+            yield gateway, standin, drip
+    drip.close()
+
+
+def _s3rm(gw, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, **gw.env, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "sync.cli", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+def _page_error(answer: requests.Response) -> str:
+    assert answer.headers.get("Content-Type", "").startswith("text/html"), answer.text[:300]
+    assert "Location" not in answer.headers
+    return answer.text
+
+
+# ----------------------------------------------------------------- item 1
+def test_slow_metadata_documents_cannot_stall_the_gateway(attacked):
+    gw, standin, drip = attacked
+    tag = secrets.token_hex(3)
+    urls = [drip.url(f"/{tag}/client-{i}.json") for i in range(8)]
+
+    def authorize(url: str) -> tuple[float, int]:
+        started = time.monotonic()
+        answer = requests.get(f"{gw.base}/authorize", params={"response_type": "code", "client_id": url,
+                                                              "redirect_uri": "http://127.0.0.1:1/cb"},
+                              allow_redirects=False, timeout=60)
+        return time.monotonic() - started, answer.status_code
+
+    with concurrent.futures.ThreadPoolExecutor(len(urls)) as pool:
+        running = [pool.submit(authorize, url) for url in urls]
+        probe = requests.get(f"{gw.base}/.well-known/oauth-authorization-server", timeout=30)  # during the attack
+        results = [f.result() for f in running]
+    assert probe.status_code == 200
+    # every request ends within the documented deadline (+ its grace and queueing behind the two fetch slots)
+    assert all(elapsed < 2 * DEADLINE + 2 for elapsed, _ in results), results
+    assert {status for _, status in results} <= {400, 503}
+    fetched = [url for url in urls if drip.seen[url.split(str(drip.port), 1)[1]]]
+    assert 1 <= len(fetched) <= len(urls)
+    again = authorize(fetched[0])  # negative cache: refused without a new fetch
+    assert again[1] == 400 and drip.seen[fetched[0].split(str(drip.port), 1)[1]] == 1
+
+
+# ----------------------------------------------------------------- item 2
+def test_access_ends_when_membership_ends_and_admin_can_cut_off(attacked):
+    gw, standin, _ = attacked
+    alice = next(u for u in standin.users.values() if u.login == "alice")
+    login = Login(gw, standin, user="alice")
+    tokens = login.token(login.code()).json()
+    assert tokens["scope"] == "mcp:read mcp:write"
+    try:
+        alice.teams.discard("s3lab/writers")  # removed from the write team: a refresh keeps read only
+        narrowed = login.refresh(tokens["refresh_token"])
+        assert narrowed.status_code == 200 and narrowed.json()["scope"] == "mcp:read", narrowed.text
+        args = {**lesson_fields(), "operation_id": unique("op-gh"), "lesson_id": unique("gh"),
+                "initial_evidence": evidence_args()}
+        write = call_tool(gw.url, "create_lesson_draft", args, headers=bearer(narrowed.json()["access_token"]))
+        assert write.status_code == 403 and not lesson_exists(gw, narrowed.json()["access_token"], args["lesson_id"])
+        alice.orgs.discard("s3lab")  # out of the org too: the refresh fails and the family is revoked
+        gone = login.refresh(narrowed.json()["refresh_token"])
+        assert gone.status_code == 400 and gone.json()["error"] == "invalid_grant"
+        dead = call_tool(gw.url, "search_lessons", {"query": "x"}, headers=bearer(narrowed.json()["access_token"]))
+        assert dead.status_code == 401
+    finally:
+        alice.orgs.add("s3lab")
+        alice.teams.add("s3lab/writers")
+    again = Login(gw, standin, user="alice")
+    fresh = again.token(again.code()).json()
+    cut = _s3rm(gw, "auth", "revoke", "--user", "alice")
+    assert cut.returncode == 0 and "revoked" in cut.stdout, cut.stderr
+    assert call_tool(gw.url, "search_lessons", {"query": "x"},
+                     headers=bearer(fresh["access_token"])).status_code == 401
+    assert again.refresh(fresh["refresh_token"]).json()["error"] == "invalid_grant"
+
+
+# ----------------------------------------------------------------- item 3
+def test_allowlisted_login_counts_only_for_the_pinned_id(attacked):
+    gw, standin, _ = attacked
+    dave = Login(gw, standin, user="dave")  # listed by numeric id
+    assert dave.token(dave.code()).json()["scope"] == "mcp:read mcp:write"
+    carol = Login(gw, standin, user="carol")  # listed by login, not pinned yet: nothing
+    refused = carol.to_consent()
+    assert refused.status_code == 302 and "error=access_denied" in refused.headers["Location"]
+    pinned = _s3rm(gw, "auth", "pin", "carol", "--id", "5010")
+    assert pinned.returncode == 0, pinned.stderr
+    carol = Login(gw, standin, user="carol")
+    assert carol.token(carol.code()).json()["scope"] == "mcp:read mcp:write"
+    original = standin.users["carol"]
+    standin.users["carol"] = StandInUser("carol", 6666)  # the login freed by a rename, taken by a new account
+    try:
+        taker = Login(gw, standin, user="carol")
+        answer = taker.to_consent()
+        assert answer.status_code == 302 and "error=access_denied" in answer.headers["Location"]
+    finally:
+        standin.users["carol"] = original
+
+
+# ----------------------------------------------------------------- item 4
+def test_registration_fields_are_bounded(attacked):
+    gw, _, _ = attacked
+    cb = f"http://127.0.0.1:{free_port()}/cb"
+    for extra in ({"client_name": "x" * 1_048_000}, {"jwks": {"keys": [{"k": "x" * 900_000}]}, "client_name": "j"}):
+        answer = register(gw, [cb], **extra)
+        if "jwks" in extra:  # unknown fields are dropped, never stored
+            assert answer.status_code == 201 and "jwks" not in answer.json()
+        else:
+            assert answer.status_code == 400 and answer.json()["error"] == "invalid_client_metadata"
+    many = register(gw, [f"http://127.0.0.1:{p}/cb" for p in range(2000, 2000 + 40)])
+    assert many.status_code == 400
+    state = _s3rm(gw, "auth", "status")
+    assert state.returncode == 0, state.stderr
+    stored = int(state.stdout.split("bytes=")[1].split()[0])
+    assert stored < 2_000_000, state.stdout  # the 1 MB name and the 900 KB jwks never reached the store
+
+
+# ----------------------------------------------------------------- item 6
+def test_unverified_clients_get_an_error_page_not_a_redirect(attacked):
+    gw, standin, _ = attacked
+    reg = register(gw, ["https://evil.example/phish"])
+    assert reg.status_code == 201
+    client_id = reg.json()["client_id"]
+    for over in ({"code_challenge": None}, {"code_challenge_method": "plain"}, {"scope": "admin"},
+                 {"resource": "https://other.example/mcp"}):
+        params = {"response_type": "code", "client_id": client_id, "redirect_uri": "https://evil.example/phish",
+                  "code_challenge": "x" * 43, "code_challenge_method": "S256", "state": "s", **over}
+        answer = requests.get(f"{gw.base}/authorize", params={k: v for k, v in params.items() if v is not None},
+                              allow_redirects=False, timeout=10)
+        assert answer.status_code == 400, (over, answer.status_code)
+        assert "evil.example" not in answer.headers.get("Location", "")
+        _page_error(answer)
+
+
+# ----------------------------------------------------------------- item 7
+def test_a_refused_refresh_leaves_the_token_usable(attacked):
+    gw, standin, _ = attacked
+    login = Login(gw, standin, user="bob")
+    tokens = login.token(login.code()).json()
+    for bad in ({"scope": "mcp:write"}, {"resource": "https://other.example/mcp"}):
+        refused = requests.post(f"{gw.base}/token", data={"grant_type": "refresh_token", "client_id": login.client_id,
+                                                          "refresh_token": tokens["refresh_token"], **bad}, timeout=10)
+        assert refused.status_code == 400 and refused.json()["error"] in ("invalid_scope", "invalid_target")
+    ok = login.refresh(tokens["refresh_token"])
+    assert ok.status_code == 200, ok.text
+    assert call_tool(gw.url, "search_lessons", {"query": "x"}, headers=bearer(ok.json()["access_token"])).status_code \
+        == 200
+
+
+@pytest.mark.parametrize("uri", ['http://127.0.0.1:5000/c"b', "http://127.0.0.1:5000/c\\b",
+                                 "http://127.0.0.1:5000/cé", "http://127.0.0.1:99999/cb"])
+def test_odd_redirect_uris_are_400_not_500(attacked, uri):
+    gw, standin, _ = attacked
+    assert register(gw, [uri]).status_code == 400
+    login = Login(gw, standin)
+    answer = login.http.get(f"{gw.base}/authorize", params=login.params(redirect_uri=uri), allow_redirects=False,
+                            timeout=10)
+    assert answer.status_code == 400
+    _page_error(answer)
+
+
+def test_metadata_address_errors_are_generic(attacked):
+    gw, _, drip = attacked
+    texts = []
+    for url in ("https://192.0.0.192/c.json", "https://[64:ff9b::a00:1]/c.json", "https://[2002:a00:1::1]/c.json",
+                f"https://127.0.0.1:{free_port()}/closed-port.json", drip.url("/not-json-either")):
+        answer = requests.get(f"{gw.base}/authorize", params={"response_type": "code", "client_id": url},
+                              allow_redirects=False, timeout=30)
+        assert answer.status_code == 400
+        texts.append(_page_error(answer).replace(url, ""))
+    assert len(set(texts)) == 1 and "refused" not in texts[0].lower() and "address" not in texts[0].lower()
+
+
+def test_session_cookie_is_server_minted(attacked):
+    gw, standin, _ = attacked
+    login = Login(gw, standin)
+    login.http.cookies.set("s3rm_oauth_session", "attacker-chosen", domain="127.0.0.1", path="/")
+    first = login.http.get(f"{gw.base}/authorize", params=login.params(), allow_redirects=False, timeout=10)
+    assert first.status_code == 302
+    assert "attacker-chosen" not in first.headers["Set-Cookie"] and "HttpOnly" in first.headers["Set-Cookie"]
+
+
+def test_audit_lines_without_secrets(attacked):
+    gw, standin, _ = attacked
+    login = Login(gw, standin)
+    tokens = login.token(login.code()).json()
+    rotated = login.refresh(tokens["refresh_token"]).json()
+    assert login.refresh(tokens["refresh_token"]).status_code == 400  # reuse
+    log = gw.log_text()
+    for event in ("sign_in", "token_issued", "refreshed", "refresh_reuse"):
+        assert f"oauth_audit event={event}" in log, event
+    for secret in (tokens["refresh_token"], tokens["access_token"], rotated["refresh_token"], CLIENT_SECRET):
+        assert secret not in log
+
+
+def test_oauth_endpoints_are_rate_limited(attacked, tmp_path):
+    gw, _, _ = attacked
+    env = {**gw.env, "S3RM_OAUTH_RATE_LIMIT_PER_SECOND": "0.01", "S3RM_OAUTH_RATE_LIMIT_BURST": "3",
+           "S3RM_OAUTH_MAX_CLIENTS": "5", "S3RM_OAUTH_STATE_DB": str(tmp_path / "limited.sqlite3")}
+    env.pop("S3RM_BIND")
+    env.pop("S3RM_MCP_PUBLIC_URL")
+    limited = Gateway(env, threads=8)
+    with limited:
+        cb = f"http://127.0.0.1:{free_port()}/cb"
+        answers = [register(limited, [cb]) for _ in range(4)]
+        assert [a.status_code for a in answers] == [201, 201, 201, 429]
+        assert int(answers[-1].headers["Retry-After"]) >= 1
+        tokens = [requests.post(f"{limited.base}/token", data={"grant_type": "refresh_token", "client_id": "c",
+                                                               "refresh_token": "r"}, timeout=10) for _ in range(4)]
+        assert tokens[-1].status_code == 429 and "Retry-After" in tokens[-1].headers
+
+
+def test_the_client_cap_is_atomic(attacked, tmp_path):
+    gw, _, _ = attacked
+    env = {**gw.env, "S3RM_OAUTH_MAX_CLIENTS": "10", "S3RM_OAUTH_STATE_DB": str(tmp_path / "cap.sqlite3")}
+    if env.get("S3RM_AUTH_STORE") == "postgres":
+        env["S3RM_PG_DSN"] = env["S3RM_PG_DSN"].rsplit("/", 1)[0] + "/" + env["S3RM_PG_DSN"].rsplit("/", 1)[1] + "_cap"
+        import psycopg
+        with psycopg.connect(gw.env["S3RM_PG_DSN"], autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{env["S3RM_PG_DSN"].rsplit("/", 1)[1]}"')
+    env.pop("S3RM_BIND")
+    env.pop("S3RM_MCP_PUBLIC_URL")
+    capped = Gateway(env, threads=8)
+    with capped:
+        cb = f"http://127.0.0.1:{free_port()}/cb"
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:
+            codes = list(pool.map(lambda _: register(capped, [cb]).status_code, range(30)))
+        assert codes.count(201) == 10 and codes.count(400) == 20, codes
+        state = _s3rm(capped, "auth", "status")
+        assert "clients=10 " in state.stdout, state.stdout
+
+
+def test_https_issuer_uses_a_host_prefixed_secure_cookie(tmp_path):
+    config = load_config({"S3RM_MCP_WRITE_AUTH_MODE": "github", "S3RM_GITHUB_CLIENT_ID": "Iv1.x",
+                          "S3RM_GITHUB_CLIENT_SECRET": "secret-value", "S3RM_GITHUB_READ_USERS": "5001",
+                          "S3RM_MCP_PUBLIC_URL": "https://wiki.example.org/mcp",
+                          "S3RM_OAUTH_STATE_DB": str(tmp_path / "s.sqlite3")})
+    client = create_app(config).test_client()
+    headers = {"Host": "wiki.example.org"}
+    reg = client.post("/register", headers=headers, json={"redirect_uris": ["http://127.0.0.1:5000/cb"]})
+    params = {"response_type": "code", "client_id": reg.get_json()["client_id"],
+              "redirect_uri": "http://127.0.0.1:5000/cb", "code_challenge": "x" * 43, "code_challenge_method": "S256"}
+    client.set_cookie("__Host-s3rm_oauth_session", "attacker-chosen", domain="wiki.example.org")
+    answer = client.get("/authorize", headers=headers, query_string=params)
+    cookie = answer.headers["Set-Cookie"]
+    assert answer.status_code == 302 and cookie.startswith("__Host-s3rm_oauth_session=")
+    assert "Secure" in cookie and "Path=/" in cookie and "Domain" not in cookie and "attacker-chosen" not in cookie
