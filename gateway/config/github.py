@@ -88,8 +88,8 @@ class GithubSettings:
     cimd_failure_seconds: int = 60
     cimd_allow_networks: tuple[str, ...] = ()
     cimd_ca_file: str = ""
-    rate_limit_per_second: float = 1.0
-    rate_limit_burst: int = 20
+    rate_limit_per_second: float = 5.0
+    rate_limit_burst: int = 60
     membership_check_seconds: int = 900
     membership_stale_seconds: int = 3600
     family_max_seconds: int = 90 * 86400
@@ -204,8 +204,8 @@ def load_github(get: Getter, public_url: str, public_origin: str, default_state_
         cimd_failure_seconds=number(get, "S3RM_OAUTH_CIMD_FAILURE_SECONDS", 60, int, 0, 3600),
         cimd_allow_networks=_networks(get, "S3RM_OAUTH_CIMD_ALLOW_NETWORKS"),
         cimd_ca_file=get("S3RM_OAUTH_CIMD_CA_FILE"),
-        rate_limit_per_second=number(get, "S3RM_OAUTH_RATE_LIMIT_PER_SECOND", 1.0, float, 0.0, 10000.0),
-        rate_limit_burst=number(get, "S3RM_OAUTH_RATE_LIMIT_BURST", 20, int, 1, 100000),
+        rate_limit_per_second=number(get, "S3RM_OAUTH_RATE_LIMIT_PER_SECOND", 5.0, float, 0.0, 10000.0),
+        rate_limit_burst=number(get, "S3RM_OAUTH_RATE_LIMIT_BURST", 60, int, 1, 100000),
         membership_check_seconds=number(get, "S3RM_GITHUB_MEMBERSHIP_CHECK_SECONDS", 900, int, 0, 86400),
         membership_stale_seconds=number(get, "S3RM_GITHUB_MEMBERSHIP_STALE_SECONDS", 3600, int, 0, 7 * 86400),
         family_max_seconds=number(get, "S3RM_OAUTH_FAMILY_MAX_SECONDS", 90 * 86400, int, 3600, 3650 * 86400),

@@ -63,7 +63,8 @@ def github_mode(dev_wiki, tmp_path_factory):
     env = dict(dev_wiki.env())
     env.update({"S3RM_MCP_WRITE_AUTH_MODE": "github", "S3RM_OAUTH_STATE_DB": str(db),
                 "S3RM_GITHUB_READ_ORGS": "s3lab", "S3RM_GITHUB_WRITE_TEAMS": "s3lab/writers",
-                "S3RM_CURSOR_SECRET": "github-tests-cursor-secret-0123456"})
+                "S3RM_CURSOR_SECRET": "github-tests-cursor-secret-0123456",
+                "S3RM_OAUTH_RATE_LIMIT_PER_SECOND": "0"})  # rate limits: test_github_attacks.py
     gateway = Gateway(env, threads=6)
     with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{gateway.base}/oauth/github/callback", USERS) as standin:
         gateway.env.update(standin.env())
@@ -133,6 +134,13 @@ class Login:
     def refresh(self, refresh_token: str) -> requests.Response:
         return requests.post(f"{self.gw.base}/token", data={"grant_type": "refresh_token", "client_id": self.client_id,
                                                              "refresh_token": refresh_token}, timeout=10)
+
+
+def page_error(answer: requests.Response) -> str:
+    """The OAuth error code of an error PAGE (before sign-in nothing redirects, docs/operations.md#github-limits)."""
+    assert "Location" not in answer.headers and answer.headers["Content-Type"].startswith("text/html")
+    found = re.search(r"<p>([a-z_]+):", answer.text)
+    return found.group(1) if found else ""
 
 
 def bearer(token: str) -> dict:
@@ -315,10 +323,9 @@ def test_redirect_uri_attacks_never_redirect(github_mode):
     for bad in ("https://evil.example/callback", "http://127.0.0.1.evil.example/callback",
                 login.redirect_uri + "/../../evil", "http://localhost:1/callback"):
         answer = login.to_consent(redirect_uri=bad)
-        assert answer.status_code == 400 and "Location" not in answer.headers, bad
-        assert answer.json()["error"] == "invalid_request"
+        assert answer.status_code == 400 and page_error(answer) == "invalid_request", bad
     unknown = login.to_consent(client_id="no-such-client")
-    assert unknown.status_code == 400 and unknown.json()["error"] == "invalid_client"
+    assert unknown.status_code == 400 and page_error(unknown) == "invalid_client"
     for uri in ("javascript:alert(1)", "http://example.org/cb", "https://ok.example/cb#frag"):
         reg = register(gw, [uri])
         assert reg.status_code == 400 and reg.json()["error"] == "invalid_redirect_uri", uri
@@ -332,11 +339,8 @@ def test_pkce_is_required_and_s256_only(github_mode):
     login = Login(gw, standin)
     for over in ({"code_challenge": None, "code_challenge_method": None}, {"code_challenge_method": "plain"},
                  {"code_challenge_method": None}):
-        answer = login.to_consent(**over)
-        assert answer.status_code == 302
-        query = parse_qs(urlsplit(answer.headers["Location"]).query)
-        assert answer.headers["Location"].startswith(login.redirect_uri)
-        assert query["error"] == ["invalid_request"] and query["iss"] == [gw.base], over
+        answer = login.to_consent(**over)  # before sign-in: an error page, never a redirect (RFC 9700 §4.11.2)
+        assert answer.status_code == 400 and page_error(answer) == "invalid_request", over
     code = login.code()
     assert login.token(code, code_verifier="x" * 50).json()["error"] == "invalid_grant"
 
@@ -367,7 +371,7 @@ def test_other_resource_and_expired_tokens_are_refused(github_mode):
     gw, standin, db = github_mode
     login = Login(gw, standin)
     other = login.to_consent(resource="https://other.example/mcp")
-    assert other.status_code == 302 and "error=invalid_target" in other.headers["Location"]
+    assert other.status_code == 400 and page_error(other) == "invalid_target"
     code = login.code()
     answer = login.token(code, resource="https://other.example/mcp")
     assert answer.status_code == 400 and answer.json()["error"] == "invalid_target"
@@ -422,8 +426,7 @@ def test_client_metadata_documents_at_internal_addresses_are_refused(github_mode
     gw, standin, _ = github_mode
     login = Login(gw, standin)
     answer = login.to_consent(client_id=client_id)
-    assert answer.status_code == 400 and "Location" not in answer.headers
-    assert answer.json()["error"] == "invalid_client"
+    assert answer.status_code == 400 and page_error(answer) == "invalid_client"
 
 
 def test_clients_and_tokens_survive_a_restart(github_mode):
@@ -446,7 +449,8 @@ def test_two_gateways_share_one_postgres_auth_state(dev_wiki, pg_cluster):
     env = dict(dev_wiki.env())
     env.update({"S3RM_MCP_WRITE_AUTH_MODE": "github", "S3RM_AUTH_STORE": "postgres", "S3RM_PG_DSN": dsn,
                 "S3RM_GITHUB_READ_ORGS": "s3lab", "S3RM_GITHUB_WRITE_TEAMS": "s3lab/writers",
-                "S3RM_CURSOR_SECRET": "github-tests-cursor-secret-0123456"})
+                "S3RM_CURSOR_SECRET": "github-tests-cursor-secret-0123456",
+                "S3RM_OAUTH_RATE_LIMIT_PER_SECOND": "0"})  # rate limits: test_github_attacks.py
     a = Gateway(env, threads=4)
     b = Gateway({**env, "S3RM_MCP_PUBLIC_URL": a.url}, threads=4)  # A's URL stands for the load balancer's
     b.env["S3RM_MCP_ALLOWED_HOSTS"] = f"127.0.0.1:{b.port}"

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Benchmark: github mode under the issue-27 attacks (docs/operations.md#github-limits).
+
+Not a test. Starts (on free ports, stopped at exit) a dev wiki copy, the
+GitHub stand-in, a slow HTTPS client-metadata server (one header line every
+0.5 s) and a github-mode gunicorn gateway with 6 threads, the OAuth rate
+limits OFF, then prints two tables::
+
+    python bench/bench_auth_attack.py                    # .dev/wiki (a test-wiki copy if missing)
+    python bench/bench_auth_attack.py --attempts 10000 --slow 50 --rounds 40
+
+1. ``search_lessons`` (signed-in, legacy) latency, median and p95: quiet, and
+   while ``--slow`` concurrent ``/authorize`` requests name ``--slow``
+   distinct slow metadata URLs (each attacker repeats with a new URL as soon
+   as it is answered), in the same process; plus the longest ``/authorize``
+   answer against the documented deadline. Target: attacked p95 ≤ 2× quiet.
+2. The state store after ``--attempts`` anonymous ``/register`` +
+   ``/authorize`` pairs (8 at a time) on a gateway with
+   ``S3RM_OAUTH_MAX_CLIENTS`` / ``S3RM_OAUTH_MAX_PENDING`` = ``--cap``:
+   rows and bytes, beside the bound the settings imply.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import secrets
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "gateway" / "auth"))
+sys.path.insert(0, str(REPO / "bench"))
+
+import requests  # noqa: E402
+from bench_read import running_wiki  # noqa: E402
+from support.github_standin import GithubStandIn, StandInUser  # noqa: E402
+from support.services import Gateway, call_tool  # noqa: E402
+from support.tls_servers import DripServer  # noqa: E402
+from test_github_mode import CLIENT_SECRET, Login, bearer  # noqa: E402
+
+DEADLINE = 3.0  # S3RM_OAUTH_CIMD_TIMEOUT_SECONDS default
+QUERIES = ["allocator", "timeout retry", "disk full", "메모리 누수", "deploy rollback"]
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def _searches(gw: Gateway, token: str, rounds: int) -> list[float]:
+    out = []
+    for i in range(rounds):
+        started = time.perf_counter()
+        answer = call_tool(gw.url, "search_lessons", {"query": QUERIES[i % len(QUERIES)]}, headers=bearer(token))
+        out.append(time.perf_counter() - started)
+        assert answer.status_code == 200, answer.text[:200]
+    return out
+
+
+def stall(env: dict[str, str], drip: DripServer, slow: int, rounds: int) -> None:
+    env = {**env, "S3RM_OAUTH_CIMD_ALLOW_NETWORKS": "127.0.0.1/32", "S3RM_OAUTH_CIMD_CA_FILE": str(drip.cert),
+           "S3RM_OAUTH_RATE_LIMIT_PER_SECOND": "0"}
+    gw = Gateway(env, threads=6)
+    users = [StandInUser("alice", 5001, {"s3lab"}, {"s3lab/writers"})]
+    with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{gw.base}/oauth/github/callback", users) as standin:
+        gw.env.update(standin.env())
+        with gw:
+            login = Login(gw, standin)
+            token = login.token(login.code()).json()["access_token"]
+            _searches(gw, token, 5)  # warm-up
+            quiet = _searches(gw, token, rounds)
+            stop, durations = threading.Event(), []
+
+            def attacker(n: int) -> None:
+                k = 0
+                while not stop.is_set():
+                    k += 1
+                    started = time.perf_counter()
+                    requests.get(f"{gw.base}/authorize", params={"response_type": "code", "client_id": drip.url(
+                        f"/{n}/{k}/{secrets.token_hex(2)}.json")}, allow_redirects=False, timeout=120)
+                    durations.append(time.perf_counter() - started)
+
+            threads = [threading.Thread(target=attacker, args=(n,), daemon=True) for n in range(slow)]
+            for t in threads:
+                t.start()
+            time.sleep(DEADLINE)  # the attack is under way before the first timed search
+            attacked = _searches(gw, token, rounds)
+            stop.set()
+            for t in threads:
+                t.join()
+    q_med, q_p95 = statistics.median(quiet) * 1000, _pct(quiet, 0.95) * 1000
+    a_med, a_p95 = statistics.median(attacked) * 1000, _pct(attacked, 0.95) * 1000
+    print(f"\n1. search_lessons under {slow} concurrent slow-metadata /authorize (6 gunicorn threads, "
+          f"{rounds} calls each)")
+    print(f"{'phase':<12}{'median ms':>12}{'p95 ms':>10}")
+    print(f"{'quiet':<12}{q_med:>12.1f}{q_p95:>10.1f}")
+    print(f"{'attacked':<12}{a_med:>12.1f}{a_p95:>10.1f}")
+    print(f"attacked/quiet p95: {a_p95 / q_p95:.2f}x (target <= 2x); /authorize answers: {len(durations)}, "
+          f"longest {max(durations):.2f} s (fetch deadline {DEADLINE} s)")
+
+
+def growth(env: dict[str, str], attempts: int, cap: int) -> None:
+    env = {**env, "S3RM_OAUTH_RATE_LIMIT_PER_SECOND": "0", "S3RM_OAUTH_MAX_CLIENTS": str(cap),
+           "S3RM_OAUTH_MAX_PENDING": str(cap)}
+    gw = Gateway(env, threads=8)
+    big = {"client_name": "x" * 200, "redirect_uris": [f"https://a{i}.example/{'p' * 1900}" for i in range(10)]}
+    with gw:
+        def attempt(i: int) -> tuple[int, int]:
+            reg = requests.post(f"{gw.base}/register", json=big, timeout=60)
+            client = reg.json().get("client_id", f"unknown-{i}")
+            auth = requests.get(f"{gw.base}/authorize", params={
+                "response_type": "code", "client_id": client, "redirect_uri": big["redirect_uris"][0],
+                "code_challenge": "x" * 43, "code_challenge_method": "S256", "state": "s" * 2000,
+                "scope": "mcp:read"}, allow_redirects=False, timeout=60)
+            return reg.status_code, auth.status_code
+
+        started = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(attempt, range(attempts)))
+        elapsed = time.perf_counter() - started
+        from gateway.auth.service import open_auth_store
+        from gateway.config import load_config
+
+        size = open_auth_store(load_config(gw.env)).size()
+    client_max = len(str(big)) + 200  # the largest client METADATA_LIMITS lets through is about this
+    bound = cap * (client_max + 100) + cap * (8 * 2048 + 200)
+    print(f"\n2. state after {attempts} anonymous /register + /authorize pairs ({elapsed:.0f} s, rate limits off, "
+          f"caps {cap})")
+    print(f"{'kind':<10}{'rows':>8}")
+    for kind in ("clients", "pending", "codes", "families", "refresh", "rate"):
+        print(f"{kind:<10}{size[kind]:>8}")
+    print(f"stored bytes {size['bytes']} <= bound {bound} (caps x largest records): {size['bytes'] <= bound}")
+    print("register answers " + " ".join(f"{c}:{sum(1 for r, _ in codes if r == c)}" for c in sorted({r for r, _ in codes}))
+          + "; authorize answers " + " ".join(f"{c}:{sum(1 for _, a in codes if a == c)}"
+                                              for c in sorted({a for _, a in codes})))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--wiki-dir", default=str(REPO / ".dev" / "wiki"))
+    parser.add_argument("--slow", type=int, default=50, help="concurrent slow-metadata /authorize requests")
+    parser.add_argument("--rounds", type=int, default=40, help="search_lessons calls per phase")
+    parser.add_argument("--attempts", type=int, default=10000, help="anonymous register+authorize pairs")
+    parser.add_argument("--cap", type=int, default=1000, help="S3RM_OAUTH_MAX_CLIENTS and _MAX_PENDING of part 2")
+    args = parser.parse_args(argv)
+    wiki = running_wiki(Path(args.wiki_dir))
+    folder = Path(tempfile.mkdtemp(prefix="s3rm-bench-auth-"))
+    env = {k: v for k, v in wiki.env().items() if k.startswith("S3RM_WIKI_")}
+    env.update({"S3RM_MCP_WRITE_AUTH_MODE": "github", "S3RM_OAUTH_STATE_DB": str(folder / "oauth.sqlite3"),
+                "S3RM_GITHUB_READ_ORGS": "s3lab", "S3RM_GITHUB_WRITE_TEAMS": "s3lab/writers",
+                "S3RM_CURSOR_SECRET": "bench-cursor-secret-0123456789", "S3RM_GITHUB_CLIENT_ID": "Iv1.standin",
+                "S3RM_GITHUB_CLIENT_SECRET": CLIENT_SECRET})
+    drip = DripServer(folder)
+    try:
+        stall(env, drip, args.slow, args.rounds)
+        growth({**env, "S3RM_OAUTH_STATE_DB": str(folder / "growth.sqlite3")}, args.attempts, args.cap)
+    finally:
+        drip.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
