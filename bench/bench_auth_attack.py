@@ -85,6 +85,7 @@ def stall(env: dict[str, str], drip: DripServer, slow: int, rounds: int) -> None
                     requests.get(f"{gw.base}/authorize", params={"response_type": "code", "client_id": drip.url(
                         f"/{n}/{k}/{secrets.token_hex(2)}.json")}, allow_redirects=False, timeout=120)
                     durations.append(time.perf_counter() - started)
+                    stop.wait(max(0.0, DEADLINE - durations[-1]))
 
             threads = [threading.Thread(target=attacker, args=(n,), daemon=True) for n in range(slow)]
             for t in threads:

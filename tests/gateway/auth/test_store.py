@@ -15,14 +15,14 @@ import pytest
 
 from gateway.auth.pgstore import PostgresAuthStore
 from gateway.auth.server import redirect_matches, redirect_uri_allowed
-from gateway.auth.store import SigningKey, SqliteAuthStore, digest
+from gateway.auth.store import Family, SigningKey, SqliteAuthStore, digest
 from gateway.auth.tokens import KeyRing, TokenInvalid, mint_access_token, verify_access_token
 from gateway.config import ConfigError, load_config
 from gateway.ops.auth import github_subject_hash
 
 
 _TABLES = ("s3rm_auth_refresh", "s3rm_auth_family", "s3rm_auth_code", "s3rm_auth_client",
-           "s3rm_auth_signing_key", "s3rm_auth_pending")
+           "s3rm_auth_signing_key", "s3rm_auth_pending", "s3rm_auth_pin", "s3rm_auth_rate")
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +225,63 @@ def test_github_mode_settings():
 
 def test_github_subject_hash():
     assert github_subject_hash("12345") == hashlib.sha256(b"github:12345").hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- issue 27: bounded state, cut-off
+def test_the_client_cap_evicts_only_old_unused_clients(store):
+    assert store.add_client("a", {}, None, 10, cap=2, evict_before=0)
+    assert store.add_client("b", {}, None, 20, cap=2, evict_before=0)
+    store.touch_client("a", 30)
+    assert not store.add_client("c", {}, None, 40, cap=2, evict_before=15)  # b is too young to evict
+    assert store.add_client("c", {}, None, 40, cap=2, evict_before=25)  # b never got a token: evicted
+    assert store.get_client("b") is None and store.get_client("a") and store.count_clients() == 2
+
+
+def test_pending_logins_are_capped(store):
+    assert all(store.save_pending(digest(f"p{i}"), {}, expires_at=100, cap=3, now=0) for i in range(3))
+    assert not store.save_pending(digest("p3"), {}, expires_at=100, cap=3, now=50)
+    assert store.save_pending(digest("p3"), {}, expires_at=200, cap=3, now=100)  # the expired ones made room
+
+
+def test_purge_removes_expired_state_and_unused_clients(store):
+    now = 10**6
+    store.add_client("unused", {}, None, now - 5000, cap=10, evict_before=0)
+    store.add_client("used", {}, None, now - 5000, cap=10, evict_before=0)
+    store.touch_client("used", now - 100)
+    store.save_pending(digest("old"), {}, expires_at=now - 1)
+    store.save_pending(digest("live"), {}, expires_at=now + 600)
+    owner = Family("dead", "5001", "alice", now - 10, now - 10, "", ("mcp:read",), None)
+    store.save_refresh(digest("r-dead"), "dead", {}, expires_at=now + 600, owner=owner)
+    store.revoke_family("dead", now - 7200)
+    store.save_refresh(digest("r-old"), "expired", {}, expires_at=now - 1)
+    store.take_rate("ip:old", now - 90000, 1.0, 5)
+    removed = store.purge(now, unused_client_before=now - 1000, idle_client_before=now - 1000)
+    assert removed["clients"] == 1 and removed["pending"] == 1 and removed["refresh"] == 2
+    assert removed["families"] == 2 and removed["rate"] == 1
+    assert store.get_client("used") is not None and store.get_pending(digest("live"), now) is not None
+    size = store.size()
+    assert size["clients"] == 1 and size["pending"] == 1 and size["refresh"] == 0 and size["families"] == 0
+
+
+def test_revoke_user_by_login_or_id_and_family_owner(store):
+    for family, user, login in (("f1", "5001", "alice"), ("f2", "5001", "alice"), ("f3", "5002", "bob")):
+        store.save_refresh(digest(family), family, {}, expires_at=10**10,
+                           owner=Family(family, user, login, 5, 5, "sealed", ("mcp:read",), None))
+    assert store.family("f1").user_id == "5001" and store.family("f1").credential == "sealed"
+    assert store.revoke_user("ALICE", 100) == 2 and store.revoke_user("5002", 100) == 1
+    assert not any(store.family_active(f) for f in ("f1", "f2", "f3"))
+    store.mark_checked("f3", 200, ["mcp:read"])
+    assert store.family("f3").checked_at == 200
+
+
+def test_rate_buckets_are_shared_through_the_store(open_store):
+    first, second = open_store(), open_store()  # two gateways on the same state
+    assert [first.take_rate("ip:a", 100.0, 1.0, 2), second.take_rate("ip:a", 100.0, 1.0, 2)] == [0, 0]
+    assert first.take_rate("ip:a", 100.0, 1.0, 2) == 1 and second.take_rate("ip:a", 101.0, 1.0, 2) == 0
+
+
+def test_a_look_at_a_refresh_token_does_not_consume_it(store):
+    store.save_refresh(digest("r"), "fam", {}, expires_at=10**10)
+    assert store.use_refresh(digest("r"), 1, consume=False).status == "ok"
+    assert store.use_refresh(digest("r"), 1).status == "ok"
+    assert store.use_refresh(digest("r"), 1, consume=False).status == "reused"
