@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: github mode under the issue-27 attacks (docs/operations.md#github-limits).
+"""Benchmark: github mode under the known attacks on its public endpoints (docs/operations.md#github-limits).
 
 Not a test. Starts (on free ports, stopped at exit) a dev wiki copy, the
 GitHub stand-in, a slow HTTPS client-metadata server (one header line every

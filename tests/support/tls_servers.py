@@ -1,4 +1,4 @@
-"""Test helpers for github mode: throw-away TLS certificates and a client-metadata server that drips (issue 27)."""
+"""Test helpers for github mode: throw-away TLS certificates and a client-metadata server that drips."""
 from __future__ import annotations
 
 import datetime
@@ -38,7 +38,7 @@ def make_certificate(folder: Path, name: str) -> tuple[Path, Path]:
 
 class DripServer:
     """HTTPS on 127.0.0.1 that answers every request with a status line and then one header line every
-    ``interval`` seconds for ``lines`` lines (the slow-metadata attack of issue 27); ``seen`` counts paths."""
+    ``interval`` seconds for ``lines`` lines (the slow-metadata stall); ``seen`` counts paths."""
 
     def __init__(self, folder: Path, *, interval: float = 0.5, lines: int = 120):
         self.cert, key = make_certificate(folder, "127.0.0.1")

@@ -24,7 +24,7 @@ from gateway.auth.fetch import FetchError, address_allowed, fetch_json
     ("192.168.1.1", False), ("169.254.169.254", False), ("fe80::1", False), ("fc00::1", False),
     ("100.64.0.1", False), ("0.0.0.0", False), ("224.0.0.1", False), ("::ffff:127.0.0.1", False),
     ("::ffff:10.0.0.1", False), ("255.255.255.255", False), ("not-an-ip", False),
-    # issue 27 item 7: special-purpose ranges is_global lets through, and IPv4 inside IPv6 transition forms
+    # special-purpose ranges is_global lets through, and IPv4 inside IPv6 transition forms
     ("192.0.0.192", False), ("192.0.0.9", False), ("64:ff9b::a00:1", False), ("64:ff9b::808:808", False),
     ("2002:a00:1::1", False), ("2002:808:808::1", False), ("::10.0.0.1", False), ("::127.0.0.1", False),
     ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False), ("198.18.0.1", False), ("2001:db8::1", False),

@@ -1,4 +1,4 @@
-"""Issue 27: github mode under attack, each attack replayed against a real gunicorn github-mode gateway.
+"""github mode under attack: each attack replayed against a real gunicorn github-mode gateway.
 
 The GitHub stand-in (``support.github_standin``) is the upstream; every test
 runs on the SQLite and on the PostgreSQL state store. The slow-metadata
@@ -79,7 +79,7 @@ def _own_gateway(gw, request, tmp_path, **settings: str) -> Gateway:
     return Gateway(env, threads=8)
 
 
-# ----------------------------------------------------------------- item 1
+# ----------------------------------------------------------------- attack 1
 def test_slow_metadata_documents_cannot_stall_the_gateway(attacked):
     gw, standin, drip = attacked
     tag = secrets.token_hex(3)
@@ -106,7 +106,7 @@ def test_slow_metadata_documents_cannot_stall_the_gateway(attacked):
     assert again[1] == 400 and drip.seen[fetched[0].split(str(drip.port), 1)[1]] == 1
 
 
-# ----------------------------------------------------------------- item 2
+# ----------------------------------------------------------------- attack 2
 def test_access_ends_when_membership_ends_and_admin_can_cut_off(attacked):
     gw, standin, _ = attacked
     alice = next(u for u in standin.users.values() if u.login == "alice")
@@ -138,7 +138,7 @@ def test_access_ends_when_membership_ends_and_admin_can_cut_off(attacked):
     assert again.refresh(fresh["refresh_token"]).json()["error"] == "invalid_grant"
 
 
-# ----------------------------------------------------------------- item 3
+# ----------------------------------------------------------------- attack 3
 def test_allowlisted_login_counts_only_for_the_pinned_id(attacked):
     gw, standin, _ = attacked
     dave = Login(gw, standin, user="dave")  # listed by numeric id
@@ -160,7 +160,7 @@ def test_allowlisted_login_counts_only_for_the_pinned_id(attacked):
         standin.users["carol"] = original
 
 
-# ----------------------------------------------------------------- item 4
+# ----------------------------------------------------------------- attack 4
 def test_registration_fields_are_bounded(attacked):
     gw, _, _ = attacked
     cb = f"http://127.0.0.1:{free_port()}/cb"
@@ -178,7 +178,7 @@ def test_registration_fields_are_bounded(attacked):
     assert stored < 2_000_000, state.stdout  # the 1 MB name and the 900 KB jwks never reached the store
 
 
-# ----------------------------------------------------------------- item 6
+# ----------------------------------------------------------------- attack 6
 def test_unverified_clients_get_an_error_page_not_a_redirect(attacked):
     gw, standin, _ = attacked
     reg = register(gw, ["https://evil.example/phish"])
@@ -194,7 +194,7 @@ def test_unverified_clients_get_an_error_page_not_a_redirect(attacked):
         assert page_error(answer) and "evil.example" not in answer.headers.get("Location", "")
 
 
-# ----------------------------------------------------------------- item 7
+# ----------------------------------------------------------------- attack 7
 def test_a_refused_refresh_leaves_the_token_usable(attacked):
     gw, standin, _ = attacked
     login = Login(gw, standin, user="bob")

@@ -227,7 +227,7 @@ def test_github_subject_hash():
     assert github_subject_hash("12345") == hashlib.sha256(b"github:12345").hexdigest()[:16]
 
 
-# ---------------------------------------------------------------- issue 27: bounded state, cut-off
+# ---------------------------------------------------------------- bounded state, cut-off
 def test_the_client_cap_evicts_only_old_unused_clients(store):
     assert store.add_client("a", {}, None, 10, cap=2, evict_before=0)
     assert store.add_client("b", {}, None, 20, cap=2, evict_before=0)
