@@ -295,3 +295,34 @@ def test_https_issuer_uses_a_host_prefixed_secure_cookie(tmp_path):
     cookie = answer.headers["Set-Cookie"]
     assert answer.status_code == 302 and cookie.startswith("__Host-s3rm_oauth_session=")
     assert "Secure" in cookie and "Path=/" in cookie and "Domain" not in cookie and "attacker-chosen" not in cookie
+
+
+def test_family_lifetime_and_github_outage_on_refresh(attacked, request, tmp_path):
+    gw, _, _ = attacked
+    own = _own_gateway(gw, request, tmp_path, S3RM_GITHUB_MEMBERSHIP_STALE_SECONDS="0")
+    with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{own.base}/oauth/github/callback", _users()) as standin:
+        own.env.update(standin.env())
+        with own:
+            from gateway.auth.service import open_auth_store
+            from gateway.auth.store import digest
+
+            store = open_auth_store(load_config(own.env))
+            old = Login(own, standin, user="bob")
+            aged = old.token(old.code()).json()
+            if hasattr(store, "pool"):  # a sign-in that started 100 days ago (the default lifetime is 90)
+                with store.pool.connection() as conn:
+                    conn.execute("UPDATE s3rm_auth_family SET created_at = created_at - 8640000")
+            else:
+                store._db().execute("UPDATE families SET created_at = created_at - 8640000")
+            too_old = old.refresh(aged["refresh_token"])
+            assert too_old.status_code == 400 and too_old.json()["error"] == "invalid_grant"
+            assert "older" in too_old.json()["error_description"]
+
+            login = Login(own, standin, user="bob")
+            tokens = login.token(login.code()).json()
+            standin.__exit__()  # GitHub unreachable
+            down = login.refresh(tokens["refresh_token"])
+            assert down.status_code == 503 and down.json()["error"] == "temporarily_unavailable"
+            assert int(down.headers["Retry-After"]) >= 1
+            unused = store.use_refresh(digest(tokens["refresh_token"]), int(time.time()), consume=False)
+            assert unused.status == "ok"  # the refused refresh left the token usable
