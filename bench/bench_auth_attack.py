@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wiki-dir", default=str(REPO / ".dev" / "wiki"))
     parser.add_argument("--slow", type=int, default=50, help="concurrent slow-metadata /authorize requests")
     parser.add_argument("--rounds", type=int, default=40, help="search_lessons calls per phase")
-    parser.add_argument("--attempts", type=int, default=10000, help="anonymous register+authorize pairs")
+    parser.add_argument("--attempts", type=int, default=10000, help="anonymous register+authorize pairs (0: skip part 2)")
     parser.add_argument("--cap", type=int, default=1000, help="S3RM_OAUTH_MAX_CLIENTS and _MAX_PENDING of part 2")
     args = parser.parse_args(argv)
     wiki = running_wiki(Path(args.wiki_dir))
@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     drip = DripServer(folder)
     try:
         stall(env, drip, args.slow, args.rounds)
-        growth({**env, "S3RM_OAUTH_STATE_DB": str(folder / "growth.sqlite3")}, args.attempts, args.cap)
+        if args.attempts > 0:
+            growth({**env, "S3RM_OAUTH_STATE_DB": str(folder / "growth.sqlite3")}, args.attempts, args.cap)
     finally:
         drip.close()
     return 0
