@@ -223,6 +223,22 @@ def test_github_mode_settings():
         assert name in str(err.value)
 
 
+def test_user_allowlists_split_ids_from_logins_and_the_abuse_settings_are_checked():
+    base = {"S3RM_MCP_WRITE_AUTH_MODE": "github", "S3RM_MCP_PUBLIC_URL": "https://wiki.example/mcp",
+            "S3RM_GITHUB_CLIENT_ID": "Iv1.x", "S3RM_GITHUB_CLIENT_SECRET": "s3cret-value",
+            "S3RM_GITHUB_READ_USERS": "5001,Alice", "S3RM_GITHUB_WRITE_USERS": "5002"}
+    github = load_config(base).github
+    assert github.read_user_ids == {"5001"} and github.read_users == {"alice"} and github.write_user_ids == {"5002"}
+    assert github.pending_logins == {"alice"} and github.rate_limit_per_second == 5.0
+    allowed = load_config({**base, "S3RM_OAUTH_CIMD_ALLOW_NETWORKS": "10.1.0.0/16, 127.0.0.1"}).github
+    assert allowed.cimd_allow_networks == ("10.1.0.0/16", "127.0.0.1/32")
+    for key, value in (("S3RM_OAUTH_CIMD_ALLOW_NETWORKS", "not-a-network"), ("S3RM_OAUTH_CIMD_TIMEOUT_SECONDS", "0"),
+                       ("S3RM_OAUTH_FAMILY_MAX_SECONDS", "10"), ("S3RM_OAUTH_MAX_PENDING", "x")):
+        with pytest.raises(ConfigError) as err:
+            load_config({**base, key: value})
+        assert key in str(err.value)
+
+
 def test_github_subject_hash():
     assert github_subject_hash("12345") == hashlib.sha256(b"github:12345").hexdigest()[:16]
 
