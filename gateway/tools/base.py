@@ -36,6 +36,7 @@ __all__ = [
     "SchemaBuilder",
     "ToolContext",
     "ToolSpec",
+    "WholeRead",
     "failure_result",
     "success_result",
     "result_message",
@@ -82,12 +83,18 @@ class OutputBudget:
 
     ``cap_bytes``: the cap; ``request_id``: the JSON-RPC id the response echoes;
     ``overhead_bytes``: bytes the transport adds to every result of this request
-    (the 2026-07-28 ``resultType`` and ``_meta`` members, docs/transport.md#tool-results).
+    (the 2026-07-28 ``resultType`` and ``_meta`` members, docs/transport.md#tool-results);
+    ``ceiling_bytes``: the read ceiling, the most a :class:`WholeRead` result
+    may take (at least the cap; 0 means the cap; docs/read-path.md#read-back).
     """
 
     cap_bytes: int
     request_id: str | int | None = None
     overhead_bytes: int = 0
+    ceiling_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ceiling_bytes", max(self.cap_bytes, self.ceiling_bytes))
 
     def measure(self, obj: dict[str, Any]) -> int:
         """Bytes of the full response that would carry ``obj`` as a successful result."""
@@ -130,6 +137,15 @@ class OutputBudget:
             else:
                 hi = mid - 1
         return best, lo
+
+
+class WholeRead(dict):
+    """A result holding one value, or one item per sub-list, that is sent whole above the cap.
+
+    A handler returns it for a minimal read that does not fit
+    ``S3RM_OUTPUT_MAX_BYTES``; the dispatcher then allows up to
+    :attr:`OutputBudget.ceiling_bytes` (docs/read-path.md#read-back).
+    """
 
 
 # ------------------------------------------------------------------ context

@@ -37,6 +37,7 @@ from mcp_types import CallToolResult
 from gateway.config import GatewayConfig
 from gateway.core.errors import INVALID_PARAMS, JsonRpcError, ToolError, error_payload
 from gateway.core.jsonio import encode_json
+from gateway.domain.schema import load_schema
 from gateway.ops.metrics import Metrics
 from gateway.tools.base import (
     OutputBudget,
@@ -45,7 +46,9 @@ from gateway.tools.base import (
     result_message,
     success_result,
     utc_now,
+    WholeRead,
 )
+from gateway.tools.readability import whole_read_bytes
 from gateway.tools.registry import ToolEntry, ToolRegistry
 from gateway.ops.auth import Credentials, authorize
 
@@ -90,6 +93,8 @@ class Dispatcher:
         #: ``(tool name) -> None`` callables run after every successful write (e.g. the
         #: graph cache's invalidation); a failing listener never fails the write
         self.write_listeners = tuple(write_listeners)
+        #: bytes of the largest minimal read the schemas allow (docs/read-path.md#read-back)
+        self.whole_read_bytes = whole_read_bytes(load_schema())
 
     def call(
         self,
@@ -125,7 +130,9 @@ class Dispatcher:
             raise JsonRpcError(INVALID_PARAMS, '"arguments" must be a JSON object', request_id=request_id)
 
         principal = authorize(entry.spec.kind, credentials, self.config)
-        budget = OutputBudget(self.config.output_max_bytes, request_id, overhead_bytes)
+        cap = self.config.output_max_bytes
+        budget = OutputBudget(cap, request_id, overhead_bytes,
+                              ceiling_bytes=max(cap, self.whole_read_bytes + overhead_bytes))
         started = time.perf_counter()
         if self.admission is None:
             outcome, result = self._run(entry, arguments, principal, budget)
@@ -200,7 +207,7 @@ class Dispatcher:
         except (TypeError, ValueError) as exc:
             log.error("tool result is not JSON-serialisable tool=%s exception=%s", spec.name, type(exc).__name__)
             return "internal_error", self._internal(budget)
-        if size > budget.cap_bytes:
+        if size > (budget.ceiling_bytes if isinstance(obj, WholeRead) else budget.cap_bytes):
             self.metrics.incr("output_cap_hits", tool=spec.name)
             return "output_too_large", self._failure(
                 budget,

@@ -10,10 +10,12 @@ marked ``symmetric``) — default 5, max 20 items each, with ``total``.
 
 Byte cap: the sub-pages shrink first (to a common size, then each grows back
 while it fits); when even one item per list does not fit, long Lesson fields
-are shortened with an explicit marker and listed in ``truncated``.
-``citation_detail=full`` never shortens a citation: the page shrinks, and when
-one citation alone cannot be returned (over the cap or over the schema's
-field length) the call fails with ``item_too_large`` naming the evidence.
+are shortened with an explicit marker and listed in ``truncated``. A minimal
+read is never shortened (docs/read-path.md#read-back): one field requested
+alone, and the first item of each sub-list page, are sent whole even above
+the cap (up to the read ceiling). ``citation_detail=full`` never shortens a
+citation; a stored citation over the schema's field lengths (a browser edit)
+fails with ``item_too_large`` naming the evidence.
 Sub-list cursors bind the Lesson id, its revision and the detail level: after
 an edit they are refused with ``invalid_cursor`` (restart from the first page).
 
@@ -31,8 +33,9 @@ from gateway.domain.digests import content_digest
 from gateway.domain.markers import GITHUB_LOGIN, parse_summary
 from gateway.domain.schema import load_schema
 from gateway.retrieval.shaping import conformer, ItemTooLarge, truncate_text
-from gateway.tools.base import ToolContext, tool_spec
+from gateway.tools.base import ToolContext, tool_spec, WholeRead
 from gateway.tools.policy import describe
+from gateway.tools.readability import short_field_chars
 from gateway.tools.read_common import DEFAULT_LIMIT, Pager, read_tool, repository
 from gateway.tools.read_items import citation_items, relation_item, symmetric_relations, verification_item
 from gateway.tools.schema_parts import (
@@ -66,8 +69,9 @@ class _Sub:
 
 
 def _too_large(name: str, index: int, record_id: str) -> ToolError:
-    return ToolError("item_too_large", f"{name} item {index} ({record_id or 'no id'}) alone exceeds the response "
-                     "limits with citation_detail=full; request citation_detail=compact to read the rest.",
+    return ToolError("item_too_large", f"{name} item {index} ({record_id or 'no id'}) holds values longer than the "
+                     "published field lengths (edited outside the gateway), so citation_detail=full cannot return it "
+                     "whole; request citation_detail=compact to read it shortened.",
                      details={"list": name, "position": index, "record_id": record_id[:64]})
 
 
@@ -138,11 +142,18 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
             out["truncated"] = sorted(cut)
         return out
 
-    return _fit(ctx, subs, build)
+    return _fit(ctx, subs, build, len(names) == 1)
 
 
-def _fit(ctx: ToolContext, subs: dict[str, _Sub], build) -> dict[str, Any]:
-    """Largest sub-pages (then longest Lesson text) that fit the byte cap; see module doc."""
+def _fit(ctx: ToolContext, subs: dict[str, _Sub], build, single_field: bool) -> dict[str, Any]:
+    """Largest sub-pages (then longest Lesson text) that fit the byte cap; see module doc.
+
+    When even one item per list does not fit: a read of one field returns it
+    and the items whole (:class:`WholeRead`, up to the read ceiling); a read of
+    several fields shortens the long ones (never below the longest short
+    field, so titles, accounts and times stay whole) and returns the items
+    whole if they alone are over the cap.
+    """
     fits = ctx.budget.fits
     full = {name: len(sub.window) for name, sub in subs.items()}
     if fits(build(full, None)):
@@ -161,7 +172,10 @@ def _fit(ctx: ToolContext, subs: dict[str, _Sub], build) -> dict[str, Any]:
     cap: int | None = None
     if best is None:
         counts = common(1)
-        lo, hi = 0, _MAX_FIELD_CHARS
+        if single_field:
+            return WholeRead(build(counts, None))
+        floor = short_field_chars(load_schema())
+        lo, hi = floor, _MAX_FIELD_CHARS
         while lo <= hi:
             mid = (lo + hi) // 2
             if fits(build(counts, mid)):
@@ -169,14 +183,7 @@ def _fit(ctx: ToolContext, subs: dict[str, _Sub], build) -> dict[str, Any]:
             else:
                 hi = mid - 1
         if cap is None:
-            for name, sub in subs.items():
-                alone = {n: (1 if n == name else 0) for n in subs}
-                if full[name] and not fits(build({**alone, name: min(1, full[name])}, 0)):
-                    first = sub.window[0] or {}
-                    if name == "citations":
-                        raise _too_large(name, sub.offset, str(first.get("id", "")))
-            raise ToolError("output_too_large", f"The Lesson does not fit the {ctx.budget.cap_bytes}-byte response "
-                            "cap; request fewer fields or smaller sub-list limits.")
+            return WholeRead(build(counts, floor))
     else:
         counts = common(best)
     for name in SUBLISTS:  # let each list grow back while the page still fits
@@ -247,12 +254,12 @@ def output_schema(F: Fields) -> dict:
         "verifications": _sub_page("Verification records of the Lesson.", _verification_item(F)),
         "relations": _sub_page("Relations stored on or pointing at the Lesson.", _relation_item(F)),
         "truncated": array("Lesson fields shortened (text ends with an explicit truncation marker) to fit the "
-                           "response byte cap; request them alone with `fields` to get more.",
+                           "response byte cap; request one alone with `fields: [name]` to get it whole.",
                            {"type": "string", "enum": F.core_fields()}, unique=True),
     }, ["id", "revision_id", "content_digest", "lesson", "citations", "verifications", "relations"],
         "One Lesson with paged citations, verification records and relations.")
 
 
 SPEC = tool_spec(NAME, 'Get Lesson', describe(
-        """Read one Lesson by id (without the `Lesson:` prefix): current revision id, content digest, core fields, and its citations, verification records and relations as separate cursor pages (default 5, max 20 each). `citation_detail=full` adds note, added_by and added_at and never truncates silently: the page shrinks, or an error says one item alone exceeds the response cap. Each evidence item carries the digest that record_evidence_verification expects."""
+        """Read one Lesson by id (without the `Lesson:` prefix): current revision id, content digest, core fields, and its citations, verification records and relations as separate cursor pages (default 5, max 20 each). `citation_detail=full` adds note, added_by and added_at and never truncates: the page shrinks. A field requested alone (`fields: [name]`) and the first item of each page are always returned whole. Each evidence item carries the digest that record_evidence_verification expects."""
     ), 'read', handle, input_schema, output_schema)
