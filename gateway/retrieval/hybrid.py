@@ -272,6 +272,12 @@ class RetrievalService:
                 "projection_version": self.builder.version, "ranking_version": self.ranking.version,
                 "shadow": self._shadow.stats()}
 
+    def embedding_truncation(self, page: LessonPage) -> dict[str, dict]:
+        """The write answer's ``embedding_truncated``: facets of ``page`` this generation's index cuts
+        (:meth:`ProjectionBuilder.truncation_report`, docs/hybrid-search.md#truncation-report);
+        ``{}`` when nothing is cut or the provider is disabled. No embedding call."""
+        return self.builder.truncation_report(page) if self.provider.enabled else {}
+
     def quarantined_count(self) -> int:
         """Lessons whose embedding is quarantined (docs/hybrid-search.md#quarantine); a count only."""
         return self.refresher.quarantined_count()

