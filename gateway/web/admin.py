@@ -11,10 +11,10 @@ word, never Lesson ids or text. ``queued`` is 0 without a retrieval service.
 """
 from __future__ import annotations
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, current_app
 
 from gateway.core.jsonio import json_response
-from gateway.web.metrics_endpoint import metrics_allowed
+from gateway.web.metrics_endpoint import operator_refusal
 
 __all__ = ["bp", "RETRY_QUARANTINED"]
 
@@ -28,10 +28,9 @@ bp = Blueprint("admin", __name__)
 def retry_quarantined():
     """Queue every quarantined Lesson for one more embedding attempt (module docstring)."""
     state = current_app.extensions["s3rm"]
-    if not metrics_allowed(request.remote_addr, request.headers.get("Authorization"),
-                           state.config.metrics_token_sha256):
-        return json_response({"error": {"code": "not_found", "message": "Not Found: no such endpoint on this server"}},
-                             404)
+    refused = operator_refusal(state)
+    if refused is not None:
+        return refused
     retrieval = getattr(state, "retrieval", None)
     queued = retrieval.retry_quarantined() if retrieval is not None and retrieval.enabled else 0
     return json_response({"queued": queued, "semantic": state.semantic_status()}, 200)
