@@ -47,6 +47,7 @@ from gateway.transport.protocol import McpProtocol
 from gateway.web.graph import create_graph_blueprint
 from gateway.web.health import WikiLoginProbe, bp as health_bp
 from gateway.web.metrics_endpoint import bp as metrics_bp
+from gateway.web.admin import bp as admin_bp
 
 __all__ = ["create_app", "GatewayState", "LazyRepository", "RepositoryFactory"]
 
@@ -214,6 +215,7 @@ def create_app(
     app.register_blueprint(mcp_bp)
     app.register_blueprint(health_bp)
     app.register_blueprint(metrics_bp)
+    app.register_blueprint(admin_bp)
     if oauth is not None:
         app.register_blueprint(create_auth_blueprint(oauth))  # github mode: the authorization server
     else:

@@ -30,6 +30,10 @@ S3RM_SEMANTIC_FOLLOW_SECONDS       recent-changes poll interval (0 = off)      2
 S3RM_SEMANTIC_CHECKPOINT_FILE      JSON file of the follower checkpoint        none (memory)
 S3RM_SEMANTIC_RC_MAX_AGE_SECONDS   the wiki's ``$wgRCMaxAge``: an older        7776000
                                    checkpoint is a gap (full rebuild)
+S3RM_SEMANTIC_QUARANTINE_AFTER     refreshes in which one Lesson's embedding   3
+                                   failed while the provider worked, before
+                                   that Lesson is quarantined
+                                   (docs/hybrid-search.md#quarantine)
 S3RM_DUPLICATE_BUDGET_SECONDS      time budget of the write-time duplicate      1.5
                                    check (create_lesson_draft)
 S3RM_INDEX_BACKEND                 ``memory`` (in-process exact index, one      ``memory``
@@ -110,6 +114,7 @@ class RetrievalSettings:
     follow_seconds: float = 2.0
     checkpoint_file: str = ""
     rc_max_age_seconds: float = 90 * 86400.0
+    quarantine_after: int = 3
     index_backend: str = "memory"
     pg_dsn: str = ""
     pg_search: str = "exact"
@@ -180,6 +185,7 @@ def load_retrieval(environ: Mapping[str, str]) -> RetrievalSettings:
         checkpoint_file=get("S3RM_SEMANTIC_CHECKPOINT_FILE", ""),
         rc_max_age_seconds=number(get, "S3RM_SEMANTIC_RC_MAX_AGE_SECONDS", 90 * 86400.0, float, 60.0,
                                   10 * 365 * 86400.0),
+        quarantine_after=number(get, "S3RM_SEMANTIC_QUARANTINE_AFTER", 3, int, 1, 100),
         **_index_backend(get, environ),
     )
     if settings.max_lag_seconds < settings.reconcile_seconds:

@@ -261,8 +261,8 @@ class RetrievalService:
         """Semantic counts and states (``/readyz`` keeps only the counts; ``/metrics`` shows all,
         docs/operations.md#observability).
 
-        Keys: status, indexed, lessons, pending, failed, missing, stale_hashes,
-        orphans, truncated, refreshing, last_reconcile_age_seconds, error,
+        Keys: status, indexed (Lessons findable by meaning), lessons, pending, failed, quarantined,
+        missing, stale_hashes, orphans, truncated, refreshing, last_reconcile_age_seconds, error,
         breaker, queue{in_use, waiting, rejected}, generation, model,
         projection_version, ranking_version, shadow{samples, mean_overlap} (shadow queries
         this process compared, docs/operations.md#shadow-queries); the pgvector backend adds
@@ -271,6 +271,20 @@ class RetrievalService:
         return {**self.refresher.health(), "generation": self.generation, "model": self.profile.model_id,
                 "projection_version": self.builder.version, "ranking_version": self.ranking.version,
                 "shadow": self._shadow.stats()}
+
+    def embedding_truncation(self, page: LessonPage) -> dict[str, dict]:
+        """The write answer's ``embedding_truncated``: facets of ``page`` this generation's index cuts
+        (:meth:`ProjectionBuilder.truncation_report`, docs/hybrid-search.md#truncation-report);
+        ``{}`` when nothing is cut or the provider is disabled. No embedding call."""
+        return self.builder.truncation_report(page) if self.provider.enabled else {}
+
+    def quarantined_count(self) -> int:
+        """Lessons whose embedding is quarantined (docs/hybrid-search.md#quarantine); a count only."""
+        return self.refresher.quarantined_count()
+
+    def retry_quarantined(self) -> int:
+        """Queue every quarantined Lesson for one more embedding attempt; returns how many."""
+        return self.refresher.retry_quarantined()
 
     def hint_dirty(self, lesson_id: str) -> None:
         """Write-path hint after a create or core revise (docs/tools.md#dirty-hint). Never raises, never blocks."""

@@ -27,7 +27,9 @@ A facet is ``"<field>: <value>"`` lines joined by ``"\\n"``; empty values are
 left out; ``whole`` is the title line and the non-empty facets joined by
 ``"\\n"``. A text longer than ``facet_char_cap`` (4,000) characters keeps its
 head (2/3 of the room) and tail (1/3) around :data:`ELISION` and records the
-cut in :class:`FacetTruncation` — a truncation nobody sees is a silent loss.
+cut in :class:`FacetTruncation` — a truncation nobody sees is a silent loss;
+:meth:`ProjectionBuilder.truncation_report` tells the writer which fields
+were cut (docs/hybrid-search.md#truncation-report).
 
 Evidence, verification records, relations, author, reviewer and time stamps
 are never embedded; the title enters ``whole`` only. ``retrieval_hash``
@@ -261,19 +263,48 @@ class ProjectionBuilder:
             self._memo.put(key, doc)
         return doc
 
+    def _lines(self, page: LessonPage) -> dict[str, list[tuple[str, str]]]:
+        """Per index facet, its ``(field, "<field>: <value>")`` lines before any cut (``whole`` starts with title)."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        for facet in FACETS:
+            out[facet] = [(name, f"{name}: {value}") for name in self._layout[facet]
+                          if (value := normalize_text(page.fields.get(name, "")))]
+        title = normalize_text(page.fields.get("title", ""))
+        out[WHOLE] = ([("title", f"title: {title}")] if title else []) + [line for f in FACETS for line in out[f]]
+        return out
+
+    def truncation_report(self, page: LessonPage) -> dict[str, dict]:
+        """Which facets of ``page`` the index would cut, computed locally (no embedding call).
+
+        Returns ``{facet: {"fields": [...], "kept": k}}`` for every cut facet
+        (docs/hybrid-search.md#truncation-report): ``fields`` are the fields
+        (``title`` included for ``whole``) whose text lies at least partly in the
+        dropped middle, in facet order; ``kept`` is the share of the facet's
+        characters (code points of the normalised facet text) that the embedded
+        text still holds, ``(cap - len(ELISION)) / length``, rounded down to two
+        decimals. ``{}`` when nothing is cut.
+        """
+        out: dict[str, dict] = {}
+        room = self.facet_char_cap - len(ELISION)
+        for facet, lines in self._lines(page).items():
+            length = sum(len(line) for _, line in lines) + max(0, len(lines) - 1)
+            if length <= self.facet_char_cap:
+                continue
+            head = room * 2 // 3
+            drop_end = length - (room - head)
+            fields, start = [], 0
+            for name, line in lines:
+                end = start + len(line)
+                if start < drop_end and end > head and name not in fields:
+                    fields.append(name)
+                start = end + 1
+            out[facet] = {"fields": fields, "kept": int(100 * room / length) / 100}
+        return out
+
     def _build(self, lesson_id: str, page: LessonPage, revision_id: int) -> ProjectionDocument:
         facets: list[tuple[str, str]] = []
         cuts: list[FacetTruncation] = []
-        full: dict[str, str] = {}
-        for facet in FACETS:
-            lines = []
-            for name in self._layout[facet]:
-                value = normalize_text(page.fields.get(name, ""))
-                if value:
-                    lines.append(f"{name}: {value}")
-            full[facet] = "\n".join(lines)
-        title = normalize_text(page.fields.get("title", ""))
-        full[WHOLE] = "\n".join(([f"title: {title}"] if title else []) + [full[f] for f in FACETS if full[f]])
+        full = {facet: "\n".join(line for _, line in lines) for facet, lines in self._lines(page).items()}
         for facet in INDEX_FACETS:
             text = full[facet]
             if len(text) > self.facet_char_cap:

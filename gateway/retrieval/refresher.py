@@ -32,9 +32,15 @@ ids), projects them with the generation's :class:`ProjectionBuilder`, and
 diffs against the current snapshot: a new or changed ``retrieval_hash`` is
 re-embedded; an equal hash with another revision or metadata only updates the
 record (no embedding); an indexed id that no longer exists is removed. An
-unchanged reconcile makes zero embedding calls. If any needed embedding
-fails, nothing is swapped (all-or-nothing, docs/retrieval.md#index-lifecycle): the old snapshot keeps
-serving and the status becomes ``degraded`` (``unavailable`` without one).
+unchanged reconcile makes zero embedding calls. When the provider is down
+(open circuit, full queue, a failed probe), nothing is swapped
+(docs/retrieval.md#index-lifecycle): the old snapshot keeps serving and the
+status becomes ``degraded`` (``unavailable`` without one). When only some
+Lessons fail while the provider embeds other texts, the rest is swapped in
+and those Lessons count a strike; after ``S3RM_SEMANTIC_QUARANTINE_AFTER``
+strikes a Lesson is quarantined (docs/hybrid-search.md#quarantine): indexed
+with zero vectors, so only full text finds it, and counted in ``/readyz``
+until an edit changes its ``retrieval_hash`` or :meth:`retry_quarantined`.
 Before the first activation (and after any failure) the provider is probed
 against the pinned profile; a mismatch blocks activation (docs/retrieval.md#generation).
 
@@ -50,10 +56,13 @@ import threading
 import time
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 from gateway.core.errors import ToolError
 from gateway.domain.repository import LessonRepository, RepositoryError, SNAPSHOT_BATCH
 from gateway.domain.repository import ChangePosition
-from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, ProviderProfileMismatch
+from gateway.retrieval.embedding import (CircuitOpen, EmbeddingDisabled, EmbeddingError, EmbeddingProvider,
+                                         EmbeddingSaturated, ProviderProfileMismatch)
 from gateway.retrieval.follower import ChangeFollower, FollowBatch
 from gateway.retrieval.index import IndexEntry, IndexSnapshot, epoch_seconds
 from gateway.retrieval.analyzer import analyze, analyzer
@@ -72,6 +81,8 @@ MAX_SCAN_BATCHES = 20000
 FAILURE_RETRY_SECONDS = 30.0
 #: Tombstones kept at most (oldest dropped first; a full reconcile also clears those it covers).
 MAX_TOMBSTONES = 100_000
+#: Errors that say the provider itself cannot embed now: never a single Lesson's fault.
+PROVIDER_DOWN = (CircuitOpen, EmbeddingSaturated, EmbeddingDisabled, ProviderProfileMismatch)
 
 
 class IndexRefresher:
@@ -193,6 +204,22 @@ class IndexRefresher:
         in-process index has one generation (docs/operations.md#shadow-queries)."""
         return None
 
+    def retry_quarantined(self) -> int:
+        """Embed every quarantined Lesson once more at its next refresh (docs/hybrid-search.md#quarantine).
+
+        Returns how many were queued. A Lesson that fails again goes back to quarantine at once.
+        """
+        with self._cond:
+            ids = set(self._state.quarantined)
+            self._state.retry_ids |= ids
+        self._queue(sorted(ids))
+        return len(ids)
+
+    def quarantined_count(self) -> int:
+        """Lessons in quarantine (docs/hybrid-search.md#quarantine); never their ids or text."""
+        with self._cond:
+            return len(self._state.quarantined)
+
     def maybe_reconcile(self) -> bool:
         """Queue a full reconcile when the interval has passed since the last one started; never blocks."""
         with self._cond:
@@ -201,7 +228,7 @@ class IndexRefresher:
                 return False
             last = st.last_reconcile_started
             interval = self.settings.reconcile_seconds
-            if st.last_error:  # degraded/unavailable: retry sooner, still bounded
+            if st.last_error or st.lesson_failures():  # degraded/unavailable: retry sooner, still bounded
                 interval = min(interval, FAILURE_RETRY_SECONDS)
             if last is not None and self.clock() - last < interval:
                 return False
@@ -247,12 +274,14 @@ class IndexRefresher:
             st = self._state
             now = self.clock()
             snap = st.snapshot
+            jailed = sum(1 for i in st.quarantined if snap is not None and i in snap)
             out: dict[str, Any] = {
                 "status": st.status(now, self.settings.max_lag_seconds),
-                "indexed": len(snap) if snap is not None else 0,
+                "indexed": len(snap) - jailed if snap is not None else 0,
                 "lessons": st.canonical_count,
                 "pending": len(st.pending_ids),
-                "failed": len(st.failed_ids),
+                "failed": len(st.failed_ids | {i for i in st.strikes if i not in st.quarantined}),
+                "quarantined": len(st.quarantined),
                 "missing": len(st.missing_ids),
                 "stale_hashes": len(st.stale_ids),
                 "orphans": st.orphans_removed,
@@ -334,6 +363,8 @@ class IndexRefresher:
         outcome = RefreshOutcome(kind)
         needed: set[str] = set(ids)
         head = self._stream_head() if kind == "full" else None
+        with self._cond:
+            force = set(self._state.retry_ids)
         try:
             if self._state.snapshot is None:
                 analyzer()  # load Kiwi before the first snapshot serves: no request ever waits for it
@@ -344,17 +375,28 @@ class IndexRefresher:
             fresh = self._scan_all() if kind == "full" else self.repository.get_snapshots(sorted(ids))
             base = self._state.snapshot or IndexSnapshot.empty(self.generation, self.dims)
             docs = {lesson_id: self.builder.build_snapshot(snap) for lesson_id, snap in fresh.items()}
-            upserts, metadata = self._diff(base, docs)
+            upserts, metadata = self._diff(base, docs, force)
             needed |= {doc.lesson_id for doc in upserts}
             removed = [i for i in base.ids if i not in fresh] if kind == "full" else \
                 sorted(i for i in ids if i not in fresh and i in base)
-            vectors = self._embed(upserts)
+            vectors, failures = self._embed(upserts)
         except (EmbeddingError, RepositoryError, ToolError) as exc:
             return self._fail(outcome, exc, needed)
+        with self._cond:
+            strikes = {i: self._state.strikes.get(i, 0) + 1 for i in failures}
+        jailed = {i for i, n in strikes.items() if n >= self.settings.quarantine_after}
+        for doc in upserts:
+            if doc.lesson_id in jailed:  # indexed for full text only: an equal hash is not retried
+                vectors[doc.lesson_id] = {f: np.zeros(self.dims, np.float32) for f in INDEX_FACETS}
         entries = [IndexEntry(record_of(doc), vectors[doc.lesson_id], tuple(analyze(doc.text(WHOLE))))
-                   for doc in upserts]
+                   for doc in upserts if doc.lesson_id in vectors]
+        outcome.failed_lessons, outcome.quarantined = len(failures) - len(jailed), len(jailed)
+        if failures:
+            log.warning("semantic refresh: %d Lesson(s) failed to embed, %d quarantined (kind=%s codes=%s "
+                        "generation=%s)", len(failures), len(jailed), kind, ",".join(sorted(set(failures.values()))),
+                        self.generation)
         outcome.examined = len(docs)
-        outcome.embedded, outcome.metadata_only, outcome.removed = len(entries), len(metadata), len(removed)
+        outcome.embedded, outcome.metadata_only, outcome.removed = len(entries) - len(jailed), len(metadata), len(removed)
         changed = bool(entries or metadata or removed) or self._state.snapshot is None
         new = base.apply(entries, removed, [record_of(d) for d in metadata]) if changed else base
         with self._cond:
@@ -365,6 +407,15 @@ class IndexRefresher:
             st.failed_ids = frozenset()
             st.stale_seen = False
             st.builds += 1
+            for lesson_id in set(docs) | set(removed):
+                if lesson_id in strikes:
+                    st.strikes[lesson_id] = strikes[lesson_id]
+                elif lesson_id in removed or lesson_id in vectors:
+                    st.strikes.pop(lesson_id, None)
+                    st.quarantined.pop(lesson_id, None)
+                if lesson_id in jailed:
+                    st.quarantined[lesson_id] = docs[lesson_id].retrieval_hash
+            st.retry_ids -= set(docs) | set(removed)
             done = set(fresh) | set(removed) | (ids if kind != "full" else set(base.ids))
             st.missing_ids -= done
             st.stale_ids -= done
@@ -489,24 +540,61 @@ class IndexRefresher:
         raise RepositoryError("full reconcile exceeded its scan bound")
 
     @staticmethod
-    def _diff(base: IndexSnapshot, docs: dict[str, ProjectionDocument]):
-        """Split fresh projections into (new or changed retrieval_hash, metadata/revision-only change)."""
+    def _diff(base: IndexSnapshot, docs: dict[str, ProjectionDocument], force: set[str] = frozenset()):
+        """Split fresh projections into (new or changed retrieval_hash, metadata/revision-only change);
+        ids in ``force`` (quarantined Lessons an operator retries) are re-embedded whatever their hash."""
         upserts, metadata = [], []
         for lesson_id in sorted(docs):
             doc = docs[lesson_id]
             record = base.record(lesson_id)
             if record is not None and record.revision_id > doc.revision_id:
                 continue  # an older read never replaces a newer indexed revision
-            if record is None or record.retrieval_hash != doc.retrieval_hash:
+            if record is None or record.retrieval_hash != doc.retrieval_hash or lesson_id in force:
                 upserts.append(doc)
             elif record.revision_id != doc.revision_id or record.metadata_hash != doc.metadata.metadata_hash:
                 metadata.append(doc)
         return upserts, metadata
 
-    def _embed(self, docs: list[ProjectionDocument]) -> dict[str, dict[str, Any]]:
-        """Embed every non-empty facet of ``docs`` in one batched call; empty facets get zero vectors."""
-        import numpy as np
+    def _embed(self, docs: list[ProjectionDocument]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+        """Vectors of ``docs`` and the Lessons that failed on their own: ``(vectors, {lesson_id: error code})``.
 
+        One batched call first. When it fails with an error that can belong to one
+        text (an invalid answer or HTTP 4xx, a timeout, a 5xx), the failing group is
+        halved until every failing Lesson stands alone; all halves of one level are
+        tried before any is halved again, so one bad Lesson never gives the circuit
+        breaker more than two failures in a row. When no Lesson could be embedded at
+        all, the provider's probe decides: a failed probe (or :data:`PROVIDER_DOWN`
+        at any step) raises, and nobody is blamed (docs/hybrid-search.md#quarantine).
+        """
+        try:
+            return self._embed_all(docs), {}
+        except PROVIDER_DOWN:
+            raise
+        except EmbeddingError as exc:
+            failing: list[tuple[list[ProjectionDocument], str]] = [(docs, exc.code)]
+        vectors: dict[str, dict[str, Any]] = {}
+        failures: dict[str, str] = {}
+        while failing:
+            halves = []
+            for group, code in failing:
+                if len(group) == 1:
+                    failures[group[0].lesson_id] = code
+                else:
+                    halves += [group[:len(group) // 2], group[len(group) // 2:]]
+            failing = []
+            for half in halves:
+                try:
+                    vectors.update(self._embed_all(half, retries=0))
+                except PROVIDER_DOWN:
+                    raise
+                except EmbeddingError as exc:
+                    failing.append((half, exc.code))
+        if not vectors:
+            self.provider.probe()  # raises when the provider cannot embed anything
+        return vectors, failures
+
+    def _embed_all(self, docs: list[ProjectionDocument], **kwargs: Any) -> dict[str, dict[str, Any]]:
+        """Embed every non-empty facet of ``docs`` in one batched call; empty facets get zero vectors."""
         texts, slots = [], []
         for doc in docs:
             for facet in INDEX_FACETS:
@@ -514,7 +602,7 @@ class IndexRefresher:
                 if text:
                     texts.append(text)
                     slots.append((doc.lesson_id, facet))
-        matrix = self.provider.embed_documents(texts) if texts else np.zeros((0, self.dims), np.float32)
+        matrix = self.provider.embed_documents(texts, **kwargs) if texts else np.zeros((0, self.dims), np.float32)
         out: dict[str, dict[str, Any]] = {d.lesson_id: {f: np.zeros(self.dims, np.float32) for f in INDEX_FACETS}
                                           for d in docs}
         for row, (lesson_id, facet) in enumerate(slots):

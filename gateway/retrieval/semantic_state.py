@@ -10,11 +10,16 @@ Status (docs/retrieval.md#semantic-status), computed by :meth:`SemanticState.sta
 * ``disabled`` — provider disabled;
 * ``unavailable`` — profile mismatch, or no snapshot and the last build failed;
 * ``building`` — no snapshot yet (legacy answers meanwhile);
-* ``degraded`` — a snapshot serves but the last refresh failed (failed ids unresolved);
+* ``degraded`` — a snapshot serves but the last refresh failed (failed ids
+  unresolved), or a Lesson's embedding failed and it is not quarantined yet
+  (docs/hybrid-search.md#quarantine);
 * ``stale`` — a snapshot serves but known changes are pending, a stale hash
   was seen since the last success, or the last full reconcile is older than
   ``S3RM_SEMANTIC_MAX_LAG_SECONDS``;
 * ``ready`` — otherwise.
+
+Quarantined Lessons (docs/hybrid-search.md#quarantine) do not change the
+status; their count is reported beside it.
 """
 from __future__ import annotations
 
@@ -49,6 +54,8 @@ class RefreshOutcome:
     embedded: int = 0
     metadata_only: int = 0
     removed: int = 0
+    failed_lessons: int = 0
+    quarantined: int = 0
     swapped: bool = False
     error: str | None = None
     seconds: float = 0.0
@@ -83,6 +90,16 @@ class SemanticState:
     follow_error: str | None = None
     follow_lag_seconds: float | None = None
     last_poll_at: float | None = None
+    #: lesson id → refreshes in a row in which its embedding failed while the provider worked
+    strikes: dict[str, int] = field(default_factory=dict)
+    #: lesson id → retrieval_hash it was quarantined at (indexed with zero vectors: full text only)
+    quarantined: dict[str, str] = field(default_factory=dict)
+    #: quarantined ids an operator asked to embed again (next refresh of them ignores the equal hash)
+    retry_ids: set[str] = field(default_factory=set)
+
+    def lesson_failures(self) -> int:
+        """Lessons whose embedding failed in their last attempt and that are not quarantined."""
+        return sum(1 for i in self.strikes if i not in self.quarantined)
 
     def status(self, now: float, max_lag: float) -> str:
         """The semantic_status value (module docstring, docs/retrieval.md#semantic-status)."""
@@ -92,7 +109,7 @@ class SemanticState:
             return "unavailable"
         if self.snapshot is None:
             return "unavailable" if self.last_error else "building"
-        if self.last_error:
+        if self.last_error or self.lesson_failures():
             return "degraded"
         lagging = self.last_reconcile_at is None or now - self.last_reconcile_at > max_lag
         if self.pending_ids or self.stale_seen or lagging:

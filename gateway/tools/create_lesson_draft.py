@@ -23,7 +23,8 @@ from gateway.domain.writes import (
 from gateway.tools.base import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_parts import (
-    array, enum, Fields, LIMITS, new_evidence_props, obj, operation_id, revision_id, score, WRITE_STATUSES
+    array, embedding_truncated_out, enum, Fields, LIMITS, new_evidence_props, obj, operation_id, revision_id, score,
+    WRITE_STATUSES,
 )
 from gateway.tools.write_pipeline import write_handler
 
@@ -155,6 +156,7 @@ def output_schema(F: Fields) -> dict:
             "items": array("Possible duplicates, best first.", candidate,
                            max_items=LIMITS["duplicate_candidates_max"]),
         }, ["status", "items"], "Existing Lessons that look like duplicates (advisory)."),
+        "embedding_truncated": embedding_truncated_out(F),
     }, ["status", "id", "current_revision_id", "evidence_ids", "verification_ids", "duplicate_candidates"],
         "Outcome of create_lesson_draft.")
 

@@ -122,17 +122,23 @@ def fit_page(budget: OutputBudget, items: Sequence[T], build: Callable[[Sequence
     return best, 1
 
 
-def retrieval_state(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, str]:
+def retrieval_state(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """``requested_mode``/``effective_mode``/``semantic_status`` of a legacy answer.
 
     ``semantic_status`` is the hybrid layer's current state (``disabled`` without
     one); handlers that serve ``hybrid_v1`` override the mode and status with
-    :func:`gateway.retrieval.modes.choose_mode`.
+    :func:`gateway.retrieval.modes.choose_mode`. ``semantic_quarantined`` is added when
+    Lessons are quarantined (docs/hybrid-search.md#quarantine).
     """
     requested = arguments.get("retrieval_mode") or ctx.config.retrieval_default_mode
     retrieval = getattr(ctx, "retrieval", None)
     status = retrieval.semantic_status() if retrieval is not None else "disabled"
-    return {"requested_mode": requested, "effective_mode": "legacy", "semantic_status": status}
+    out: dict[str, Any] = {"requested_mode": requested, "effective_mode": "legacy", "semantic_status": status}
+    quarantined = getattr(retrieval, "quarantined_count", None)
+    count = quarantined() if quarantined is not None and status != "disabled" else 0
+    if count:
+        out["semantic_quarantined"] = count  # a count only, never ids (docs/hybrid-search.md#quarantine)
+    return out
 
 
 def wants_hybrid(modes: dict[str, str], ctx: ToolContext) -> bool:

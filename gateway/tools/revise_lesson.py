@@ -20,7 +20,9 @@ from gateway.domain.writes import (
 )
 from gateway.tools.base import tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.schema_parts import array, enum, Fields, LIMITS, obj, operation_id, revision_id, string
+from gateway.tools.schema_parts import (
+    array, embedding_truncated_out, enum, Fields, LIMITS, obj, operation_id, revision_id, string
+)
 from gateway.tools.write_pipeline import write_handler
 
 __all__ = ["NAME", "OPERATION", "SPEC"]
@@ -151,6 +153,7 @@ def output_schema(F: Fields) -> dict:
         "current_revision_id": revision_id("Latest revision of the Lesson now."),
         "changed_fields": array("Fields whose value actually changed.",
                                 {"type": "string", "enum": F.changeable_fields()}, unique=True),
+        "embedding_truncated": embedding_truncated_out(F),
     }, ["status", "lesson_id", "applied_revision_id", "current_revision_id", "changed_fields"],
         "Outcome of revise_lesson.")
 

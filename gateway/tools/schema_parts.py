@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.config.profiles import INDEX_FACETS
 from gateway.domain.schema import FieldDef, RecordDef, Schema, load_schema
 
 __all__ = [
     "DIGEST_PATTERN", "DIRECTIONS", "Fields", "LIMITS", "OPERATION_ID_PATTERN", "RETRIEVAL_MODES", "SEMANTIC_STATUSES",
-    "SHA256_PATTERN", "VERDICTS", "WRITE_STATUSES", "array", "citation_item_schema", "cursor", "desc", "enum",
-    "integer", "min_score", "new_evidence_props", "next_cursor", "nullable", "obj", "operation_id", "page_limit",
+    "SHA256_PATTERN", "VERDICTS", "WRITE_STATUSES", "array", "citation_item_schema", "cursor", "desc",
+    "embedding_truncated_out", "enum", "integer", "min_score", "new_evidence_props", "next_cursor", "nullable", "obj", "operation_id", "page_limit",
     "retrieval_mode_in", "retrieval_props", "revision_id", "scan_props", "scope_in", "scope_out", "score", "string",
 ]
 
@@ -283,13 +284,16 @@ def citation_item_schema(F: Fields) -> dict:
 
 
 def retrieval_props(F: Fields) -> dict[str, dict]:
-    """``effective_mode``/``requested_mode``/``ranking_version``/``semantic_status`` of ranked reads."""
+    """``effective_mode``/``requested_mode``/``ranking_version``/``semantic_status`` (and the optional
+    ``semantic_quarantined`` count, docs/hybrid-search.md#quarantine) of ranked reads."""
     return {
         "effective_mode": enum("Retrieval mode actually used for this page.", RETRIEVAL_MODES),
         "requested_mode": enum("Retrieval mode the client asked for.", RETRIEVAL_MODES),
         "ranking_version": string("Version of the ranking/fusion recipe that ordered the results.",
                                   LIMITS["ranking_version_max_length"]),
         "semantic_status": enum("State of the semantic index.", SEMANTIC_STATUSES),
+        "semantic_quarantined": integer("Lessons whose embedding keeps failing: found by full text only, never by "
+                                        "meaning, until edited (absent when none).", 1),
     }
 
 
@@ -313,6 +317,22 @@ def score() -> dict:
     """A result's relevance score (0–1)."""
     return {"description": "Relevance score between 0 and 1 (comparable within one response only).",
             "type": "number", "minimum": 0, "maximum": 1}
+
+
+def embedding_truncated_out(F: Fields) -> dict:
+    """Optional write output ``embedding_truncated``: facets cut for embedding (docs/hybrid-search.md#truncation-report)."""
+    names = ["title", *(f.name for f in F.schema.lesson.fields if f.facet)]
+    cut = obj({
+        "fields": array("Fields whose text lies at least partly in the dropped middle.", enum("Field.", names),
+                        min_items=1, unique=True),
+        "kept": {"description": "Share of the facet's characters the embedded text still holds (0-1).",
+                 "type": "number", "minimum": 0, "maximum": 1},
+    }, ["fields", "kept"], "One facet cut to the embedding window (head and tail kept).")
+    return {"type": "object",
+            "description": "Facets too long for the embedding window, by facet name: only their head and tail are "
+                           "found by meaning; split the Lesson or shorten these fields. Absent when nothing was cut "
+                           "or semantic search is off.",
+            "propertyNames": {"enum": list(INDEX_FACETS)}, "additionalProperties": cut, "minProperties": 1}
 
 
 def retrieval_mode_in() -> dict:

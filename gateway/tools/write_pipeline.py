@@ -25,7 +25,9 @@ creates the page); :func:`write_handler` runs it. For one call, in order
    ``lesson_exists`` with ``current_revision_id`` in ``details``;
 7. after a create or a revise, the semantic-index dirty hint
    (docs/tools.md#dirty-hint); a failing hint is logged and never fails the write;
-8. respond with ``current_revision_id`` (docs/tools.md#current-revision-id).
+8. respond with ``current_revision_id`` (docs/tools.md#current-revision-id) and,
+   when semantic retrieval is enabled and a create or revise leaves a facet longer
+   than the embedding window, ``embedding_truncated`` (docs/hybrid-search.md#truncation-report).
 
 Error codes: ``invalid_argument`` (``field``, ``rule``), ``rule_violation``
 (``rule``), ``not_found``, ``revision_conflict`` / ``lesson_exists``
@@ -115,6 +117,19 @@ def _hint(ctx: ToolContext, lesson_id: str) -> None:
             hook(lesson_id)
         except Exception as exc:  # a hint never fails or undoes a write (docs/tools.md#dirty-hint)
             log.warning("dirty hint failed exception=%s", type(exc).__name__)
+
+
+def _truncation(ctx: ToolContext, page) -> dict[str, Any] | None:
+    """``embedding_truncated`` of a write that changes embedded text (docs/hybrid-search.md#truncation-report);
+    None without semantic retrieval or when nothing is cut. Never fails the write."""
+    report = getattr(getattr(ctx, "retrieval", None), "embedding_truncation", None)
+    if not callable(report):
+        return None
+    try:
+        return report(page) or None
+    except Exception as exc:  # advisory only
+        log.warning("truncation report failed exception=%s", type(exc).__name__)
+        return None
 
 
 def _duplicates(ctx: ToolContext, repo, plan_: Plan) -> dict[str, Any]:
@@ -227,8 +242,12 @@ def _run(operation: WriteOperation, arguments: dict[str, Any], ctx: ToolContext)
     if planned.dirty:
         _hint(ctx, request.lesson_id)
     duplicates = _duplicates(ctx, repo, planned) if operation.creates else None
-    return operation.respond(operation.success_status, planned.response, saved.revision_id, saved.revision_id,
-                             duplicates)
+    answer = operation.respond(operation.success_status, planned.response, saved.revision_id, saved.revision_id,
+                               duplicates)
+    cut = _truncation(ctx, planned.page) if planned.dirty else None
+    if cut:
+        answer["embedding_truncated"] = cut
+    return answer
 
 
 def write_handler(operation: WriteOperation) -> Callable[[dict[str, Any], ToolContext], dict[str, Any]]:

@@ -32,7 +32,7 @@ from flask import Blueprint, current_app, request
 from gateway.core.jsonio import json_response
 from gateway.ops.metrics import Metrics, bounded, observability
 
-__all__ = ["bp", "metrics_allowed"]
+__all__ = ["bp", "metrics_allowed", "operator_refusal"]
 
 _STARTED = time.monotonic()
 
@@ -59,6 +59,15 @@ def metrics_allowed(remote_addr: str | None, authorization: str | None, token_sh
     return hmac.compare_digest(digest, token_sha256)
 
 
+def operator_refusal(state):
+    """The JSON 404 for a caller :func:`metrics_allowed` refuses on this request, None when allowed
+    (the guard of every operator route: ``/metrics``, :mod:`gateway.web.admin`)."""
+    if metrics_allowed(request.remote_addr, request.headers.get("Authorization"), state.config.metrics_token_sha256):
+        return None
+    return json_response({"error": {"code": "not_found", "message": "Not Found: no such endpoint on this server"}},
+                         404)
+
+
 def _rss_bytes() -> int | None:
     try:
         with open("/proc/self/statm", encoding="ascii") as fh:
@@ -80,10 +89,9 @@ def _safe_call(fn: Callable[[], Any] | None) -> Any:
 def metrics_endpoint():
     """JSON metrics for operators (loopback or metrics token only; see the module docstring)."""
     state = current_app.extensions["s3rm"]
-    if not metrics_allowed(request.remote_addr, request.headers.get("Authorization"),
-                           state.config.metrics_token_sha256):
-        return json_response({"error": {"code": "not_found", "message": "Not Found: no such endpoint on this server"}},
-                             404)
+    refused = operator_refusal(state)
+    if refused is not None:
+        return refused
     metrics: Metrics = state.metrics
     semantic = _safe_call(getattr(state, "semantic_stats", None))
     semantic = semantic if isinstance(semantic, Mapping) else None

@@ -20,7 +20,11 @@ What it does:
 4. reports every violation — forged or copied S3R seals (HS44), merged gateway
    writes (HS42), edited append-only records (HS21–HS23), non-monotonic
    updated_at (HS15), … — plus evidence whose current verdict is ambiguous
-   (docs/data-contract.md#current-verdict, reported under HS30) on the latest revision seen per Lesson.
+   (docs/data-contract.md#current-verdict, reported under HS30) on the latest revision seen per Lesson;
+5. lists, for information only, the latest revisions seen whose facets are longer than
+   the embedding window of the configured profile (``embedding_truncated``: facet →
+   cut fields and kept share, docs/hybrid-search.md#truncation-report). They are
+   no violation: they never change the exit code.
 
 Output: text lines or one JSON object (``--format json``)::
 
@@ -28,6 +32,7 @@ Output: text lines or one JSON object (``--format json``)::
      "partial": false, "unreadable": 0, "violation_count": 2,
      "by_rule": {"HS15": 1, "HS44": 1}, "truncated": false,
      "github_writers": {"alice": 3},
+     "embedding_truncated": [{"lesson_id", "revision_id", "facets": {"situation": {"fields", "kept"}}}],
      "violations": [{"lesson_id", "revision_id", "parent_id", "user", "timestamp", "rule_id", "message",
                      "github_login"}]}
 
@@ -65,6 +70,8 @@ from gateway.domain.repository import RepositoryError
 from gateway.domain.schema import load_schema
 from gateway.domain.timestamps import format_ts, parse_ts
 from gateway.domain.verdicts import AMBIGUOUS, current_verdicts
+from gateway.config.profiles import get_profile
+from gateway.retrieval.projection import FACET_CHAR_CAP, ProjectionBuilder
 from gateway.wiki.client import WikiClient
 from hooks_spec.checker import check_revision
 
@@ -98,6 +105,8 @@ class AuditReport:
     unreadable: int = 0
     findings: list[Finding] = field(default_factory=list)
     github_writers: Counter = field(default_factory=Counter)
+    #: informational: latest revisions whose facets the index cuts (never a violation)
+    truncated_facets: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self, max_findings: int) -> dict[str, Any]:
         """The bounded JSON report."""
@@ -107,6 +116,7 @@ class AuditReport:
             "by_rule": dict(sorted(Counter(f.rule_id for f in self.findings).items())),
             "truncated": len(self.findings) > max_findings,
             "github_writers": dict(sorted(self.github_writers.items())),
+            "embedding_truncated": self.truncated_facets[:max_findings],
             "violations": [asdict(f) for f in self.findings[:max_findings]],
         }
 
@@ -204,8 +214,9 @@ def _restored_ids(rows: list[dict]) -> dict[int, int]:
 
 
 def audit(client, *, since: datetime, limit: int, keys: Mapping[str, str], agent_accounts: set[str],
-          force_allrevisions: bool = False) -> AuditReport:
-    """Audit Lesson revisions saved since ``since`` (at most ``limit``). Raises RepositoryError on wiki failures."""
+          force_allrevisions: bool = False, facet_char_cap: int = FACET_CHAR_CAP) -> AuditReport:
+    """Audit Lesson revisions saved since ``since`` (at most ``limit``); ``facet_char_cap`` is the embedding
+    window the truncation list is measured against. Raises RepositoryError on wiki failures."""
     schema = load_schema()
     ns = schema.namespace_id
     oldest = None if force_allrevisions else _rc_oldest(client)
@@ -222,6 +233,7 @@ def audit(client, *, since: datetime, limit: int, keys: Mapping[str, str], agent
             pass
     existing = _existing(client, schema.namespace, {t for t in targets if t})
     latest: dict[str, tuple[dict, str]] = {}
+    builder = ProjectionBuilder(schema, facet_char_cap)
     for row in rows:
         lesson_id = _lesson_id(row["title"])
         text = texts.get(row["revid"])
@@ -245,6 +257,9 @@ def audit(client, *, since: datetime, limit: int, keys: Mapping[str, str], agent
             page = parse_page(text)
         except (PageFormatError, ValueError):
             continue
+        cut = builder.truncation_report(page)
+        if cut:
+            report.truncated_facets.append({"lesson_id": lesson_id, "revision_id": row["revid"], "facets": cut})
         for eid, verdict in current_verdicts(page).items():
             if verdict.verdict == AMBIGUOUS:
                 report.findings.append(Finding(
@@ -275,6 +290,11 @@ def _write_text(report: AuditReport, max_findings: int, out: TextIO) -> None:
         who = f", GitHub {v['github_login']}" if v["github_login"] else ""
         out.write(f"{v['rule_id']} Lesson:{v['lesson_id']} rev {v['revision_id']} (parent {v['parent_id']}, "
                   f"{v['user']}{who}, {v['timestamp']}): {v['message']}\n")
+    for item in doc["embedding_truncated"]:
+        facets = "; ".join(f"{f} cut in {', '.join(c['fields'])} ({round(100 * c['kept'])} % kept)"
+                           for f, c in item["facets"].items())
+        out.write(f"info: Lesson:{item['lesson_id']} rev {item['revision_id']} is longer than the embedding window: "
+                  f"{facets}\n")
     if doc["truncated"]:
         out.write(f"... {doc['violation_count'] - max_findings} more (raise --max-findings or use --format json)\n")
     if doc["violation_count"]:
@@ -306,7 +326,8 @@ def cmd_audit(args, out: TextIO | None = None, err: TextIO | None = None) -> int
             if name.get("name") and not name.get("anon"):
                 agents.add(name["name"])
         report = audit(client, since=since, limit=args.limit, keys=dict(config.revision_hmac_keys),
-                       agent_accounts=agents, force_allrevisions=args.all_revisions)
+                       agent_accounts=agents, force_allrevisions=args.all_revisions,
+                       facet_char_cap=get_profile(config.retrieval.profile_name).facet_char_cap)
     except RepositoryError as exc:
         err.write(f"audit: the wiki could not be read ({getattr(exc, 'wiki_code', '') or type(exc).__name__})\n")
         return 2

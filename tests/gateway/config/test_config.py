@@ -102,6 +102,16 @@ def test_follower_settings_have_defaults_and_bounds():
         assert info.value.variable == variable
 
 
+def test_quarantine_setting_has_a_default_and_bounds():
+    """docs/hybrid-search.md#quarantine: failed refreshes before one Lesson is quarantined."""
+    assert load_config({}).retrieval.quarantine_after == 3
+    assert load_config({"S3RM_SEMANTIC_QUARANTINE_AFTER": "1"}).retrieval.quarantine_after == 1
+    for value in ("0", "101", "two", "1.5"):
+        with pytest.raises(ConfigError) as info:
+            load_config({"S3RM_SEMANTIC_QUARANTINE_AFTER": value})
+        assert info.value.variable == "S3RM_SEMANTIC_QUARANTINE_AFTER"
+
+
 def test_repr_redacts_every_secret_including_the_embedding_key():
     config = load_config({
         "S3RM_EMBEDDING_API_KEY": "zq-embedding-key",

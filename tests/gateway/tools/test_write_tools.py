@@ -586,6 +586,16 @@ def test_gateway_writes_pass_the_auditor(h):
     assert mine == []
 
 
+def test_auditor_lists_truncated_facets_as_information_only(h):
+    """docs/hybrid-search.md#truncation-report: a long Lesson is listed, never a violation."""
+    long = h.create(context="context words " * 300, observation="observed value " * 200)
+    since = parse_ts(h.history(long["id"])[0].timestamp)
+    report = audit(h.raw_client(), since=since, limit=5000, keys=KEYS, agent_accounts={"S3Agent"})
+    listed = [t for t in report.truncated_facets if t["lesson_id"] == long["id"]]
+    assert listed and listed[0]["facets"]["situation"]["fields"] == ["context", "observation"]
+    assert [f for f in report.findings if f.lesson_id == long["id"]] == []
+
+
 def test_browser_style_edit_breaking_rules_is_reported_by_the_auditor(h):
     a = h.create()
     snap = h.repo.get_snapshot(a["id"])

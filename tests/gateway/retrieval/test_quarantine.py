@@ -1,0 +1,198 @@
+"""One Lesson whose embedding keeps failing never degrades the whole index (docs/hybrid-search.md#quarantine).
+
+The provider is a test double (:class:`support.embedding.PickyProvider`): deterministic
+vectors, an HTTP-4xx-like failure for every text carrying a marker, and an outage switch.
+The refresher, the index, the projection and the repository are the real ones.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+
+import pytest
+import requests
+
+from gateway.app import create_app
+from gateway.config import GatewayConfig
+from gateway.domain.codec import serialize_page
+from gateway.retrieval.analyzer import analyze
+from gateway.retrieval.hybrid import RetrievalService
+from gateway.wiki.memory import InMemoryRepository
+from gateway.web.admin import RETRY_QUARANTINED
+from support.embedding import POISON, PickyProvider, settings_for
+from support.lessons import lesson
+from support.services import AppServer
+from sync.ops.index import cmd_retry_quarantined
+
+WAIT = 120
+
+
+def page(i: int, **fields):
+    return lesson(f"q-{i:03d}", title=f"Lesson number {i}", observation=f"Observation {i} about topic {i % 17}.",
+                  **fields)
+
+
+def build(n: int, poisoned: int | None = None, **settings):
+    repo = InMemoryRepository()
+    for i in range(n):
+        extra = {"attempt": f"Tried the {POISON} reagent."} if i == poisoned else {}
+        repo.put_page(f"q-{i:03d}", serialize_page(page(i, **extra)))
+    provider = PickyProvider()
+    service = RetrievalService(settings_for("http://127.0.0.1:9/v1/embeddings", follow_seconds=0.0, **settings),
+                               repo, provider=provider)
+    return repo, provider, service
+
+
+def refresh(service, full: bool = True) -> None:
+    if full:
+        service.refresher.request_reconcile()
+    assert service.refresher.wait_idle(WAIT)
+
+
+@pytest.fixture
+def five_hundred():
+    repo, provider, service = build(500, poisoned=123, quarantine_after=2)
+    service.start()
+    assert service.refresher.wait_idle(WAIT)
+    yield repo, provider, service
+    service.stop()
+
+
+def test_one_failing_lesson_among_500_is_quarantined_and_the_rest_is_ready(five_hundred):
+    repo, provider, service = five_hundred
+    health = service.health()
+    assert service.semantic_status() == "degraded"  # first strike: not quarantined yet
+    assert (health["indexed"], health["failed"], health["quarantined"]) == (499, 1, 0)
+    assert "q-123" not in service.refresher.current()
+
+    refresh(service)  # second strike (S3RM_SEMANTIC_QUARANTINE_AFTER=2)
+    health = service.health()
+    assert service.semantic_status() == "ready"
+    assert (health["indexed"], health["lessons"], health["failed"], health["quarantined"]) == (499, 500, 0, 1)
+    assert service.quarantined_count() == 1
+    assert "q-123" not in str(health) and POISON not in str(health)
+
+    calls = provider.calls
+    refresh(service)  # a quarantined Lesson is not retried while its text is unchanged
+    assert provider.calls == calls and service.semantic_status() == "ready"
+
+    snap = service.refresher.current()
+    lexical = [h.lesson_id for h in snap.lexical_search(analyze(f"{POISON} reagent"), 5)]
+    assert lexical[:1] == ["q-123"]  # still found by full text
+    assert not snap.vector("whole", "q-123").any()  # and never by meaning
+    query = provider._vector("passage: " + snap_text(service, repo, "q-123"))
+    assert "q-123" not in [h.lesson_id for h in snap.search("whole", query, 10, min_score=0.01)]
+
+
+def snap_text(service, repo, lesson_id: str) -> str:
+    return service.builder.build_snapshot(repo.get_snapshots([lesson_id])[lesson_id]).text("whole")
+
+
+def test_an_edit_of_a_quarantined_lesson_retries_it(five_hundred):
+    repo, provider, service = five_hundred
+    refresh(service)
+    assert service.quarantined_count() == 1
+    repo.put_page("q-123", serialize_page(page(123, attempt="Tried the plain reagent.")))
+    service.hint_dirty("q-123")
+    refresh(service, full=False)
+    assert service.quarantined_count() == 0 and service.semantic_status() == "ready"
+    assert service.health()["indexed"] == 500 and service.refresher.current().vector("whole", "q-123").any()
+
+
+def test_an_edit_that_still_fails_goes_back_to_quarantine_at_once(five_hundred):
+    repo, provider, service = five_hundred
+    refresh(service)
+    repo.put_page("q-123", serialize_page(page(123, attempt=f"Tried the {POISON} reagent twice.")))
+    service.hint_dirty("q-123")
+    refresh(service, full=False)
+    assert service.quarantined_count() == 1 and service.semantic_status() == "ready"
+
+
+def test_the_admin_retry_embeds_quarantined_lessons_once_more(five_hundred):
+    repo, provider, service = five_hundred
+    refresh(service)
+    assert service.retry_quarantined() == 1
+    refresh(service, full=False)
+    assert service.quarantined_count() == 1  # the text still fails: back in quarantine
+    strict = provider.embed_documents  # the server learns to embed that text
+    provider.embed_documents = lambda texts, **kw: strict([t.replace(POISON, "") for t in texts], **kw)
+    assert service.retry_quarantined() == 1
+    refresh(service, full=False)
+    assert service.quarantined_count() == 0 and service.health()["indexed"] == 500
+    assert service.refresher.current().vector("whole", "q-123").any()
+
+
+def test_an_outage_quarantines_nothing():
+    repo, provider, service = build(40, poisoned=7, quarantine_after=1)
+    provider.down = True
+    service.start()
+    try:
+        assert service.refresher.wait_idle(WAIT)
+        for _ in range(3):
+            refresh(service)
+        health = service.health()
+        assert service.semantic_status() == "unavailable" and health["quarantined"] == 0
+        assert health["error"] == "unavailable"
+        provider.down = False
+        refresh(service)
+        health = service.health()  # back: only the one bad Lesson is quarantined (after one strike here)
+        assert (service.semantic_status(), health["indexed"], health["quarantined"]) == ("ready", 39, 1)
+        provider.down = True
+        repo.put_page("q-008", serialize_page(page(8, attempt="Changed during the outage.")))
+        service.hint_dirty("q-008")
+        refresh(service, full=False)
+        assert service.semantic_status() == "degraded" and service.health()["quarantined"] == 1
+    finally:
+        service.stop()
+
+
+# ---------------------------------------------------------------- through the gateway
+def _search(url: str, query: str) -> dict:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "search_lessons", "arguments": {"query": query, "retrieval_mode": "hybrid_v1"}}}
+    r = requests.post(url, json=body, headers={"Accept": "application/json"}, timeout=30)
+    assert r.status_code == 200, r.text
+    return json.loads(r.json()["result"]["content"][0]["text"])
+
+
+def test_readyz_search_and_the_admin_verb_report_and_retry_the_quarantine(capsys, monkeypatch):
+    repo, provider, service = build(30, poisoned=4, quarantine_after=1)
+    service.start()
+    assert service.refresher.wait_idle(WAIT)
+    apps = []
+
+    def build_app(port: int):
+        config = GatewayConfig.from_env({"S3RM_MCP_PUBLIC_URL": f"http://127.0.0.1:{port}/mcp",
+                                         "S3RM_METRICS_TOKEN_SHA256": hashlib.sha256(b"ops-token-0123").hexdigest()})
+        apps.append(create_app(config, repository_factory=lambda _: repo, wiki_probe=lambda: True, retrieval=service))
+        return apps[0]
+
+    try:
+        with AppServer(build_app) as server:
+            app = apps[0]
+            ready = requests.get(server.base + "/readyz", timeout=10).json()
+            assert ready["semantic"] == "ready"
+            assert ready["semantic_index"]["quarantined"] == 1 and ready["semantic_index"]["indexed"] == 29
+            page = _search(server.url, f"{POISON} reagent")
+            assert page["semantic_status"] == "ready" and page["semantic_quarantined"] == 1
+            assert page["results"][0]["id"] == "q-004"  # full text still finds it
+
+            client = app.test_client()
+            remote = {"REMOTE_ADDR": "203.0.113.9"}
+            assert client.post(RETRY_QUARANTINED, environ_base=remote).status_code == 404
+            assert client.post(RETRY_QUARANTINED, environ_base=remote,
+                               headers={"Authorization": "Bearer ops-token-0123"}).status_code == 200
+
+            assert service.refresher.wait_idle(WAIT)
+            provider.down = False
+            strict = provider.embed_documents  # the server learns to embed that text; the operator retries
+            provider.embed_documents = lambda texts, **kw: strict([t.replace(POISON, "") for t in texts], **kw)
+            monkeypatch.delenv("S3RM_METRICS_TOKEN", raising=False)
+            assert cmd_retry_quarantined(argparse.Namespace(url=server.url)) == 0
+            assert capsys.readouterr().out.startswith("queued=")
+            assert service.refresher.wait_idle(WAIT)
+            assert "semantic_quarantined" not in _search(server.url, "Observation 4")
+            assert requests.get(server.base + "/readyz", timeout=10).json()["semantic_index"]["quarantined"] == 0
+    finally:
+        service.stop()
