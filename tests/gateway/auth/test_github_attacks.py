@@ -209,6 +209,26 @@ def test_a_refused_refresh_leaves_the_token_usable(attacked):
         == 200
 
 
+def test_asking_for_a_scope_no_longer_allowed_is_a_scope_error_not_a_revocation(attacked):
+    gw, standin, _ = attacked
+    alice = next(u for u in standin.users.values() if u.login == "alice")
+    login = Login(gw, standin, user="alice")
+    tokens = login.token(login.code()).json()
+    assert tokens["scope"] == "mcp:read mcp:write"
+    alice.teams.discard("s3lab/writers")  # still in the read org: the sign-in stays good for mcp:read
+    try:
+        refused = requests.post(f"{gw.base}/token", data={"grant_type": "refresh_token", "client_id": login.client_id,
+                                                          "refresh_token": tokens["refresh_token"],
+                                                          "scope": "mcp:write"}, timeout=10)
+        assert refused.status_code == 400 and refused.json()["error"] == "invalid_scope", refused.text
+        assert call_tool(gw.url, "search_lessons", {"query": "x"},
+                         headers=bearer(tokens["access_token"])).status_code == 200  # the family was not revoked
+        ok = login.refresh(tokens["refresh_token"])  # the same token, without the scope it may no longer have
+        assert ok.status_code == 200 and ok.json()["scope"] == "mcp:read", ok.text
+    finally:
+        alice.teams.add("s3lab/writers")
+
+
 @pytest.mark.parametrize("uri", ['http://127.0.0.1:5000/c"b', "http://127.0.0.1:5000/c\\b",
                                  "http://127.0.0.1:5000/cé", "http://127.0.0.1:99999/cb"])
 def test_odd_redirect_uris_are_400_not_500(attacked, uri):
