@@ -261,6 +261,27 @@ def test_session_cookie_is_server_minted(attacked):
     assert "attacker-chosen" not in first.headers["Set-Cookie"] and "HttpOnly" in first.headers["Set-Cookie"]
 
 
+def test_a_session_cookie_with_any_bytes_is_replaced_not_a_500(attacked):
+    import http.client
+    from urllib.parse import urlencode, urlsplit
+
+    gw, standin, _ = attacked
+    login = Login(gw, standin)
+    address = urlsplit(gw.base)
+    for raw in (b"s3rm_oauth_session=abc.\xc3\xa9", b"s3rm_oauth_session=\xff\xfe.x", b's3rm_oauth_session="a.\\303"'):
+        conn = http.client.HTTPConnection(address.hostname, address.port, timeout=10)
+        try:
+            conn.putrequest("GET", f"/authorize?{urlencode(login.params())}")
+            conn.putheader("Cookie", raw)
+            conn.endheaders()
+            answer = conn.getresponse()
+            cookie = answer.getheader("Set-Cookie") or ""
+            assert answer.status == 302, (raw, answer.status, answer.read()[:200])
+            assert cookie.startswith("s3rm_oauth_session=") and "abc" not in cookie.split(";")[0]
+        finally:
+            conn.close()
+
+
 def test_audit_lines_without_secrets(attacked):
     gw, standin, _ = attacked
     login = Login(gw, standin)
