@@ -138,6 +138,20 @@ def test_access_ends_when_membership_ends_and_admin_can_cut_off(attacked):
     assert again.refresh(fresh["refresh_token"]).json()["error"] == "invalid_grant"
 
 
+def test_a_github_outage_on_the_membership_calls_is_not_a_lost_membership(attacked):
+    gw, standin, _ = attacked
+    login = Login(gw, standin, user="bob")  # reads through the s3lab org
+    tokens = login.token(login.code()).json()
+    standin.membership_outage = 502
+    try:  # the last good check is recent (< S3RM_GITHUB_MEMBERSHIP_STALE_SECONDS): its answer holds
+        kept = login.refresh(tokens["refresh_token"])
+        assert kept.status_code == 200 and kept.json()["scope"] == "mcp:read", kept.text
+    finally:
+        standin.membership_outage = None
+    again = login.refresh(kept.json()["refresh_token"])  # GitHub back: the sign-in was never revoked
+    assert again.status_code == 200, again.text
+
+
 # ----------------------------------------------------------------- attack 3
 def test_allowlisted_login_counts_only_for_the_pinned_id(attacked):
     gw, standin, _ = attacked
