@@ -323,6 +323,29 @@ def test_oauth_endpoints_are_rate_limited(attacked, request, tmp_path):
         assert tokens[-1].status_code == 429 and "Retry-After" in tokens[-1].headers
 
 
+def test_sprayed_client_ids_cannot_grow_the_rate_buckets_without_bound(attacked, request, tmp_path):
+    gw, _, _ = attacked
+    limited = _own_gateway(gw, request, tmp_path, S3RM_OAUTH_RATE_LIMIT_PER_SECOND="0.01",
+                           S3RM_OAUTH_RATE_LIMIT_BURST="1000", S3RM_OAUTH_RATE_LIMIT_MAX_BUCKETS="100")
+    with limited:
+        with requests.Session() as http:  # every anonymous /authorize names a new client id: a new bucket each
+            for i in range(150):
+                http.get(f"{limited.base}/authorize", params={"response_type": "code", "client_id": f"spray-{i}"},
+                         allow_redirects=False, timeout=10)
+        state = _s3rm(limited, "auth", "status")
+        assert state.returncode == 0, state.stderr
+        assert int(state.stdout.split("rate=")[1].split()[0]) <= 100, state.stdout
+
+
+def test_an_ipv6_caller_is_rate_limited_by_its_64():
+    from gateway.auth.endpoints import _rate_subject
+
+    assert _rate_subject("2001:db8:1:2:aaaa::1") == _rate_subject("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    assert _rate_subject("2001:db8:1:3::1") != _rate_subject("2001:db8:1:2::1")
+    assert _rate_subject("::ffff:198.51.100.7") == _rate_subject("198.51.100.7") == "198.51.100.7"
+    assert _rate_subject("") == ""
+
+
 def test_the_client_cap_is_atomic(attacked, request, tmp_path):
     gw, _, _ = attacked
     capped = _own_gateway(gw, request, tmp_path, S3RM_OAUTH_MAX_CLIENTS="10")
