@@ -192,6 +192,55 @@ def test_registration_fields_are_bounded(attacked):
     assert stored < 2_000_000, state.stdout  # the 1 MB name and the 900 KB jwks never reached the store
 
 
+def _age(gw, table_sqlite: str, table_pg: str, column: str, seconds: int) -> None:
+    """Move ``column`` of every row ``seconds`` into the past in ``gw``'s state store."""
+    from gateway.auth.service import open_auth_store
+
+    store = open_auth_store(load_config(gw.env))
+    if hasattr(store, "pool"):
+        with store.pool.connection() as conn:
+            conn.execute(f"UPDATE {table_pg} SET {column} = {column} - %s", (seconds,))
+        store.close()
+    else:
+        store._db().execute(f"UPDATE {table_sqlite} SET {column} = {column} - ?", (seconds,))
+
+
+def _status(gw, kind: str) -> int:
+    state = _s3rm(gw, "auth", "status")
+    assert state.returncode == 0, state.stderr
+    return int(state.stdout.split(f"{kind}=")[1].split()[0])
+
+
+def test_pending_logins_are_capped_and_purged(attacked, request, tmp_path):
+    gw, _, _ = attacked
+    capped = _own_gateway(gw, request, tmp_path, S3RM_OAUTH_MAX_PENDING="10", S3RM_OAUTH_PURGE_SECONDS="1")
+    with capped:
+        cb = f"http://127.0.0.1:{free_port()}/cb"
+        client_id = register(capped, [cb]).json()["client_id"]
+        params = {"response_type": "code", "client_id": client_id, "redirect_uri": cb, "state": "s",
+                  "code_challenge": "x" * 43, "code_challenge_method": "S256"}
+        answers = [requests.get(f"{capped.base}/authorize", params=params, allow_redirects=False, timeout=10)
+                   for _ in range(11)]  # anonymous: each would store a pending login
+        assert [a.status_code for a in answers] == [302] * 10 + [503]
+        assert int(answers[-1].headers["Retry-After"]) >= 1 and _status(capped, "pending") == 10
+        _age(capped, "pending", "s3rm_auth_pending", "expires_at", 3600)  # every one of them expired
+        deadline = time.monotonic() + 30
+        while _status(capped, "pending") and time.monotonic() < deadline:  # the periodic purge, not a request
+            requests.get(f"{capped.base}/.well-known/oauth-authorization-server", timeout=10)
+        assert _status(capped, "pending") == 0
+
+
+def test_a_full_client_cap_evicts_never_used_clients_instead_of_locking_registration(attacked, request, tmp_path):
+    gw, standin, _ = attacked
+    capped = _own_gateway(gw, request, tmp_path, S3RM_OAUTH_MAX_CLIENTS="3")
+    with capped:
+        cb = f"http://127.0.0.1:{free_port()}/cb"
+        assert [register(capped, [cb]).status_code for _ in range(4)] == [201, 201, 201, 400]
+        _age(capped, "clients", "s3rm_auth_client", "created_at", 3600)  # the squatters are older than a sign-in
+        assert register(capped, [cb]).status_code == 201  # the oldest never-used client made room
+        assert _status(capped, "clients") == 3
+
+
 # ----------------------------------------------------------------- attack 6
 def test_unverified_clients_get_an_error_page_not_a_redirect(attacked):
     gw, standin, _ = attacked
