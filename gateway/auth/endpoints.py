@@ -32,7 +32,8 @@ public origin).
 Abuse limits (docs/operations.md#github-limits): per-address and per-client
 token buckets on ``/register``, ``/authorize``, ``/token`` and ``/revoke``
 (429 with ``Retry-After``; the buckets live in the state store, so gateways
-on one PostgreSQL share them); at most ``S3RM_OAUTH_MAX_PENDING`` pending
+on one PostgreSQL share them; an IPv6 caller counts as its /64; at most
+``S3RM_OAUTH_RATE_LIMIT_MAX_BUCKETS`` buckets, least recently used evicted); at most ``S3RM_OAUTH_MAX_PENDING`` pending
 logins; only the known authorization parameters are kept, each bounded; the
 expired state is purged every ``S3RM_OAUTH_PURGE_SECONDS`` by a background
 thread. The browser-session cookie is ``__Host-`` prefixed on an https issuer
@@ -43,6 +44,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import logging
 import secrets
 import threading
@@ -84,6 +86,20 @@ def _verifier(session: str, state: str) -> str:
 
 def _challenge(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+
+
+def _rate_subject(address: str) -> str:
+    """The rate-limit subject of a caller address: an IPv6 address counts as its /64 (one subscriber's
+    prefix: rotating through it gives no fresh buckets), an IPv4 address as itself."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 def _page(html: str, status: int) -> Response:
@@ -130,7 +146,7 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
         if settings.rate_limit_per_second <= 0 or not subject:
             return 0
         return service.store.take_rate(principal_key(kind, subject), time.time(), settings.rate_limit_per_second,
-                                       settings.rate_limit_burst)
+                                       settings.rate_limit_burst, max_buckets=settings.rate_limit_max_buckets)
 
     @bp.before_request
     def _limits():
@@ -138,7 +154,7 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
         endpoint = _LIMITED.get(request.path)
         if endpoint is None or request.method == "OPTIONS":
             return None
-        address = client_address(request.headers, request.remote_addr, service.config.proxy_secret)
+        address = _rate_subject(client_address(request.headers, request.remote_addr, service.config.proxy_secret))
         client = (request.args.get("client_id") or request.form.get("client_id") or "")[:200]
         wait = over_limit(f"oauth-{endpoint}-ip", address) or (client and over_limit(f"oauth-{endpoint}-client",
                                                                                      digest(client)))

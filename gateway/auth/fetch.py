@@ -43,14 +43,16 @@ __all__ = ["DENIED_NETWORKS", "FetchError", "MetadataFetcher", "address_allowed"
 #: ``resolve(host, port) -> [address, ...]`` (strings); defaults to :func:`socket.getaddrinfo`.
 Resolver = Callable[[str, int], list[str]]
 
-#: Special-purpose ranges never fetched (IANA IPv4 and IPv6 Special-Purpose Address Registries, plus
-#: multicast and the transition prefixes whose embedded IPv4 address is vetted separately).
+#: Special-purpose ranges never fetched (IANA IPv4 and IPv6 Special-Purpose Address Registries, incl. the
+#: RFC 9780 dummy prefix 100:0:0:1::/64, plus multicast, site-local, the SIIT IPv4-translated form
+#: ::ffff:0:a.b.c.d and the transition prefixes whose embedded IPv4 address is vetted separately).
 DENIED_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
     "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
     "192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24", "192.168.0.0/16",
     "192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
     "255.255.255.255/32",
-    "::/128", "::1/128", "::/96", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23",
+    "::/128", "::1/128", "::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48",
+    "100::/64", "100:0:0:1::/64", "2001::/23",
     "2001::/32", "2001:2::/48", "2001:db8::/32", "2001:10::/28", "2001:20::/28", "2002::/16", "3fff::/20",
     "5f00::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
 ))
@@ -205,7 +207,7 @@ def fetch_json(url: str, *, max_bytes: int = 5120, timeout: float = 5.0, resolve
         if response.status != 200:
             raise FetchError("status", f"the document answered HTTP {response.status} (redirects are not followed)")
         declared = response.getheader("Content-Length")
-        if declared and declared.isdigit() and int(declared) > max_bytes:
+        if declared and declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
             raise FetchError("size", f"the document is larger than {max_bytes} bytes")
         chunks, total = [], 0
         while True:

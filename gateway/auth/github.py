@@ -60,7 +60,14 @@ def _get(session: requests.Session, settings: GithubSettings, path: str) -> requ
 
 
 def _active(session: requests.Session, settings: GithubSettings, path: str) -> bool:
+    """True for an active membership; False when GitHub says there is none (404, or another refusal);
+    :class:`UpstreamError` when GitHub could not answer (5xx, or its rate limit: 429, or 403 with no
+    requests left) — an outage is never taken for a lost membership."""
     response = _get(session, settings, path)
+    limited = response.status_code == 429 or (response.status_code == 403 and (
+        response.headers.get("X-RateLimit-Remaining") == "0" or "Retry-After" in response.headers))
+    if response.status_code >= 500 or limited:
+        raise UpstreamError("GitHub is not answering the membership check right now.")
     if response.status_code != 200:
         return False
     try:

@@ -63,6 +63,7 @@ ALTER TABLE s3rm_auth_family ADD COLUMN IF NOT EXISTS user_id text NOT NULL DEFA
     ADD COLUMN IF NOT EXISTS allowed jsonb NOT NULL DEFAULT '[]';
 CREATE INDEX IF NOT EXISTS s3rm_auth_refresh_family ON s3rm_auth_refresh (family);
 CREATE INDEX IF NOT EXISTS s3rm_auth_family_user ON s3rm_auth_family (user_id);
+CREATE INDEX IF NOT EXISTS s3rm_auth_rate_last ON s3rm_auth_rate (last);
 """
 
 #: Serialises the count-then-insert of the client and pending caps between gateways.
@@ -282,9 +283,16 @@ class PostgresAuthStore:
         with self.pool.connection() as conn:
             return dict(conn.execute("SELECT login, user_id FROM s3rm_auth_pin").fetchall())
 
-    def take_rate(self, key: str, now: float, rate: float, burst: int) -> int:
-        """See :meth:`AuthStore.take_rate`; the bucket row is locked, so every gateway shares it."""
+    def take_rate(self, key: str, now: float, rate: float, burst: int, *, max_buckets: int = 0) -> int:
+        """See :meth:`AuthStore.take_rate`; the bucket row is locked, so every gateway shares it. A new
+        bucket evicts the least recently used beyond ``max_buckets`` under an advisory lock (one evictor)."""
         with self.pool.connection() as conn, conn.transaction():
+            if max_buckets and conn.execute("SELECT 1 FROM s3rm_auth_rate WHERE key = %s", (key,)).fetchone() is None:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CAP_LOCK + 2,))
+                extra = int(conn.execute("SELECT count(*) FROM s3rm_auth_rate").fetchone()[0]) - max_buckets + 1
+                if extra > 0:
+                    conn.execute("DELETE FROM s3rm_auth_rate WHERE key IN (SELECT key FROM s3rm_auth_rate "
+                                 "ORDER BY last LIMIT %s)", (extra,))
             conn.execute("INSERT INTO s3rm_auth_rate VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                          (key, float(burst), now))
             row = conn.execute("SELECT tokens, last FROM s3rm_auth_rate WHERE key = %s FOR UPDATE", (key,)).fetchone()

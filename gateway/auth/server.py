@@ -60,7 +60,8 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.integrations.flask_oauth2.requests import FlaskJsonRequest, FlaskOAuth2Payload, FlaskOAuth2Request
 from authlib.oauth2 import OAuth2Error, OAuth2Request
 from authlib.oauth2.rfc6749 import AuthorizationCodeMixin, ClientMixin, TokenMixin, grants, scope_to_list
-from authlib.oauth2.rfc6749.errors import InvalidClientError, InvalidGrantError, InvalidRequestError
+from authlib.oauth2.rfc6749.errors import (InvalidClientError, InvalidGrantError, InvalidRequestError,
+                                           InvalidScopeError)
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload, JsonRequest
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7591 import (ClientMetadataClaims, ClientRegistrationEndpoint, InvalidClientMetadataError,
@@ -654,10 +655,9 @@ class _RefreshGrant(grants.RefreshTokenGrant):
         svc = self.server.svc
         allowed = self.server.family_scopes(refresh.family, refresh.data["user_id"])
         wanted = scope_to_list(self.request.payload.scope) or scope_to_list(refresh.get_scope())
-        if not any(s in allowed for s in wanted):
-            svc.store.revoke_family(refresh.family, svc.clock())
-            audit("membership_lost", user_id=refresh.data["user_id"], family=refresh.family[:8])
-            raise InvalidGrantError(description="This GitHub account may no longer use these scopes; sign in again.")
+        if not any(s in allowed for s in wanted):  # the allowlists still allow something: a request error only
+            raise InvalidScopeError(description="This GitHub account may no longer use the requested scopes; "
+                                    f"ask for {' '.join(s for s in SCOPES if s in allowed)}.")
         outcome = svc.store.use_refresh(refresh.token_hash, svc.clock())
         if outcome.status != "ok":  # raced with another presentation of the same token
             if outcome.status == "reused":

@@ -200,8 +200,10 @@ class AuthStore(Protocol):
     def pinned_logins(self) -> dict[str, str]:
         """Every pinned login name → numeric id."""
 
-    def take_rate(self, key: str, now: float, rate: float, burst: int) -> int:
-        """Spend one token of the shared bucket ``key`` (:func:`rate_take`); 0 or the seconds to wait."""
+    def take_rate(self, key: str, now: float, rate: float, burst: int, *, max_buckets: int = 0) -> int:
+        """Spend one token of the shared bucket ``key`` (:func:`rate_take`); 0 or the seconds to wait.
+        With ``max_buckets``: a new bucket first evicts the least recently used ones beyond that many,
+        so the table stays bounded whatever addresses or client ids anonymous callers spray."""
 
     def size(self) -> dict[str, int]:
         """Rows per kind (``clients``, ``codes``, ``families``, ``refresh``, ``pending``, ``rate``) and
@@ -229,6 +231,7 @@ CREATE TABLE IF NOT EXISTS pending (key_hash TEXT PRIMARY KEY, data TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS pins (login TEXT PRIMARY KEY, user_id TEXT NOT NULL, pinned_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS rate (key TEXT PRIMARY KEY, tokens REAL NOT NULL, last REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS refresh_family ON refresh_tokens (family);
+CREATE INDEX IF NOT EXISTS rate_last ON rate (last);
 """
 
 #: Columns added after the first release (added to an older file when it is opened).
@@ -484,10 +487,14 @@ class SqliteAuthStore:
         """See :meth:`AuthStore.pinned_logins`."""
         return dict(self._db().execute("SELECT login, user_id FROM pins").fetchall())
 
-    def take_rate(self, key: str, now: float, rate: float, burst: int) -> int:
+    def take_rate(self, key: str, now: float, rate: float, burst: int, *, max_buckets: int = 0) -> int:
         """See :meth:`AuthStore.take_rate`."""
         with self._tx() as db:
             row = db.execute("SELECT tokens, last FROM rate WHERE key = ?", (key,)).fetchone()
+            if row is None and max_buckets:
+                extra = int(db.execute("SELECT COUNT(*) FROM rate").fetchone()[0]) - max_buckets + 1
+                if extra > 0:
+                    db.execute("DELETE FROM rate WHERE key IN (SELECT key FROM rate ORDER BY last LIMIT ?)", (extra,))
             tokens, last, wait = rate_take(row, now, rate, burst)
             db.execute("INSERT OR REPLACE INTO rate VALUES (?, ?, ?)", (key, tokens, last))
             return wait

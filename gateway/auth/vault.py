@@ -1,8 +1,8 @@
 """Secrets github mode derives from its GitHub client secret (docs/operations.md#github-credential).
 
 * :class:`Vault` encrypts the user's GitHub token for storage (AES-256-GCM,
-  random 96-bit nonce, the family id as associated data so a ciphertext
-  cannot be moved to another family) and signs browser-session cookie
+  random 96-bit nonce, ``github:<user id>`` as associated data so a
+  ciphertext cannot be moved to another user's family) and signs browser-session cookie
   values (HMAC-SHA-256), so the server only ever adopts a session value it
   minted itself.
 * Both keys come from ``S3RM_GITHUB_CLIENT_SECRET`` through HKDF-SHA-256
@@ -46,7 +46,7 @@ class Vault:
         self._mac = _derive(client_secret, b"session-cookie-v1")
 
     def seal(self, plaintext: str, context: str) -> str:
-        """``v1.<nonce>.<ciphertext>`` of ``plaintext`` bound to ``context`` (the family id)."""
+        """``v1.<nonce>.<ciphertext>`` of ``plaintext`` bound to ``context`` (``github:<user id>``)."""
         nonce = os.urandom(12)
         return f"v1.{_b64(nonce)}.{_b64(self._aead.encrypt(nonce, plaintext.encode(), context.encode()))}"
 
@@ -68,7 +68,9 @@ class Vault:
     def session_ok(self, cookie: str | None) -> bool:
         """True only for a session value this server minted (:meth:`new_session`)."""
         value, _, mac = (cookie or "").partition(".")
-        return bool(value) and bool(mac) and hmac.compare_digest(mac, self._sign(value))
+        if not value or not mac or not (value + mac).isascii():  # a browser may send any bytes: never a 500
+            return False
+        return hmac.compare_digest(mac.encode(), self._sign(value).encode())
 
     def _sign(self, value: str) -> str:
         return _b64(hmac.new(self._mac, value.encode(), hashlib.sha256).digest()[:18])

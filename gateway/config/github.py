@@ -90,6 +90,7 @@ class GithubSettings:
     cimd_ca_file: str = ""
     rate_limit_per_second: float = 5.0
     rate_limit_burst: int = 60
+    rate_limit_max_buckets: int = 100000
     membership_check_seconds: int = 900
     membership_stale_seconds: int = 3600
     family_max_seconds: int = 90 * 86400
@@ -206,6 +207,7 @@ def load_github(get: Getter, public_url: str, public_origin: str, default_state_
         cimd_ca_file=get("S3RM_OAUTH_CIMD_CA_FILE"),
         rate_limit_per_second=number(get, "S3RM_OAUTH_RATE_LIMIT_PER_SECOND", 5.0, float, 0.0, 10000.0),
         rate_limit_burst=number(get, "S3RM_OAUTH_RATE_LIMIT_BURST", 60, int, 1, 100000),
+        rate_limit_max_buckets=number(get, "S3RM_OAUTH_RATE_LIMIT_MAX_BUCKETS", 100000, int, 100, 10_000_000),
         membership_check_seconds=number(get, "S3RM_GITHUB_MEMBERSHIP_CHECK_SECONDS", 900, int, 0, 86400),
         membership_stale_seconds=number(get, "S3RM_GITHUB_MEMBERSHIP_STALE_SECONDS", 3600, int, 0, 7 * 86400),
         family_max_seconds=number(get, "S3RM_OAUTH_FAMILY_MAX_SECONDS", 90 * 86400, int, 3600, 3650 * 86400),

@@ -23,7 +23,9 @@ at this server. It behaves as GitHub documents for OAuth apps
 * ``GET /api/orgs/{org}/teams/{team}/memberships/{username}`` — 200
   ``{"state": "active", "role": "member"}`` or 404.
 
-``GithubStandIn.requests_seen`` counts calls per path for assertions.
+``GithubStandIn.requests_seen`` counts calls per path for assertions;
+``GithubStandIn.membership_outage`` (an HTTP status, e.g. 502) makes both
+membership calls answer that status, as GitHub does during an incident.
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ class GithubStandIn:
         self.users = {u.login.lower(): u for u in users}
         self.signed_in: str | None = None
         self.requests_seen: Counter[str] = Counter()
+        self.membership_outage: int | None = None
         self._codes: dict[str, dict] = {}
         self._tokens: dict[str, dict] = {}
         self._lock = threading.Lock()
@@ -157,6 +160,8 @@ class GithubStandIn:
 
         @app.get("/api/user/memberships/orgs/<org>")
         def org_membership(org: str):
+            if self.membership_outage:
+                return jsonify(message="Server Error"), self.membership_outage
             found, info = current()
             if found is None:
                 return jsonify(message="Bad credentials"), 401
@@ -168,6 +173,8 @@ class GithubStandIn:
 
         @app.get("/api/orgs/<org>/teams/<team>/memberships/<username>")
         def team_membership(org: str, team: str, username: str):
+            if self.membership_outage:
+                return jsonify(message="Server Error"), self.membership_outage
             found, _ = current()
             if found is None:
                 return jsonify(message="Bad credentials"), 401

@@ -28,6 +28,9 @@ from gateway.auth.fetch import FetchError, address_allowed, fetch_json
     ("192.0.0.192", False), ("192.0.0.9", False), ("64:ff9b::a00:1", False), ("64:ff9b::808:808", False),
     ("2002:a00:1::1", False), ("2002:808:808::1", False), ("::10.0.0.1", False), ("::127.0.0.1", False),
     ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False), ("198.18.0.1", False), ("2001:db8::1", False),
+    ("100:0:0:1::1", False), ("::ffff:0:7f00:1", False), ("::ffff:0:808:808", False), ("64:ff9b:1::808:808", False),
+    ("192.0.0.170", False), ("198.19.255.255", False), ("100.127.255.255", False), ("233.252.0.1", False),
+    ("ff0e::1", False), ("fec0::1", False), ("2001:4860:4860::8888", True),
 ])
 def test_address_rule(address, allowed):
     assert address_allowed(address) is allowed

@@ -138,6 +138,20 @@ def test_access_ends_when_membership_ends_and_admin_can_cut_off(attacked):
     assert again.refresh(fresh["refresh_token"]).json()["error"] == "invalid_grant"
 
 
+def test_a_github_outage_on_the_membership_calls_is_not_a_lost_membership(attacked):
+    gw, standin, _ = attacked
+    login = Login(gw, standin, user="bob")  # reads through the s3lab org
+    tokens = login.token(login.code()).json()
+    standin.membership_outage = 502
+    try:  # the last good check is recent (< S3RM_GITHUB_MEMBERSHIP_STALE_SECONDS): its answer holds
+        kept = login.refresh(tokens["refresh_token"])
+        assert kept.status_code == 200 and kept.json()["scope"] == "mcp:read", kept.text
+    finally:
+        standin.membership_outage = None
+    again = login.refresh(kept.json()["refresh_token"])  # GitHub back: the sign-in was never revoked
+    assert again.status_code == 200, again.text
+
+
 # ----------------------------------------------------------------- attack 3
 def test_allowlisted_login_counts_only_for_the_pinned_id(attacked):
     gw, standin, _ = attacked
@@ -178,6 +192,55 @@ def test_registration_fields_are_bounded(attacked):
     assert stored < 2_000_000, state.stdout  # the 1 MB name and the 900 KB jwks never reached the store
 
 
+def _age(gw, table_sqlite: str, table_pg: str, column: str, seconds: int) -> None:
+    """Move ``column`` of every row ``seconds`` into the past in ``gw``'s state store."""
+    from gateway.auth.service import open_auth_store
+
+    store = open_auth_store(load_config(gw.env))
+    if hasattr(store, "pool"):
+        with store.pool.connection() as conn:
+            conn.execute(f"UPDATE {table_pg} SET {column} = {column} - %s", (seconds,))
+        store.close()
+    else:
+        store._db().execute(f"UPDATE {table_sqlite} SET {column} = {column} - ?", (seconds,))
+
+
+def _status(gw, kind: str) -> int:
+    state = _s3rm(gw, "auth", "status")
+    assert state.returncode == 0, state.stderr
+    return int(state.stdout.split(f"{kind}=")[1].split()[0])
+
+
+def test_pending_logins_are_capped_and_purged(attacked, request, tmp_path):
+    gw, _, _ = attacked
+    capped = _own_gateway(gw, request, tmp_path, S3RM_OAUTH_MAX_PENDING="10", S3RM_OAUTH_PURGE_SECONDS="1")
+    with capped:
+        cb = f"http://127.0.0.1:{free_port()}/cb"
+        client_id = register(capped, [cb]).json()["client_id"]
+        params = {"response_type": "code", "client_id": client_id, "redirect_uri": cb, "state": "s",
+                  "code_challenge": "x" * 43, "code_challenge_method": "S256"}
+        answers = [requests.get(f"{capped.base}/authorize", params=params, allow_redirects=False, timeout=10)
+                   for _ in range(11)]  # anonymous: each would store a pending login
+        assert [a.status_code for a in answers] == [302] * 10 + [503]
+        assert int(answers[-1].headers["Retry-After"]) >= 1 and _status(capped, "pending") == 10
+        _age(capped, "pending", "s3rm_auth_pending", "expires_at", 3600)  # every one of them expired
+        deadline = time.monotonic() + 30
+        while _status(capped, "pending") and time.monotonic() < deadline:  # the periodic purge, not a request
+            requests.get(f"{capped.base}/.well-known/oauth-authorization-server", timeout=10)
+        assert _status(capped, "pending") == 0
+
+
+def test_a_full_client_cap_evicts_never_used_clients_instead_of_locking_registration(attacked, request, tmp_path):
+    gw, standin, _ = attacked
+    capped = _own_gateway(gw, request, tmp_path, S3RM_OAUTH_MAX_CLIENTS="3")
+    with capped:
+        cb = f"http://127.0.0.1:{free_port()}/cb"
+        assert [register(capped, [cb]).status_code for _ in range(4)] == [201, 201, 201, 400]
+        _age(capped, "clients", "s3rm_auth_client", "created_at", 3600)  # the squatters are older than a sign-in
+        assert register(capped, [cb]).status_code == 201  # the oldest never-used client made room
+        assert _status(capped, "clients") == 3
+
+
 # ----------------------------------------------------------------- attack 6
 def test_unverified_clients_get_an_error_page_not_a_redirect(attacked):
     gw, standin, _ = attacked
@@ -207,6 +270,26 @@ def test_a_refused_refresh_leaves_the_token_usable(attacked):
     assert ok.status_code == 200, ok.text
     assert call_tool(gw.url, "search_lessons", {"query": "x"}, headers=bearer(ok.json()["access_token"])).status_code \
         == 200
+
+
+def test_asking_for_a_scope_no_longer_allowed_is_a_scope_error_not_a_revocation(attacked):
+    gw, standin, _ = attacked
+    alice = next(u for u in standin.users.values() if u.login == "alice")
+    login = Login(gw, standin, user="alice")
+    tokens = login.token(login.code()).json()
+    assert tokens["scope"] == "mcp:read mcp:write"
+    alice.teams.discard("s3lab/writers")  # still in the read org: the sign-in stays good for mcp:read
+    try:
+        refused = requests.post(f"{gw.base}/token", data={"grant_type": "refresh_token", "client_id": login.client_id,
+                                                          "refresh_token": tokens["refresh_token"],
+                                                          "scope": "mcp:write"}, timeout=10)
+        assert refused.status_code == 400 and refused.json()["error"] == "invalid_scope", refused.text
+        assert call_tool(gw.url, "search_lessons", {"query": "x"},
+                         headers=bearer(tokens["access_token"])).status_code == 200  # the family was not revoked
+        ok = login.refresh(tokens["refresh_token"])  # the same token, without the scope it may no longer have
+        assert ok.status_code == 200 and ok.json()["scope"] == "mcp:read", ok.text
+    finally:
+        alice.teams.add("s3lab/writers")
 
 
 @pytest.mark.parametrize("uri", ['http://127.0.0.1:5000/c"b', "http://127.0.0.1:5000/c\\b",
@@ -241,6 +324,27 @@ def test_session_cookie_is_server_minted(attacked):
     assert "attacker-chosen" not in first.headers["Set-Cookie"] and "HttpOnly" in first.headers["Set-Cookie"]
 
 
+def test_a_session_cookie_with_any_bytes_is_replaced_not_a_500(attacked):
+    import http.client
+    from urllib.parse import urlencode, urlsplit
+
+    gw, standin, _ = attacked
+    login = Login(gw, standin)
+    address = urlsplit(gw.base)
+    for raw in (b"s3rm_oauth_session=abc.\xc3\xa9", b"s3rm_oauth_session=\xff\xfe.x", b's3rm_oauth_session="a.\\303"'):
+        conn = http.client.HTTPConnection(address.hostname, address.port, timeout=10)
+        try:
+            conn.putrequest("GET", f"/authorize?{urlencode(login.params())}")
+            conn.putheader("Cookie", raw)
+            conn.endheaders()
+            answer = conn.getresponse()
+            cookie = answer.getheader("Set-Cookie") or ""
+            assert answer.status == 302, (raw, answer.status, answer.read()[:200])
+            assert cookie.startswith("s3rm_oauth_session=") and "abc" not in cookie.split(";")[0]
+        finally:
+            conn.close()
+
+
 def test_audit_lines_without_secrets(attacked):
     gw, standin, _ = attacked
     login = Login(gw, standin)
@@ -266,6 +370,29 @@ def test_oauth_endpoints_are_rate_limited(attacked, request, tmp_path):
         tokens = [requests.post(f"{limited.base}/token", data={"grant_type": "refresh_token", "client_id": "c",
                                                                "refresh_token": "r"}, timeout=10) for _ in range(4)]
         assert tokens[-1].status_code == 429 and "Retry-After" in tokens[-1].headers
+
+
+def test_sprayed_client_ids_cannot_grow_the_rate_buckets_without_bound(attacked, request, tmp_path):
+    gw, _, _ = attacked
+    limited = _own_gateway(gw, request, tmp_path, S3RM_OAUTH_RATE_LIMIT_PER_SECOND="0.01",
+                           S3RM_OAUTH_RATE_LIMIT_BURST="1000", S3RM_OAUTH_RATE_LIMIT_MAX_BUCKETS="100")
+    with limited:
+        with requests.Session() as http:  # every anonymous /authorize names a new client id: a new bucket each
+            for i in range(150):
+                http.get(f"{limited.base}/authorize", params={"response_type": "code", "client_id": f"spray-{i}"},
+                         allow_redirects=False, timeout=10)
+        state = _s3rm(limited, "auth", "status")
+        assert state.returncode == 0, state.stderr
+        assert int(state.stdout.split("rate=")[1].split()[0]) <= 100, state.stdout
+
+
+def test_an_ipv6_caller_is_rate_limited_by_its_64():
+    from gateway.auth.endpoints import _rate_subject
+
+    assert _rate_subject("2001:db8:1:2:aaaa::1") == _rate_subject("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    assert _rate_subject("2001:db8:1:3::1") != _rate_subject("2001:db8:1:2::1")
+    assert _rate_subject("::ffff:198.51.100.7") == _rate_subject("198.51.100.7") == "198.51.100.7"
+    assert _rate_subject("") == ""
 
 
 def test_the_client_cap_is_atomic(attacked, request, tmp_path):

@@ -301,3 +301,12 @@ def test_a_look_at_a_refresh_token_does_not_consume_it(store):
     assert store.use_refresh(digest("r"), 1, consume=False).status == "ok"
     assert store.use_refresh(digest("r"), 1).status == "ok"
     assert store.use_refresh(digest("r"), 1, consume=False).status == "reused"
+
+
+def test_rate_buckets_are_bounded_least_recently_used_first(store):
+    for i, key in enumerate(("ip:a", "ip:b", "ip:c")):
+        assert store.take_rate(key, 100.0 + i, 0.001, 2, max_buckets=3) == 0
+    assert store.take_rate("ip:a", 110.0, 0.001, 2, max_buckets=3) == 0  # a: most recently used, ~0 tokens left
+    assert store.take_rate("ip:d", 111.0, 0.001, 2, max_buckets=3) == 0  # evicts b, the least recently used
+    assert store.size()["rate"] == 3
+    assert store.take_rate("ip:a", 111.0, 0.001, 2, max_buckets=3) > 0  # a kept its empty bucket (no fresh burst)
