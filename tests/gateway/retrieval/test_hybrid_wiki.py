@@ -97,23 +97,33 @@ def test_evidence_additions_do_not_re_embed(wired):
     assert service.refresher.current().record(lesson_id).revision_id == h.repo.get_snapshot(lesson_id).revision_id
 
 
-def _recording(monkeypatch, client, search_delay: float):
-    """Record every GET of ``client`` as (is_search, start, end, thread name); searches take ``search_delay`` s longer."""
-    calls: list[tuple[bool, float, float, str]] = []
+def _recording(monkeypatch, client):
+    """Record every GET of ``client`` as (is_search, start, end, thread name, overlapped).
+
+    After ``hold.set()``, a search is held until a GET on this (the request)
+    thread begins, for at most 60 s; ``overlapped`` says whether one began
+    while it was held. So "the request thread reads while the search runs" is
+    shown by an event, never by a timing.
+    """
+    calls: list[tuple[bool, float, float, str, bool | None]] = []
     real = client.get
+    request_thread = threading.current_thread().name
+    hold, request_read = threading.Event(), threading.Event()
 
     def get(params, *args, **kwargs):
         is_search = params.get("list") == "search" or params.get("generator") == "search"
-        start = time.monotonic()
+        start, overlapped = time.monotonic(), None
         try:
-            if is_search:
-                time.sleep(search_delay)  # a slow MediaWiki search
+            if is_search and hold.is_set():
+                overlapped = request_read.wait(60)
+            elif not is_search and threading.current_thread().name == request_thread:
+                request_read.set()
             return real(params, *args, **kwargs)
         finally:
-            calls.append((is_search, start, time.monotonic(), threading.current_thread().name))
+            calls.append((is_search, start, time.monotonic(), threading.current_thread().name, overlapped))
 
     monkeypatch.setattr(client, "get", get)
-    return calls
+    return calls, hold
 
 
 def test_hybrid_runs_the_full_text_search_beside_the_candidate_reads(wired, monkeypatch):
@@ -122,7 +132,7 @@ def test_hybrid_runs_the_full_text_search_beside_the_candidate_reads(wired, monk
     h.create(lesson_id=lesson_id, fields=FIELDS)
     assert service.refresher.wait_idle(120)
     query = "walkers detour crossing route"  # several terms; fewer than 20 Lessons hold them all
-    calls = _recording(monkeypatch, h.repo.client, search_delay=0.3)
+    calls, hold = _recording(monkeypatch, h.repo.client)
 
     legacy = h.ok("search_lessons", query=query, retrieval_mode="legacy", limit=5)
     legacy_searches = [c for c in calls if c[0]]
@@ -130,6 +140,7 @@ def test_hybrid_runs_the_full_text_search_beside_the_candidate_reads(wired, monk
     assert lesson_id in [r["id"] for r in legacy["results"]]
 
     calls.clear()
+    hold.set()
     page = search(h, query)
     assert page["effective_mode"] == "hybrid_v1"
     assert lesson_id in [r["id"] for r in page["results"]]
@@ -138,7 +149,8 @@ def test_hybrid_runs_the_full_text_search_beside_the_candidate_reads(wired, monk
     # legacy's all-terms search alone, not on the request thread (docs/hybrid-search.md#read-ahead,
     # #partial-full-text: the partial matches come from the in-process candidates) ...
     assert len(searches) == 1
-    assert all(name != threading.current_thread().name for *_, name in searches)
-    # ... while the request thread already reads the in-process candidates fresh
-    request_reads = [c for c in reads if c[3] == threading.current_thread().name]
-    assert request_reads and min(start for _, start, _, _ in request_reads) < max(end for _, _, end, _ in searches)
+    assert all(name != threading.current_thread().name for *_, name, _ in searches)
+    # ... while the request thread already reads the in-process candidates fresh: the held search
+    # saw a read on the request thread begin
+    assert [c for c in reads if c[3] == threading.current_thread().name]
+    assert searches[0][4] is True
