@@ -276,6 +276,19 @@ def test_related_types_direction_and_symmetric_analogy(repo):
     assert len(paged) == 3
 
 
+def test_an_analogy_stored_in_both_directions_is_listed_once(repo):
+    """A→B and B→A ``analogous_to`` (each on its own page) is one symmetric relation (docs/tools.md#find-related-lessons)."""
+    add(repo, "p", title="P", relations=[relation("p", "analogous_to", "q", note="from p")])
+    add(repo, "q", title="Q", relations=[relation("q", "analogous_to", "p", note="from q")])
+    h = Harness(repo)
+    for direction in ("both", "outgoing", "incoming"):
+        for lid, other in (("p", "q"), ("q", "p")):
+            results = h.call("find_related_lessons", id=lid, direction=direction)["results"]
+            assert [(r["id"], r["direction"], r["from"], r["to"]) for r in results] == \
+                [(other, "outgoing", lid, other)], (lid, direction)
+    assert len(h.walk("find_related_lessons", id="p", limit=1)) == 1
+
+
 # ------------------------------------------------------------------ analogies
 def test_analogies_stored_first_then_lexical_and_source_binding(repo):
     add(repo, "src", title="GPU 메모리 단편화", observation="메모리 단편화로 할당이 실패했다",
