@@ -303,16 +303,14 @@ def scope_out() -> dict:
     return nullable(string("Scope the results were drawn from, or null.", LIMITS["scope_max_length"]))
 
 
-def min_score() -> dict:
-    """Input ``min_score`` (0–1)."""
-    return {"description": "Drop results scoring below this value (0–1).", "type": "number",
-            "minimum": 0, "maximum": 1}
+def min_score(description: str = "Drop results scoring below this value (0–1).") -> dict:
+    """Input ``min_score`` (0–1); a tool may say what its score is in ``description``."""
+    return {"description": description, "type": "number", "minimum": 0, "maximum": 1}
 
 
-def score() -> dict:
-    """A result's relevance score (0–1)."""
-    return {"description": "Relevance score between 0 and 1 (comparable within one response only).",
-            "type": "number", "minimum": 0, "maximum": 1}
+def score(description: str = "Relevance score between 0 and 1 (comparable within one response only).") -> dict:
+    """A result's relevance score (0–1); a tool may say how it is computed in ``description``."""
+    return {"description": description, "type": "number", "minimum": 0, "maximum": 1}
 
 
 def retrieval_mode_in() -> dict:
