@@ -118,11 +118,15 @@ def array(description: str, items: dict, *, min_items: int | None = None, max_it
 
 
 def nullable(schema: dict) -> dict:
-    """Allow ``null`` besides the schema's own type."""
-    out = dict(schema)
-    out["type"] = [schema["type"], "null"]
-    if "enum" in out:
-        out["enum"] = list(out["enum"]) + [None]
+    """Allow ``null`` besides ``schema``: ``{"description", "anyOf": [schema, {"type": "null"}]}``.
+
+    The portable form: published schemas never use a ``type`` array such as
+    ``["string", "null"]``, which strict clients (MCP Inspector ``--strict``) flag.
+    """
+    inner = dict(schema)
+    description = inner.pop("description", None)
+    out: dict = {"description": description} if description is not None else {}
+    out["anyOf"] = [inner, {"type": "null"}]
     return out
 
 
@@ -214,7 +218,8 @@ class Fields:
             return enum(help_text, self.enum_values(f.enum, direction))
         if f.type == "enum_list":
             values = self.enum_values(f.enum, direction)
-            return array(help_text, {"type": "string", "enum": values},
+            return array(f"{help_text} JSON 배열로 주고받습니다(예: [\"{values[0]}\"]; 쉼표로 이은 문자열이 아님).",
+                         {"type": "string", "enum": values},
                          min_items=1 if direction == "in" else None, max_items=len(values), unique=True)
         if f.type == "timestamp":
             return self.timestamp(help_text)
