@@ -256,6 +256,17 @@ def test_inspector_cli_lists_reads_and_writes(stack, era):
     assert json.loads(write.stdout)["result"]["structuredContent"]["status"] == "created"
 
 
+def test_inspector_strict_finds_the_published_schemas_portable(stack):
+    """MCP Inspector ``--strict`` lints every tool's input and output schema from tools/list:
+    0 errors and 0 warnings (no type arrays; tests/sync/schema/test_generate.py walks the rules too)."""
+    listed = inspector(stack, "--method", "tools/list", "--strict")
+    assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr
+    envelope = json.loads(listed.stdout)
+    assert [t["name"] for t in envelope["result"]["tools"]] == TOOLS
+    assert "schemaFindings" not in envelope, envelope.get("schemaFindings")
+    assert "Warning: tool" not in listed.stderr and "Error: tool" not in listed.stderr, listed.stderr
+
+
 def test_inspector_cli_without_a_header_shows_the_token_message(stack):
     call = ("--method", "tools/call", "--tool-name", "create_lesson_draft", "--tool-args-json", json.dumps(write_args()))
     # at a terminal the Inspector tries OAuth: discovery, then registration, whose answer it prints
