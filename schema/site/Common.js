@@ -110,9 +110,43 @@
 		}
 	}
 
+	// the user-perceived characters of text: Intl.Segmenter's graphemes where the browser has it,
+	// else code points with combining marks, variation selectors and ZWJ sequences kept on their base
+	// (so a cut never leaves half of a surrogate pair or of an emoji)
+	function graphemes( text ) {
+		var out = [], iterator, step, i, ch, code;
+		if ( typeof Intl !== 'undefined' && typeof Intl.Segmenter === 'function' && typeof Symbol === 'function' ) {
+			iterator = new Intl.Segmenter( undefined, { granularity: 'grapheme' } ).segment( text )[ Symbol.iterator ]();
+			for ( step = iterator.next(); !step.done; step = iterator.next() ) {
+				out.push( step.value.segment );
+			}
+			return out;
+		}
+		for ( i = 0; i < text.length; i++ ) {
+			ch = text.charAt( i );
+			code = text.charCodeAt( i );
+			if ( code >= 0xD800 && code <= 0xDBFF && i + 1 < text.length ) {
+				i++;
+				ch += text.charAt( i );
+			}
+			if ( out.length && ( /^[\u0300-\u036f\u200d\ufe0e\ufe0f]|^\ud83c[\udffb-\udfff]/.test( ch ) || /\u200d$/.test( out[ out.length - 1 ] ) ) ) {
+				out[ out.length - 1 ] += ch;
+			} else {
+				out.push( ch );
+			}
+		}
+		return out;
+	}
+
+	// text on one line, at most max user-perceived characters (the last one an ellipsis when cut)
 	function clip( text, max ) {
+		var parts;
 		text = String( text === null || text === undefined ? '' : text ).replace( /\s+/g, ' ' ).trim();
-		return text.length > max ? text.slice( 0, max - 1 ) + '…' : text;
+		if ( text.length <= max ) {
+			return text;
+		}
+		parts = graphemes( text );
+		return parts.length > max ? parts.slice( 0, max - 1 ).join( '' ) + '…' : text;
 	}
 
 	function bareId( id ) {
@@ -2289,6 +2323,7 @@
 		var digests = document.querySelectorAll( '.s3rm-evidence-digest[data-evidence-id]' );
 		mw.s3rm = mw.s3rm || {};
 		mw.s3rm.validateLessonId = validateLessonId;
+		mw.s3rm.clip = clip;
 		if ( graphRoot ) {
 			initHome( graphRoot, earlyGraph );
 		} else if ( recentRoot ) {

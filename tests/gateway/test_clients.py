@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -319,8 +320,17 @@ def test_readme_python_examples_run(stack, name, python, version):
 
 
 def test_readme_typescript_example_runs(stack):
+    """Saved under the file name README gives, in a folder like `npm init -y` leaves (no "type")."""
+    import tempfile
+
     code = readme_example("typescript")
-    out = _run_example([NODE, "--input-type=module", "-e", code.replace(README_URL, stack.url)], stack)
+    name = re.search(r"Save it as `([\w.-]+)` and run `node \1`", README.read_text(encoding="utf-8"))
+    assert name and name.group(1).endswith(".mjs")
+    with tempfile.TemporaryDirectory(dir=CLIENTS, prefix="readme-example-") as folder:  # resolves node_modules above
+        (Path(folder) / "package.json").write_text('{"name": "example", "version": "1.0.0", "main": "index.js"}')
+        script = Path(folder) / name.group(1)
+        script.write_text(code.replace(README_URL, stack.url), encoding="utf-8")
+        out = _run_example([NODE, script], stack)
     version, tools, results = out.split()
     assert (version, tools) == ("2026-07-28", "10") and int(results) >= 0, out
 

@@ -93,3 +93,43 @@ def test_existing_lesson_keeps_created_at_advances_updated_at_and_locks_origin()
     assert v["Lesson[created_at]"] == "2024-05-01T10:00:00Z"
     assert v["Lesson[updated_at]"] == "2999-01-01T00:00:01Z"  # strictly later than the loaded value
     assert v["__origin_options"] == [True, False]  # only the stored value can be submitted
+
+
+# ---------------------------------------------------------------- graph labels
+LABELS = ["🔥" * 30, "Lesson about GPU memory 🔥🔥 and more text here",
+          "가족 👨\u200d👩\u200d👧\u200d👦 " * 6, "e\u0301" * 30, "👍🏽" * 30, "short 🔥"]
+
+
+def _clipped(without_segmenter: bool) -> list[str]:
+    """``mw.s3rm.clip(label, 26)`` (the graph's label cut) of each of :data:`LABELS` in Chromium."""
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=LAUNCH_ARGS, headless=True)
+        try:
+            page = browser.new_page()
+            errors = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.set_content("<html><body></body></html>")
+            page.add_script_tag(content=STUBS % {"page": "Main_Page", "ns": 0, "article": 1})
+            page.add_script_tag(content=COMMON_JS.read_text(encoding="utf-8"))
+            out = page.evaluate("""([labels, drop]) => {
+                const kept = Intl.Segmenter;
+                if (drop) { Intl.Segmenter = undefined; }
+                try { return labels.map(l => mw.s3rm.clip(l, 26)); } finally { Intl.Segmenter = kept; }
+            }""", [LABELS, without_segmenter])
+            assert errors == []
+            return out
+        finally:
+            browser.close()
+
+
+@pytest.mark.parametrize("without_segmenter", [False, True])
+def test_graph_labels_are_cut_between_graphemes(without_segmenter):
+    """A label cut never leaves a lone surrogate or half an emoji (ZWJ family, skin tone, combining
+    accent); at most 26 characters as a reader counts them, the last an ellipsis."""
+    out = _clipped(without_segmenter)
+    assert out[0] == "🔥" * 25 + "…"
+    assert out[1] == LABELS[1][:25] + "…" and out[5] == "short 🔥"
+    assert out[2] == "가족 👨\u200d👩\u200d👧\u200d👦 " * 5 + "…"
+    assert out[3] == "e\u0301" * 25 + "…" and out[4] == "👍🏽" * 25 + "…"
+    for text in out:
+        text.encode("utf-8")  # a lone surrogate cannot be encoded
