@@ -1,4 +1,5 @@
-"""Common.js fills Page Forms' hidden provenance/time inputs — in a real Chromium.
+"""Common.js fills Page Forms' hidden provenance/time inputs, and cuts graph labels between graphemes — in a
+real Chromium.
 
 Contract: docs/data-contract.md#browser-forms.
 
@@ -11,6 +12,7 @@ provides. The script under test is the real ``schema/site/Common.js``.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -51,26 +53,34 @@ window.mw = {
 """
 
 
-def _run(page_name: str, ns: int, article: int, created: str, updated: str) -> dict:
+@contextmanager
+def _common_js_page(body: str, page_name: str, ns: int, article: int):
+    """A Chromium page holding ``body``, the ``mw``/``$`` stand-ins and the real Common.js; yields
+    ``(page, errors)`` with the page's uncaught errors."""
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=LAUNCH_ARGS, headless=True)
         try:
             page = browser.new_page()
-            errors = []
+            errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.set_content("<html><body>" + FORM.format(created=created, updated=updated) + "</body></html>")
+            page.set_content("<html><body>" + body + "</body></html>")
             page.add_script_tag(content=STUBS % {"page": page_name, "ns": ns, "article": article})
             page.add_script_tag(content=COMMON_JS.read_text(encoding="utf-8"))
-            page.click("[name=wpSave]")
-            values = page.evaluate("""() => Object.fromEntries(Array.from(
-                document.querySelectorAll('#pfForm [name]')).map(e => [e.name, e.value]))""")
-            values["__origin_options"] = page.evaluate(
-                "() => Array.from(document.querySelector('[name=\"Lesson[record_origin]\"]').options)"
-                ".map(o => o.disabled)")
-            values["__errors"] = errors
-            return values
+            yield page, errors
         finally:
             browser.close()
+
+
+def _run(page_name: str, ns: int, article: int, created: str, updated: str) -> dict:
+    with _common_js_page(FORM.format(created=created, updated=updated), page_name, ns, article) as (page, errors):
+        page.click("[name=wpSave]")
+        values = page.evaluate("""() => Object.fromEntries(Array.from(
+            document.querySelectorAll('#pfForm [name]')).map(e => [e.name, e.value]))""")
+        values["__origin_options"] = page.evaluate(
+            "() => Array.from(document.querySelector('[name=\"Lesson[record_origin]\"]').options)"
+            ".map(o => o.disabled)")
+        values["__errors"] = errors
+        return values
 
 
 def test_new_lesson_gets_equal_utc_created_and_updated_and_item_times():
@@ -102,24 +112,14 @@ LABELS = ["🔥" * 30, "Lesson about GPU memory 🔥🔥 and more text here",
 
 def _clipped(without_segmenter: bool) -> list[str]:
     """``mw.s3rm.clip(label, 26)`` (the graph's label cut) of each of :data:`LABELS` in Chromium."""
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=LAUNCH_ARGS, headless=True)
-        try:
-            page = browser.new_page()
-            errors = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.set_content("<html><body></body></html>")
-            page.add_script_tag(content=STUBS % {"page": "Main_Page", "ns": 0, "article": 1})
-            page.add_script_tag(content=COMMON_JS.read_text(encoding="utf-8"))
-            out = page.evaluate("""([labels, drop]) => {
-                const kept = Intl.Segmenter;
-                if (drop) { Intl.Segmenter = undefined; }
-                try { return labels.map(l => mw.s3rm.clip(l, 26)); } finally { Intl.Segmenter = kept; }
-            }""", [LABELS, without_segmenter])
-            assert errors == []
-            return out
-        finally:
-            browser.close()
+    with _common_js_page("", "Main_Page", 0, 1) as (page, errors):
+        out = page.evaluate("""([labels, drop]) => {
+            const kept = Intl.Segmenter;
+            if (drop) { Intl.Segmenter = undefined; }
+            try { return labels.map(l => mw.s3rm.clip(l, 26)); } finally { Intl.Segmenter = kept; }
+        }""", [LABELS, without_segmenter])
+        assert errors == []
+        return out
 
 
 @pytest.mark.parametrize("without_segmenter", [False, True])
