@@ -117,10 +117,14 @@ $wgLogos = [
 # <<< s3rm shared: skin
 
 # ------------------------------------------------ accounts and rights
-# Reading is public; writing needs a named account (docs/operations.md#wiki-accounts).
+# >>> s3rm shared: rights
+# Reading is public; writing needs a named account (docs/operations.md#wiki-accounts), on the
+# development wiki too. Anonymous readers keep 'writeapi': the API's login module is a write
+# module, so bot passwords could not log in without it; it grants no edit by itself.
 $wgGroupPermissions['*']['edit'] = false;
 $wgGroupPermissions['*']['createpage'] = false;
 $wgGroupPermissions['*']['createaccount'] = false;
+# <<< s3rm shared: rights
 
 # ------------------------------------------------------- reverse proxy
 # Caddy (profile "domain") sits in front; trust X-Forwarded-For only from these networks.

@@ -67,8 +67,13 @@ class Conformer:
                             for name, sub in self.properties.items()}
 
     def max_length(self, name: str) -> int | None:
-        """``maxLength`` of string property ``name`` (None when unbounded or not a string)."""
-        return self.properties.get(name, {}).get("maxLength")
+        """``maxLength`` of string property ``name`` (None when unbounded or not a string); a
+        nullable property (``anyOf`` [string, null]) has its string branch's."""
+        prop = self.properties.get(name, {})
+        for branch in [prop, *prop.get("anyOf", ())]:
+            if "maxLength" in branch:
+                return branch["maxLength"]
+        return None
 
     def fix(self, record: dict[str, Any], *, allow_truncation: bool = True,
             truncated: set[str] | None = None) -> dict[str, Any] | None:

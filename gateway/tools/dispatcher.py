@@ -265,12 +265,12 @@ def _lone_surrogate_path(value: Any, path: str = "") -> str | None:
 
 #: Message for a failed JSON Schema keyword, ``{value}`` = the keyword's value in the schema.
 _RULE_TEXT = {
-    "minLength": "must be at least {value} characters long",
-    "maxLength": "must be at most {value} characters long",
-    "minItems": "must have at least {value} items",
-    "maxItems": "must have at most {value} items",
-    "minProperties": "must have at least {value} fields",
-    "maxProperties": "must have at most {value} fields",
+    "minLength": "must be at least {value} {characters} long",
+    "maxLength": "must be at most {value} {characters} long",
+    "minItems": "must have at least {value} {items}",
+    "maxItems": "must have at most {value} {items}",
+    "minProperties": "must have at least {value} {fields}",
+    "maxProperties": "must have at most {value} {fields}",
     "minimum": "must be ≥ {value}",
     "maximum": "must be ≤ {value}",
     "exclusiveMinimum": "must be > {value}",
@@ -338,7 +338,9 @@ def describe_validation_error(error: ValidationError) -> tuple[str, str, str]:
     elif rule == "const":
         text = f"must equal {json.dumps(value, ensure_ascii=False)}"
     elif rule in _RULE_TEXT:
-        text = _RULE_TEXT[rule].format(value=value)
+        one = value == 1  # "at least 1 field", "at least 2 fields"
+        text = _RULE_TEXT[rule].format(value=value, characters="character" if one else "characters",
+                                       items="item" if one else "items", fields="field" if one else "fields")
     else:
         text = f"violates the '{rule}' rule"
     return field, rule, f"{where}: {text}"

@@ -8,7 +8,9 @@ the Lesson's own page, incoming through the wiki's link tables (or SMW
 ``ask``) without reading every Lesson; ``partial``/``scanned``/``scan_limit``
 report that bounded scan. Symmetric types (``analogous_to``) are shown from
 both ends: such an edge matches either direction filter, while ``from``/``to``
-and ``direction`` keep the stored orientation and ``symmetric`` is true. Each
+and ``direction`` keep the stored orientation and ``symmetric`` is true. A
+symmetric pair stored on both pages (A→B and B→A) is listed once, as the
+requested Lesson's own (outgoing) copy (docs/data-contract.md#relations). Each
 result names the OTHER Lesson (``id``) with its current title ("" when that
 Lesson no longer exists). Order: outgoing edges in page order, then incoming
 ones by source id; offset cursor bound to (id, types, direction).
@@ -55,8 +57,10 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return relation in types and (direction in ("both", stored) or relation in symmetric)
 
     rows = [(e, "outgoing", e.target) for e in edges.outgoing if wanted(e.relation, "outgoing")]
+    # a symmetric pair stored on both pages (A→B and B→A) is one relation: the outgoing copy is shown
+    shown = {(e.relation, e.target) for e, _, _ in rows if e.relation in symmetric}
     rows += [(e, "incoming", e.source) for e in sorted(edges.incoming, key=lambda e: e.source)
-             if wanted(e.relation, "incoming")]
+             if wanted(e.relation, "incoming") and (e.relation, e.source) not in shown]
     pager = Pager(ctx, NAME, {"id": lesson_id, "types": sorted(types), "direction": direction})
     offset = pager.offset(arguments.get("cursor"))
     window = rows[offset:offset + limit]
@@ -113,5 +117,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Find related Lessons', describe(
-        """List the stored relations of one Lesson (supports, contradicts, analogous_to, failed_because, works_when, suggests, supersedes), filtered by type and direction (outgoing, incoming or both), as a bounded cursor page. analogous_to reads as symmetric; the stored endpoints stay explicit."""
+        """List the stored relations of one Lesson (supports, contradicts, analogous_to, failed_because, works_when, suggests, supersedes), filtered by type and direction (outgoing, incoming or both), as a bounded cursor page. analogous_to reads as symmetric (a pair stored both ways is listed once); the stored endpoints stay explicit."""
     ), 'read', handle, input_schema, output_schema)

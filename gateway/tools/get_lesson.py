@@ -223,8 +223,9 @@ def _sub_page(description: str, item: dict) -> dict:
 def input_schema(F: Fields) -> dict:
     return obj({
         "id": F.lesson_id(),
-        "fields": array("Core fields to return (default: all).",
-                        {"type": "string", "enum": F.core_fields()}, min_items=1, unique=True),
+        "fields": array("Core fields to return (default: all). revision_id is accepted as in search_lessons; it is "
+                        "always returned, next to id.",
+                        {"type": "string", "enum": F.core_fields() + ["revision_id"]}, min_items=1, unique=True),
         "citation_detail": enum("compact omits note and provenance; full returns them and never truncates "
                                 "silently.", ("compact", "full"), default="compact"),
         "citations_cursor": cursor("Cursor of the citations page."),

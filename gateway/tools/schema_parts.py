@@ -119,11 +119,15 @@ def array(description: str, items: dict, *, min_items: int | None = None, max_it
 
 
 def nullable(schema: dict) -> dict:
-    """Allow ``null`` besides the schema's own type."""
-    out = dict(schema)
-    out["type"] = [schema["type"], "null"]
-    if "enum" in out:
-        out["enum"] = list(out["enum"]) + [None]
+    """Allow ``null`` besides ``schema``: ``{"description", "anyOf": [schema, {"type": "null"}]}``.
+
+    The portable form: published schemas never use a ``type`` array such as
+    ``["string", "null"]``, which strict clients (MCP Inspector ``--strict``) flag.
+    """
+    inner = dict(schema)
+    description = inner.pop("description", None)
+    out: dict = {"description": description} if description is not None else {}
+    out["anyOf"] = [inner, {"type": "null"}]
     return out
 
 
@@ -215,7 +219,8 @@ class Fields:
             return enum(help_text, self.enum_values(f.enum, direction))
         if f.type == "enum_list":
             values = self.enum_values(f.enum, direction)
-            return array(help_text, {"type": "string", "enum": values},
+            return array(f"{help_text} JSON 배열로 주고받습니다(예: [\"{values[0]}\"]; 쉼표로 이은 문자열이 아님).",
+                         {"type": "string", "enum": values},
                          min_items=1 if direction == "in" else None, max_items=len(values), unique=True)
         if f.type == "timestamp":
             return self.timestamp(help_text)
@@ -307,16 +312,14 @@ def scope_out() -> dict:
     return nullable(string("Scope the results were drawn from, or null.", LIMITS["scope_max_length"]))
 
 
-def min_score() -> dict:
-    """Input ``min_score`` (0–1)."""
-    return {"description": "Drop results scoring below this value (0–1).", "type": "number",
-            "minimum": 0, "maximum": 1}
+def min_score(description: str = "Drop results scoring below this value (0–1).") -> dict:
+    """Input ``min_score`` (0–1); a tool may say what its score is in ``description``."""
+    return {"description": description, "type": "number", "minimum": 0, "maximum": 1}
 
 
-def score() -> dict:
-    """A result's relevance score (0–1)."""
-    return {"description": "Relevance score between 0 and 1 (comparable within one response only).",
-            "type": "number", "minimum": 0, "maximum": 1}
+def score(description: str = "Relevance score between 0 and 1 (comparable within one response only).") -> dict:
+    """A result's relevance score (0–1); a tool may say how it is computed in ``description``."""
+    return {"description": description, "type": "number", "minimum": 0, "maximum": 1}
 
 
 def embedding_truncated_out(F: Fields) -> dict:
@@ -328,11 +331,10 @@ def embedding_truncated_out(F: Fields) -> dict:
         "kept": {"description": "Share of the facet's characters the embedded text still holds (0-1).",
                  "type": "number", "minimum": 0, "maximum": 1},
     }, ["fields", "kept"], "One facet cut to the embedding window (head and tail kept).")
-    return {"type": "object",
-            "description": "Facets too long for the embedding window, by facet name: only their head and tail are "
-                           "found by meaning; split the Lesson or shorten these fields. Absent when nothing was cut "
-                           "or semantic search is off.",
-            "propertyNames": {"enum": list(INDEX_FACETS)}, "additionalProperties": cut, "minProperties": 1}
+    return obj({facet: cut for facet in INDEX_FACETS}, (),
+               "Facets too long for the embedding window: only their head and tail are found by meaning; split "
+               "the Lesson or shorten these fields. Absent when nothing was cut or semantic search is off.",
+               minProperties=1)
 
 
 def retrieval_mode_in() -> dict:

@@ -222,18 +222,30 @@ def input_schema(F: Fields) -> dict:
                         {"type": "string", "enum": _search_fields(F)}, min_items=1, unique=True),
         "limit": page_limit("Results per page."),
         "cursor": cursor(),
-        "min_score": min_score(),
+        "min_score": min_score(MIN_SCORE_TEXT),
         "retrieval_mode": retrieval_mode_in(),
         "scope": scope_in(),
         "facet": _facet_in(F),
     }, (), "Search Lessons.")
 
 
+#: What ``score`` is per mode (docs/retrieval.md#min-score); shown to agents in the schemas.
+SCORE_TEXT = ("0-1, comparable within this response only. legacy: the title-weighted full-text score, and results "
+              "come in score order. hybrid_v1: the fused rank score (rrf, from ranks, not a similarity); results come "
+              "in tiers (stored relations, then exact identifier or error-string matches, then the rest) with "
+              "near-duplicates spread out, so a lower score can be listed above a higher one.")
+#: How to choose ``min_score``.
+MIN_SCORE_TEXT = ("Drop results scoring below this value (0-1; default 0 keeps all), applied to legacy's full-text "
+                  "score or hybrid_v1's fused score. Scores come from this query's ranks, so no one threshold fits "
+                  "every query: keep 0 and use limit, or set it just below the weakest useful score seen in a "
+                  "response to the same query and mode. Stored relations score 1.0.")
+
+
 def output_schema(F: Fields) -> dict:
     rec = F.schema.lesson
     item = {
         "id": F.lesson_id(),
-        "score": score(),
+        "score": score(SCORE_TEXT),
         "basis": enum("Which retriever produced this result.", SEARCH_BASES),
     }
     for name in F.core_fields():
@@ -245,7 +257,7 @@ def output_schema(F: Fields) -> dict:
                               max_items=LIMITS["page_max"])
     result = obj(item, ["id", "score", "basis"], "One search hit.")
     props = {
-        "results": array("Hits, best first.", result, max_items=LIMITS["page_max"]),
+        "results": array("Hits in ranking order (not always score order in hybrid_v1: see score).", result, max_items=LIMITS["page_max"]),
         "next_cursor": next_cursor(),
         **retrieval_props(F),
         **scan_props(),
@@ -260,5 +272,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Search Lessons', describe(
-        """Search the lab's research Lessons. A query runs full-text search over all fields (title weighted highest); an empty query lists Lessons newest first. Results are compact (id, title, one-line reusable_lesson, record_origin, confidence, a short citation); add fields with `fields`. Filter by confidence, record_origin, review_state, updated range or a named scope. Page with `limit` (max 20) and the opaque `cursor` (restart from the first page when a cursor is refused); `partial`, `scanned` and `scan_limit` tell whether the scan was complete. retrieval_mode=hybrid_v1 also matches meaning across wording and languages and fuses it with full text (exact identifiers and error strings still rank first). min_score applies to the full-text score in legacy and to the fused 0-1 score in hybrid_v1. effective_mode and semantic_status say what answered (a first page falls back to legacy when semantic search is unavailable). facet (hybrid_v1 only) ranks by one facet alone (situation, approach or mechanism) with no full text, so a client can search the facets separately and fuse them."""
+        """Search the lab's research Lessons. A query runs full-text search over all fields (title weighted highest); an empty query lists Lessons newest first. Results are compact (id, title, one-line reusable_lesson, record_origin, confidence, a short citation); add fields with `fields`. Filter by confidence, record_origin, review_state, updated range or a named scope. Page with `limit` (max 20) and the opaque `cursor` (restart from the first page when a cursor is refused); `partial`, `scanned` and `scan_limit` tell whether the scan was complete. retrieval_mode=hybrid_v1 also matches meaning across wording and languages and fuses it with full text (exact identifiers and error strings still rank first). score is comparable within one response only: in legacy the full-text score (results in score order), in hybrid_v1 a fused rank score, with results in tiers (exact identifier matches first, near-duplicates spread), so not always in score order; keep min_score 0 unless a response showed where the weak tail starts. effective_mode and semantic_status say what answered (a first page falls back to legacy when semantic search is unavailable). facet (hybrid_v1 only) ranks by one facet alone (situation, approach or mechanism) with no full text, so a client can search the facets separately and fuse them."""
     ), 'read', handle, input_schema, output_schema)

@@ -110,9 +110,43 @@
 		}
 	}
 
+	// the user-perceived characters of text: Intl.Segmenter's graphemes where the browser has it,
+	// else code points with combining marks, variation selectors and ZWJ sequences kept on their base
+	// (so a cut never leaves half of a surrogate pair or of an emoji)
+	function graphemes( text ) {
+		var out = [], iterator, step, i, ch, code;
+		if ( typeof Intl !== 'undefined' && typeof Intl.Segmenter === 'function' && typeof Symbol === 'function' ) {
+			iterator = new Intl.Segmenter( undefined, { granularity: 'grapheme' } ).segment( text )[ Symbol.iterator ]();
+			for ( step = iterator.next(); !step.done; step = iterator.next() ) {
+				out.push( step.value.segment );
+			}
+			return out;
+		}
+		for ( i = 0; i < text.length; i++ ) {
+			ch = text.charAt( i );
+			code = text.charCodeAt( i );
+			if ( code >= 0xD800 && code <= 0xDBFF && i + 1 < text.length ) {
+				i++;
+				ch += text.charAt( i );
+			}
+			if ( out.length && ( /^[\u0300-\u036f\u200d\ufe0e\ufe0f]|^\ud83c[\udffb-\udfff]/.test( ch ) || /\u200d$/.test( out[ out.length - 1 ] ) ) ) {
+				out[ out.length - 1 ] += ch;
+			} else {
+				out.push( ch );
+			}
+		}
+		return out;
+	}
+
+	// text on one line, at most max user-perceived characters (the last one an ellipsis when cut)
 	function clip( text, max ) {
+		var parts;
 		text = String( text === null || text === undefined ? '' : text ).replace( /\s+/g, ' ' ).trim();
-		return text.length > max ? text.slice( 0, max - 1 ) + '…' : text;
+		if ( text.length <= max ) {
+			return text;
+		}
+		parts = graphemes( text );
+		return parts.length > max ? parts.slice( 0, max - 1 ).join( '' ) + '…' : text;
 	}
 
 	function bareId( id ) {
@@ -1951,13 +1985,48 @@
 			return mw.util.getUrl( 'Special:UserLogin', { returnto: LESSON_NS + ':' + id, returntoquery: 'action=edit&preload=' + encodeURIComponent( PRELOAD_PAGE ) } );
 		}
 
+		// does Lesson:<id> exist? resolves true/false, rejects when the wiki API does not answer
+		function lessonExists( id ) {
+			return new mw.Api().get( { action: 'query', titles: LESSON_NS + ':' + id, formatversion: 2 } ).then( function ( data ) {
+				var page = data && data.query && data.query.pages && data.query.pages[ 0 ];
+				return !!( page && !page.missing && !page.invalid );
+			} );
+		}
+
+		function existsMessage( id ) {
+			return el( 'span', null, [
+				'이미 같은 ID의 메모가 있습니다: ',
+				el( 'a', { href: lessonUrl( id ) }, LESSON_NS + ':' + id ),
+				'. 다른 ID를 고르거나 그 메모를 고쳐 주세요.'
+			] );
+		}
+
+		// "available" is said only after the wiki confirmed the id is free; a later keystroke
+		// makes an earlier answer stale (checkSeq), and a short pause batches fast typing
+		var checkSeq = 0;
+		var checkTimer = null;
 		input.addEventListener( 'input', function () {
+			var id = input.value.trim();
 			var problem = input.value ? validateLessonId( input.value ) : '';
-			if ( problem ) {
-				setMessage( problem, true );
-			} else {
-				setMessage( input.value ? '쓸 수 있는 ID입니다: Lesson:' + input.value.trim() : '영문 소문자, 숫자, _, - 만 씁니다. “Lesson:”은 붙이지 않습니다.', false );
+			var seq = ++checkSeq;
+			clearTimeout( checkTimer );
+			if ( problem || !id ) {
+				setMessage( problem || '영문 소문자, 숫자, _, - 만 씁니다. “Lesson:”은 붙이지 않습니다.', !!problem );
+				return;
 			}
+			setMessage( '같은 ID의 메모가 있는지 확인하는 중입니다: Lesson:' + id, false );
+			form.setAttribute( 'data-state', 'checking' );
+			checkTimer = setTimeout( function () {
+				lessonExists( id ).then( function ( exists ) {
+					if ( seq === checkSeq ) {
+						setMessage( exists ? existsMessage( id ) : '쓸 수 있는 ID입니다: Lesson:' + id, exists );
+					}
+				}, function () {
+					if ( seq === checkSeq ) {
+						setMessage( '형식은 맞습니다: Lesson:' + id + ' (같은 ID가 있는지는 확인하지 못했습니다)', false );
+					}
+				} );
+			}, 250 );
 		} );
 		form.addEventListener( 'submit', function ( event ) {
 			var id = input.value.trim();
@@ -1974,16 +2043,13 @@
 			busy = true;
 			button.disabled = true;
 			setMessage( '같은 ID의 메모가 있는지 확인하는 중입니다…', false );
-			new mw.Api().get( { action: 'query', titles: LESSON_NS + ':' + id, formatversion: 2 } ).then( function ( data ) {
-				var page = data && data.query && data.query.pages && data.query.pages[ 0 ];
+			checkSeq++;
+			clearTimeout( checkTimer );
+			lessonExists( id ).then( function ( exists ) {
 				busy = false;
 				button.disabled = false;
-				if ( page && !page.missing && !page.invalid ) {
-					setMessage( el( 'span', null, [
-						'이미 같은 ID의 메모가 있습니다: ',
-						el( 'a', { href: lessonUrl( id ) }, LESSON_NS + ':' + id ),
-						'. 다른 ID를 고르거나 그 메모를 고쳐 주세요.'
-					] ), true );
+				if ( exists ) {
+					setMessage( existsMessage( id ), true );
 					return;
 				}
 				window.location.href = target( id );
@@ -2257,6 +2323,7 @@
 		var digests = document.querySelectorAll( '.s3rm-evidence-digest[data-evidence-id]' );
 		mw.s3rm = mw.s3rm || {};
 		mw.s3rm.validateLessonId = validateLessonId;
+		mw.s3rm.clip = clip;
 		if ( graphRoot ) {
 			initHome( graphRoot, earlyGraph );
 		} else if ( recentRoot ) {

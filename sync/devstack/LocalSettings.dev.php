@@ -56,6 +56,15 @@ $wgJobRunRate = 0;
 $wgDiff3 = false;
 # <<< s3rm shared: editing
 
+# >>> s3rm shared: rights
+# Reading is public; writing needs a named account (docs/operations.md#wiki-accounts), on the
+# development wiki too. Anonymous readers keep 'writeapi': the API's login module is a write
+# module, so bot passwords could not log in without it; it grants no edit by itself.
+$wgGroupPermissions['*']['edit'] = false;
+$wgGroupPermissions['*']['createpage'] = false;
+$wgGroupPermissions['*']['createaccount'] = false;
+# <<< s3rm shared: rights
+
 // One cache shared by the php -S workers, maintenance scripts and the job runner.
 $wgMainCacheType = CACHE_DB;
 $wgParserCacheType = CACHE_DB;
@@ -80,7 +89,7 @@ $wgShowExceptionDetails = true;
 $wgDebugLogGroups['exception'] = __DIR__ . '/logs/exception.log';
 $wgDebugLogGroups['error'] = __DIR__ . '/logs/exception.log';
 
-// A wiki directory may carry local overrides (tests use it to switch anonymous editing off).
+// A wiki directory may carry local overrides (a browser test uses it to switch anonymous editing on).
 if ( is_file( __DIR__ . '/S3RM.local.php' ) ) {
 	require __DIR__ . '/S3RM.local.php';
 }

@@ -8,6 +8,7 @@ against a running dev stack without extra settings (docs/operations.md).
 """
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from pathlib import Path
@@ -22,6 +23,10 @@ DEV_ENV_FILE = DEV_DIR / "wiki" / "env"
 #: Non-secret settings of the running dev stack (``s3rm stack up``): the gateway's
 #: public MCP URL, so ``sync diff/check`` and ``evaluate`` use what the stack uses.
 DEV_STACK_ENV_FILE = DEV_DIR / "stack.env"
+#: The dev stack's generated secrets (write token, seal key, cursor key; mode 600, ``s3rm stack up``).
+DEV_SECRETS_FILE = DEV_DIR / "secrets.json"
+#: The seal settings every reader of seals needs (the gateway signs, ``s3rm audit`` verifies).
+SEAL_SETTINGS = ("S3RM_REVISION_HMAC_KEYS", "S3RM_REVISION_HMAC_ACTIVE_KEY_ID")
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -70,3 +75,25 @@ def lookup(names: Iterable[str], environ: Mapping[str, str] | None = None,
             found[name] = file_values[name]
             from_file.append(name)
     return found, tuple(from_file)
+
+
+def seal_settings(secrets: Mapping[str, str]) -> dict[str, str]:
+    """The dev gateway's seal settings (:data:`SEAL_SETTINGS`) from the dev stack's secrets."""
+    return {"S3RM_REVISION_HMAC_KEYS": json.dumps({secrets["hmac_key_id"]: secrets["hmac_key"]}),
+            "S3RM_REVISION_HMAC_ACTIVE_KEY_ID": secrets["hmac_key_id"]}
+
+
+def dev_stack_settings(dev_dir: Path | None = None) -> dict[str, str]:
+    """The settings the running dev stack's gateway has that CLI verbs need, from ``dev_dir``
+    (default ``.dev``): the wiki URL and bot passwords (``wiki/env``), the recorded URLs
+    (``stack.env``) and the seal settings (``secrets.json``). Missing files give no values;
+    nothing is created.
+    """
+    dev_dir = DEV_DIR if dev_dir is None else Path(dev_dir)
+    values = {**read_env_file(dev_dir / "wiki" / "env"), **read_env_file(dev_dir / "stack.env")}
+    try:
+        secrets = json.loads((dev_dir / "secrets.json").read_text(encoding="utf-8"))
+        values.update(seal_settings(secrets))
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        pass
+    return values

@@ -45,9 +45,9 @@ from pathlib import Path
 
 from gateway.domain.schema import REPO_ROOT
 from sync.devstack import devwiki, postgres, procs
-from sync.devstack.envfiles import DEV_DIR, DEV_STACK_ENV_FILE
+from sync.devstack.envfiles import DEV_DIR, DEV_SECRETS_FILE, DEV_STACK_ENV_FILE, seal_settings
 
-SECRETS_FILE = DEV_DIR / "secrets.json"
+SECRETS_FILE = DEV_SECRETS_FILE
 TOKEN_FILE = DEV_DIR / "mcp-write-token"
 CORPUS = REPO_ROOT / "data" / "cloud-incidents" / "cloud_incidents.csv"
 HOST = "127.0.0.1"
@@ -109,8 +109,7 @@ def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, s
         "S3RM_MCP_ALLOWED_ORIGINS": wiki.server_url.rstrip("/"),
         "S3RM_MCP_WRITE_AUTH_MODE": "token",
         "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(sec["write_token"].encode()).hexdigest(),
-        "S3RM_REVISION_HMAC_KEYS": json.dumps({sec["hmac_key_id"]: sec["hmac_key"]}),
-        "S3RM_REVISION_HMAC_ACTIVE_KEY_ID": sec["hmac_key_id"],
+        **seal_settings(sec),
         "S3RM_CURSOR_SECRET": sec["cursor_secret"],
         "S3RM_EMBEDDING_PROVIDER": "openai_compatible",
         "S3RM_EMBEDDING_URL": f"http://{HOST}:{embedding_port}/v1/embeddings",

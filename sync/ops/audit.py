@@ -49,8 +49,11 @@ Exit codes: 0 clean, 1 violations found, 2 configuration or connection error.
 
 Configuration: ``S3RM_WIKI_API_URL``, ``S3RM_WIKI_USERNAME``,
 ``S3RM_WIKI_PASSWORD`` (the gateway's account; read access suffices),
-``S3RM_REVISION_HMAC_KEYS``; unset values fall back to the dev wiki's
-``.dev/wiki/env``.
+``S3RM_REVISION_HMAC_KEYS`` (the gateway's seal keys, retired ones included);
+unset values fall back to the running dev stack's (:func:`settings`: ``.dev/wiki/env``,
+``.dev/stack.env``, the seal key in ``.dev/secrets.json``), so on the dev stack the
+command needs no settings. A seal whose key id the audit does not have is reported
+naming ``S3RM_REVISION_HMAC_KEYS`` (docs/operations.md#audit).
 """
 from __future__ import annotations
 
@@ -75,7 +78,7 @@ from gateway.retrieval.projection import FACET_CHAR_CAP, ProjectionBuilder
 from gateway.wiki.client import WikiClient
 from hooks_spec.checker import check_revision
 
-__all__ = ["Finding", "AuditReport", "audit", "register", "main"]
+__all__ = ["Finding", "AuditReport", "audit", "settings", "register", "main"]
 
 _BATCH = 50
 
@@ -201,6 +204,21 @@ def _github_login(comment: str) -> str | None:
     return marker.actor if marker is not None else None
 
 
+def _name_missing_key(rule_id: str, message: str, comment: str, keys: Mapping[str, str]) -> str:
+    """An HS44 "unknown key id" message that also names the key id and the setting that lacks it."""
+    if rule_id != "HS44" or "unknown key id" not in message:
+        return message
+    try:
+        kid = getattr(parse_summary(comment), "kid", None) or "?"
+    except MarkerError:
+        kid = "?"
+    if not keys:
+        return (f"{message} {kid!r}: S3RM_REVISION_HMAC_KEYS is not set; give the audit the seal keys of the "
+                "gateway that wrote this wiki (docs/operations.md#audit)")
+    return (f"{message} {kid!r}: S3RM_REVISION_HMAC_KEYS has no such key id (it has {', '.join(sorted(keys))}); "
+            "keep retired keys there while their seals are audited (docs/operations.md#audit)")
+
+
 def _restored_ids(rows: list[dict]) -> dict[int, int]:
     out = {}
     for row in rows:
@@ -250,7 +268,8 @@ def audit(client, *, since: datetime, limit: int, keys: Mapping[str, str], agent
             report.github_writers[login] += 1
         for v in violations:
             report.findings.append(Finding(lesson_id, row["revid"], row["parentid"], row["user"], row["timestamp"],
-                                           v.rule_id, v.message, login))
+                                           v.rule_id, _name_missing_key(v.rule_id, v.message, row["comment"], keys),
+                                           login))
         latest[lesson_id] = (row, text)
     for lesson_id, (row, text) in latest.items():
         try:
@@ -270,13 +289,35 @@ def audit(client, *, since: datetime, limit: int, keys: Mapping[str, str], agent
 
 
 # ---------------------------------------------------------------------- CLI
-def _config(args) -> GatewayConfig:
-    from sync.devstack.envfiles import DEV_ENV_FILE, read_env_file
+def settings(environ: Mapping[str, str], api_url: str | None = None,
+             dev: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings the audit runs with: ``environ`` first, then the running dev stack's
+    (:func:`sync.devstack.envfiles.dev_stack_settings`, or ``dev``), so ``s3rm audit`` checks
+    seals with the keys the stack's gateway signs with.
 
-    env = {**read_env_file(DEV_ENV_FILE), **os.environ}
-    if args.api_url:
-        env["S3RM_WIKI_API_URL"] = args.api_url
-    return GatewayConfig.from_env(env)
+    Wiki settings fall back name by name. The seal settings come as a pair, from ``environ``
+    when it sets ``S3RM_REVISION_HMAC_KEYS``, else from the dev stack only when the audited
+    wiki is the dev stack's (another wiki's seals need that wiki's gateway keys).
+    """
+    from sync.devstack.envfiles import SEAL_SETTINGS, dev_stack_settings
+
+    dev = dev_stack_settings() if dev is None else dev
+    env = {k: v for k, v in dev.items() if k not in SEAL_SETTINGS}
+    env.update({k: v for k, v in environ.items() if v})
+    if api_url:
+        env["S3RM_WIKI_API_URL"] = api_url
+    if not environ.get(SEAL_SETTINGS[0]):
+        target = env.get("S3RM_WIKI_API_URL", GatewayConfig.wiki_api_url)
+        same_wiki = dev.get("S3RM_WIKI_API_URL", GatewayConfig.wiki_api_url) == target
+        for name in SEAL_SETTINGS:
+            env.pop(name, None)
+            if same_wiki and dev.get(name):
+                env[name] = dev[name]
+    return env
+
+
+def _config(args) -> GatewayConfig:
+    return GatewayConfig.from_env(settings(os.environ, args.api_url))
 
 
 def _write_text(report: AuditReport, max_findings: int, out: TextIO) -> None:

@@ -569,3 +569,22 @@ def test_caddy_routes_the_oauth_paths_to_the_gateway(tmp_path):
     assert proxy["upstreams"] == [{"dial": "mcp-http:8080"}]
     compose = (REPO / "compose.yaml").read_text()
     assert "- oauth_state:/var/lib/s3rm/oauth" in compose and "  oauth_state: {}" in compose
+
+
+def test_the_audit_service_runs_s3rm_audit_with_the_gateways_wiki_account_and_seal_keys(env_file):
+    """The scheduled audit (docs/operations.md#audit): a one-shot service of profile ``audit`` whose
+    command the audit CLI parses and whose settings are the gateway's (else every seal is an HS44)."""
+    import argparse
+
+    from sync.ops.audit import register
+
+    services = _resolved(env_file, profiles="audit")["services"]
+    svc, gateway = services["audit"], services["mcp-http"]
+    assert svc["profiles"] == ["audit"] and svc["restart"] == "no" and svc["image"] == gateway["image"]
+    parser = argparse.ArgumentParser(prog="s3rm", exit_on_error=False)
+    register(parser.add_subparsers(dest="command"))
+    assert svc["entrypoint"][0] == "s3rm"
+    assert parser.parse_args(svc["entrypoint"][1:] + svc["command"]).hours == 25
+    for name in ("S3RM_WIKI_API_URL", "S3RM_WIKI_USERNAME", "S3RM_WIKI_PASSWORD", "S3RM_REVISION_HMAC_KEYS",
+                 "S3RM_REVISION_HMAC_ACTIVE_KEY_ID"):
+        assert svc["environment"][name] == gateway["environment"][name], name

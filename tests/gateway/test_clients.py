@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -256,6 +257,17 @@ def test_inspector_cli_lists_reads_and_writes(stack, era):
     assert json.loads(write.stdout)["result"]["structuredContent"]["status"] == "created"
 
 
+def test_inspector_strict_finds_the_published_schemas_portable(stack):
+    """MCP Inspector ``--strict`` lints every tool's input and output schema from tools/list:
+    0 errors and 0 warnings (no type arrays; tests/sync/schema/test_generate.py walks the rules too)."""
+    listed = inspector(stack, "--method", "tools/list", "--strict")
+    assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr
+    envelope = json.loads(listed.stdout)
+    assert [t["name"] for t in envelope["result"]["tools"]] == TOOLS
+    assert "schemaFindings" not in envelope, envelope.get("schemaFindings")
+    assert "Warning: tool" not in listed.stderr and "Error: tool" not in listed.stderr, listed.stderr
+
+
 def test_inspector_cli_without_a_header_shows_the_token_message(stack):
     call = ("--method", "tools/call", "--tool-name", "create_lesson_draft", "--tool-args-json", json.dumps(write_args()))
     # at a terminal the Inspector tries OAuth: discovery, then registration, whose answer it prints
@@ -308,8 +320,17 @@ def test_readme_python_examples_run(stack, name, python, version):
 
 
 def test_readme_typescript_example_runs(stack):
+    """Saved under the file name README gives, in a folder like `npm init -y` leaves (no "type")."""
+    import tempfile
+
     code = readme_example("typescript")
-    out = _run_example([NODE, "--input-type=module", "-e", code.replace(README_URL, stack.url)], stack)
+    name = re.search(r"Save it as `([\w.-]+)` and run `node \1`", README.read_text(encoding="utf-8"))
+    assert name and name.group(1).endswith(".mjs")
+    with tempfile.TemporaryDirectory(dir=CLIENTS, prefix="readme-example-") as folder:  # resolves node_modules above
+        (Path(folder) / "package.json").write_text('{"name": "example", "version": "1.0.0", "main": "index.js"}')
+        script = Path(folder) / name.group(1)
+        script.write_text(code.replace(README_URL, stack.url), encoding="utf-8")
+        out = _run_example([NODE, script], stack)
     version, tools, results = out.split()
     assert (version, tools) == ("2026-07-28", "10") and int(results) >= 0, out
 

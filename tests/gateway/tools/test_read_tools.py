@@ -259,6 +259,20 @@ def test_audit_statuses_positions_and_revision_binding(repo):
     assert h.error("audit_lessons", expectations=many, cursor=second["next_cursor"])["code"] == "invalid_cursor"
 
 
+def test_get_lesson_accepts_revision_id_in_fields_like_search(repo):
+    """revision_id is a valid ``fields`` entry of both read tools; get_lesson always returns it next to id."""
+    rev = add(repo, "rv", title="R")
+    h = Harness(repo)
+    out = h.call("get_lesson", id="rv", fields=["revision_id", "title"])
+    assert out["revision_id"] == rev and out["lesson"] == {"title": "R"}
+    assert h.call("get_lesson", id="rv", fields=["revision_id"])["lesson"] == {}
+
+
+def test_an_empty_list_error_reads_in_the_singular(repo):
+    err = Harness(repo).error("audit_lessons", expectations=[])
+    assert "must have at least 1 item" in err["message"] and "1 items" not in err["message"]
+
+
 # ------------------------------------------------------------------ related
 def test_related_types_direction_and_symmetric_analogy(repo):
     add(repo, "x", relations=[relation("x", "supports", "y"), relation("x", "contradicts", "z")])
@@ -274,6 +288,19 @@ def test_related_types_direction_and_symmetric_analogy(repo):
     assert h.error("find_related_lessons", id="nope")["code"] == "not_found"
     paged = h.walk("find_related_lessons", id="x", limit=1)
     assert len(paged) == 3
+
+
+def test_an_analogy_stored_in_both_directions_is_listed_once(repo):
+    """A→B and B→A ``analogous_to`` (each on its own page) is one symmetric relation (docs/tools.md#find-related-lessons)."""
+    add(repo, "p", title="P", relations=[relation("p", "analogous_to", "q", note="from p")])
+    add(repo, "q", title="Q", relations=[relation("q", "analogous_to", "p", note="from q")])
+    h = Harness(repo)
+    for direction in ("both", "outgoing", "incoming"):
+        for lid, other in (("p", "q"), ("q", "p")):
+            results = h.call("find_related_lessons", id=lid, direction=direction)["results"]
+            assert [(r["id"], r["direction"], r["from"], r["to"]) for r in results] == \
+                [(other, "outgoing", lid, other)], (lid, direction)
+    assert len(h.walk("find_related_lessons", id="p", limit=1)) == 1
 
 
 # ------------------------------------------------------------------ analogies

@@ -849,19 +849,34 @@ def _launch(page, stack, rights: str, button: str, lesson_id: str) -> None:
 
 
 def test_write_button_follows_the_wikis_rights(stack, spage):
-    # the development wiki lets anonymous readers edit (MediaWiki's default): no forced login
-    _launch(spage, stack, "write", "쓰기 시작", "browser_anonymous_probe")
-    spage.wait_for_url(re.compile(r".*Lesson:browser_anonymous_probe.*action=edit.*"))
-    assert "UserLogin" not in spage.url and "preload" in requests.utils.unquote(spage.url)
-    # a wiki that refuses anonymous edits (the production settings): the button logs in first
+    # the development wiki refuses anonymous edits like production (docs/operations.md#wiki-accounts):
+    # the button logs in first
+    _launch(spage, stack, "login", "로그인하고 쓰기", "browser_logged_out_probe")
+    spage.wait_for_url(re.compile(r".*returnto=.*"))
+    assert "returnto=Lesson%3Abrowser_logged_out_probe" in spage.url
+    # a wiki that lets anonymous readers edit (MediaWiki's default): no forced login
     local = stack.wiki.dir / "S3RM.local.php"
-    local.write_text("<?php\n$wgGroupPermissions['*']['edit'] = false;\n$wgGroupPermissions['*']['createpage'] = false;\n")
+    local.write_text("<?php\n$wgGroupPermissions['*']['edit'] = true;\n$wgGroupPermissions['*']['createpage'] = true;\n")
     try:
-        _launch(spage, stack, "login", "로그인하고 쓰기", "browser_logged_out_probe")
-        spage.wait_for_url(re.compile(r".*returnto=.*"))
-        assert "returnto=Lesson%3Abrowser_logged_out_probe" in spage.url
+        _launch(spage, stack, "write", "쓰기 시작", "browser_anonymous_probe")
+        spage.wait_for_url(re.compile(r".*Lesson:browser_anonymous_probe.*action=edit.*"))
+        assert "UserLogin" not in spage.url and "preload" in requests.utils.unquote(spage.url)
     finally:
         local.unlink()
+
+
+def test_the_new_lesson_box_says_available_only_for_a_free_id(stack, spage):
+    """While an id is typed the box asks the wiki; an existing id is never called available."""
+    spage.goto(stack.home)
+    spage.wait_for_selector("#s3rm-create-form[data-state=ready]")
+    spage.fill("#s3rm-create-id", "ko-config-change-spread")
+    spage.wait_for_selector("#s3rm-create-launcher[data-state=invalid]")
+    text = spage.inner_text("#s3rm-create-message")
+    assert "이미 같은 ID의 메모가 있습니다" in text and "쓸 수 있는" not in text
+    assert "Lesson:ko-config-change-spread" in requests.utils.unquote(spage.get_attribute("#s3rm-create-message a", "href"))
+    spage.fill("#s3rm-create-id", "browser-free-id-probe")
+    spage.wait_for_selector("#s3rm-create-launcher[data-state=ok]")
+    assert spage.inner_text("#s3rm-create-message") == "쓸 수 있는 ID입니다: Lesson:browser-free-id-probe"
 
 
 def test_times_are_local_with_utc_available(stack, spage):

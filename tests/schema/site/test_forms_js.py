@@ -1,4 +1,5 @@
-"""Common.js fills Page Forms' hidden provenance/time inputs — in a real Chromium.
+"""Common.js fills Page Forms' hidden provenance/time inputs, and cuts graph labels between graphemes — in a
+real Chromium.
 
 Contract: docs/data-contract.md#browser-forms.
 
@@ -11,6 +12,7 @@ provides. The script under test is the real ``schema/site/Common.js``.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -51,26 +53,34 @@ window.mw = {
 """
 
 
-def _run(page_name: str, ns: int, article: int, created: str, updated: str) -> dict:
+@contextmanager
+def _common_js_page(body: str, page_name: str, ns: int, article: int):
+    """A Chromium page holding ``body``, the ``mw``/``$`` stand-ins and the real Common.js; yields
+    ``(page, errors)`` with the page's uncaught errors."""
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=LAUNCH_ARGS, headless=True)
         try:
             page = browser.new_page()
-            errors = []
+            errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.set_content("<html><body>" + FORM.format(created=created, updated=updated) + "</body></html>")
+            page.set_content("<html><body>" + body + "</body></html>")
             page.add_script_tag(content=STUBS % {"page": page_name, "ns": ns, "article": article})
             page.add_script_tag(content=COMMON_JS.read_text(encoding="utf-8"))
-            page.click("[name=wpSave]")
-            values = page.evaluate("""() => Object.fromEntries(Array.from(
-                document.querySelectorAll('#pfForm [name]')).map(e => [e.name, e.value]))""")
-            values["__origin_options"] = page.evaluate(
-                "() => Array.from(document.querySelector('[name=\"Lesson[record_origin]\"]').options)"
-                ".map(o => o.disabled)")
-            values["__errors"] = errors
-            return values
+            yield page, errors
         finally:
             browser.close()
+
+
+def _run(page_name: str, ns: int, article: int, created: str, updated: str) -> dict:
+    with _common_js_page(FORM.format(created=created, updated=updated), page_name, ns, article) as (page, errors):
+        page.click("[name=wpSave]")
+        values = page.evaluate("""() => Object.fromEntries(Array.from(
+            document.querySelectorAll('#pfForm [name]')).map(e => [e.name, e.value]))""")
+        values["__origin_options"] = page.evaluate(
+            "() => Array.from(document.querySelector('[name=\"Lesson[record_origin]\"]').options)"
+            ".map(o => o.disabled)")
+        values["__errors"] = errors
+        return values
 
 
 def test_new_lesson_gets_equal_utc_created_and_updated_and_item_times():
@@ -93,3 +103,33 @@ def test_existing_lesson_keeps_created_at_advances_updated_at_and_locks_origin()
     assert v["Lesson[created_at]"] == "2024-05-01T10:00:00Z"
     assert v["Lesson[updated_at]"] == "2999-01-01T00:00:01Z"  # strictly later than the loaded value
     assert v["__origin_options"] == [True, False]  # only the stored value can be submitted
+
+
+# ---------------------------------------------------------------- graph labels
+LABELS = ["🔥" * 30, "Lesson about GPU memory 🔥🔥 and more text here",
+          "가족 👨\u200d👩\u200d👧\u200d👦 " * 6, "e\u0301" * 30, "👍🏽" * 30, "short 🔥"]
+
+
+def _clipped(without_segmenter: bool) -> list[str]:
+    """``mw.s3rm.clip(label, 26)`` (the graph's label cut) of each of :data:`LABELS` in Chromium."""
+    with _common_js_page("", "Main_Page", 0, 1) as (page, errors):
+        out = page.evaluate("""([labels, drop]) => {
+            const kept = Intl.Segmenter;
+            if (drop) { Intl.Segmenter = undefined; }
+            try { return labels.map(l => mw.s3rm.clip(l, 26)); } finally { Intl.Segmenter = kept; }
+        }""", [LABELS, without_segmenter])
+        assert errors == []
+        return out
+
+
+@pytest.mark.parametrize("without_segmenter", [False, True])
+def test_graph_labels_are_cut_between_graphemes(without_segmenter):
+    """A label cut never leaves a lone surrogate or half an emoji (ZWJ family, skin tone, combining
+    accent); at most 26 characters as a reader counts them, the last an ellipsis."""
+    out = _clipped(without_segmenter)
+    assert out[0] == "🔥" * 25 + "…"
+    assert out[1] == LABELS[1][:25] + "…" and out[5] == "short 🔥"
+    assert out[2] == "가족 👨\u200d👩\u200d👧\u200d👦 " * 5 + "…"
+    assert out[3] == "e\u0301" * 25 + "…" and out[4] == "👍🏽" * 25 + "…"
+    for text in out:
+        text.encode("utf-8")  # a lone surrogate cannot be encoded

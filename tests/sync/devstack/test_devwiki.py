@@ -76,6 +76,25 @@ def test_agent_creates_lesson_page_and_reads_it_back(dev_wiki: devwiki.DevWiki) 
     assert _content(agent, title) == (text + "more").rstrip("\n")
 
 
+def test_anonymous_rights_equal_production(dev_wiki: devwiki.DevWiki) -> None:
+    """What deploy/mediawiki/LocalSettings.php takes from anonymous readers, the dev wiki takes too
+    (docs/operations.md#wiki-accounts): its rights list lacks each, and an anonymous save is refused."""
+    import re
+
+    from gateway.domain.schema import REPO_ROOT
+    from sync.devstack import settings
+
+    prod = settings.shared_blocks((REPO_ROOT / "deploy" / "mediawiki" / "LocalSettings.php").read_text())["rights"]
+    denied = set(re.findall(r"\$wgGroupPermissions\['\*'\]\['(\w+)'\] = false;", prod))
+    assert {"edit", "createpage", "createaccount"} <= denied
+    anon = dev_wiki.site(login=False)
+    rights = set(anon.api("query", meta="userinfo", uiprop="rights", formatversion="2")["query"]["userinfo"]["rights"])
+    assert "read" in rights and not rights & denied
+    with pytest.raises(APIError) as refused:
+        _edit(anon, f"Lesson:anon_{uuid.uuid4().hex[:8]}", "{{Lesson\n|title=x\n}}\n")
+    assert refused.value.code in ("permissiondenied", "cantcreate-anon", "cantcreate")
+
+
 def test_agent_cannot_edit_site_js(dev_wiki: devwiki.DevWiki) -> None:
     agent = dev_wiki.site("agent")
     before = _content(agent, "MediaWiki:Common.js")

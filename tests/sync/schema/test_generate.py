@@ -273,6 +273,46 @@ def test_tool_schemas_are_valid_closed_and_described():
                     assert sub.get("description"), (name, path, prop)
 
 
+#: The JSON types a portable schema names, one per ``type`` (strict clients flag type arrays).
+_JSON_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
+
+
+def test_published_schemas_are_portable():
+    """What MCP Inspector ``--strict`` checks, walked here: no ``type`` arrays such as
+    ["string", "null"] (nullable values are ``anyOf`` [schema, {"type": "null"}]), no ``null``
+    inside an ``enum``, no OpenAPI ``nullable``; and no array described as comma-separated."""
+    for name, doc in TOOLS.items():
+        for path, node in _walk(doc):
+            if path.endswith(".properties"):
+                continue
+            if "type" in node:
+                assert isinstance(node["type"], str) and node["type"] in _JSON_TYPES, (name, path, node["type"])
+            assert None not in node.get("enum", ()), (name, path)
+            assert "nullable" not in node, (name, path)
+            if node.get("type") == "array":
+                assert "쉼표로 구분" not in node.get("description", ""), (name, path)
+
+
+def test_every_recorded_answer_validates_against_the_published_output_schema():
+    """The golden transcripts (tests/gateway/golden/mcp) hold real answers; each successful tool
+    result's structuredContent validates against its tool's output schema."""
+    golden = Path(__file__).resolve().parents[2] / "gateway" / "golden" / "mcp"
+    checked = 0
+    for path in sorted(golden.glob("*.txt")):
+        request_text, _, response_text = path.read_text(encoding="utf-8").partition("--- response")
+        request = json.loads(request_text.strip().splitlines()[-1])
+        body = response_text.strip().splitlines()[-1]
+        if request.get("method") != "tools/call" or not body.startswith("{"):
+            continue
+        result = json.loads(body).get("result", {})
+        if result.get("isError") or "structuredContent" not in result:
+            continue
+        errors = list(_validator(request["params"]["name"], "output").iter_errors(result["structuredContent"]))
+        assert errors == [], (path.name, [e.message for e in errors][:3])
+        checked += 1
+    assert checked >= 15
+
+
 def _validator(tool: str, direction: str) -> Draft202012Validator:
     return Draft202012Validator(TOOLS[f"{tool}.{direction}.schema.json"])
 
