@@ -26,7 +26,7 @@ from gateway.retrieval.shaping import conformer
 from gateway.tools.base import ToolContext, tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.read_common import DEFAULT_LIMIT, fit_page, Pager, read_tool, repository
-from gateway.tools.read_items import symmetric_relations
+from gateway.tools.read_items import symmetric_relations, unmirrored
 from gateway.tools.schema_parts import (
     array, cursor, DIRECTIONS, enum, Fields, LIMITS, next_cursor, obj, page_limit, scan_props
 )
@@ -56,11 +56,10 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     def wanted(relation: str, stored: str) -> bool:
         return relation in types and (direction in ("both", stored) or relation in symmetric)
 
-    rows = [(e, "outgoing", e.target) for e in edges.outgoing if wanted(e.relation, "outgoing")]
-    # a symmetric pair stored on both pages (A→B and B→A) is one relation: the outgoing copy is shown
-    shown = {(e.relation, e.target) for e, _, _ in rows if e.relation in symmetric}
-    rows += [(e, "incoming", e.source) for e in sorted(edges.incoming, key=lambda e: e.source)
-             if wanted(e.relation, "incoming") and (e.relation, e.source) not in shown]
+    outgoing = [e for e in edges.outgoing if wanted(e.relation, "outgoing")]
+    rows = [(e, "outgoing", e.target) for e in outgoing]
+    rows += [(e, "incoming", e.source) for e in sorted(unmirrored(outgoing, edges.incoming, symmetric),
+                                                       key=lambda e: e.source) if wanted(e.relation, "incoming")]
     pager = Pager(ctx, NAME, {"id": lesson_id, "types": sorted(types), "direction": direction})
     offset = pager.offset(arguments.get("cursor"))
     window = rows[offset:offset + limit]

@@ -6,7 +6,7 @@ all; legacy reviewer/review_state never) and three independent cursor pages —
 ``citations`` (each with its evidence ``digest`` and ``current_verdict``),
 ``verifications`` and ``relations`` (outgoing ones stored on the page plus
 incoming ones stored on other Lessons, each with ``direction``; analogous_to
-marked ``symmetric``) — default 5, max 20 items each, with ``total``.
+marked ``symmetric``, a pair stored both ways listed once) — default 5, max 20 items each, with ``total``.
 
 Byte cap: the sub-pages shrink first (to a common size, then each grows back
 while it fits); when even one item per list does not fit, long Lesson fields
@@ -37,7 +37,9 @@ from gateway.tools.base import ToolContext, tool_spec, WholeRead
 from gateway.tools.policy import describe
 from gateway.tools.readability import short_field_chars
 from gateway.tools.read_common import DEFAULT_LIMIT, Pager, read_tool, repository
-from gateway.tools.read_items import citation_items, relation_item, symmetric_relations, verification_item
+from gateway.tools.read_items import (
+    citation_items, relation_item, symmetric_relations, unmirrored, verification_item
+)
 from gateway.tools.schema_parts import (
     array, citation_item_schema, cursor, DIGEST_PATTERN, DIRECTIONS, enum, Fields, integer, LIMITS,
     next_cursor, obj, page_limit, revision_id, string
@@ -88,11 +90,12 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     detail = arguments.get("citation_detail", "compact")
     symmetric = symmetric_relations(schema)
     incoming = repo.find_relation_edges(lesson_id, outgoing=False, incoming=True, limit=INCOMING_SCAN_LIMIT)
+    outgoing = list(snapshot_edges(snap))
     records = {
         "citations": citation_items(snap.page, detail, schema),
         "verifications": [verification_item(v) for v in snap.page.verifications],
-        "relations": [relation_item(e, "outgoing", symmetric) for e in snapshot_edges(snap)]
-        + [relation_item(e, "incoming", symmetric) for e in incoming.incoming],
+        "relations": [relation_item(e, "outgoing", symmetric) for e in outgoing]
+        + [relation_item(e, "incoming", symmetric) for e in unmirrored(outgoing, incoming.incoming, symmetric)],
     }
     subs: dict[str, _Sub] = {}
     for name in SUBLISTS:

@@ -15,7 +15,7 @@ Shapes follow the generated output schemas (``schema/tools/*.output.schema.json`
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from gateway.domain.digests import evidence_digest
 from gateway.domain.model import LessonPage
@@ -24,7 +24,7 @@ from gateway.domain.schema import Schema
 from gateway.domain.verdicts import AMBIGUOUS, claim_fields_of, current_verdicts
 
 __all__ = ["citation_item", "citation_items", "verification_item", "relation_item", "symmetric_relations",
-           "VERDICT_VALUES"]
+           "unmirrored", "VERDICT_VALUES"]
 
 VERDICT_VALUES = frozenset({"supports", "contradicts", "inconclusive", "none", "ambiguous"})
 _COMPACT = ("id", "citation", "url", "kind", "verification_basis")
@@ -58,6 +58,18 @@ def verification_item(record: dict[str, str]) -> dict[str, Any]:
 def symmetric_relations(schema: Schema) -> frozenset[str]:
     """Relation types shown from both ends (schema ``enums.relation.symmetric``)."""
     return frozenset(schema.enum("relation").extra.get("symmetric", ()))
+
+
+def unmirrored(outgoing: Iterable[RelationEdge], incoming: Iterable[RelationEdge],
+               symmetric: frozenset[str]) -> list[RelationEdge]:
+    """The ``incoming`` edges that are not the mirror of a symmetric ``outgoing`` one.
+
+    A symmetric pair stored on both pages (A→B and B→A ``analogous_to``) is one
+    relation, read once as the requested Lesson's own outgoing copy
+    (docs/data-contract.md#relations).
+    """
+    shown = {(e.relation, e.target) for e in outgoing if e.relation in symmetric}
+    return [e for e in incoming if (e.relation, e.source) not in shown]
 
 
 def relation_item(edge: RelationEdge, direction: str, symmetric: frozenset[str]) -> dict[str, Any]:

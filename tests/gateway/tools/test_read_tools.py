@@ -301,6 +301,9 @@ def test_an_analogy_stored_in_both_directions_is_listed_once(repo):
             assert [(r["id"], r["direction"], r["from"], r["to"]) for r in results] == \
                 [(other, "outgoing", lid, other)], (lid, direction)
     assert len(h.walk("find_related_lessons", id="p", limit=1)) == 1
+    for lid, other in (("p", "q"), ("q", "p")):  # get_lesson reads the pair once too
+        items = h.call("get_lesson", id=lid)["relations"]["items"]
+        assert [(r["direction"], r["from"], r["to"]) for r in items] == [("outgoing", lid, other)], lid
 
 
 # ------------------------------------------------------------------ analogies
