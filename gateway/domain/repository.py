@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
 from gateway.domain.model import LessonSnapshot
 
@@ -347,6 +347,25 @@ class LessonRepository(abc.ABC):
     def find_relation_edges(self, lesson_id: str, *, outgoing: bool = True, incoming: bool = True,
                             limit: int = 500) -> EdgesResult:
         """Stored relation edges of one Lesson without reading every Lesson."""
+
+    def find_incoming_edges(self, lesson_ids: Sequence[str], relations: Collection[str], *,
+                            limit: int = 500) -> tuple[dict[str, list[RelationEdge]], bool]:
+        """Incoming edges of the types ``relations`` for several Lessons at once.
+
+        Returns (target id → its incoming edges of those types, source pages in
+        id order; ``partial``: more than ``limit`` candidate pages existed). The
+        default asks :meth:`find_relation_edges` per Lesson; the MediaWiki
+        repository sends one batched link-table (or ``ask``) request per 50 ids
+        and one snapshot batch for the candidate pages.
+        """
+        wanted = set(relations)
+        out: dict[str, list[RelationEdge]] = {}
+        partial = False
+        for lesson_id in dict.fromkeys(lesson_ids):
+            edges = self.find_relation_edges(lesson_id, outgoing=False, incoming=True, limit=limit)
+            partial |= edges.partial
+            out[lesson_id] = sorted((e for e in edges.incoming if e.relation in wanted), key=lambda e: e.source)
+        return out, partial
 
     @abc.abstractmethod
     def list_revisions(self, lesson_id: str, cursor: str | None, limit: int) -> RevisionPage:

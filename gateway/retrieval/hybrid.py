@@ -153,7 +153,9 @@ class HybridResult:
 
     ``score``: 0–1 service score; ``basis``: full_text | semantic_similarity |
     hybrid | stored_relation | lexical; ``channels``: channels that voted;
-    ``shared_terms``: lexical evidence (find_analogies).
+    ``shared_terms``: lexical evidence (find_analogies); ``votes``: the valid
+    votes fusion used (each channel's best rank and its own score) and ``tier``
+    the fusion tier (relation 2, exact 1, rest 0) — what ``explain`` shows.
     """
 
     snapshot: LessonSnapshot
@@ -161,6 +163,8 @@ class HybridResult:
     basis: str
     channels: tuple[str, ...]
     shared_terms: tuple[str, ...] = ()
+    votes: tuple[RankContribution, ...] = ()
+    tier: int = 0
 
 
 @dataclass(frozen=True)
@@ -277,6 +281,10 @@ class RetrievalService:
         (:meth:`ProjectionBuilder.truncation_report`, docs/hybrid-search.md#truncation-report);
         ``{}`` when nothing is cut or the provider is disabled. No embedding call."""
         return self.builder.truncation_report(page) if self.provider.enabled else {}
+
+    def freshness(self) -> dict[str, Any]:
+        """``index_as_of`` / ``index_lag_seconds`` of the semantic index (docs/hybrid-search.md#freshness)."""
+        return self.refresher.freshness()
 
     def quarantined_count(self) -> int:
         """Lessons whose embedding is quarantined (docs/hybrid-search.md#quarantine); a count only."""
@@ -569,8 +577,7 @@ class RetrievalService:
             other = lexical.features(legacy.analogy_projection(snapshot.page))
             return tuple(lexical.shared_terms(source_features, other))
 
-        results = tuple(HybridResult(r.snapshot, r.score, r.basis, r.channels, shared(r.snapshot))
-                        for r in out.results)
+        results = tuple(replace(r, shared_terms=shared(r.snapshot)) for r in out.results)
         return replace(out, results=results, source_revision_id=source.revision_id,
                        source_projection_hash=doc.retrieval_hash)
 
@@ -675,7 +682,9 @@ class RetrievalService:
         status = self.refresher.status()
         if stale and status == "ready":
             status = "stale"
-        results = tuple(HybridResult(fresh[r.lesson_id], r.score, r.basis, r.channels) for r in fused)
+        votes_of = {c.lesson_id: c.contributions for c in candidates}
+        results = tuple(HybridResult(fresh[r.lesson_id], r.score, r.basis, r.channels,
+                                     votes=votes_of.get(r.lesson_id, ()), tier=r.tier) for r in fused)
         return HybridList(results=results, effective_mode=HYBRID_MODE, ranking_version=cfg.version,
                           semantic_status=status, generation=snap.generation, partial=partial,
                           scanned=len(examined), scan_limit=cfg.scan_limit)

@@ -54,6 +54,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -61,6 +62,7 @@ import numpy as np
 from gateway.core.errors import ToolError
 from gateway.domain.repository import LessonRepository, RepositoryError, SNAPSHOT_BATCH
 from gateway.domain.repository import ChangePosition
+from gateway.domain.timestamps import format_ts
 from gateway.retrieval.embedding import (CircuitOpen, EmbeddingDisabled, EmbeddingError, EmbeddingProvider,
                                          EmbeddingSaturated, ProviderProfileMismatch)
 from gateway.retrieval.follower import ChangeFollower, FollowBatch
@@ -292,6 +294,7 @@ class IndexRefresher:
                 "error": st.last_error,
                 "tombstones": len(st.tombstones),
             }
+            out.update(self.freshness())
             if self.follower is not None:
                 position = self.follower.position
                 out["recent_changes_lag_seconds"] = st.follow_lag_seconds
@@ -305,6 +308,18 @@ class IndexRefresher:
             out["document_breaker"] = stats["document_breaker"]
         out["queue"] = {k: stats[k] for k in ("in_use", "waiting", "rejected") if k in stats}
         return out
+
+    def freshness(self) -> dict[str, Any]:
+        """``index_as_of`` (newest applied change, UTC) and ``index_lag_seconds`` (seconds since the last
+        successful build or poll began); empty before the first (docs/hybrid-search.md#freshness)."""
+        with self._cond:
+            st = self._state
+            if st.caught_up_wall is None:
+                return {}
+            out: dict[str, Any] = {"index_lag_seconds": round(max(0.0, self.wall() - st.caught_up_wall), 1)}
+            if st.applied_as_of:
+                out["index_as_of"] = st.applied_as_of
+            return out
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until no refresh is queued or running (tests and benchmarks only; requests never call it)."""
@@ -362,6 +377,7 @@ class IndexRefresher:
         started = self.clock()
         outcome = RefreshOutcome(kind)
         needed: set[str] = set(ids)
+        began_wall = self.wall()
         head = self._stream_head() if kind == "full" else None
         with self._cond:
             force = set(self._state.retry_ids)
@@ -435,6 +451,9 @@ class IndexRefresher:
             self._compact(new)
         if head is not None:
             self._commit(lambda: self.follower.commit_position(head))
+        if kind == "full":
+            with self._cond:
+                self._state.note_applied(head.timestamp if head is not None else format_ts(datetime.fromtimestamp(began_wall, timezone.utc)), began_wall)
         return outcome
 
     def _compact(self, built: IndexSnapshot) -> None:
@@ -464,6 +483,7 @@ class IndexRefresher:
 
     def _follow(self) -> None:
         """One follower poll and the ``follow`` refresh of its ids (docs/hybrid-search.md#follower)."""
+        began_wall = self.wall()
         try:
             batch = self.follower.poll()
         except (RepositoryError, ToolError) as exc:
@@ -489,6 +509,7 @@ class IndexRefresher:
         self._commit(lambda: self.follower.commit(batch))
         lag = None if batch.newest_timestamp is None else max(0.0, self.wall() - epoch_seconds(batch.newest_timestamp))
         with self._cond:
+            self._state.note_applied(batch.newest_timestamp, began_wall)
             self._state.follow_error = None
             self._state.last_poll_at = self.clock()
             if lag is not None:

@@ -96,6 +96,19 @@ class SemanticState:
     quarantined: dict[str, str] = field(default_factory=dict)
     #: quarantined ids an operator asked to embed again (next refresh of them ignores the equal hash)
     retry_ids: set[str] = field(default_factory=set)
+    #: UTC time of the newest wiki change the index has applied (docs/hybrid-search.md#freshness)
+    applied_as_of: str | None = None
+    #: wall-clock epoch at which the last successful build or follower poll began: every change
+    #: made before it is in the index
+    caught_up_wall: float | None = None
+
+    def note_applied(self, newest_change: str | None, began_wall: float) -> None:
+        """Record a successful build or poll that began at ``began_wall`` and applied changes up to
+        ``newest_change`` (ISO UTC; None when it saw no change row)."""
+        if newest_change and (self.applied_as_of is None or newest_change > self.applied_as_of):
+            self.applied_as_of = newest_change
+        if self.caught_up_wall is None or began_wall > self.caught_up_wall:
+            self.caught_up_wall = began_wall
 
     def lesson_failures(self) -> int:
         """Lessons whose embedding failed in their last attempt and that are not quarantined."""

@@ -28,9 +28,11 @@ from gateway.tools.read_common import (
     DEFAULT_LIMIT, fit_page, Pager, rank_page, read_tool, repository, retrieval_state, scope_filters
 )
 from gateway.tools.schema_parts import (
-    array, cursor, enum, Fields, LIMITS, min_score, next_cursor, obj, page_limit, retrieval_mode_in,
-    retrieval_props, revision_id, scan_props, scope_in, scope_out, score, string
+    array, cursor, enum, Fields, LIMITS, min_score, next_cursor, obj, OPTIONAL_RETRIEVAL_PROPS, page_limit,
+    retrieval_mode_in, retrieval_props, revision_id, scan_props, scope_in, scope_out, score, standing_out,
+    STANDING_MAX, string
 )
+from gateway.tools.read_items import standings
 from gateway.domain.repository import snapshot_edges
 
 __all__ = ["NAME", "SPEC"]
@@ -75,9 +77,12 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
             repo, source=source, stored_ids=stored, filters=filters, min_score=min_score, continuation=continuing),
         run_legacy=lambda: legacy.analogies(repo, source, stored, filters, min_score))
     fix = conformer(str(ctx.config.schema_dir), NAME, "results", "[]")
+    page = ranked.items[offset:offset + limit]
+    corrections = standings(repo, {r.snapshot.id: r.snapshot for r in page}, STANDING_MAX)
     window = [fix.fix({"id": r.snapshot.id, "title": r.snapshot.page.fields.get("title", ""), "score": r.score,
-                       "basis": r.basis, "shared_terms": list(r.shared_terms)})
-              for r in ranked.items[offset:offset + limit]]
+                       "basis": r.basis, "shared_terms": list(r.shared_terms),
+                       **({"standing": corrections[r.snapshot.id]} if r.snapshot.id in corrections else {})})
+              for r in page]
 
     def build(part) -> dict[str, Any]:
         return {"source_id": source_id, "source_revision_id": source.revision_id,
@@ -115,6 +120,7 @@ def output_schema(F: Fields) -> dict:
         "shared_terms": array("Terms shared with the source Lesson (lexical evidence).",
                               string("A shared term.", LIMITS["term_max_length"]),
                               max_items=LIMITS["shared_terms_max"]),
+        "standing": standing_out(F),
     }, ["id", "title", "score", "basis", "shared_terms"], "One analogous Lesson.")
     props = {
         "source_id": F.lesson_id("The requested Lesson."),
@@ -125,7 +131,7 @@ def output_schema(F: Fields) -> dict:
         **scan_props(),
         "scope": scope_out(),
     }
-    return obj(props, [p for p in props if p != "semantic_quarantined"], "Analogous Lessons.")
+    return obj(props, [p for p in props if p not in OPTIONAL_RETRIEVAL_PROPS], "Analogous Lessons.")
 
 
 SPEC = tool_spec(NAME, 'Find analogous Lessons', describe(

@@ -26,9 +26,10 @@ from gateway.retrieval.shaping import conformer
 from gateway.tools.base import ToolContext, tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.read_common import DEFAULT_LIMIT, fit_page, Pager, read_tool, repository
-from gateway.tools.read_items import symmetric_relations, unmirrored
+from gateway.tools.read_items import standings, symmetric_relations, unmirrored
 from gateway.tools.schema_parts import (
-    array, cursor, DIRECTIONS, enum, Fields, LIMITS, next_cursor, obj, page_limit, scan_props
+    array, cursor, DIRECTIONS, enum, Fields, LIMITS, next_cursor, obj, page_limit, scan_props, standing_out,
+    STANDING_MAX
 )
 
 __all__ = ["NAME", "SPEC"]
@@ -64,6 +65,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     offset = pager.offset(arguments.get("cursor"))
     window = rows[offset:offset + limit]
     snaps = repo.get_snapshots([other for _, _, other in window])
+    corrections = standings(repo, snaps, STANDING_MAX)
     fix = conformer(str(ctx.config.schema_dir), NAME, "results", "[]")
     items = []
     for edge, stored, other in window:
@@ -72,6 +74,8 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
                 "symmetric": edge.relation in symmetric}
         if edge.note:
             item["note"] = edge.note
+        if other in corrections:
+            item["standing"] = corrections[other]
         items.append(fix.fix(item))
 
     def build(part) -> dict[str, Any]:
@@ -106,6 +110,7 @@ def output_schema(F: Fields) -> dict:
         "to": F.field(rel, "to"),
         "note": F.field(rel, "note"),
         "symmetric": {"description": "True for relation types shown in both directions.", "type": "boolean"},
+        "standing": standing_out(F),
     }, ["id", "title", "relation", "direction", "from", "to", "symmetric"], "One related Lesson.")
     return obj({
         "id": F.lesson_id("The requested Lesson."),

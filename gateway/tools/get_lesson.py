@@ -38,11 +38,11 @@ from gateway.tools.policy import describe
 from gateway.tools.readability import short_field_chars
 from gateway.tools.read_common import DEFAULT_LIMIT, Pager, read_tool, repository
 from gateway.tools.read_items import (
-    citation_items, relation_item, symmetric_relations, unmirrored, verification_item
+    citation_items, CORRECTIONS, relation_item, standing_of, symmetric_relations, unmirrored, verification_item
 )
 from gateway.tools.schema_parts import (
     array, citation_item_schema, cursor, DIGEST_PATTERN, DIRECTIONS, enum, Fields, integer, LIMITS,
-    next_cursor, obj, page_limit, revision_id, string
+    next_cursor, obj, page_limit, revision_id, standing_out, STANDING_MAX, string
 )
 from gateway.domain.repository import snapshot_edges
 
@@ -91,6 +91,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     symmetric = symmetric_relations(schema)
     incoming = repo.find_relation_edges(lesson_id, outgoing=False, incoming=True, limit=INCOMING_SCAN_LIMIT)
     outgoing = list(snapshot_edges(snap))
+    standing = standing_of(snap.page, (e for e in incoming.incoming if e.relation in CORRECTIONS), STANDING_MAX)
     records = {
         "citations": citation_items(snap.page, detail, schema),
         "verifications": [verification_item(v) for v in snap.page.verifications],
@@ -140,6 +141,8 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         out = {"id": lesson_id, "revision_id": snap.revision_id, "content_digest": digest, "lesson": lesson}
         if writer:
             out["revision_github_login"] = writer
+        if standing:
+            out["standing"] = standing
         out.update({name: subs[name].view(counts[name]) for name in SUBLISTS})
         if cut:
             out["truncated"] = sorted(cut)
@@ -254,6 +257,7 @@ def output_schema(F: Fields) -> dict:
             "its summary marker). Absent when the revision came from token or open mode, from the browser, "
             "or from any edit without such a marker.", 39, pattern=f"^{GITHUB_LOGIN}$"),
         "lesson": lesson,
+        "standing": standing_out(F),
         "citations": _sub_page("Evidence of the Lesson.", citation_item_schema(F)),
         "verifications": _sub_page("Verification records of the Lesson.", _verification_item(F)),
         "relations": _sub_page("Relations stored on or pointing at the Lesson.", _relation_item(F)),

@@ -154,7 +154,8 @@ def rank_page(ctx: ToolContext, modes: dict[str, str], pager: "Pager", cursor: A
     ``hybrid_v1`` requests go through :func:`gateway.retrieval.modes.choose_mode`
     (first-page fallback, cursor rules); everything else is legacy. The cursor is
     checked before any ranking work. Returns ``(ranked, ranking_version, pager,
-    offset, modes)`` with ``modes`` updated to the effective mode and semantic status.
+    offset, modes)`` with ``modes`` updated to the effective mode and semantic status, and
+    ``index_as_of``/``index_lag_seconds`` when ``hybrid_v1`` answered.
     """
     if not wants_hybrid(modes, ctx):
         offset = pager.offset(cursor)
@@ -162,6 +163,7 @@ def rank_page(ctx: ToolContext, modes: dict[str, str], pager: "Pager", cursor: A
     choice = choose_mode(ctx.retrieval, cursor, hybrid_pager, legacy_version, run_hybrid)
     modes = {**modes, "effective_mode": choice.mode, "semantic_status": choice.semantic_status}
     if choice.hybrid is not None:
+        modes.update(ctx.retrieval.freshness())  # docs/hybrid-search.md#freshness
         return choice.hybrid, choice.hybrid.ranking_version, choice.pager, choice.offset, modes
     return run_legacy(), legacy_version, choice.pager, choice.offset, modes
 

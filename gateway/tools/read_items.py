@@ -15,17 +15,20 @@ Shapes follow the generated output schemas (``schema/tools/*.output.schema.json`
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from gateway.domain.digests import evidence_digest
 from gateway.domain.model import LessonPage
-from gateway.domain.repository import RelationEdge
+from gateway.domain.model import LessonSnapshot
+from gateway.domain.repository import LessonRepository, RelationEdge
 from gateway.domain.schema import Schema
 from gateway.domain.verdicts import AMBIGUOUS, claim_fields_of, current_verdicts
 
 __all__ = ["citation_item", "citation_items", "verification_item", "relation_item", "symmetric_relations",
-           "unmirrored", "VERDICT_VALUES"]
+           "unmirrored", "standing_of", "standings", "CORRECTIONS", "VERDICT_VALUES"]
 
+#: Relation types that correct the Lesson they point at (docs/tools.md#standing).
+CORRECTIONS = ("supersedes", "contradicts")
 VERDICT_VALUES = frozenset({"supports", "contradicts", "inconclusive", "none", "ambiguous"})
 _COMPACT = ("id", "citation", "url", "kind", "verification_basis")
 _FULL_EXTRA = ("note", "added_by", "added_at")
@@ -70,6 +73,39 @@ def unmirrored(outgoing: Iterable[RelationEdge], incoming: Iterable[RelationEdge
     """
     shown = {(e.relation, e.target) for e in outgoing if e.relation in symmetric}
     return [e for e in incoming if (e.relation, e.source) not in shown]
+
+
+def standing_of(page: LessonPage, incoming: Iterable[RelationEdge], limit: int) -> dict[str, list[str]]:
+    """The ``standing`` block of one Lesson (docs/tools.md#standing); ``{}`` when it is clean.
+
+    ``incoming``: relation edges stored on other Lessons pointing at it; ``limit``: ids per list.
+    """
+    edges = list(incoming)
+    verdicts = current_verdicts(page)
+    lists = {
+        "superseded_by": sorted({e.source for e in edges if e.relation == "supersedes"}),
+        "contradicted_by": sorted({e.source for e in edges if e.relation == "contradicts"}),
+        "evidence_contradicted": sorted({i for i, v in verdicts.items() if i and v.verdict == "contradicts"}),
+    }
+    return {name: ids[:limit] for name, ids in lists.items() if ids}
+
+
+def standings(repository: LessonRepository, snapshots: Mapping[str, LessonSnapshot],
+              limit: int) -> dict[str, dict[str, list[str]]]:
+    """Lesson id → ``standing`` block for a page of fresh snapshots (clean Lessons left out).
+
+    The incoming corrections of the whole page come from one batched repository call
+    (:meth:`LessonRepository.find_incoming_edges`), never one per Lesson.
+    """
+    if not snapshots:
+        return {}
+    incoming, _ = repository.find_incoming_edges(list(snapshots), CORRECTIONS)
+    out = {}
+    for lesson_id, snap in snapshots.items():
+        block = standing_of(snap.page, incoming.get(lesson_id, ()), limit)
+        if block:
+            out[lesson_id] = block
+    return out
 
 
 def relation_item(edge: RelationEdge, direction: str, symmetric: frozenset[str]) -> dict[str, Any]:

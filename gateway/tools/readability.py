@@ -31,6 +31,7 @@ from gateway.domain.schema import FieldDef, RecordDef, Schema
 from gateway.retrieval.shaping import truncate_text
 from gateway.tools.base import OutputBudget
 from gateway.tools.read_items import citation_items, verification_item
+from gateway.tools.schema_parts import STANDING_MAX
 
 __all__ = ["ENVELOPE_ALLOWANCE", "check_readable", "short_field_chars", "whole_read_bytes"]
 
@@ -130,15 +131,20 @@ def whole_read_bytes(schema: Schema) -> int:
     """Response bytes (before the transport's per-request overhead) of the largest minimal read the schemas allow.
 
     A Lesson with every stored string at its ``maxLength`` in the costliest
-    character and one item in each sub-list, read as in the module doc; the
-    read ceiling is ``max(cap, this + overhead)``.
+    character, one item in each sub-list and a full ``standing`` block, read as
+    in the module doc; the read ceiling is ``max(cap, this + overhead)``.
     """
     fields = _worst_record(schema.lesson, schema)
     page = LessonPage(fields=fields, evidence=(_worst_record(schema.evidence, schema),),
                       verifications=(_worst_record(schema.verification, schema),),
                       relations=(_worst_record(schema.relation, schema),))
-    total, _, _ = _minimal_reads(page, "a" * int(schema.meta.get("id_max_length", 120)), OutputBudget(0), schema)
-    return total
+    id_chars = int(schema.meta.get("id_max_length", 120))
+    budget = OutputBudget(0)
+    total, _, _ = _minimal_reads(page, "a" * id_chars, budget, schema)
+    ids = ["a" * id_chars] * STANDING_MAX
+    standing = {"superseded_by": ids, "contradicted_by": ids,
+                "evidence_contradicted": ["a" * (schema.evidence.field("id").max_length or 64)] * STANDING_MAX}
+    return total + budget.measure({"x": {"standing": standing}}) - budget.measure({"x": {}})
 
 
 def check_readable(page: LessonPage, lesson_id: str, budget: OutputBudget, schema: Schema,

@@ -31,7 +31,7 @@ from gateway.domain.schema import FieldDef, RecordDef, Schema, load_schema
 __all__ = [
     "DIGEST_PATTERN", "DIRECTIONS", "Fields", "LIMITS", "OPERATION_ID_PATTERN", "RETRIEVAL_MODES", "SEMANTIC_STATUSES",
     "SHA256_PATTERN", "VERDICTS", "WRITE_STATUSES", "array", "citation_item_schema", "cursor", "desc",
-    "embedding_truncated_out", "enum", "integer", "min_score", "new_evidence_props", "next_cursor", "nullable", "obj", "operation_id", "page_limit",
+    "embedding_truncated_out", "standing_out", "OPTIONAL_RETRIEVAL_PROPS", "STANDING_MAX", "enum", "integer", "min_score", "new_evidence_props", "next_cursor", "nullable", "obj", "operation_id", "page_limit",
     "retrieval_mode_in", "retrieval_props", "revision_id", "scan_props", "scope_in", "scope_out", "score", "string",
 ]
 
@@ -46,6 +46,10 @@ SEMANTIC_STATUSES = ("disabled", "building", "ready", "stale", "degraded", "unav
 VERDICTS = ("supports", "contradicts", "inconclusive", "none", "ambiguous")
 DIRECTIONS = ("outgoing", "incoming")
 WRITE_STATUSES = ("created", "replayed")
+
+
+#: Ids listed per list of a ``standing`` block (the first ones in id order).
+STANDING_MAX = 10
 
 
 def obj(properties: dict[str, dict], required: tuple[str, ...] | list[str] = (), description: str | None = None,
@@ -288,6 +292,10 @@ def citation_item_schema(F: Fields) -> dict:
                "One evidence (citation) of a Lesson.")
 
 
+#: Members of :func:`retrieval_props` that are not always present.
+OPTIONAL_RETRIEVAL_PROPS = ("semantic_quarantined", "index_as_of", "index_lag_seconds")
+
+
 def retrieval_props(F: Fields) -> dict[str, dict]:
     """``effective_mode``/``requested_mode``/``ranking_version``/``semantic_status`` (and the optional
     ``semantic_quarantined`` count, docs/hybrid-search.md#quarantine) of ranked reads."""
@@ -299,6 +307,10 @@ def retrieval_props(F: Fields) -> dict[str, dict]:
         "semantic_status": enum("State of the semantic index.", SEMANTIC_STATUSES),
         "semantic_quarantined": integer("Lessons whose embedding keeps failing: found by full text only, never by "
                                         "meaning, until edited (absent when none).", 1),
+        "index_as_of": F.timestamp("hybrid_v1: UTC time of the newest wiki change the semantic index has applied."),
+        "index_lag_seconds": {"description": "hybrid_v1: seconds since the index last caught up with the wiki; "
+                                             "edits newer than this may not be found by meaning yet.",
+                              "type": "number", "minimum": 0},
     }
 
 
@@ -335,6 +347,19 @@ def embedding_truncated_out(F: Fields) -> dict:
                "Facets too long for the embedding window: only their head and tail are found by meaning; split "
                "the Lesson or shorten these fields. Absent when nothing was cut or semantic search is off.",
                minProperties=1)
+
+
+def standing_out(F: Fields) -> dict:
+    """Optional ``standing``: corrections of a Lesson read from the fresh revision (docs/tools.md#standing)."""
+    ids = F.lesson_id("Lesson id.")
+    return obj({
+        "superseded_by": array("Lessons whose supersedes relation points here: read them first.", ids,
+                               max_items=STANDING_MAX, unique=True),
+        "contradicted_by": array("Lessons whose contradicts relation points here.", ids, max_items=STANDING_MAX,
+                                 unique=True),
+        "evidence_contradicted": array("Evidence whose current verdict is contradicts.", F.evidence_id("Evidence id."),
+                                       max_items=STANDING_MAX, unique=True),
+    }, (), "Corrections a careful reader would see; absent when there are none.", minProperties=1)
 
 
 def retrieval_mode_in() -> dict:

@@ -26,7 +26,8 @@ repository mappings of :mod:`gateway.tools.read_common`.
 """
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Sequence
 
 
 from gateway.domain.model import LessonSnapshot
@@ -40,10 +41,12 @@ from gateway.tools.policy import describe
 from gateway.tools.read_common import (
     DEFAULT_LIMIT, fit_page, Pager, rank_page, read_tool, repository, retrieval_state, scope_filters
 )
-from gateway.tools.read_items import citation_items
+from gateway.retrieval.fusion import is_exact_query
+from gateway.tools.read_items import citation_items, standings
 from gateway.tools.schema_parts import (
-    array, citation_item_schema, cursor, enum, Fields, LIMITS, min_score, next_cursor, obj, page_limit,
-    retrieval_mode_in, retrieval_props, revision_id, scan_props, scope_in, scope_out, score, string
+    array, citation_item_schema, cursor, enum, Fields, integer, LIMITS, min_score, next_cursor, obj,
+    OPTIONAL_RETRIEVAL_PROPS, page_limit, retrieval_mode_in, retrieval_props, revision_id, scan_props, scope_in,
+    scope_out, score, standing_out, STANDING_MAX, string
 )
 
 __all__ = ["NAME", "SPEC"]
@@ -58,8 +61,38 @@ SHORT_CITATION_CHARS = 160
 CITATIONS_IN_HIT = 5
 
 
-def _hit(ranked: legacy.Ranked, fields: tuple[str, ...] | None, cap: int | None) -> tuple[dict[str, Any], set[str]]:
-    """The result object of one hit and the names of fields it shortened (``cap``: per-field char cap)."""
+TIERS = {2: "relation", 1: "exact", 0: "rest"}
+
+
+def explain_of(ranked: Any, position: int) -> dict[str, Any]:
+    """The ``explain`` block of one hit (docs/tools.md#explain): each channel's best rank and own score.
+
+    ``ranked`` is a hybrid result (its fusion votes and tier) or a legacy one (its
+    full-text rank ``position``, 1-based, and score).
+    """
+    votes = getattr(ranked, "votes", None)
+    if not votes:
+        return {"channels": [{"channel": "full_text", "rank": position, "score": round(float(ranked.score), 6)}],
+                "tier": "rest"}
+    best: dict[str, Any] = {}
+    for vote in votes:
+        if vote.channel not in best or vote.rank < best[vote.channel].rank:
+            best[vote.channel] = vote
+    channels = []
+    for vote in sorted(best.values(), key=lambda v: (v.rank, v.channel)):
+        entry: dict[str, Any] = {"channel": vote.channel, "rank": vote.rank}
+        if vote.source_score is not None and math.isfinite(vote.source_score):
+            entry["score"] = round(float(vote.source_score), 6)
+        channels.append(entry)
+    return {"channels": channels, "tier": TIERS.get(getattr(ranked, "tier", 0), "rest")}
+
+
+def _hit(ranked: legacy.Ranked, fields: tuple[str, ...] | None, cap: int | None,
+         extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], set[str]]:
+    """The result object of one hit and the names of fields it shortened (``cap``: per-field char cap).
+
+    ``extra``: ``standing`` / ``explain`` members added after the fields.
+    """
     snap: LessonSnapshot = ranked.snapshot
     page = snap.page
     cut: set[str] = set()
@@ -95,6 +128,7 @@ def _hit(ranked: legacy.Ranked, fields: tuple[str, ...] | None, cap: int | None)
                 item["citations"] = citation_items(page)[:CITATIONS_IN_HIT]
             else:
                 item[name] = text(name, page.fields.get(name, ""), cap)
+    item.update(extra or {})
     return item, cut
 
 
@@ -105,10 +139,12 @@ class _Hits:
         self.fields = fields
         self.conform = conformer(str(ctx.config.schema_dir), NAME, "results", "[]")
         self.cite_conform = conformer(str(ctx.config.schema_dir), NAME, "results", "[]", "citations", "[]")
+        #: lesson id → ``standing`` / ``explain`` members of its result
+        self.extra: dict[str, dict[str, Any]] = {}
 
     def view(self, ranked: legacy.Ranked, cap: int | None = None) -> tuple[dict[str, Any] | None, frozenset[str]]:
         """(result object or None when the record cannot conform, shortened field names)."""
-        item, cut = _hit(ranked, self.fields, cap)
+        item, cut = _hit(ranked, self.fields, cap, self.extra.get(ranked.snapshot.id))
         if "citations" in item:
             item["citations"] = [c for c in (self.cite_conform.fix(c, truncated=cut) for c in item["citations"]) if c]
         return self.conform.fix(item, truncated=cut), frozenset(cut)
@@ -125,13 +161,15 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     filters = SearchFilters.from_mapping(arguments.get("filters")).intersect(scope_filters(arguments, ctx))
     min_score = float(arguments.get("min_score", 0.0))
     facet = arguments.get("facet")
+    explain = bool(arguments.get("explain"))
+    exclude_superseded = bool(arguments.get("exclude_superseded"))
     modes = retrieval_state(arguments, ctx)
     listing = not query.strip()
     request = {
         "query": query, "filters": filters.canonical(), "fields": list(fields) if fields else None,
         "min_score": min_score, "effective_mode": modes["effective_mode"], "ranking_version": legacy.RANKING_VERSION,
         "generation": GENERATION, "scope": scope, "listing": listing, "schema": load_schema().meta["schema_version"],
-        **({"facet": facet} if facet else {}),
+        **({"facet": facet} if facet else {}), **({"exclude_superseded": True} if exclude_superseded else {}),
     }
     pager = Pager(ctx, NAME, request)
     ranking_version = legacy.RANKING_VERSION
@@ -143,11 +181,12 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         if resume is not None and not isinstance(resume, str):
             raise invalid_cursor("The cursor is malformed.")
         ranked = legacy.listing(repo, filters, resume, limit + 1)
-        window = list(ranked.items[:limit])
+        items = _without_superseded(repo, ranked.items) if exclude_superseded else list(ranked.items)
+        window = items[:limit]
 
         def next_cursor(n: int) -> str | None:
-            if n < len(ranked.items):
-                return pager.cursor({"rc": ranked.items[n].resume})
+            if n < len(items):
+                return pager.cursor({"rc": items[n].resume})
             return pager.cursor({"rc": ranked.next_resume}) if ranked.next_resume else None
     else:
         ranked, ranking_version, pager, offset, modes = rank_page(
@@ -158,15 +197,26 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
             run_hybrid=lambda continuing: ctx.retrieval.search_lessons(
                 repo, query=query, filters=filters, min_score=min_score, continuation=continuing, facet=facet),
             run_legacy=lambda: legacy.search(repo, query, filters, min_score))
-        window = list(ranked.items[offset:offset + limit])
+        items = _without_superseded(repo, ranked.items) if exclude_superseded else list(ranked.items)
+        window = items[offset:offset + limit]
 
         def next_cursor(n: int) -> str | None:
-            return pager.next_offset(offset, n, len(ranked.items))
+            return pager.next_offset(offset, n, len(items))
 
     base = {**modes, "ranking_version": ranking_version, "partial": ranked.partial,
             "scanned": ranked.scanned, "scan_limit": ranked.scan_limit, "scope": scope}
     if facet and base["effective_mode"] == "hybrid_v1":
         base["facet"] = facet
+    hint = _hint(query, window, ranked.partial, base)
+    if hint:
+        base["hint"] = hint
+    corrections = standings(repo, {r.snapshot.id: r.snapshot for r in window}, STANDING_MAX)
+    first = (0 if listing else offset) + 1
+    for n, r in enumerate(window):
+        extra = {"standing": corrections[r.snapshot.id]} if r.snapshot.id in corrections else {}
+        if explain and not listing:
+            extra["explain"] = explain_of(r, first + n)
+        hits.extra[r.snapshot.id] = extra
     views = [hits.view(r) for r in window]
 
     def build(part) -> dict[str, Any]:
@@ -179,6 +229,30 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     # fit_page only ever shortens the first item of the page
     result, _ = fit_page(ctx.budget, views, build, lambda _view, cap: hits.view(window[0], cap))
     return result
+
+
+def _without_superseded(repo: Any, items: Sequence[Any]) -> list[Any]:
+    """``items`` minus Lessons another Lesson supersedes (one batched incoming-relations read)."""
+    incoming, _ = repo.find_incoming_edges([r.snapshot.id for r in items], ("supersedes",))
+    return [r for r in items if not incoming.get(r.snapshot.id)]
+
+
+def _hint(query: str, window: Sequence[Any], partial: bool, base: dict[str, Any]) -> str | None:
+    """A short next step when a page is empty or partial (docs/tools.md#search-habits); None otherwise."""
+    if not query.strip():
+        return None
+    if not window:
+        if base.get("requested_mode") == "hybrid_v1" and base.get("effective_mode") != "hybrid_v1":
+            return ("No match in full text, and the semantic index is not serving yet (semantic_status): "
+                    "retry shortly, or rephrase.")
+        if is_exact_query(query):
+            return ("No exact match for this identifier-like query: if it is a Lesson id, try get_lesson; "
+                    "else search its words or the title.")
+        return ("Nothing matched: rephrase, try the title's words or the other language (Korean/English) "
+                "before concluding that no Lesson exists.")
+    if partial:
+        return "The scan stopped at scan_limit: results beyond it were not examined; narrow with filters."
+    return None
 
 
 # ------------------------------------------------------------------ schemas
@@ -226,6 +300,10 @@ def input_schema(F: Fields) -> dict:
         "retrieval_mode": retrieval_mode_in(),
         "scope": scope_in(),
         "facet": _facet_in(F),
+        "exclude_superseded": {"description": "Leave out Lessons that another Lesson supersedes.",
+                               "type": "boolean", "default": False},
+        "explain": {"description": "Add per result the channels that found it, with rank and own score.",
+                    "type": "boolean", "default": False},
     }, (), "Search Lessons.")
 
 
@@ -255,6 +333,17 @@ def output_schema(F: Fields) -> dict:
                               F.schema.evidence.field("citation").max_length)
     item["citations"] = array("Citations of the Lesson (compact view, first page).", citation_item_schema(F),
                               max_items=LIMITS["page_max"])
+    item["standing"] = standing_out(F)
+    item["explain"] = obj({
+        "channels": array("Channels that found the hit, best rank first.", obj({
+            "channel": string("Channel: full_text, full_text_partial, bm25, bm25_partial, semantic:<facet>.", 32),
+            "rank": integer("1-based rank within the channel.", 1),
+            "score": {"description": "The channel's own score (cosine, z-score, BM25, legacy score).",
+                      "type": "number"},
+        }, ["channel", "rank"], "One channel's vote."), max_items=16),
+        "tier": enum("Fusion tier: relation, exact (identifier or error string in the text), rest.",
+                     tuple(TIERS.values())),
+    }, ["channels", "tier"], "Why this hit was returned (explain: true); the fused score is score.")
     result = obj(item, ["id", "score", "basis"], "One search hit.")
     props = {
         "results": array("Hits in ranking order (not always score order in hybrid_v1: see score).", result, max_items=LIMITS["page_max"]),
@@ -264,11 +353,13 @@ def output_schema(F: Fields) -> dict:
         "scope": scope_out(),
         "facet": enum("The facet that ranked this page (present only when the request named a facet and "
                       "hybrid_v1 answered).", _facets(F)),
+        "hint": string("A next step when the page is empty or partial.", 300),
         "truncated": array("Names of fields shortened (text ends with an explicit truncation marker) to fit "
                            "the response byte cap; select fewer fields or use get_lesson for the full text.",
                            {"type": "string", "enum": _search_fields(F) + ["citation"]}, unique=True),
     }
-    return obj(props, [p for p in props if p not in ("truncated", "facet", "semantic_quarantined")], "Search results.")
+    optional = ("truncated", "facet", "hint", *OPTIONAL_RETRIEVAL_PROPS)
+    return obj(props, [p for p in props if p not in optional], "Search results.")
 
 
 SPEC = tool_spec(NAME, 'Search Lessons', describe(

@@ -52,7 +52,10 @@ How each operation stays bounded:
   lists SemanticMediaWiki, ``action=ask`` on ``Relation to``; the candidate
   pages are then read in batches of 50 and only their relations that really
   point at the Lesson are kept. ``limit`` caps the candidate pages read
-  (``partial`` when more exist).
+  (``partial`` when more exist). ``find_incoming_edges`` does the same for a
+  page of Lessons at once (``prop=linkshere`` over 50 titles, or one ``ask``
+  with ``||`` values), so a read tool's corrections cost two requests, not
+  two per hit.
 
 Errors: every method raises the classes of :mod:`gateway.domain.repository`
 (WikiUnavailable, PermissionDenied, EditConflict, PageExists, PageMissing,
@@ -65,7 +68,7 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 from gateway.domain.codec import PageFormatError, parse_page
 from gateway.domain.model import LessonPage, LessonSnapshot
@@ -76,7 +79,9 @@ from gateway.domain.repository import (
     FullTextResult,
     LessonRepository,
     RecentChangesPage,
+    RelationEdge,
     relation_edges,
+    snapshot_edges,
     RevisionInfo,
     RevisionPage,
     SNAPSHOT_BATCH,
@@ -379,6 +384,56 @@ class MediaWikiRepository(LessonRepository):
                               outgoing=outgoing, incoming=incoming, limit=limit,
                               scanned_sources=len(sources), partial=partial)
 
+    def find_incoming_edges(self, lesson_ids: Sequence[str], relations: Collection[str], *,
+                            limit: int = 500) -> tuple[dict[str, list[RelationEdge]], bool]:
+        """See :meth:`LessonRepository.find_incoming_edges`: one link-table (or ``ask``) request per
+        :data:`SNAPSHOT_BATCH` targets, then the candidate pages in snapshot batches."""
+        targets = _unique(lesson_ids)
+        wanted = set(relations)
+        sources: list[str] = []
+        for chunk in _chunks(targets, SNAPSHOT_BATCH):
+            found = (self._incoming_via_ask_many(chunk, limit) if self.client.has_extension("SemanticMediaWiki")
+                     else self._linkshere_many(chunk, limit))
+            sources.extend(s for s in found if s not in sources)
+        partial = len(sources) > limit
+        snaps = self.get_snapshots(sources[:limit])
+        out: dict[str, list[RelationEdge]] = {t: [] for t in targets}
+        for source in sorted(snaps):
+            for edge in snapshot_edges(snaps[source]):
+                if edge.relation in wanted and edge.target in out and edge.target != source:
+                    out[edge.target].append(edge)
+        return out, partial
+
+    def _linkshere_many(self, targets: Sequence[str], limit: int) -> list[str]:
+        """Lesson pages linking to any of ``targets`` (``prop=linkshere``, one request plus continuations)."""
+        sources: list[str] = []
+        params: dict[str, Any] = {"action": "query", "prop": "linkshere",
+                                  "titles": "|".join(self.title(t) for t in targets),
+                                  "lhnamespace": self.ns_id, "lhprop": "title", "lhlimit": "max"}
+        while True:
+            data = self.client.get(params)
+            for page in data.get("query", {}).get("pages", []):
+                for row in page.get("linkshere", []):
+                    source = self.lesson_id(row)
+                    if source and source not in sources:
+                        sources.append(source)
+            cont = data.get("continue", {})
+            if len(sources) > limit or "lhcontinue" not in cont:
+                return sources
+            params = {**params, **cont}
+
+    def _incoming_via_ask_many(self, targets: Sequence[str], limit: int) -> list[str]:
+        relation_to = self.schema.relation.field("to").property
+        values = "||".join(self.title(t) for t in targets)
+        data = self.client.get({"action": "ask", "query": f"[[{relation_to}::{values}]]|limit={limit + 1}"})
+        sources: list[str] = []
+        for key in (data.get("query", {}).get("results") or {}):
+            title = key.split("#", 1)[0]  # subobjects are "Lesson:x#relation-…"
+            source = self.lesson_id({"ns": self.ns_id, "title": title}) if ":" in title else None
+            if source and source not in sources:
+                sources.append(source)
+        return sources
+
     def list_revisions(self, lesson_id: str, cursor: str | None, limit: int) -> RevisionPage:
         """Revision metadata newest first (``rvlimit`` ≤ 500); cursor = MediaWiki ``rvcontinue``."""
         params = {"action": "query", "prop": "revisions", "titles": self.title(lesson_id),
@@ -557,15 +612,7 @@ class MediaWikiRepository(LessonRepository):
         return sources[:limit], len(sources) > limit
 
     def _incoming_via_ask(self, lesson_id: str, limit: int) -> tuple[list[str], bool]:
-        relation_to = self.schema.relation.field("to").property
-        query = f"[[{relation_to}::{self.title(lesson_id)}]]|limit={limit + 1}"
-        data = self.client.get({"action": "ask", "query": query})
-        sources: list[str] = []
-        for key in (data.get("query", {}).get("results") or {}):
-            title = key.split("#", 1)[0]  # subobjects are "Lesson:x#relation-…"
-            source = self.lesson_id({"ns": self.ns_id, "title": title}) if ":" in title else None
-            if source and source != lesson_id and source not in sources:
-                sources.append(source)
+        sources = [s for s in self._incoming_via_ask_many([lesson_id], limit) if s != lesson_id]
         return sources[:limit], len(sources) > limit
 
 

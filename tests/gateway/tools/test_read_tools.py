@@ -99,7 +99,8 @@ def test_fields_selection_with_citations_and_revision(repo):
               verifications=[verification("v1", "e1", "contradicts")])
     out = Harness(repo).call("search_lessons", query="field", fields=["title", "citations", "revision_id", "question"])
     hit = out["results"][0]
-    assert set(hit) == {"id", "score", "basis", "title", "citations", "revision_id", "question"}
+    assert set(hit) == {"id", "score", "basis", "title", "citations", "revision_id", "question", "standing"}
+    assert hit["standing"] == {"evidence_contradicted": ["e1"]}  # its only verification contradicts e1
     assert hit["revision_id"] == rev
     cite = hit["citations"][0]
     page = repo.get_snapshot("f").page
