@@ -11,8 +11,8 @@ Streamable HTTP spec lets a server omit ``MCP-Session-Id``). The client's
 :mod:`gateway.transport.modern`): server/discover, tools/list, tools/call; every
 result carries ``resultType: "complete"`` and ``_meta`` with the server's
 identity, and the cacheable ones (discover, tools/list) ``ttlMs`` and
-``cacheScope``. ``initialize``, ``ping`` and any other method are unknown there
-(-32601, HTTP 404).
+``cacheScope``. ``initialize`` (sent at 2026-07-28), ``ping`` and any other method
+are unknown there (-32601, HTTP 404).
 
 Results are built with ``mcp_types`` models (the python-sdk 2.x wire types) and
 dumped with :func:`gateway.core.jsonio.dump_model`.
