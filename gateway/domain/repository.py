@@ -317,6 +317,22 @@ class LessonRepository(abc.ABC):
     def list_recent(self, cursor: str | None, limit: int) -> ScanPage:
         """Lessons newest first by last edit, bounded; used for empty-query listings."""
 
+    def ids_by_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` Lesson ids starting with ``prefix``, in title order (argument completion).
+
+        The default walks :meth:`scan_snapshots`; MediaWiki answers it with one
+        ``list=allpages&apprefix=`` request.
+        """
+        found: list[str] = []
+        cursor: str | None = None
+        while len(found) < limit:
+            page = self.scan_snapshots(cursor, SNAPSHOT_BATCH)
+            found.extend(s.lesson_id for s in page.snapshots if s.lesson_id.startswith(prefix))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return found[:limit]
+
     @abc.abstractmethod
     def search_full_text(self, query: str, limit: int) -> FullTextResult:
         """MediaWiki full-text candidates (``list=search``, ``srwhat=text``, Lesson namespace)."""
