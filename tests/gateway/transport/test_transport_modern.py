@@ -53,7 +53,7 @@ def test_server_discover_lists_both_eras_and_identifies_the_server(client):
     result = assert_json(r)["result"]
     assert r.status_code == 200
     assert result["supportedVersions"] == SUPPORTED
-    assert result["capabilities"] == {"tools": {"listChanged": False}}
+    assert result["capabilities"]["tools"] == {"listChanged": False} and "resources" in result["capabilities"]
     assert result["resultType"] == "complete"
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "s3-research-memory"
     assert result["ttlMs"] >= 0 and result["cacheScope"] == "public"
