@@ -33,15 +33,20 @@ def repo() -> InMemoryRepository:
     return repo
 
 
-@pytest.fixture()
-def client(repo):
+def make_client(repo, **settings):
+    """The real app over ``repo``; ``settings`` override GatewayConfig fields."""
     config = GatewayConfig(
         allowed_hosts=frozenset({"127.0.0.1:8080"}), allowed_origins=frozenset({"http://127.0.0.1:8080"}),
         write_auth_mode="token", write_token_sha256=hashlib.sha256(TOKEN.encode()).hexdigest(),
         schema_dir=DEFAULT_SCHEMA_DIR, revision_hmac_keys=MappingProxyType({"k1": "surface-seal-key-0123456789"}),
         revision_hmac_active_key_id="k1", cursor_secret=b"surface-cursor-secret-0123456789",
-        cursor_secret_ephemeral=False)
+        cursor_secret_ephemeral=False, **settings)
     return create_app(config, repository_factory=lambda _c: repo, wiki_probe=lambda: True).test_client()
+
+
+@pytest.fixture()
+def client(repo):
+    return make_client(repo)
 
 
 def call(client, method: str, params: dict | None = None, *, era: str = "2025", name: str | None = None):
