@@ -327,7 +327,7 @@ class LessonRepository(abc.ABC):
         cursor: str | None = None
         while len(found) < limit:
             page = self.scan_snapshots(cursor, SNAPSHOT_BATCH)
-            found.extend(s.lesson_id for s in page.snapshots if s.lesson_id.startswith(prefix))
+            found.extend(s.id for s in page.snapshots if s.id.startswith(prefix))
             cursor = page.next_cursor
             if cursor is None:
                 break

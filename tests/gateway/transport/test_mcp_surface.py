@@ -191,3 +191,11 @@ def test_completion_is_bounded_to_100(client, repo):
 def test_completion_errors(client, params):
     _, body = call(client, "completion/complete", params)
     assert body["error"]["code"] == -32602
+
+
+def test_the_repository_default_prefix_walk_matches_the_in_memory_answer(repo):
+    from gateway.domain.repository import LessonRepository
+
+    assert LessonRepository.ids_by_prefix(repo, "les-1", 100) == repo.ids_by_prefix("les-1", 100) == [
+        f"les-{i}" for i in range(10, 20)]
+    assert LessonRepository.ids_by_prefix(repo, "les-", 3) == ["les-00", "les-01", "les-02"]
