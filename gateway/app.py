@@ -37,6 +37,7 @@ from gateway.retrieval.cursors import CursorKeyRing
 from gateway.retrieval.hybrid import RetrievalService
 from gateway.retrieval.refresher import IndexRefresher
 from gateway.tools.base import ToolSpec, utc_now
+from gateway.tools import chatgpt
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
 from gateway.transport import headers as rules
@@ -166,6 +167,8 @@ def create_app(
     require_process_schema(config.schema_dir)
     metrics = metrics or Metrics()
     registry = ToolRegistry.load(config.schema_dir, specs)
+    if config.chatgpt_lesson_url:
+        registry = registry.with_builtin(chatgpt.SPECS, config.schema_dir)
     repository = LazyRepository(repository_factory, config) if repository_factory is not None else None
     admission = Admission.from_config(config, metrics=metrics)
     cursor_ring = None

@@ -137,6 +137,9 @@ class GatewayConfig:
     metrics_token_sha256: str = ""
     search_scope_principals: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    #: ``S3RM_CHATGPT_LESSON_URL``: the public URL of a Lesson page with ``{id}``; set, it turns on
+    #: ChatGPT's ``search`` and ``fetch`` tools (gateway/tools/chatgpt.py); empty (default) serves the ten tools
+    chatgpt_lesson_url: str = ""
     #: github mode's OAuth settings (:class:`~gateway.config.github.GithubSettings`), ``None`` otherwise
     github: GithubSettings | None = None
 
@@ -227,6 +230,13 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
         raise ConfigError("S3RM_PROXY_SECRET", "must be at least 16 bytes long")
     metrics_digest = hex_digest(get, "S3RM_METRICS_TOKEN_SHA256", "the metrics token")
 
+    chatgpt_lesson_url = get("S3RM_CHATGPT_LESSON_URL")
+    if chatgpt_lesson_url:
+        parts = urlsplit(chatgpt_lesson_url.replace("{id}", "x"))
+        if parts.scheme not in ("http", "https") or not parts.hostname or "{id}" not in chatgpt_lesson_url:
+            raise ConfigError("S3RM_CHATGPT_LESSON_URL", "must be an http(s) URL of a Lesson page containing {id} "
+                              "(e.g. https://wiki.example.org/index.php?title=Lesson:{id})")
+
     return GatewayConfig(
         public_url=public_url,
         allowed_hosts=frozenset(public_host_forms) | extra_hosts,
@@ -259,6 +269,7 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
         search_scope_principals=parse_scope_principals(get("S3RM_SEARCH_SCOPE_PRINCIPALS_JSON"), scopes),
         retrieval=retrieval,
         github=github,
+        chatgpt_lesson_url=chatgpt_lesson_url,
     )
 
 

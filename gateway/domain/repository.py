@@ -18,6 +18,8 @@ from gateway.domain.model import LessonSnapshot
 
 #: MediaWiki returns at most this many page contents per request (docs/retrieval.md#legacy-search).
 SNAPSHOT_BATCH = 50
+#: Batches the default :meth:`LessonRepository.ids_by_prefix` walk may read.
+PREFIX_SCAN_BATCHES = 10
 
 
 class RepositoryError(Exception):
@@ -316,6 +318,23 @@ class LessonRepository(abc.ABC):
     @abc.abstractmethod
     def list_recent(self, cursor: str | None, limit: int) -> ScanPage:
         """Lessons newest first by last edit, bounded; used for empty-query listings."""
+
+    def ids_by_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` Lesson ids starting with ``prefix``, in title order (argument completion).
+
+        The default walks :meth:`scan_snapshots`, at most ``PREFIX_SCAN_BATCHES``
+        batches (bounded, possibly incomplete); MediaWiki answers it with one
+        ``list=allpages&apprefix=`` request.
+        """
+        found: list[str] = []
+        cursor: str | None = None
+        for _ in range(PREFIX_SCAN_BATCHES):
+            page = self.scan_snapshots(cursor, SNAPSHOT_BATCH)
+            found.extend(s.id for s in page.snapshots if s.id.startswith(prefix))
+            cursor = page.next_cursor
+            if cursor is None or len(found) >= limit:
+                break
+        return found[:limit]
 
     @abc.abstractmethod
     def search_full_text(self, query: str, limit: int) -> FullTextResult:

@@ -31,7 +31,9 @@ from gateway.tools import (
     revise_lesson,
     search_lessons,
 )
+from gateway.domain.schema import load_schema
 from gateway.tools.base import ToolSpec
+from gateway.tools.schema_parts import Fields
 
 __all__ = ["READ_TOOLS", "WRITE_TOOLS", "SPECS", "SchemaLoadError", "ToolEntry", "ToolRegistry", "load_specs"]
 
@@ -141,6 +143,16 @@ class ToolRegistry:
                 )
             )
         return cls(entries)
+
+    def with_builtin(self, specs: tuple[ToolSpec, ...], schema_dir: Path) -> "ToolRegistry":
+        """This registry plus ``specs`` whose schemas are built from their own builders, not files
+        (the ChatGPT tools, whose shapes OpenAI fixes: gateway/tools/chatgpt.py); listed after the rest."""
+        fields = Fields(load_schema(Path(schema_dir) / "lesson.toml"))
+        extra = [ToolEntry(spec=spec, input_schema=(i := spec.input_schema(fields)),
+                           output_schema=(o := spec.output_schema(fields)),
+                           input_validator=Draft202012Validator(i, format_checker=_FORMATS),
+                           output_validator=Draft202012Validator(o, format_checker=_FORMATS)) for spec in specs]
+        return ToolRegistry(list(self._entries.values()) + extra)
 
     def get(self, name: str) -> ToolEntry | None:
         """The entry for tool ``name``, or ``None`` when no such tool is served."""

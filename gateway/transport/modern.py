@@ -12,8 +12,10 @@ decoded before comparison; a mismatch, a missing or a malformed header is
 A request is served in the modern era when its ``MCP-Protocol-Version`` header
 names anything but a handshake revision (2025-03-26, 2025-06-18, 2025-11-25), or
 when it has no such header but its ``_meta`` carries the modern protocol-version
-key. ``initialize`` (which negotiates in its body) and everything else keep the
-2025 behaviour unchanged.
+key. ``initialize`` (which negotiates in its body) is modern only when it is
+sent *at* a revision served here without a handshake (header or ``_meta``
+version 2026-07-28): that revision removed the method, so it is answered 404
+``-32601`` (SEP-2575); any other ``initialize`` keeps the 2025 behaviour.
 """
 from __future__ import annotations
 
@@ -63,10 +65,14 @@ def _meta(params: Mapping[str, Any]) -> Any:
 def is_modern_request(method: str | None, version_header: str | None, params: Mapping[str, Any]) -> bool:
     """True when the request is to be served under the 2026-07-28 rules (see the module docstring).
 
-    ``initialize`` always selects the 2025 era: it negotiates its version in the body.
+    ``initialize`` selects the 2025 era (it negotiates its version in the body) unless it is sent at
+    a modern revision (header, or ``_meta`` without a header), which removed it.
     """
     if method == "initialize":
-        return False
+        if version_header is not None:
+            return version_header.strip() in MODERN_PROTOCOL_VERSIONS
+        meta = _meta(params)
+        return isinstance(meta, dict) and meta.get(PROTOCOL_VERSION_META_KEY) in MODERN_PROTOCOL_VERSIONS
     if version_header is not None:
         return version_header.strip() not in SUPPORTED_PROTOCOL_VERSIONS
     meta = _meta(params)

@@ -1,6 +1,8 @@
 """MCP method handling for the stateless endpoint, both eras (docs/transport.md#protocol-versions).
 
-2025 era (``initialize`` handshake): initialize, ping, tools/list, tools/call.
+2025 era (``initialize`` handshake): initialize, ping, tools/list, tools/call, and
+in both eras the resources (:mod:`gateway.transport.resources`), prompts
+(:mod:`gateway.transport.prompts`) and completions (:mod:`gateway.transport.completions`).
 There are no sessions: every POST is answered on its own, so tools/list and
 tools/call work without a prior initialize on the same connection (the
 Streamable HTTP spec lets a server omit ``MCP-Session-Id``). The client's
@@ -11,8 +13,8 @@ Streamable HTTP spec lets a server omit ``MCP-Session-Id``). The client's
 :mod:`gateway.transport.modern`): server/discover, tools/list, tools/call; every
 result carries ``resultType: "complete"`` and ``_meta`` with the server's
 identity, and the cacheable ones (discover, tools/list) ``ttlMs`` and
-``cacheScope``. ``initialize``, ``ping`` and any other method are unknown there
-(-32601, HTTP 404).
+``cacheScope``. ``initialize`` (sent at 2026-07-28), ``ping`` and any other method
+are unknown there (-32601, HTTP 404).
 
 Results are built with ``mcp_types`` models (the python-sdk 2.x wire types) and
 dumped with :func:`gateway.core.jsonio.dump_model`.
@@ -23,10 +25,13 @@ from importlib import metadata
 from typing import Any
 
 from mcp_types import (
+    CompletionsCapability,
     DiscoverResult,
     Implementation,
     InitializeResult,
     ListToolsResult,
+    PromptsCapability,
+    ResourcesCapability,
     ServerCapabilities,
     ToolsCapability,
 )
@@ -38,7 +43,10 @@ from gateway.tools.policy import CONTENT_POLICY
 from gateway.ops.auth import Credentials
 from gateway.transport.headers import ALL_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from gateway.transport.jsonrpc import Message
+from gateway.transport.completions import Completions
 from gateway.transport.modern import SERVER_INFO_META_KEY, ModernEnvelope
+from gateway.transport.prompts import PromptCatalog
+from gateway.transport.resources import READ_TTL_MS, LessonResources
 
 __all__ = ["McpProtocol", "SERVER_NAME", "LIST_TTL_MS", "negotiate_version"]
 
@@ -51,6 +59,17 @@ _INSTRUCTIONS = (
     "when it applies). Read tools are public; the five write tools need the shared write token when the "
     "server runs in token mode. " + CONTENT_POLICY
 )
+
+
+#: What both eras advertise (initialize and server/discover): tools, resources, prompts, completions.
+CAPABILITIES = ServerCapabilities(
+    tools=ToolsCapability(listChanged=False),
+    resources=ResourcesCapability(listChanged=False),
+    prompts=PromptsCapability(listChanged=False),
+    completions=CompletionsCapability(),
+)
+_METHODS = ("tools/list, tools/call, resources/list, resources/templates/list, resources/read, prompts/list, "
+            "prompts/get, completion/complete")
 
 
 def _server_version() -> str:
@@ -90,9 +109,12 @@ class McpProtocol:
         server_meta = {SERVER_INFO_META_KEY: _dump(self._server_info)}
         self._modern_tools_result = _dump_modern(ListToolsResult(
             tools=dispatcher.registry.list_tools(), ttl_ms=LIST_TTL_MS, cache_scope="public", meta=server_meta))
+        self.resources = LessonResources(dispatcher)
+        self.prompts = PromptCatalog()
+        self.completions = Completions(dispatcher, self.prompts)
         self._discover_result = _dump_modern(DiscoverResult(
             supported_versions=list(ALL_PROTOCOL_VERSIONS),
-            capabilities=ServerCapabilities(tools=ToolsCapability(listChanged=False)),
+            capabilities=CAPABILITIES,
             instructions=_INSTRUCTIONS, ttl_ms=LIST_TTL_MS, cache_scope="public", meta=server_meta))
 
     def handle(
@@ -117,11 +139,35 @@ class McpProtocol:
         if method == "tools/call":
             result = self.dispatcher.call(message.params, request_id=message.id, credentials=credentials)
             return _dump(result)
+        answer = self._surface(message, credentials, modern=False)
+        if answer is not None:
+            return answer[0]
         raise JsonRpcError(
             METHOD_NOT_FOUND,
-            f"Method not found: {str(method)[:80]!r} (this server offers initialize, ping, tools/list, tools/call)",
+            f"Method not found: {str(method)[:80]!r} (this server offers initialize, ping, {_METHODS})",
             request_id=message.id,
         )
+
+    def _surface(self, message: Message, credentials: Credentials, *, modern: bool):
+        """``(result, ttlMs or None)`` of a resources/prompts/completion method, else ``None``.
+
+        ``ttlMs`` is set for the results 2026-07-28 marks cacheable (lists and reads).
+        """
+        method, params, rid = message.method, message.params, message.id
+        overhead = self._modern_overhead + 40 if modern else 0  # + ,"ttlMs":30000,"cacheScope":"public"
+        if method == "resources/list":
+            return self.resources.list(params, rid, credentials, overhead), READ_TTL_MS
+        if method == "resources/templates/list":
+            return self.resources.templates(), LIST_TTL_MS
+        if method == "resources/read":
+            return self.resources.read(params, rid, credentials, modern=modern, overhead=overhead), READ_TTL_MS
+        if method == "prompts/list":
+            return self.prompts.listing, LIST_TTL_MS
+        if method == "prompts/get":
+            return self.prompts.get(params, rid), None
+        if method == "completion/complete":
+            return self.completions.complete(params, rid, credentials), None
+        return None
 
     def _handle_modern(self, message: Message, credentials: Credentials) -> dict[str, Any]:
         method = message.method
@@ -137,10 +183,15 @@ class McpProtocol:
                 overhead_bytes=self._modern_overhead,
             )
             return {**_dump(result), **self._modern_members}
+        answer = self._surface(message, credentials, modern=True)
+        if answer is not None:
+            result, ttl_ms = answer
+            hints = {"ttlMs": ttl_ms, "cacheScope": "public"} if ttl_ms is not None else {}
+            return {**result, **hints, **self._modern_members}
         raise JsonRpcError(
             METHOD_NOT_FOUND,
             f"Method not found: {str(method)[:80]!r} (with MCP 2026-07-28 this server offers server/discover, "
-            "tools/list, tools/call)",
+            f"{_METHODS})",
             http_status=404,
             request_id=message.id,
         )
@@ -153,7 +204,7 @@ class McpProtocol:
             )
         result = InitializeResult(
             protocolVersion=negotiate_version(requested),
-            capabilities=ServerCapabilities(tools=ToolsCapability(listChanged=False)),
+            capabilities=CAPABILITIES,
             serverInfo=self._server_info,
             instructions=_INSTRUCTIONS,
         )

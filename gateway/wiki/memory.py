@@ -118,6 +118,10 @@ class InMemoryRepository(LessonRepository):
         return ScanPage(snapshots=tuple(snaps[i] for i in batch if i in snaps),
                         next_cursor=rest[0] if rest else None, scanned=len(batch), scan_limit=limit)
 
+    def ids_by_prefix(self, prefix: str, limit: int) -> list[str]:
+        with self._lock:
+            return sorted(i for i in self._pages if i.startswith(prefix))[:max(0, int(limit))]
+
     def list_recent(self, cursor: str | None, limit: int) -> ScanPage:
         """Newest first by latest revision id; cursor = ``"<revid>"`` resumes at that revision."""
         limit = max(1, min(int(limit), SNAPSHOT_BATCH))

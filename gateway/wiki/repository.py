@@ -209,6 +209,15 @@ class MediaWikiRepository(LessonRepository):
         return ScanPage(snapshots=tuple(snaps[i] for i in ids if i in snaps), next_cursor=next_cursor,
                         scanned=len(ids), scan_limit=limit, partial=False)
 
+    def ids_by_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` (≤ 100) Lesson ids starting with ``prefix``: one ``list=allpages&apprefix=`` request."""
+        params = {"action": "query", "list": "allpages", "apnamespace": self.ns_id,
+                  "aplimit": max(1, min(int(limit), 100))}
+        if prefix:
+            params["apprefix"] = prefix
+        data = self.client.get(params)
+        return [i for i in (self.lesson_id(p) for p in data.get("query", {}).get("allpages", [])) if i]
+
     def list_recent(self, cursor: str | None, limit: int) -> ScanPage:
         """Up to ``limit`` Lessons newest first by last edit, examining ≤ RECENT_SCAN_FACTOR×limit revisions.
 

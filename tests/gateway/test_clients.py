@@ -279,6 +279,67 @@ def test_inspector_cli_without_a_header_shows_the_token_message(stack):
     assert batch.returncode != 0 and "Authorization: Bearer <token>" in batch.stdout + batch.stderr
 
 
+# ------------------------------------------------------------------ resources, prompts, completions
+@pytest.fixture(scope="module")
+def surface_lesson(stack) -> str:
+    """A Lesson written just now (so it heads resources/list); returns its id."""
+    args = write_args()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "create_lesson_draft", "arguments": args}}
+    r = httpx.post(stack.url, json=body, timeout=60, headers={
+        "Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25"})
+    assert r.status_code == 200 and r.json()["result"]["isError"] is False, r.text
+    return args["lesson_id"]
+
+
+def assert_surface(out: dict, lesson_id: str) -> None:
+    """Resources listed (newest first) and read, the template, the four prompts, completions."""
+    first = out["resources"]["resources"][0]
+    assert first["uri"] == f"lesson://{lesson_id}" and first["mimeType"] == "application/json"
+    contents = out["read"]["contents"][0]
+    assert contents["uri"] == first["uri"] and json.loads(contents["text"])["id"] == lesson_id
+    assert out["templates"]["resourceTemplates"][0]["uriTemplate"] == "lesson://{id}"
+    assert out["prompts"] == ["record_lesson", "migrate_memory", "verify_evidence", "revise_lesson"]
+    assert "search_lessons first" in out["prompt_text"] and "allocator" in out["prompt_text"]
+    assert lesson_id in out["ids"] and all(i.startswith(lesson_id[:-2]) for i in out["ids"])
+    assert out["relations"] == ["supports", "suggests", "supersedes"]
+
+
+@pytest.mark.parametrize("mode, version", [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+def test_python_sdk2_resources_prompts_completions(stack, surface_lesson, mode, version):
+    out = run_json([PYTHON_SDK2, CLIENTS / "surface_sdk2.py", stack.url, mode, surface_lesson[:-2]],
+                   env=dict(os.environ))
+    assert out["protocol_version"] == version
+    assert_surface(out, surface_lesson)
+    if version == "2026-07-28":
+        assert out["resources"]["ttlMs"] <= 60000 and out["read"]["cacheScope"] == "public"
+
+
+@pytest.mark.parametrize("mode, version", [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+def test_typescript_client2_resources_prompts_completions(stack, surface_lesson, mode, version):
+    out = run_json([NODE, CLIENTS / "surface_ts.mjs", mode, stack.url, surface_lesson[:-2]])
+    assert out["protocol_version"] == version
+    assert_surface(out, surface_lesson)
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+def test_inspector_cli_lists_and_reads_resources_and_prompts(stack, surface_lesson, era):
+    def run(*args: str) -> dict:
+        done = inspector(stack, "--protocol-era", era, *args)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return json.loads(done.stdout)["result"]
+
+    assert run("--method", "resources/list")["resources"][0]["uri"] == f"lesson://{surface_lesson}"
+    read = run("--method", "resources/read", "--uri", f"lesson://{surface_lesson}")
+    assert json.loads(read["contents"][0]["text"])["id"] == surface_lesson
+    assert run("--method", "resources/templates/list")["resourceTemplates"][0]["uriTemplate"] == "lesson://{id}"
+    assert [p["name"] for p in run("--method", "prompts/list")["prompts"]][0] == "record_lesson"
+    got = run("--method", "prompts/get", "--prompt-name", "verify_evidence", "--prompt-args",
+              f"lesson_id={surface_lesson}", "language=en")
+    assert surface_lesson in got["messages"][0]["content"]["text"]
+
+
 # ------------------------------------------------------------------ README examples, run as written
 README = REPO / "README.md"
 README_URL = "http://127.0.0.1:8080/mcp"

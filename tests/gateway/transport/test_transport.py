@@ -169,7 +169,7 @@ def test_tools_list_has_exactly_ten_tools_with_truthful_annotations(client):
 
 # -------------------------------------------------------------- method rules
 def test_unknown_method_is_32601(client):
-    r = post(client, rpc("resources/list"))
+    r = post(client, rpc("logging/setLevel", {"level": "info"}))
     body = assert_json(r)
     assert r.status_code == 200
     assert body["id"] == 1 and body["error"]["code"] == -32601

@@ -53,7 +53,7 @@ def test_server_discover_lists_both_eras_and_identifies_the_server(client):
     result = assert_json(r)["result"]
     assert r.status_code == 200
     assert result["supportedVersions"] == SUPPORTED
-    assert result["capabilities"] == {"tools": {"listChanged": False}}
+    assert result["capabilities"]["tools"] == {"listChanged": False} and "resources" in result["capabilities"]
     assert result["resultType"] == "complete"
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "s3-research-memory"
     assert result["ttlMs"] >= 0 and result["cacheScope"] == "public"
@@ -150,15 +150,24 @@ def test_meta_version_without_any_header_is_modern_and_refused(client):
     assert "MCP-Protocol-Version header is missing" in error_of(r, 400, -32020)["message"]
 
 
-@pytest.mark.parametrize("method", ["initialize", "ping", "resources/list", "logging/setLevel"])
+@pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "resources/subscribe",
+                                    "resources/unsubscribe", "unknown/method"])
 def test_methods_unknown_to_2026_are_404(client, method):
-    payload = modern(method, {"protocolVersion": MODERN} if method == "initialize" else None)
-    r = send(client, payload)
-    if method == "initialize":
-        # initialize always selects the 2025 era (its version is negotiated in the body)
+    # what the conformance suite's server-stateless scenario sends: _meta only, the 2026-07-28 header
+    r = send(client, modern(method, id_=500))
+    assert error_of(r, 404, -32601) and assert_json(r)["id"] == 500
+
+
+def test_initialize_at_2026_is_removed_but_a_2025_initialize_still_negotiates(client):
+    # sent at 2026-07-28 (header, or _meta alone) it is a removed method, whatever the body asks for
+    error_of(send(client, modern("initialize", {"protocolVersion": MODERN})), 404, -32601)
+    r = client.post("/mcp", data=json.dumps(modern("initialize", {"protocolVersion": "2025-11-25"})), headers=HEADERS)
+    error_of(r, 400, -32020)  # modern by its _meta, so the routing headers are required
+    # a 2025 client: no header, or a 2025 header; an unknown body version gets 2025-11-25
+    for hdrs in ({}, {"MCP-Protocol-Version": "2025-06-18"}):
+        r = client.post("/mcp", data=json.dumps(rpc("initialize", {"protocolVersion": MODERN})),
+                        headers=dict(HEADERS, **hdrs))
         assert r.status_code == 200 and assert_json(r)["result"]["protocolVersion"] == "2025-11-25"
-    else:
-        error_of(r, 404, -32601)
 
 
 def test_duplicated_routing_header_is_a_mismatch(client):
