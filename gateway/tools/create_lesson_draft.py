@@ -23,7 +23,7 @@ from gateway.domain.writes import (
 from gateway.tools.base import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_parts import (
-    array, embedding_truncated_out, enum, Fields, LIMITS, new_evidence_props, obj, operation_id, revision_id, score,
+    array, duplicate_candidates_out, embedding_truncated_out, enum, Fields, LIMITS, new_evidence_props, obj, operation_id, revision_id, score,
     WRITE_STATUSES,
 )
 from gateway.tools.write_pipeline import write_handler
@@ -110,8 +110,6 @@ OPERATION = WriteOperation(name=NAME, tag="S3W", kind="create", parse=parse, pla
 
 
 # ------------------------------------------------------------------ schemas
-DUPLICATE_STATUSES = ("ok", "skipped", "not_ready", "disabled", "timeout", "saturated", "error")
-DUPLICATE_BANDS = ("near_identical", "same_topic")
 
 
 def input_schema(F: Fields) -> dict:
@@ -139,23 +137,13 @@ def input_schema(F: Fields) -> dict:
 
 
 def output_schema(F: Fields) -> dict:
-    candidate = obj({
-        "id": F.lesson_id(),
-        "title": F.field(F.schema.lesson, "title"),
-        "score": score(),
-        "band": enum("How close the existing Lesson is.", DUPLICATE_BANDS),
-    }, ["id", "title", "score", "band"], "An existing Lesson that may say the same thing.")
     return obj({
         "status": enum("created, or replayed for an exact retry.", WRITE_STATUSES),
         "id": F.lesson_id(),
         "current_revision_id": revision_id("Current revision of the Lesson."),
         "evidence_ids": array("Ids of the stored evidence.", F.evidence_id()),
         "verification_ids": array("Ids of the stored verification records.", F.verification_id()),
-        "duplicate_candidates": obj({
-            "status": enum("Whether the duplicate check ran.", DUPLICATE_STATUSES),
-            "items": array("Possible duplicates, best first.", candidate,
-                           max_items=LIMITS["duplicate_candidates_max"]),
-        }, ["status", "items"], "Existing Lessons that look like duplicates (advisory)."),
+        "duplicate_candidates": duplicate_candidates_out(F),
         "embedding_truncated": embedding_truncated_out(F),
     }, ["status", "id", "current_revision_id", "evidence_ids", "verification_ids", "duplicate_candidates"],
         "Outcome of create_lesson_draft.")

@@ -21,7 +21,7 @@ from gateway.domain.writes import (
 from gateway.tools.base import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_parts import (
-    array, embedding_truncated_out, enum, Fields, LIMITS, obj, operation_id, revision_id, string
+    array, duplicate_candidates_out, embedding_truncated_out, enum, Fields, LIMITS, obj, operation_id, revision_id, string
 )
 from gateway.tools.write_pipeline import write_handler
 
@@ -115,9 +115,13 @@ def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> 
 
 def respond(status: str, fields: dict[str, Any], current: int, applied: int | None,
             duplicates: dict[str, Any] | None) -> dict[str, Any]:
-    """The revise answer: the plain shape plus ``applied_revision_id`` (the original revision on replay)."""
-    return {"status": status, **fields, "applied_revision_id": applied if applied is not None else current,
-            "current_revision_id": current}
+    """The revise answer: the plain shape plus ``applied_revision_id`` (the original revision on replay) and,
+    when the revision changed embedded text, ``duplicate_candidates`` (as on create)."""
+    out = {"status": status, **fields, "applied_revision_id": applied if applied is not None else current,
+           "current_revision_id": current}
+    if duplicates is not None:
+        out["duplicate_candidates"] = duplicates
+    return out
 
 
 #: This tool's part of the write pipeline (docs/tools.md#revise-lesson).
@@ -153,11 +157,12 @@ def output_schema(F: Fields) -> dict:
         "current_revision_id": revision_id("Latest revision of the Lesson now."),
         "changed_fields": array("Fields whose value actually changed.",
                                 {"type": "string", "enum": F.changeable_fields()}, unique=True),
+        "duplicate_candidates": duplicate_candidates_out(F),
         "embedding_truncated": embedding_truncated_out(F),
     }, ["status", "lesson_id", "applied_revision_id", "current_revision_id", "changed_fields"],
         "Outcome of revise_lesson.")
 
 
 SPEC = tool_spec(NAME, 'Revise Lesson', describe(
-        """Conditionally overwrite core fields of an existing Lesson in a new revision. Needs the write token in token mode, expected_revision_id (the revision you read: a changed Lesson is refused, never auto-merged) and 1-8 basis_evidence_ids already on the Lesson; raising confidence needs supporting verification records. operation_id: an identical retry returns the applied revision instead of revising twice. Returns current_revision_id."""
+        """Conditionally overwrite core fields of an existing Lesson in a new revision. Needs the write token in token mode, expected_revision_id (the revision you read: a changed Lesson is refused, never auto-merged) and 1-8 basis_evidence_ids already on the Lesson; raising confidence needs supporting verification records. operation_id: an identical retry returns the applied revision instead of revising twice. Returns current_revision_id, and duplicate_candidates when the new text comes near another Lesson's."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema, destructive=True)

@@ -31,7 +31,7 @@ from gateway.domain.schema import FieldDef, RecordDef, Schema, load_schema
 __all__ = [
     "DIGEST_PATTERN", "DIRECTIONS", "Fields", "LIMITS", "OPERATION_ID_PATTERN", "RETRIEVAL_MODES", "SEMANTIC_STATUSES",
     "SHA256_PATTERN", "VERDICTS", "WRITE_STATUSES", "array", "citation_item_schema", "cursor", "desc",
-    "embedding_truncated_out", "standing_out", "OPTIONAL_RETRIEVAL_PROPS", "STANDING_MAX", "enum", "integer", "min_score", "new_evidence_props", "next_cursor", "nullable", "obj", "operation_id", "page_limit",
+    "duplicate_candidates_out", "embedding_truncated_out", "standing_out", "DUPLICATE_BANDS", "DUPLICATE_STATUSES", "OPTIONAL_RETRIEVAL_PROPS", "STANDING_MAX", "enum", "integer", "min_score", "new_evidence_props", "next_cursor", "nullable", "obj", "operation_id", "page_limit",
     "retrieval_mode_in", "retrieval_props", "revision_id", "scan_props", "scope_in", "scope_out", "score", "string",
 ]
 
@@ -347,6 +347,24 @@ def embedding_truncated_out(F: Fields) -> dict:
                "Facets too long for the embedding window: only their head and tail are found by meaning; split "
                "the Lesson or shorten these fields. Absent when nothing was cut or semantic search is off.",
                minProperties=1)
+
+
+DUPLICATE_STATUSES = ("ok", "skipped", "not_ready", "disabled", "timeout", "saturated", "error")
+DUPLICATE_BANDS = ("near_identical", "same_topic")
+
+
+def duplicate_candidates_out(F: Fields) -> dict:
+    """Write output ``duplicate_candidates`` (create, and a revise of embedded text; docs/tools.md#create-lesson-draft)."""
+    candidate = obj({
+        "id": F.lesson_id(),
+        "title": F.field(F.schema.lesson, "title"),
+        "score": score(),
+        "band": enum("How close the existing Lesson is.", DUPLICATE_BANDS),
+    }, ["id", "title", "score", "band"], "An existing Lesson that may say the same thing.")
+    return obj({
+        "status": enum("Whether the duplicate check ran.", DUPLICATE_STATUSES),
+        "items": array("Possible duplicates, best first.", candidate, max_items=LIMITS["duplicate_candidates_max"]),
+    }, ["status", "items"], "Existing Lessons that look like duplicates (advisory).")
 
 
 def standing_out(F: Fields) -> dict:

@@ -241,7 +241,8 @@ def _run(operation: WriteOperation, arguments: dict[str, Any], ctx: ToolContext)
 
     if planned.dirty:
         _hint(ctx, request.lesson_id)
-    duplicates = _duplicates(ctx, repo, planned) if operation.creates else None
+    # a create, and a revise that changed embedded text, are checked for near copies (advisory)
+    duplicates = _duplicates(ctx, repo, planned) if operation.creates or planned.dirty else None
     answer = operation.respond(operation.success_status, planned.response, saved.revision_id, saved.revision_id,
                                duplicates)
     cut = _truncation(ctx, planned.page) if planned.dirty else None

@@ -180,3 +180,20 @@ def test_index_as_of_moves_forward_after_a_browser_edit(wired):
     wait_until(applied, 120, "the follower applying the browser edit")
     after = search(h, "crossing")
     assert after["index_as_of"] >= edited_at
+
+
+def test_a_revise_that_copies_another_lesson_gets_it_as_near_identical(wired):
+    """Duplicates on every content write: revise_lesson checks like create (docs/tools.md#revise-lesson)."""
+    h, service = wired
+    original = unique("desire-line")
+    h.create(lesson_id=original, fields=FIELDS)
+    other = h.create(confidence="low")["id"]
+    assert service.refresher.wait_idle(120)
+    snap = h.repo.get_snapshot(other)
+    changes = {k: v for k, v in FIELDS.items() if k != "title"}
+    out = h.ok("revise_lesson", operation_id=unique("op-rev"), lesson_id=other, expected_revision_id=snap.revision_id,
+               basis_evidence_ids=[snap.page.evidence[0]["id"]], changes=changes, reason="copy test")
+    block = out["duplicate_candidates"]
+    assert block["status"] == "ok", block
+    assert {"id": original, "band": "near_identical"}.items() <= next(
+        (i for i in block["items"] if i["id"] == original), {}).items(), block

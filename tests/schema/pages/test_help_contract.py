@@ -19,7 +19,7 @@ import pytest
 from gateway.config import load_config
 from gateway.domain.schema import REPO_ROOT, load_schema
 from gateway.retrieval.fusion import RANKING_VERSION
-from gateway.tools.create_lesson_draft import DUPLICATE_STATUSES
+from gateway.tools.schema_parts import DUPLICATE_STATUSES
 from gateway.tools.schema_parts import LIMITS
 from sync.devstack import stack
 
