@@ -124,8 +124,8 @@ def input_schema(F: Fields) -> dict:
         "evidence_ids": array("Evidence ids expected on the Lesson.", F.evidence_id(), min_items=1,
                               max_items=LIMITS["expectation_items_max"], unique=True),
         "relations": array("Relations expected on the Lesson.", obj({
-            "relation": F.field(rel, "relation"),
-            "to": F.field(rel, "to"),
+            "relation": F.field(rel, "relation", "in"),
+            "to": F.field(rel, "to", "in"),
         }, ["relation", "to"], "An expected outgoing relation."), min_items=1,
             max_items=LIMITS["expectation_items_max"], unique=True),
     }, ["id"], "What the caller expects about one Lesson.")

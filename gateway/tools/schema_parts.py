@@ -31,7 +31,7 @@ from gateway.domain.schema import FieldDef, RecordDef, Schema, load_schema
 __all__ = [
     "DIGEST_PATTERN", "DIRECTIONS", "Fields", "LIMITS", "OPERATION_ID_PATTERN", "RETRIEVAL_MODES", "SEMANTIC_STATUSES",
     "SHA256_PATTERN", "VERDICTS", "WRITE_STATUSES", "array", "citation_item_schema", "cursor", "desc",
-    "embedding_truncated_out", "enum", "integer", "min_score", "new_evidence_props", "next_cursor", "nullable", "obj", "operation_id", "page_limit",
+    "embedding_truncated_out", "enum", "hoist_defs", "integer", "min_score", "new_evidence_props", "next_cursor", "nullable", "obj", "operation_id", "page_limit",
     "retrieval_mode_in", "retrieval_props", "revision_id", "scan_props", "scope_in", "scope_out", "score", "string",
 ]
 
@@ -106,7 +106,8 @@ def enum(description: str, values, **extra: Any) -> dict:
 
 def array(description: str, items: dict, *, min_items: int | None = None, max_items: int | None = None,
           unique: bool = False, **extra: Any) -> dict:
-    """An array schema."""
+    """An array schema; the items' own description is dropped (the array's says it)."""
+    items = {k: v for k, v in items.items() if k != "description"}
     out: dict[str, Any] = {"description": description, "type": "array", "items": items}
     if min_items is not None:
         out["minItems"] = min_items
@@ -134,17 +135,17 @@ def nullable(schema: dict) -> dict:
 def page_limit(description: str, default: int | None = None) -> dict:
     """Page size 1..LIMITS['page_max'] (default LIMITS['page_default'])."""
     return integer(description, 1, LIMITS["page_max"],
-                   default=LIMITS["page_default"] if default is None else default)
+                   default=LIMITS["page_default"] if default is None else default, **{DEF_NAME: "page_limit"})
 
 
 def cursor(description: str = "Opaque cursor from a previous page's next_cursor.") -> dict:
     """Input cursor (opaque string)."""
-    return string(description, LIMITS["cursor_max_length"], min_length=1)
+    return string(description, LIMITS["cursor_max_length"], min_length=1, **{DEF_NAME: "cursor"})
 
 
 def next_cursor(description: str = "Cursor for the next page, or null when this is the last page.") -> dict:
     """Output cursor (string or null)."""
-    return nullable(string(description, LIMITS["cursor_max_length"]))
+    return {**nullable(string(description, LIMITS["cursor_max_length"])), DEF_NAME: "next_cursor"}
 
 
 def operation_id() -> dict:
@@ -183,12 +184,13 @@ class Fields:
     # ids -----------------------------------------------------------------
     def lesson_id(self, description: str = "Lesson id: the page title without the Lesson: prefix.") -> dict:
         """A Lesson id (``meta.id_pattern``, ``meta.id_max_length``)."""
-        return string(description, int(self.meta["id_max_length"]), pattern=self.meta["id_pattern"])
+        return string(description, int(self.meta["id_max_length"]), pattern=self.meta["id_pattern"],
+                      **{DEF_NAME: "lesson_id"})
 
     def evidence_id(self, description: str = "Evidence id, unique within its Lesson.") -> dict:
         """An evidence id (pattern and length from the evidence ``id`` field)."""
         return string(description, self.schema.evidence.field("id").max_length,
-                      pattern=self.meta["evidence_id_pattern"])
+                      pattern=self.meta["evidence_id_pattern"], **{DEF_NAME: "evidence_id"})
 
     def verification_id(self, description: str = "Verification record id, unique within its Lesson.") -> dict:
         """A verification record id."""
@@ -197,7 +199,7 @@ class Fields:
 
     def timestamp(self, description: str) -> dict:
         """UTC ISO-8601 timestamp ``YYYY-MM-DDTHH:MM:SSZ``."""
-        return string(description, 20, pattern=self.meta["timestamp_pattern"])
+        return string(description, 20, pattern=self.meta["timestamp_pattern"], **{DEF_NAME: "timestamp"})
 
     def enum_values(self, name: str, direction: str = "out") -> list[str]:
         """Values of enum ``name``; for ``direction="in"`` without its legacy-only values."""
@@ -206,20 +208,31 @@ class Fields:
         return [v for v in e.values if v not in drop]
 
     def field(self, rec: RecordDef, name: str, direction: str = "out", *, required: bool | None = None) -> dict:
-        """Schema of field ``name`` of record ``rec`` (type, length, pattern, enum, Korean help)."""
+        """Schema of field ``name`` of record ``rec`` (type, length, pattern, enum, its English ``describe``)."""
         f = rec.field(name)
         return self.for_field(rec, f, direction, required=required)
 
     def for_field(self, rec: RecordDef, f: FieldDef, direction: str = "out", *, required: bool | None = None) -> dict:
-        """Schema of one :class:`FieldDef` (see :meth:`field`)."""
-        help_text = f"{f.label}: {f.help}"
+        """Schema of one :class:`FieldDef` (see :meth:`field`).
+
+        Only inputs carry the field's ``describe`` text: an output field of a stored
+        record means what the same input field (and docs/data-contract.md) says, so
+        results repeat no description per field.
+        """
+        out = self._for_field(rec, f, direction, required=required)
+        if direction != "in":
+            out.pop("description", None)
+        return out
+
+    def _for_field(self, rec: RecordDef, f: FieldDef, direction: str, *, required: bool | None) -> dict:
+        help_text = f.describe
         req = f.required if required is None else required
         min_len = 1 if (direction == "in" and req) else None
         if f.type == "enum":
             return enum(help_text, self.enum_values(f.enum, direction))
         if f.type == "enum_list":
             values = self.enum_values(f.enum, direction)
-            return array(f"{help_text} JSON 배열로 주고받습니다(예: [\"{values[0]}\"]; 쉼표로 이은 문자열이 아님).",
+            return array(f"{help_text} A JSON array, not a comma-separated string.",
                          {"type": "string", "enum": values},
                          min_items=1 if direction == "in" else None, max_items=len(values), unique=True)
         if f.type == "timestamp":
@@ -230,7 +243,7 @@ class Fields:
             max_len = int(self.meta["id_max_length"]) if lesson_ref else f.max_length
             return string(help_text, max_len, pattern=pattern)
         if f.type == "digest":
-            return string(help_text, f.max_length, pattern=DIGEST_PATTERN)
+            return string(help_text, f.max_length, pattern=DIGEST_PATTERN, **{DEF_NAME: "digest"})
         if f.type == "sha256":
             return string(help_text, f.max_length, pattern=SHA256_PATTERN)
         if f.type == "url":
@@ -261,7 +274,7 @@ class Fields:
             if not f.client_settable or f.name in ("evidence_id", "evidence_digest"):
                 continue
             if f.name == "verification_basis":
-                props[f.name] = enum(f"{f.label}: {f.help}", basis_values)
+                props[f.name] = enum(f.describe, basis_values)
             else:
                 props[f.name] = self.for_field(rec, f, "in")
         return props
@@ -285,7 +298,7 @@ def citation_item_schema(F: Fields) -> dict:
         "added_at": F.field(ev, "added_at"),
     }
     return obj(props, ["id", "citation", "kind", "verification_basis", "digest", "current_verdict"],
-               "One evidence (citation) of a Lesson.")
+               "One evidence (citation) of a Lesson.", **{DEF_NAME: "citation"})
 
 
 def retrieval_props(F: Fields) -> dict[str, dict]:
@@ -330,7 +343,7 @@ def embedding_truncated_out(F: Fields) -> dict:
                         min_items=1, unique=True),
         "kept": {"description": "Share of the facet's characters the embedded text still holds (0-1).",
                  "type": "number", "minimum": 0, "maximum": 1},
-    }, ["fields", "kept"], "One facet cut to the embedding window (head and tail kept).")
+    }, ["fields", "kept"], "One facet cut to the embedding window (head and tail kept).", **{DEF_NAME: "facet_cut"})
     return obj({facet: cut for facet in INDEX_FACETS}, (),
                "Facets too long for the embedding window: only their head and tail are found by meaning; split "
                "the Lesson or shorten these fields. Absent when nothing was cut or semantic search is off.",
@@ -353,3 +366,106 @@ def new_evidence_props(F: Fields) -> dict[str, dict]:
         if f.client_settable and f.name != "id":
             props[f.name] = F.for_field(ev, f, "in")
     return props
+
+
+# --------------------------------------------------------------------------- shared definitions
+
+#: Private key naming a block's shared definition (``hoist_defs`` uses and removes it; never published).
+DEF_NAME = "x-def"
+
+#: Keywords whose value is one subschema, or a list / map of subschemas (where ``hoist_defs`` looks).
+_SUB_ONE = ("items", "additionalProperties", "not", "contains")
+_SUB_LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUB_MAP = ("properties", "$defs")
+
+
+def _children(node: dict):
+    """(name hint, child subschema) pairs of ``node``, in document order."""
+    for key, value in node.items():
+        if key in _SUB_ONE and isinstance(value, dict):
+            yield "item" if key == "items" else key, value
+        elif key in _SUB_LIST and isinstance(value, list):
+            for child in value:
+                if isinstance(child, dict):
+                    yield "", child
+        elif key in _SUB_MAP and isinstance(value, dict):
+            for name, child in value.items():
+                if isinstance(child, dict):
+                    yield name, child
+
+
+def _shape(node: dict) -> str:
+    """Canonical JSON of ``node`` without its own ``description`` (what two uses must share)."""
+    import json
+    return json.dumps({k: v for k, v in node.items() if k != "description"}, ensure_ascii=False,
+                      separators=(",", ":"), sort_keys=True)
+
+
+def hoist_defs(schema: dict) -> dict:
+    """``schema`` with every subschema that repeats inside it moved once into the root ``$defs``.
+
+    Two uses share a definition when they are equal apart from their own
+    ``description``, which stays beside the ``$ref`` (``{"description": …,
+    "$ref": "#/$defs/<name>"}``), so each property keeps its own description.
+    A block is hoisted only when that makes the document shorter; the biggest
+    saving goes first, and blocks inside a definition may be hoisted in turn.
+    ``<name>`` is the block's :data:`DEF_NAME` tag (``timestamp``, ``lesson_id``,
+    ``citation``, ``next_cursor``, …) or else the property name of its first use
+    (``<parent>_item`` for array items). The result validates exactly the same instances.
+    """
+    import copy
+    import json
+    import re
+
+    doc = copy.deepcopy(schema)
+    defs: dict[str, dict] = doc.pop("$defs", {})
+    while True:
+        uses: dict[str, list[tuple[dict, str]]] = {}
+
+        def walk(node: dict, hint: str, top: bool = False) -> None:
+            if not top and "$ref" not in node:
+                uses.setdefault(_shape(node), []).append((node, hint))
+            for name, child in _children(node):
+                walk(child, f"{hint}_item" if name == "item" else (name or hint))
+
+        walk(doc, "root", top=True)
+        for name, body in defs.items():
+            walk(body, name, top=True)
+        best, best_gain = None, 0
+        for shape, found in uses.items():
+            if len(found) < 2:
+                continue
+            size = len(shape.encode())
+            ref_cost = len(f'{{"$ref":"#/$defs/{found[0][1]}"}}')
+            gain = len(found) * (size - ref_cost) - size - len(found[0][1]) - 4
+            if gain > best_gain:
+                best, best_gain = shape, gain
+        if best is None:
+            break
+        found = uses[best]
+        base = re.sub(r"[^A-Za-z0-9_]", "_", json.loads(best).get(DEF_NAME) or found[0][1]) or "def"
+        name, n = base, 2
+        while name in defs:
+            name, n = f"{base}_{n}", n + 1
+        defs[name] = json.loads(best)
+        for node, _ in found:
+            description = node.get("description")
+            node.clear()
+            if description is not None:
+                node["description"] = description
+            node["$ref"] = f"#/$defs/{name}"
+    if defs:
+        doc["$defs"] = dict(sorted(defs.items()))
+    _drop_def_names(doc)
+    return doc
+
+
+def _drop_def_names(node: Any) -> None:
+    if isinstance(node, dict):
+        node.pop(DEF_NAME, None)
+        for value in node.values():
+            _drop_def_names(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_def_names(value)
+
