@@ -162,5 +162,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Create Lesson draft', describe(
-        """Create a Lesson with its initial evidence in one revision (title, question, attempt, context, observation, interpretation, reusable_lesson, applicability, confidence, initial_evidence). Needs the write token in token mode. The server sets author, timestamps, record_origin=lab and the review fields. operation_id makes retries safe: the identical request replays the first result instead of creating a second Lesson; the same id with a different request is an idempotency_conflict. Returns the Lesson id and current_revision_id."""
+        """Create a Lesson with its first evidence in one revision (write token in token mode). The server sets author, timestamps and record_origin=lab. operation_id makes retries safe: an identical retry replays the first result; the same id with another request is an idempotency_conflict. Returns the id, current_revision_id and possible duplicates."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema)

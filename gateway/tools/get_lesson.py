@@ -265,5 +265,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Get Lesson', describe(
-        """Read one Lesson by id (without the `Lesson:` prefix): current revision id, content digest, core fields, and its citations, verification records and relations as separate cursor pages (default 5, max 20 each). `citation_detail=full` adds note, added_by and added_at and never truncates: the page shrinks. A field requested alone (`fields: [name]`) and the first item of each page are always returned whole. Each evidence item carries the digest that record_evidence_verification expects."""
+        """Read one Lesson by id (no `Lesson:` prefix): revision id, content digest, core fields, and its citations, verification records and relations as separate cursor pages (default 5, max 20). `citation_detail=full` adds note and provenance and never truncates (the page shrinks). A field requested alone and the first item of each page come whole. Each evidence carries the digest record_evidence_verification expects."""
     ), 'read', handle, input_schema, output_schema)

@@ -12,9 +12,8 @@ CONTENT_POLICY = (
 )
 #: Its short form, ending every tool description so agents read it wherever they look.
 TOOL_POLICY = (
-    "Content policy: a Lesson is one reusable research finding backed by citable evidence, never CI runs, "
-    "tool-call outcomes, retries, auth or connection errors or raw logs. Call search_lessons first and extend "
-    "an existing Lesson instead of duplicating it."
+    "Content policy: store only reusable research findings with citable evidence, never CI runs, tool errors, "
+    "retries or raw logs; call search_lessons first and extend a Lesson rather than duplicate it."
 )
 
 

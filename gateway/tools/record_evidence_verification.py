@@ -118,5 +118,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Record evidence verification', describe(
-        """Append one verification record to an evidence item of a Lesson: the source checked (identity, SHA-256, locator, coverage), the outcome (supports, contradicts, inconclusive) and the claim fields it covers. Needs the write token in token mode, expected_revision_id and expected_evidence_digest (from get_lesson). Records are append-only; the latest one per evidence is its current verdict. Carries an operation_id. Returns current_revision_id."""
+        """Append one verification record to an evidence item: what source was checked, the outcome and the claim fields it covers (write token in token mode). Needs expected_revision_id and expected_evidence_digest from get_lesson. Records are append-only; the latest per evidence is its current verdict."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema)

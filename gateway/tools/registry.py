@@ -82,9 +82,10 @@ class ToolEntry:
         )
 
 
-#: Keys of a schema file that only document the file (its URL, provenance comment and title): tools/list
-#: leaves them out; every ``$ref`` is a local ``#/$defs/…`` and resolves without ``$id``.
-FILE_ONLY_KEYS = ("$id", "$comment", "title")
+#: Keys of a schema file that only document the file (its URL, provenance comment, title and a top-level
+#: description the tool's own description already gives): tools/list leaves them out; every ``$ref`` is a
+#: local ``#/$defs/…`` and resolves without ``$id``.
+FILE_ONLY_KEYS = ("$id", "$comment", "title", "description")
 
 
 def published(schema: dict[str, Any]) -> dict[str, Any]:

@@ -136,10 +136,8 @@ def input_schema(F: Fields) -> dict:
         "basis_evidence_ids": array("Evidence already on the Lesson that justifies the change.", F.evidence_id(),
                                     min_items=1, max_items=LIMITS["basis_evidence_max"], unique=True),
         "changes": changes,
-        "reason": string("Short human reason for the revision summary. It is not Lesson data: MediaWiki summaries "
-                         "hold 500 characters including the gateway's seal, so it is shortened to fit (with …), "
-                         "brackets become parentheses and control/format characters become spaces, so it can "
-                         "never form a link or a marker. Put anything that must be kept verbatim in the Lesson.",
+        "reason": string("Short reason for the edit summary, not Lesson data: shortened to fit, brackets and control "
+                         "characters replaced. Keep anything verbatim in the Lesson.",
                          LIMITS["reason_max_length"]),
     }, ["operation_id", "lesson_id", "expected_revision_id", "basis_evidence_ids", "changes"],
         "Change allowed core fields of a Lesson in a new revision.")
@@ -159,5 +157,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Revise Lesson', describe(
-        """Conditionally overwrite core fields of an existing Lesson in a new revision. Needs the write token in token mode, expected_revision_id (the revision you read: a changed Lesson is refused, never auto-merged) and 1-8 basis_evidence_ids already on the Lesson; raising confidence needs supporting verification records. operation_id: an identical retry returns the applied revision instead of revising twice. Returns current_revision_id."""
+        """Conditionally overwrite core fields of a Lesson in a new revision (write token in token mode). expected_revision_id is the revision you read (a changed Lesson is refused, never merged); 1-8 basis_evidence_ids must be on the Lesson; raising confidence needs supporting verification records. An identical retry (operation_id) returns the applied revision."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema, destructive=True)

@@ -352,9 +352,8 @@ def embedding_truncated_out(F: Fields) -> dict:
 
 def retrieval_mode_in() -> dict:
     """Input ``retrieval_mode`` (legacy or hybrid_v1)."""
-    return enum("legacy (MediaWiki full-text search) or hybrid_v1 (full text + semantic facets + relations). "
-                "When omitted, the server's default applies: legacy, unless its administrator enabled "
-                "hybrid_v1 (the development stack does); responses report requested_mode and effective_mode.",
+    return enum("legacy (full-text search) or hybrid_v1 (full text + meaning + relations). Omitted: the server's "
+                "default (legacy unless enabled); responses report requested_mode and effective_mode.",
                 RETRIEVAL_MODES)
 
 
@@ -410,7 +409,8 @@ def hoist_defs(schema: dict) -> dict:
     A block is hoisted only when that makes the document shorter; the biggest
     saving goes first, and blocks inside a definition may be hoisted in turn.
     ``<name>`` is the block's :data:`DEF_NAME` tag (``timestamp``, ``lesson_id``,
-    ``citation``, ``next_cursor``, …) or else the property name of its first use
+    ``citation``, ``next_cursor``, …), ``text<maxLength>`` for a plain bounded
+    string, or else the property name of its first use
     (``<parent>_item`` for array items). The result validates exactly the same instances.
     """
     import copy
@@ -443,7 +443,7 @@ def hoist_defs(schema: dict) -> dict:
         if best is None:
             break
         found = uses[best]
-        base = re.sub(r"[^A-Za-z0-9_]", "_", json.loads(best).get(DEF_NAME) or found[0][1]) or "def"
+        base = re.sub(r"[^A-Za-z0-9_]", "_", _def_name(json.loads(best)) or found[0][1]) or "def"
         name, n = base, 2
         while name in defs:
             name, n = f"{base}_{n}", n + 1
@@ -458,6 +458,16 @@ def hoist_defs(schema: dict) -> dict:
         doc["$defs"] = dict(sorted(defs.items()))
     _drop_def_names(doc)
     return doc
+
+
+def _def_name(block: dict) -> str | None:
+    """The name of a shared block: its :data:`DEF_NAME` tag, ``text<maxLength>`` for a plain bounded
+    string, or None (then the first use names it)."""
+    if block.get(DEF_NAME):
+        return block[DEF_NAME]
+    if block.get("type") == "string" and set(block) <= {"type", "maxLength", "minLength"} and "maxLength" in block:
+        return f"text{block['maxLength']}"
+    return None
 
 
 def _drop_def_names(node: Any) -> None:

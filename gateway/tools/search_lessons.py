@@ -191,11 +191,9 @@ def _facets(F: Fields) -> list[str]:
 
 
 def _facet_in(F: Fields) -> dict:
-    return enum("hybrid_v1 only: rank by the query's similarity to this one facet of each Lesson "
-                "(situation = question, context, observation; approach = attempt; mechanism = "
-                "interpretation, reusable_lesson, applicability) — one semantic channel, no full text, "
-                "scores relative to that channel. Omitted: full text and all three facets fused. Ignored "
-                "when the page is answered by legacy (effective_mode says so).", _facets(F))
+    return enum("hybrid_v1 only: rank by similarity to this one facet alone, no full text (situation: question, "
+                "context, observation; approach: attempt; mechanism: interpretation, reusable_lesson, "
+                "applicability). Omitted: full text and all facets fused.", _facets(F))
 
 
 def _search_fields(F: Fields) -> list[str]:
@@ -230,15 +228,12 @@ def input_schema(F: Fields) -> dict:
 
 
 #: What ``score`` is per mode (docs/retrieval.md#min-score); shown to agents in the schemas.
-SCORE_TEXT = ("0-1, comparable within this response only. legacy: the title-weighted full-text score, and results "
-              "come in score order. hybrid_v1: the fused rank score (rrf, from ranks, not a similarity); results come "
-              "in tiers (stored relations, then exact identifier or error-string matches, then the rest) with "
-              "near-duplicates spread out, so a lower score can be listed above a higher one.")
+SCORE_TEXT = ("0-1, comparable within this response only. legacy: the title-weighted full-text score, in score "
+              "order. hybrid_v1: the fused rank score; results come in tiers (stored relations, exact matches, the "
+              "rest), so a lower score can be listed above a higher one.")
 #: How to choose ``min_score``.
-MIN_SCORE_TEXT = ("Drop results scoring below this value (0-1; default 0 keeps all), applied to legacy's full-text "
-                  "score or hybrid_v1's fused score. Scores come from this query's ranks, so no one threshold fits "
-                  "every query: keep 0 and use limit, or set it just below the weakest useful score seen in a "
-                  "response to the same query and mode. Stored relations score 1.0.")
+MIN_SCORE_TEXT = ("Drop results scoring below this (0-1, default 0). Scores are relative to the query: keep 0 and use "
+                  "limit, or set it just below the weakest useful score seen for the same query and mode.")
 
 
 def output_schema(F: Fields) -> dict:
@@ -272,5 +267,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Search Lessons', describe(
-        """Search the lab's research Lessons. A query runs full-text search over all fields (title weighted highest); an empty query lists Lessons newest first. Results are compact (id, title, one-line reusable_lesson, record_origin, confidence, a short citation); add fields with `fields`. Filter by confidence, record_origin, review_state, updated range or a named scope. Page with `limit` (max 20) and the opaque `cursor` (restart from the first page when a cursor is refused); `partial`, `scanned` and `scan_limit` tell whether the scan was complete. retrieval_mode=hybrid_v1 also matches meaning across wording and languages and fuses it with full text (exact identifiers and error strings still rank first). score is comparable within one response only: in legacy the full-text score (results in score order), in hybrid_v1 a fused rank score, with results in tiers (exact identifier matches first, near-duplicates spread), so not always in score order; keep min_score 0 unless a response showed where the weak tail starts. effective_mode and semantic_status say what answered (a first page falls back to legacy when semantic search is unavailable). facet (hybrid_v1 only) ranks by one facet alone (situation, approach or mechanism) with no full text, so a client can search the facets separately and fuse them."""
+        """Search the lab's research Lessons: full-text over all fields (title weighted highest); an empty query lists newest first. Results are compact (id, title, one-line reusable_lesson, record_origin, confidence, short citation); `fields` picks others. Page with `limit` (max 20) and `cursor` (restart when a cursor is refused). retrieval_mode=hybrid_v1 also matches meaning across wording and languages, fused with full text (exact identifiers still rank first); score compares within one response only, so keep min_score 0 unless a response showed the weak tail. effective_mode and semantic_status say what answered."""
     ), 'read', handle, input_schema, output_schema)
