@@ -157,5 +157,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Audit Lessons', describe(
-        """Check up to 50 expectations about Lessons (revision id, content digest, up to 8 evidence ids and relations each) without reading their bodies: ok, missing, or mismatch naming the failed expectation; pages of up to 20. Use it after changing several Lessons."""
+        """Check up to 50 expectations about Lessons without reading their bodies: ok, missing, or mismatch naming what failed. Use it after changing several Lessons."""
     ), 'read', handle, input_schema, output_schema)

@@ -129,5 +129,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Find analogous Lessons', describe(
-        """Find Lessons analogous to a source Lesson: stored analogous_to relations (score 1.0, first) plus lexical candidates (Jaccard over words and Korean n-grams, with shared_terms); hybrid_v1 adds Lessons close in meaning, fused into one 0-1 score. Candidates are suggestions: record a real analogy with link_lessons."""
+        """Find Lessons analogous to one Lesson: stored analogous_to relations (score 1.0, first), lexical candidates with shared_terms, and with hybrid_v1 Lessons close in meaning. Candidates are suggestions: record a real analogy with link_lessons."""
     ), 'read', handle, input_schema, output_schema)

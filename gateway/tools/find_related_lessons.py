@@ -116,5 +116,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Find related Lessons', describe(
-        """List one Lesson's stored relations, filtered by type and direction (outgoing, incoming or both), as a cursor page. analogous_to is symmetric (a pair stored both ways is listed once)."""
+        """List one Lesson's stored relations, by type and direction, as a cursor page. analogous_to is symmetric (listed once)."""
     ), 'read', handle, input_schema, output_schema)

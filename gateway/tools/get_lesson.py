@@ -226,11 +226,9 @@ def _sub_page(description: str, item: dict) -> dict:
 def input_schema(F: Fields) -> dict:
     return obj({
         "id": F.lesson_id(),
-        "fields": array("Core fields to return (default: all). revision_id is accepted as in search_lessons; it is "
-                        "always returned, next to id.",
+        "fields": array("Fields to return (default: all); id and revision_id always come.",
                         {"type": "string", "enum": F.core_fields() + ["revision_id"]}, min_items=1, unique=True),
-        "citation_detail": enum("compact omits note and provenance; full returns them and never truncates "
-                                "silently.", ("compact", "full"), default="compact"),
+        "citation_detail": enum("full adds note and provenance and never truncates.", ("compact", "full"), default="compact"),
         "citations_cursor": cursor("Cursor of the citations page."),
         "citations_limit": page_limit("Citations per page."),
         "verifications_cursor": cursor("Cursor of the verification records page."),
@@ -265,5 +263,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Get Lesson', describe(
-        """Read one Lesson by id (no `Lesson:` prefix): revision id, content digest, core fields, and its citations, verification records and relations as separate cursor pages (default 5, max 20). `citation_detail=full` adds note and provenance and never truncates (the page shrinks). A field requested alone and the first item of each page come whole. Each evidence carries the digest record_evidence_verification expects."""
+        """Read one Lesson by id: revision id, content digest, fields, and cursor pages of its citations, verification records and relations. Each evidence carries the digest record_evidence_verification expects."""
     ), 'read', handle, input_schema, output_schema)

@@ -12,8 +12,8 @@ CONTENT_POLICY = (
 )
 #: Its short form, ending every tool description so agents read it wherever they look.
 TOOL_POLICY = (
-    "Content policy: store only reusable research findings with citable evidence, never CI runs, tool errors, "
-    "retries or raw logs; call search_lessons first and extend a Lesson rather than duplicate it."
+    "Content policy: only reusable research findings with citable evidence, never CI runs, tool errors or "
+    "logs; call search_lessons first and extend rather than duplicate."
 )
 
 

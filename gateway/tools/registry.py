@@ -82,10 +82,11 @@ class ToolEntry:
         )
 
 
-#: Keys of a schema file that only document the file (its URL, provenance comment, title and a top-level
-#: description the tool's own description already gives): tools/list leaves them out; every ``$ref`` is a
-#: local ``#/$defs/…`` and resolves without ``$id``.
-FILE_ONLY_KEYS = ("$id", "$comment", "title", "description")
+#: Keys of a schema file that only document the file (its dialect, URL, provenance comment, title and a
+#: top-level description the tool's own description already gives): tools/list leaves them out. MCP
+#: reads a tool schema without ``$schema`` as draft 2020-12, and every ``$ref`` is a local ``#/$defs/…``
+#: that resolves without ``$id``.
+FILE_ONLY_KEYS = ("$schema", "$id", "$comment", "title", "description")
 
 
 def published(schema: dict[str, Any]) -> dict[str, Any]:

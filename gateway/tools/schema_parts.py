@@ -138,7 +138,7 @@ def page_limit(description: str, default: int | None = None) -> dict:
                    default=LIMITS["page_default"] if default is None else default, **{DEF_NAME: "page_limit"})
 
 
-def cursor(description: str = "Opaque cursor from a previous page's next_cursor.") -> dict:
+def cursor(description: str = "next_cursor of the previous page.") -> dict:
     """Input cursor (opaque string)."""
     return string(description, LIMITS["cursor_max_length"], min_length=1, **{DEF_NAME: "cursor"})
 
@@ -150,7 +150,7 @@ def next_cursor(description: str = "Cursor for the next page, or null when this 
 
 def operation_id() -> dict:
     """Idempotency key of a write (docs/tools.md#operation-id)."""
-    return string("Client-chosen idempotency key; retrying the same request with the same id replays it.",
+    return string("Idempotency key: a retry with it replays.",
                   128, pattern=OPERATION_ID_PATTERN)
 
 
@@ -182,7 +182,7 @@ class Fields:
         self.meta = schema.meta
 
     # ids -----------------------------------------------------------------
-    def lesson_id(self, description: str = "Lesson id: the page title without the Lesson: prefix.") -> dict:
+    def lesson_id(self, description: str = "Lesson id (no Lesson: prefix).") -> dict:
         """A Lesson id (``meta.id_pattern``, ``meta.id_max_length``)."""
         return string(description, int(self.meta["id_max_length"]), pattern=self.meta["id_pattern"],
                       **{DEF_NAME: "lesson_id"})
@@ -232,7 +232,7 @@ class Fields:
             return enum(help_text, self.enum_values(f.enum, direction))
         if f.type == "enum_list":
             values = self.enum_values(f.enum, direction)
-            return array(f"{help_text} A JSON array, not a comma-separated string.",
+            return array(f"{help_text} A JSON array, not a comma list.",
                          {"type": "string", "enum": values},
                          min_items=1 if direction == "in" else None, max_items=len(values), unique=True)
         if f.type == "timestamp":
@@ -352,15 +352,14 @@ def embedding_truncated_out(F: Fields) -> dict:
 
 def retrieval_mode_in() -> dict:
     """Input ``retrieval_mode`` (legacy or hybrid_v1)."""
-    return enum("legacy (full-text search) or hybrid_v1 (full text + meaning + relations). Omitted: the server's "
-                "default (legacy unless enabled); responses report requested_mode and effective_mode.",
+    return enum("legacy (full text) or hybrid_v1 (also meaning and relations); omitted: the server's default.",
                 RETRIEVAL_MODES)
 
 
 def new_evidence_props(F: Fields) -> dict[str, dict]:
     """Client-settable fields of a new evidence (create_lesson_draft's initial_evidence, attach_evidence)."""
     ev = F.schema.evidence
-    props = {"id": F.evidence_id("Evidence id; derived from the request when omitted.")}
+    props = {"id": F.evidence_id("Derived from the request when omitted.")}
     for f in ev.fields:
         if f.client_settable and f.name != "id":
             props[f.name] = F.for_field(ev, f, "in")

@@ -191,9 +191,8 @@ def _facets(F: Fields) -> list[str]:
 
 
 def _facet_in(F: Fields) -> dict:
-    return enum("hybrid_v1 only: rank by similarity to this one facet alone, no full text (situation: question, "
-                "context, observation; approach: attempt; mechanism: interpretation, reusable_lesson, "
-                "applicability). Omitted: full text and all facets fused.", _facets(F))
+    return enum("hybrid_v1 only: rank by this facet alone, no full text (situation: question, context, observation; "
+                "approach: attempt; mechanism: the rest).", _facets(F))
 
 
 def _search_fields(F: Fields) -> list[str]:
@@ -203,20 +202,20 @@ def _search_fields(F: Fields) -> list[str]:
 def input_schema(F: Fields) -> dict:
     rec = F.schema.lesson
     filters = obj({
-        "confidence": array("Keep Lessons with one of these confidence values.",
+        "confidence": array("Confidence values to keep.",
                             F.field(rec, "confidence"), min_items=1, unique=True),
-        "record_origin": array("Keep Lessons with one of these origins.",
+        "record_origin": array("Origins to keep.",
                                F.field(rec, "record_origin"), min_items=1, unique=True),
-        "review_state": array("Keep Lessons with one of these legacy review states.",
+        "review_state": array("Legacy review states to keep.",
                               F.field(rec, "review_state"), min_items=1, unique=True),
-        "updated_after": F.timestamp("Keep Lessons updated at or after this UTC time."),
-        "updated_before": F.timestamp("Keep Lessons updated before this UTC time."),
-    }, (), "Structured filters applied to fresh snapshots.")
+        "updated_after": F.timestamp("Updated at or after (UTC)."),
+        "updated_before": F.timestamp("Updated before (UTC)."),
+    }, (), "Keep only matching Lessons.")
     return obj({
-        "query": string("Natural-language or keyword query; empty lists recent Lessons.",
+        "query": string("Keywords or natural language; empty lists newest first.",
                         LIMITS["query_max_length"], default=""),
         "filters": filters,
-        "fields": array("Fields to return per result (default: a compact view with title and citation).",
+        "fields": array("Fields per result (default: a compact view).",
                         {"type": "string", "enum": _search_fields(F)}, min_items=1, unique=True),
         "limit": page_limit("Results per page."),
         "cursor": cursor(),
@@ -232,8 +231,8 @@ SCORE_TEXT = ("0-1, comparable within this response only. legacy: the title-weig
               "order. hybrid_v1: the fused rank score; results come in tiers (stored relations, exact matches, the "
               "rest), so a lower score can be listed above a higher one.")
 #: How to choose ``min_score``.
-MIN_SCORE_TEXT = ("Drop results scoring below this (0-1, default 0). Scores are relative to the query: keep 0 and use "
-                  "limit, or set it just below the weakest useful score seen for the same query and mode.")
+MIN_SCORE_TEXT = ("Drop results below this score (default 0). Scores are relative to the query: keep 0 and use limit, or "
+                  "set it just under the weakest useful score seen for this query and mode.")
 
 
 def output_schema(F: Fields) -> dict:
@@ -267,5 +266,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Search Lessons', describe(
-        """Search the lab's research Lessons: full-text over all fields (title weighted highest); an empty query lists newest first. Results are compact (id, title, one-line reusable_lesson, record_origin, confidence, short citation); `fields` picks others. Page with `limit` (max 20) and `cursor` (restart when a cursor is refused). retrieval_mode=hybrid_v1 also matches meaning across wording and languages, fused with full text (exact identifiers still rank first); score compares within one response only, so keep min_score 0 unless a response showed the weak tail. effective_mode and semantic_status say what answered."""
+        """Search the lab's research Lessons: full text over all fields; an empty query lists newest first. Results are compact (id, title, one-line reusable_lesson, confidence, short citation); `fields` picks others. hybrid_v1 also matches meaning across wording and languages; score compares within one response only. effective_mode says what answered."""
     ), 'read', handle, input_schema, output_schema)
