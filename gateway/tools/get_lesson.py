@@ -248,15 +248,14 @@ def output_schema(F: Fields) -> dict:
         "content_digest": string("Digest of the whole Lesson content (audit_lessons compares it).", 71,
                                  pattern=DIGEST_PATTERN),
         "revision_github_login": string(
-            "GitHub login that github mode verified for the write that made this revision (the gh= field of "
-            "its summary marker). Absent when the revision came from token or open mode, from the browser, "
-            "or from any edit without such a marker.", 39, pattern=f"^{GITHUB_LOGIN}$"),
+            "GitHub login github mode verified for the write that made this revision; absent otherwise.", 39,
+            pattern=f"^{GITHUB_LOGIN}$"),
         "lesson": lesson,
         "citations": _sub_page("Evidence of the Lesson.", citation_item_schema(F)),
         "verifications": _sub_page("Verification records of the Lesson.", _verification_item(F)),
         "relations": _sub_page("Relations stored on or pointing at the Lesson.", _relation_item(F)),
-        "truncated": array("Lesson fields shortened (text ends with an explicit truncation marker) to fit the "
-                           "response byte cap; request one alone with `fields: [name]` to get it whole.",
+        "truncated": array("Fields shortened to fit the byte cap (marked in the text); request one alone to get "
+                           "it whole.",
                            {"type": "string", "enum": F.core_fields()}, unique=True),
     }, ["id", "revision_id", "content_digest", "lesson", "citations", "verifications", "relations"],
         "One Lesson with paged citations, verification records and relations.")

@@ -143,7 +143,7 @@ def cursor(description: str = "next_cursor of the previous page.") -> dict:
     return string(description, LIMITS["cursor_max_length"], min_length=1, **{DEF_NAME: "cursor"})
 
 
-def next_cursor(description: str = "Cursor for the next page, or null when this is the last page.") -> dict:
+def next_cursor(description: str = "Next page's cursor; null on the last page.") -> dict:
     """Output cursor (string or null)."""
     return {**nullable(string(description, LIMITS["cursor_max_length"])), DEF_NAME: "next_cursor"}
 
@@ -162,7 +162,7 @@ def revision_id(description: str, minimum: int = 1) -> dict:
 def scan_props() -> dict[str, dict]:
     """``partial``/``scanned``/``scan_limit`` of bounded scans (docs/tools.md#output-limits)."""
     return {
-        "partial": {"description": "True when the scan stopped at scan_limit before covering every candidate.",
+        "partial": {"description": "True when the scan stopped at scan_limit.",
                     "type": "boolean"},
         "scanned": integer("Number of Lessons examined for this page.", 0),
         "scan_limit": integer("Maximum number of Lessons one request may examine.", 0),
@@ -289,10 +289,9 @@ def citation_item_schema(F: Fields) -> dict:
         "url": F.field(ev, "url"),
         "kind": F.field(ev, "kind"),
         "verification_basis": F.field(ev, "verification_basis"),
-        "digest": string("Evidence digest (sha256 over the evidence's canonical JSON); echo it as "
-                         "expected_evidence_digest when recording a verification.", 71, pattern=DIGEST_PATTERN),
-        "current_verdict": enum("Outcome of the latest verification record of this evidence; none when it has "
-                                "no record, ambiguous when the latest records cannot be ordered.", VERDICTS),
+        "digest": string("Evidence digest; send it as expected_evidence_digest.", 71, pattern=DIGEST_PATTERN),
+        "current_verdict": enum("Outcome of its latest verification record; none without one, ambiguous when "
+                                "unordered.", VERDICTS),
         "note": F.field(ev, "note"),
         "added_by": F.field(ev, "added_by"),
         "added_at": F.field(ev, "added_at"),
@@ -310,8 +309,8 @@ def retrieval_props(F: Fields) -> dict[str, dict]:
         "ranking_version": string("Version of the ranking/fusion recipe that ordered the results.",
                                   LIMITS["ranking_version_max_length"]),
         "semantic_status": enum("State of the semantic index.", SEMANTIC_STATUSES),
-        "semantic_quarantined": integer("Lessons whose embedding keeps failing: found by full text only, never by "
-                                        "meaning, until edited (absent when none).", 1),
+        "semantic_quarantined": integer("Lessons found by full text only while their embedding fails (absent when "
+                                        "none).", 1),
     }
 
 
@@ -330,7 +329,7 @@ def min_score(description: str = "Drop results scoring below this value (0–1).
     return {"description": description, "type": "number", "minimum": 0, "maximum": 1}
 
 
-def score(description: str = "Relevance score between 0 and 1 (comparable within one response only).") -> dict:
+def score(description: str = "Relevance 0-1, comparable within one response.") -> dict:
     """A result's relevance score (0–1); a tool may say how it is computed in ``description``."""
     return {"description": description, "type": "number", "minimum": 0, "maximum": 1}
 
@@ -345,8 +344,8 @@ def embedding_truncated_out(F: Fields) -> dict:
                  "type": "number", "minimum": 0, "maximum": 1},
     }, ["fields", "kept"], "One facet cut to the embedding window (head and tail kept).", **{DEF_NAME: "facet_cut"})
     return obj({facet: cut for facet in INDEX_FACETS}, (),
-               "Facets too long for the embedding window: only their head and tail are found by meaning; split "
-               "the Lesson or shorten these fields. Absent when nothing was cut or semantic search is off.",
+               "Facets too long to embed whole: their middle is not found by meaning; shorten or split them. Absent "
+               "when nothing was cut.",
                minProperties=1)
 
 

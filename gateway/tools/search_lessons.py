@@ -227,9 +227,8 @@ def input_schema(F: Fields) -> dict:
 
 
 #: What ``score`` is per mode (docs/retrieval.md#min-score); shown to agents in the schemas.
-SCORE_TEXT = ("0-1, comparable within this response only. legacy: the title-weighted full-text score, in score "
-              "order. hybrid_v1: the fused rank score; results come in tiers (stored relations, exact matches, the "
-              "rest), so a lower score can be listed above a higher one.")
+SCORE_TEXT = ("0-1, comparable within this response only. legacy: the full-text score, in order. hybrid_v1: a fused "
+              "rank score in tiers, so a lower score can be listed above a higher one.")
 #: How to choose ``min_score``.
 MIN_SCORE_TEXT = ("Drop results below this score (default 0). Scores are relative to the query: keep 0 and use limit, or "
                   "set it just under the weakest useful score seen for this query and mode.")
@@ -256,10 +255,8 @@ def output_schema(F: Fields) -> dict:
         **retrieval_props(F),
         **scan_props(),
         "scope": scope_out(),
-        "facet": enum("The facet that ranked this page (present only when the request named a facet and "
-                      "hybrid_v1 answered).", _facets(F)),
-        "truncated": array("Names of fields shortened (text ends with an explicit truncation marker) to fit "
-                           "the response byte cap; select fewer fields or use get_lesson for the full text.",
+        "facet": enum("Facet that ranked this page (when requested and hybrid_v1 answered).", _facets(F)),
+        "truncated": array("Fields shortened to fit the byte cap (marked in the text); select fewer or use get_lesson.",
                            {"type": "string", "enum": _search_fields(F) + ["citation"]}, unique=True),
     }
     return obj(props, [p for p in props if p not in ("truncated", "facet", "semantic_quarantined")], "Search results.")
