@@ -7,7 +7,9 @@ client, as a 2025-11-25 client and as a 2026-07-28 client, with and without
 ``Accept-Encoding: gzip``. Sizes are deterministic (the median/p95 columns
 are the serialisation time over ``--runs`` requests, for scale). Then per
 tool: description bytes, and the JSON bytes of the input and output schema
-with the share of them that is ``description`` text.
+with the share of them that is ``description`` text. Last, the two budgets of a lean
+tools/list beside the figures before it was made lean (docs/transport.md#tools-list-size):
+model-facing text (every tool description + inputSchema) and the whole 2025-11-25 body.
 
     python -m bench.bench_tools_list [--runs 30]
 """
@@ -24,6 +26,12 @@ from pathlib import Path
 from gateway.app import create_app
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
 from gateway.core.jsonio import encode_json
+
+#: The budgets (KiB) and the figures before the lean tools/list (35.2 KiB model-facing, 72.0 KiB on the wire).
+TARGET_MODEL_FACING_KB = 20.0
+TARGET_TOTAL_KB = 36.0
+BASELINE_MODEL_FACING_KB = 35.2
+BASELINE_TOTAL_KB = 72.0
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
@@ -94,6 +102,18 @@ def main(argv: list[str] | None = None) -> int:
         totals = [a + b for a, b in zip(totals, row)]
         print(f"| {tool['name']} | " + " | ".join(str(v) for v in row) + " |")
     print("| **all ten** | " + " | ".join(f"**{v}**" for v in totals) + " |")
+
+    model_facing = (totals[0] + totals[1]) / 1024
+    total = baseline / 1024
+    print()
+    print("| budget | before | now | target | within |")
+    print("| --- | ---: | ---: | ---: | :---: |")
+    for label, before, now, target in (
+            ("model-facing (descriptions + inputSchemas)", BASELINE_MODEL_FACING_KB, model_facing,
+             TARGET_MODEL_FACING_KB),
+            ("whole tools/list (2025-11-25, uncompressed)", BASELINE_TOTAL_KB, total, TARGET_TOTAL_KB)):
+        within = "yes" if now <= target else "no"
+        print(f"| {label} | {before:.1f} KB | {now:.1f} KB | ≤ {target:.0f} KB | {within} |")
     return 0
 
 

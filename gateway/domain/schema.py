@@ -63,6 +63,7 @@ class FieldDef:
     smw_type: str
     label: str
     help: str
+    describe: str
     max_length: int | None = None
     enum: str | None = None
     facet: str | None = None
@@ -193,7 +194,7 @@ def require_process_schema(folder: Path) -> None:
 
 def _field(raw: dict, enums: dict[str, EnumDef], where: str) -> FieldDef:
     known = {"name", "type", "required", "settable", "property", "smw_type", "label", "help",
-             "max_length", "enum", "facet"}
+             "describe", "max_length", "enum", "facet"}
     unknown = set(raw) - known
     if unknown:
         raise SchemaError(f"{where}: unknown keys {sorted(unknown)}")
@@ -207,7 +208,7 @@ def _field(raw: dict, enums: dict[str, EnumDef], where: str) -> FieldDef:
         return FieldDef(
             name=raw["name"], type=raw["type"], required=bool(raw["required"]),
             settable=raw["settable"], property=raw["property"], smw_type=raw["smw_type"],
-            label=raw["label"], help=raw["help"], max_length=raw.get("max_length"),
+            label=raw["label"], help=raw["help"], describe=raw["describe"], max_length=raw.get("max_length"),
             enum=raw.get("enum"), facet=raw.get("facet"),
         )
     except KeyError as exc:

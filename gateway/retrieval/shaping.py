@@ -12,6 +12,10 @@ turn a read into a server error:
   :class:`ItemTooLarge` is raised;
 * an optional property whose value still violates its schema is dropped;
 * a record whose required property violates its schema is skipped (None).
+
+Schemas share repeated blocks through their root ``$defs`` (``#/$defs/<name>``
+references, docs/tools.md#tool-list): :func:`resolve` follows them, and each
+property validator carries the root's ``$defs``.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-__all__ = ["ItemTooLarge", "Conformer", "conformer", "marker", "truncate_text", "one_line"]
+__all__ = ["ItemTooLarge", "Conformer", "conformer", "marker", "resolve", "truncate_text", "one_line"]
 
 _FORMATS = Draft202012Validator.FORMAT_CHECKER
 
@@ -56,21 +60,35 @@ def one_line(text: str, max_chars: int = 240) -> tuple[str, bool]:
     return short, cut or len(lines) > 1
 
 
-class Conformer:
-    """Conforms records to one object schema (see module doc)."""
+def resolve(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with a local ``$ref`` (``#/$defs/<name>`` of ``root``) followed, its sibling keywords
+    (a use's own ``description``) kept; any other node as it is. KeyError for a dangling reference."""
+    while isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/$defs/"):
+        target = root["$defs"][node["$ref"][len("#/$defs/"):]]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
 
-    def __init__(self, schema: dict[str, Any]):
-        self.schema = schema
-        self.properties: dict[str, dict] = schema.get("properties", {})
+
+class Conformer:
+    """Conforms records to one object schema (see module doc); ``root`` is the document holding
+    the ``$defs`` its references name (default: ``schema`` itself)."""
+
+    def __init__(self, schema: dict[str, Any], root: dict[str, Any] | None = None):
+        root = schema if root is None else root
+        self.root = root
+        self.schema = schema = resolve(root, schema)
+        self.properties: dict[str, dict] = {name: resolve(root, sub)
+                                            for name, sub in schema.get("properties", {}).items()}
         self.required = set(schema.get("required", ()))
-        self._validators = {name: Draft202012Validator(sub, format_checker=_FORMATS)
+        defs = {"$defs": root["$defs"]} if "$defs" in root else {}
+        self._validators = {name: Draft202012Validator({**sub, **defs}, format_checker=_FORMATS)
                             for name, sub in self.properties.items()}
 
     def max_length(self, name: str) -> int | None:
         """``maxLength`` of string property ``name`` (None when unbounded or not a string); a
         nullable property (``anyOf`` [string, null]) has its string branch's."""
         prop = self.properties.get(name, {})
-        for branch in [prop, *prop.get("anyOf", ())]:
+        for branch in [prop, *(resolve(self.root, b) for b in prop.get("anyOf", ()))]:
             if "maxLength" in branch:
                 return branch["maxLength"]
         return None
@@ -114,7 +132,8 @@ def conformer(schema_dir: str, tool: str, *pointer: str) -> Conformer:
     ``pointer`` is a path of property names; ``"[]"`` steps into array items,
     e.g. ``conformer(d, "search_lessons", "results", "[]")``.
     """
-    node = _load(str(Path(schema_dir) / "tools" / f"{tool}.output.schema.json"))
+    root = node = _load(str(Path(schema_dir) / "tools" / f"{tool}.output.schema.json"))
     for step in pointer:
+        node = resolve(root, node)
         node = node["items"] if step == "[]" else node["properties"][step]
-    return Conformer(node)
+    return Conformer(node, root)

@@ -96,5 +96,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Attach evidence', describe(
-        """Append one evidence item (citation, optional url, kind, verification_basis, note) to an existing Lesson. Needs the write token in token mode. The evidence id derives from the request and operation_id makes a retried call a no-op. Returns the evidence id, its digest and current_revision_id."""
+        """Append one evidence item to a Lesson (write token in token mode); it returns the evidence digest."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema)

@@ -124,8 +124,8 @@ def input_schema(F: Fields) -> dict:
         "evidence_ids": array("Evidence ids expected on the Lesson.", F.evidence_id(), min_items=1,
                               max_items=LIMITS["expectation_items_max"], unique=True),
         "relations": array("Relations expected on the Lesson.", obj({
-            "relation": F.field(rel, "relation"),
-            "to": F.field(rel, "to"),
+            "relation": F.field(rel, "relation", "in"),
+            "to": F.field(rel, "to", "in"),
         }, ["relation", "to"], "An expected outgoing relation."), min_items=1,
             max_items=LIMITS["expectation_items_max"], unique=True),
     }, ["id"], "What the caller expects about one Lesson.")
@@ -157,5 +157,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Audit Lessons', describe(
-        """Check up to 50 exact expectations about Lessons (revision id, content digest, up to 8 evidence ids and 8 relations each) without re-reading their bodies. Returns pages of up to 20 results (ok, missing, or mismatch with the position of the failed expectation); a cursor is refused when a target's revision changed between pages. Use it after changing several Lessons."""
+        """Check up to 50 expectations about Lessons without reading their bodies: ok, missing, or mismatch naming what failed. Use it after changing several Lessons."""
     ), 'read', handle, input_schema, output_schema)

@@ -119,14 +119,13 @@ def input_schema(F: Fields) -> dict:
     evidence_props = new_evidence_props(F)
     initial_evidence = obj(evidence_props, [n for n in evidence_props
                                             if n != "id" and F.schema.evidence.field(n).required],
-                           "The first evidence, stored in the same revision as the Lesson.")
+                           "First evidence, stored with the Lesson.")
     claim = F.verification_claim_props(supporting)
     initial_verification = obj(claim, list(claim),
-                               "Verification of the initial evidence (needed for high confidence), stored in the "
-                               "same revision; its basis must equal the evidence's.")
+                               "Verification of the initial evidence (needed for high confidence), with the same basis.")
     props: dict[str, dict] = {
         "operation_id": operation_id(),
-        "lesson_id": F.lesson_id("Lesson id; derived from the request when omitted."),
+        "lesson_id": F.lesson_id("Derived from the request when omitted."),
     }
     for name in F.changeable_fields():
         props[name] = F.field(rec, name, "in")
@@ -150,5 +149,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Create Lesson draft', describe(
-        """Create a Lesson with its initial evidence in one revision (title, question, attempt, context, observation, interpretation, reusable_lesson, applicability, confidence, initial_evidence). Needs the write token in token mode. The server sets author, timestamps, record_origin=lab and the review fields. operation_id makes retries safe: the identical request replays the first result instead of creating a second Lesson; the same id with a different request is an idempotency_conflict. Returns the Lesson id and current_revision_id."""
+        """Create a Lesson with its first evidence in one revision (write token in token mode); the server sets author, timestamps and record_origin=lab. An identical retry with the same operation_id replays the first result."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema)

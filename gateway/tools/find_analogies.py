@@ -135,5 +135,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Find analogous Lessons', describe(
-        """Find Lessons analogous to a source Lesson: stored analogous_to relations (score 1.0) plus lexical candidates ranked by Jaccard similarity of normalised words and Korean 2- and 3-character n-grams, each with its shared_terms. Candidates are suggestions; record a real analogy with link_lessons. retrieval_mode=hybrid_v1 adds Lessons close in meaning (the same failure in another field) and fuses all signals into a 0-1 score; stored relations keep 1.0 and come first. min_score applies to the Jaccard score in legacy and to the fused score in hybrid_v1."""
+        """Find Lessons analogous to one Lesson: stored analogous_to relations (score 1.0, first), lexical candidates with shared_terms, and with hybrid_v1 Lessons close in meaning. Candidates are suggestions: record a real analogy with link_lessons."""
     ), 'read', handle, input_schema, output_schema)

@@ -121,5 +121,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Find related Lessons', describe(
-        """List the stored relations of one Lesson (supports, contradicts, analogous_to, failed_because, works_when, suggests, supersedes), filtered by type and direction (outgoing, incoming or both), as a bounded cursor page. analogous_to reads as symmetric (a pair stored both ways is listed once); the stored endpoints stay explicit."""
+        """List one Lesson's stored relations, by type and direction, as a cursor page. analogous_to is symmetric (listed once)."""
     ), 'read', handle, input_schema, output_schema)

@@ -229,11 +229,9 @@ def _sub_page(description: str, item: dict) -> dict:
 def input_schema(F: Fields) -> dict:
     return obj({
         "id": F.lesson_id(),
-        "fields": array("Core fields to return (default: all). revision_id is accepted as in search_lessons; it is "
-                        "always returned, next to id.",
+        "fields": array("Fields to return (default: all); id and revision_id always come.",
                         {"type": "string", "enum": F.core_fields() + ["revision_id"]}, min_items=1, unique=True),
-        "citation_detail": enum("compact omits note and provenance; full returns them and never truncates "
-                                "silently.", ("compact", "full"), default="compact"),
+        "citation_detail": enum("full adds note and provenance and never truncates.", ("compact", "full"), default="compact"),
         "citations_cursor": cursor("Cursor of the citations page."),
         "citations_limit": page_limit("Citations per page."),
         "verifications_cursor": cursor("Cursor of the verification records page."),
@@ -253,21 +251,20 @@ def output_schema(F: Fields) -> dict:
         "content_digest": string("Digest of the whole Lesson content (audit_lessons compares it).", 71,
                                  pattern=DIGEST_PATTERN),
         "revision_github_login": string(
-            "GitHub login that github mode verified for the write that made this revision (the gh= field of "
-            "its summary marker). Absent when the revision came from token or open mode, from the browser, "
-            "or from any edit without such a marker.", 39, pattern=f"^{GITHUB_LOGIN}$"),
+            "GitHub login github mode verified for the write that made this revision; absent otherwise.", 39,
+            pattern=f"^{GITHUB_LOGIN}$"),
         "lesson": lesson,
         "standing": standing_out(F),
         "citations": _sub_page("Evidence of the Lesson.", citation_item_schema(F)),
         "verifications": _sub_page("Verification records of the Lesson.", _verification_item(F)),
         "relations": _sub_page("Relations stored on or pointing at the Lesson.", _relation_item(F)),
-        "truncated": array("Lesson fields shortened (text ends with an explicit truncation marker) to fit the "
-                           "response byte cap; request one alone with `fields: [name]` to get it whole.",
+        "truncated": array("Fields shortened to fit the byte cap (marked in the text); request one alone to get "
+                           "it whole.",
                            {"type": "string", "enum": F.core_fields()}, unique=True),
     }, ["id", "revision_id", "content_digest", "lesson", "citations", "verifications", "relations"],
         "One Lesson with paged citations, verification records and relations.")
 
 
 SPEC = tool_spec(NAME, 'Get Lesson', describe(
-        """Read one Lesson by id (without the `Lesson:` prefix): current revision id, content digest, core fields, and its citations, verification records and relations as separate cursor pages (default 5, max 20 each). `citation_detail=full` adds note, added_by and added_at and never truncates: the page shrinks. A field requested alone (`fields: [name]`) and the first item of each page are always returned whole. Each evidence item carries the digest that record_evidence_verification expects."""
+        """Read one Lesson by id: revision id, content digest, fields, and cursor pages of its citations, verification records and relations. Each evidence carries the digest record_evidence_verification expects."""
     ), 'read', handle, input_schema, output_schema)

@@ -97,5 +97,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Link Lessons', describe(
-        """Add one directed relation between two existing Lessons (supports, contradicts, analogous_to, failed_because, works_when, suggests, supersedes) with an optional note. Needs the write token in token mode. The target must exist and duplicate edges are refused; operation_id makes a retry never add the edge twice. Returns current_revision_id."""
+        """Add one directed relation between two existing Lessons, with an optional note (write token in token mode). Duplicate edges are refused."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema)

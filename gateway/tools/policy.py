@@ -1,8 +1,8 @@
 """The content policy every tool description states (docs/tools.md#content-policy)."""
 
-__all__ = ["CONTENT_POLICY", "describe"]
+__all__ = ["CONTENT_POLICY", "TOOL_POLICY", "describe"]
 
-#: Appended to every tool description so agents read it wherever they look.
+#: The full policy, in the server's instructions (docs/tools.md#content-policy).
 CONTENT_POLICY = (
     "Content policy: one Lesson is one reusable research finding (a problem and its conclusion) backed by "
     "citable evidence. Never store CI or workflow runs, tool-call success or failure, retries, authentication "
@@ -10,8 +10,13 @@ CONTENT_POLICY = (
     "cause and conditions generalise beyond one run. Call search_lessons first and extend an existing Lesson "
     "(evidence, relation or revision) instead of writing a duplicate."
 )
+#: Its short form, ending every tool description so agents read it wherever they look.
+TOOL_POLICY = (
+    "Content policy: only reusable research findings with citable evidence, never CI runs, tool errors or "
+    "logs; call search_lessons first and extend rather than duplicate."
+)
 
 
 def describe(what: str) -> str:
-    """Return a full tool description: ``what`` the tool does, then the content policy."""
-    return f"{what.strip()}\n\n{CONTENT_POLICY}"
+    """Return a full tool description: ``what`` the tool does, then the short content policy."""
+    return f"{what.strip()}\n\n{TOOL_POLICY}"

@@ -97,7 +97,7 @@ def input_schema(F: Fields) -> dict:
         "operation_id": operation_id(),
         "lesson_id": F.lesson_id(),
         "evidence_id": F.evidence_id("Id of the evidence that was checked."),
-        "expected_revision_id": revision_id("Revision the caller read; the write fails if the Lesson moved on."),
+        "expected_revision_id": revision_id("Revision you read; refused if the Lesson changed since."),
         "expected_evidence_digest": string("Digest of the evidence as the caller read it.", 71,
                                            pattern=DIGEST_PATTERN),
         **claim,
@@ -118,5 +118,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Record evidence verification', describe(
-        """Append one verification record to an evidence item of a Lesson: the source checked (identity, SHA-256, locator, coverage), the outcome (supports, contradicts, inconclusive) and the claim fields it covers. Needs the write token in token mode, expected_revision_id and expected_evidence_digest (from get_lesson). Records are append-only; the latest one per evidence is its current verdict. Carries an operation_id. Returns current_revision_id."""
+        """Append one verification record to an evidence item (write token in token mode). expected_revision_id and expected_evidence_digest come from get_lesson. The latest record per evidence is its current verdict."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema)

@@ -35,7 +35,7 @@ from gateway.domain.schema import load_schema
 from gateway.tools.base import ToolSpec
 from gateway.tools.schema_parts import Fields
 
-__all__ = ["READ_TOOLS", "WRITE_TOOLS", "SPECS", "SchemaLoadError", "ToolEntry", "ToolRegistry", "load_specs"]
+__all__ = ["FILE_ONLY_KEYS", "READ_TOOLS", "WRITE_TOOLS", "SPECS", "SchemaLoadError", "ToolEntry", "ToolRegistry", "load_specs", "published"]
 
 #: The ten tools in listing order: five reads, then five writes.
 SPECS: tuple[ToolSpec, ...] = (
@@ -72,15 +72,28 @@ class ToolEntry:
     output_validator: Draft202012Validator = field(compare=False, repr=False)
 
     def to_mcp(self) -> Tool:
-        """The tool as listed by tools/list (``mcp_types.Tool``)."""
+        """The tool as listed by tools/list (``mcp_types.Tool``): the schemas without their file-only
+        keys (:data:`FILE_ONLY_KEYS`)."""
         return Tool(
             name=self.spec.name,
             title=self.spec.title,
             description=self.spec.description,
-            inputSchema=self.input_schema,
-            outputSchema=self.output_schema,
+            inputSchema=published(self.input_schema),
+            outputSchema=published(self.output_schema),
             annotations=self.spec.annotations,
         )
+
+
+#: Keys of a schema file that only document the file (its dialect, URL, provenance comment, title and a
+#: top-level description the tool's own description already gives): tools/list leaves them out. MCP
+#: reads a tool schema without ``$schema`` as draft 2020-12, and every ``$ref`` is a local ``#/$defs/…``
+#: that resolves without ``$id``.
+FILE_ONLY_KEYS = ("$schema", "$id", "$comment", "title", "description")
+
+
+def published(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` as tools/list publishes it: without :data:`FILE_ONLY_KEYS`."""
+    return {k: v for k, v in schema.items() if k not in FILE_ONLY_KEYS}
 
 
 def load_specs() -> tuple[ToolSpec, ...]:

@@ -131,19 +131,19 @@ OPERATION = WriteOperation(name=NAME, tag="S3R", kind="revise", parse=parse, pla
 # ------------------------------------------------------------------ schemas
 def input_schema(F: Fields) -> dict:
     rec = F.schema.lesson
-    changes = obj({n: F.field(rec, n, "in") for n in F.changeable_fields()}, (),
-                  "New values of the core fields to change.", minProperties=1)
+    # each field means what create_lesson_draft's same field says: described there once
+    fields = {n: {k: v for k, v in F.field(rec, n, "in").items() if k != "description"}
+              for n in F.changeable_fields()}
+    changes = obj(fields, (), "New values of the fields to change (as described in create_lesson_draft).",
+                  minProperties=1)
     return obj({
         "operation_id": operation_id(),
         "lesson_id": F.lesson_id(),
-        "expected_revision_id": revision_id("Revision the caller read; the write fails if the Lesson moved on."),
-        "basis_evidence_ids": array("Evidence already on the Lesson that justifies the change.", F.evidence_id(),
+        "expected_revision_id": revision_id("Revision you read; refused if the Lesson changed since."),
+        "basis_evidence_ids": array("Evidence on the Lesson that justifies the change.", F.evidence_id(),
                                     min_items=1, max_items=LIMITS["basis_evidence_max"], unique=True),
         "changes": changes,
-        "reason": string("Short human reason for the revision summary. It is not Lesson data: MediaWiki summaries "
-                         "hold 500 characters including the gateway's seal, so it is shortened to fit (with …), "
-                         "brackets become parentheses and control/format characters become spaces, so it can "
-                         "never form a link or a marker. Put anything that must be kept verbatim in the Lesson.",
+        "reason": string("Reason for the edit summary (not Lesson data; shortened and sanitised).",
                          LIMITS["reason_max_length"]),
     }, ["operation_id", "lesson_id", "expected_revision_id", "basis_evidence_ids", "changes"],
         "Change allowed core fields of a Lesson in a new revision.")
@@ -164,5 +164,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Revise Lesson', describe(
-        """Conditionally overwrite core fields of an existing Lesson in a new revision. Needs the write token in token mode, expected_revision_id (the revision you read: a changed Lesson is refused, never auto-merged) and 1-8 basis_evidence_ids already on the Lesson; raising confidence needs supporting verification records. operation_id: an identical retry returns the applied revision instead of revising twice. Returns current_revision_id, and duplicate_candidates when the new text comes near another Lesson's."""
+        """Overwrite fields of a Lesson in a new revision (write token in token mode), only if it is still at expected_revision_id (never merged). basis_evidence_ids must be on the Lesson; raising confidence needs supporting verification records. Returns duplicate_candidates when the new text comes near another Lesson."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema, destructive=True)

@@ -31,7 +31,9 @@ from gateway.domain.schema import FieldDef, RecordDef, Schema, load_schema
 __all__ = [
     "DIGEST_PATTERN", "DIRECTIONS", "Fields", "LIMITS", "OPERATION_ID_PATTERN", "RETRIEVAL_MODES", "SEMANTIC_STATUSES",
     "SHA256_PATTERN", "VERDICTS", "WRITE_STATUSES", "array", "citation_item_schema", "cursor", "desc",
-    "duplicate_candidates_out", "embedding_truncated_out", "standing_out", "DUPLICATE_BANDS", "DUPLICATE_STATUSES", "OPTIONAL_RETRIEVAL_PROPS", "STANDING_MAX", "enum", "integer", "min_score", "new_evidence_props", "next_cursor", "nullable", "obj", "operation_id", "page_limit",
+    "duplicate_candidates_out", "embedding_truncated_out", "enum", "hoist_defs", "integer", "min_score",
+    "new_evidence_props", "next_cursor", "nullable", "obj", "operation_id", "page_limit", "standing_out",
+    "DUPLICATE_BANDS", "DUPLICATE_STATUSES", "OPTIONAL_RETRIEVAL_PROPS", "STANDING_MAX",
     "retrieval_mode_in", "retrieval_props", "revision_id", "scan_props", "scope_in", "scope_out", "score", "string",
 ]
 
@@ -110,7 +112,8 @@ def enum(description: str, values, **extra: Any) -> dict:
 
 def array(description: str, items: dict, *, min_items: int | None = None, max_items: int | None = None,
           unique: bool = False, **extra: Any) -> dict:
-    """An array schema."""
+    """An array schema; the items' own description is dropped (the array's says it)."""
+    items = {k: v for k, v in items.items() if k != "description"}
     out: dict[str, Any] = {"description": description, "type": "array", "items": items}
     if min_items is not None:
         out["minItems"] = min_items
@@ -138,22 +141,22 @@ def nullable(schema: dict) -> dict:
 def page_limit(description: str, default: int | None = None) -> dict:
     """Page size 1..LIMITS['page_max'] (default LIMITS['page_default'])."""
     return integer(description, 1, LIMITS["page_max"],
-                   default=LIMITS["page_default"] if default is None else default)
+                   default=LIMITS["page_default"] if default is None else default, **{DEF_NAME: "page_limit"})
 
 
-def cursor(description: str = "Opaque cursor from a previous page's next_cursor.") -> dict:
+def cursor(description: str = "next_cursor of the previous page.") -> dict:
     """Input cursor (opaque string)."""
-    return string(description, LIMITS["cursor_max_length"], min_length=1)
+    return string(description, LIMITS["cursor_max_length"], min_length=1, **{DEF_NAME: "cursor"})
 
 
-def next_cursor(description: str = "Cursor for the next page, or null when this is the last page.") -> dict:
+def next_cursor(description: str = "Next page's cursor; null on the last page.") -> dict:
     """Output cursor (string or null)."""
-    return nullable(string(description, LIMITS["cursor_max_length"]))
+    return {**nullable(string(description, LIMITS["cursor_max_length"])), DEF_NAME: "next_cursor"}
 
 
 def operation_id() -> dict:
     """Idempotency key of a write (docs/tools.md#operation-id)."""
-    return string("Client-chosen idempotency key; retrying the same request with the same id replays it.",
+    return string("Idempotency key: a retry with it replays.",
                   128, pattern=OPERATION_ID_PATTERN)
 
 
@@ -165,7 +168,7 @@ def revision_id(description: str, minimum: int = 1) -> dict:
 def scan_props() -> dict[str, dict]:
     """``partial``/``scanned``/``scan_limit`` of bounded scans (docs/tools.md#output-limits)."""
     return {
-        "partial": {"description": "True when the scan stopped at scan_limit before covering every candidate.",
+        "partial": {"description": "True when the scan stopped at scan_limit.",
                     "type": "boolean"},
         "scanned": integer("Number of Lessons examined for this page.", 0),
         "scan_limit": integer("Maximum number of Lessons one request may examine.", 0),
@@ -185,14 +188,15 @@ class Fields:
         self.meta = schema.meta
 
     # ids -----------------------------------------------------------------
-    def lesson_id(self, description: str = "Lesson id: the page title without the Lesson: prefix.") -> dict:
+    def lesson_id(self, description: str = "Lesson id (no Lesson: prefix).") -> dict:
         """A Lesson id (``meta.id_pattern``, ``meta.id_max_length``)."""
-        return string(description, int(self.meta["id_max_length"]), pattern=self.meta["id_pattern"])
+        return string(description, int(self.meta["id_max_length"]), pattern=self.meta["id_pattern"],
+                      **{DEF_NAME: "lesson_id"})
 
     def evidence_id(self, description: str = "Evidence id, unique within its Lesson.") -> dict:
         """An evidence id (pattern and length from the evidence ``id`` field)."""
         return string(description, self.schema.evidence.field("id").max_length,
-                      pattern=self.meta["evidence_id_pattern"])
+                      pattern=self.meta["evidence_id_pattern"], **{DEF_NAME: "evidence_id"})
 
     def verification_id(self, description: str = "Verification record id, unique within its Lesson.") -> dict:
         """A verification record id."""
@@ -201,7 +205,7 @@ class Fields:
 
     def timestamp(self, description: str) -> dict:
         """UTC ISO-8601 timestamp ``YYYY-MM-DDTHH:MM:SSZ``."""
-        return string(description, 20, pattern=self.meta["timestamp_pattern"])
+        return string(description, 20, pattern=self.meta["timestamp_pattern"], **{DEF_NAME: "timestamp"})
 
     def enum_values(self, name: str, direction: str = "out") -> list[str]:
         """Values of enum ``name``; for ``direction="in"`` without its legacy-only values."""
@@ -210,20 +214,31 @@ class Fields:
         return [v for v in e.values if v not in drop]
 
     def field(self, rec: RecordDef, name: str, direction: str = "out", *, required: bool | None = None) -> dict:
-        """Schema of field ``name`` of record ``rec`` (type, length, pattern, enum, Korean help)."""
+        """Schema of field ``name`` of record ``rec`` (type, length, pattern, enum, its English ``describe``)."""
         f = rec.field(name)
         return self.for_field(rec, f, direction, required=required)
 
     def for_field(self, rec: RecordDef, f: FieldDef, direction: str = "out", *, required: bool | None = None) -> dict:
-        """Schema of one :class:`FieldDef` (see :meth:`field`)."""
-        help_text = f"{f.label}: {f.help}"
+        """Schema of one :class:`FieldDef` (see :meth:`field`).
+
+        Only inputs carry the field's ``describe`` text: an output field of a stored
+        record means what the same input field (and docs/data-contract.md) says, so
+        results repeat no description per field.
+        """
+        out = self._for_field(rec, f, direction, required=required)
+        if direction != "in":
+            out.pop("description", None)
+        return out
+
+    def _for_field(self, rec: RecordDef, f: FieldDef, direction: str, *, required: bool | None) -> dict:
+        help_text = f.describe
         req = f.required if required is None else required
         min_len = 1 if (direction == "in" and req) else None
         if f.type == "enum":
             return enum(help_text, self.enum_values(f.enum, direction))
         if f.type == "enum_list":
             values = self.enum_values(f.enum, direction)
-            return array(f"{help_text} JSON 배열로 주고받습니다(예: [\"{values[0]}\"]; 쉼표로 이은 문자열이 아님).",
+            return array(f"{help_text} A JSON array, not a comma list.",
                          {"type": "string", "enum": values},
                          min_items=1 if direction == "in" else None, max_items=len(values), unique=True)
         if f.type == "timestamp":
@@ -234,7 +249,7 @@ class Fields:
             max_len = int(self.meta["id_max_length"]) if lesson_ref else f.max_length
             return string(help_text, max_len, pattern=pattern)
         if f.type == "digest":
-            return string(help_text, f.max_length, pattern=DIGEST_PATTERN)
+            return string(help_text, f.max_length, pattern=DIGEST_PATTERN, **{DEF_NAME: "digest"})
         if f.type == "sha256":
             return string(help_text, f.max_length, pattern=SHA256_PATTERN)
         if f.type == "url":
@@ -265,7 +280,7 @@ class Fields:
             if not f.client_settable or f.name in ("evidence_id", "evidence_digest"):
                 continue
             if f.name == "verification_basis":
-                props[f.name] = enum(f"{f.label}: {f.help}", basis_values)
+                props[f.name] = enum(f.describe, basis_values)
             else:
                 props[f.name] = self.for_field(rec, f, "in")
         return props
@@ -280,16 +295,15 @@ def citation_item_schema(F: Fields) -> dict:
         "url": F.field(ev, "url"),
         "kind": F.field(ev, "kind"),
         "verification_basis": F.field(ev, "verification_basis"),
-        "digest": string("Evidence digest (sha256 over the evidence's canonical JSON); echo it as "
-                         "expected_evidence_digest when recording a verification.", 71, pattern=DIGEST_PATTERN),
-        "current_verdict": enum("Outcome of the latest verification record of this evidence; none when it has "
-                                "no record, ambiguous when the latest records cannot be ordered.", VERDICTS),
+        "digest": string("Evidence digest; send it as expected_evidence_digest.", 71, pattern=DIGEST_PATTERN),
+        "current_verdict": enum("Outcome of its latest verification record; none without one, ambiguous when "
+                                "unordered.", VERDICTS),
         "note": F.field(ev, "note"),
         "added_by": F.field(ev, "added_by"),
         "added_at": F.field(ev, "added_at"),
     }
     return obj(props, ["id", "citation", "kind", "verification_basis", "digest", "current_verdict"],
-               "One evidence (citation) of a Lesson.")
+               "One evidence (citation) of a Lesson.", **{DEF_NAME: "citation"})
 
 
 #: Members of :func:`retrieval_props` that are not always present.
@@ -305,11 +319,10 @@ def retrieval_props(F: Fields) -> dict[str, dict]:
         "ranking_version": string("Version of the ranking/fusion recipe that ordered the results.",
                                   LIMITS["ranking_version_max_length"]),
         "semantic_status": enum("State of the semantic index.", SEMANTIC_STATUSES),
-        "semantic_quarantined": integer("Lessons whose embedding keeps failing: found by full text only, never by "
-                                        "meaning, until edited (absent when none).", 1),
-        "index_as_of": F.timestamp("hybrid_v1: UTC time of the newest wiki change the semantic index has applied."),
-        "index_lag_seconds": {"description": "hybrid_v1: seconds since the index last caught up with the wiki; "
-                                             "edits newer than this may not be found by meaning yet.",
+        "semantic_quarantined": integer("Lessons found by full text only while their embedding fails (absent when "
+                                        "none).", 1),
+        "index_as_of": F.timestamp("hybrid_v1: newest wiki change the semantic index has applied (UTC)."),
+        "index_lag_seconds": {"description": "hybrid_v1: seconds since the index last caught up with the wiki.",
                               "type": "number", "minimum": 0},
     }
 
@@ -329,7 +342,7 @@ def min_score(description: str = "Drop results scoring below this value (0–1).
     return {"description": description, "type": "number", "minimum": 0, "maximum": 1}
 
 
-def score(description: str = "Relevance score between 0 and 1 (comparable within one response only).") -> dict:
+def score(description: str = "Relevance 0-1, comparable within one response.") -> dict:
     """A result's relevance score (0–1); a tool may say how it is computed in ``description``."""
     return {"description": description, "type": "number", "minimum": 0, "maximum": 1}
 
@@ -342,10 +355,10 @@ def embedding_truncated_out(F: Fields) -> dict:
                         min_items=1, unique=True),
         "kept": {"description": "Share of the facet's characters the embedded text still holds (0-1).",
                  "type": "number", "minimum": 0, "maximum": 1},
-    }, ["fields", "kept"], "One facet cut to the embedding window (head and tail kept).")
+    }, ["fields", "kept"], "One facet cut to the embedding window (head and tail kept).", **{DEF_NAME: "facet_cut"})
     return obj({facet: cut for facet in INDEX_FACETS}, (),
-               "Facets too long for the embedding window: only their head and tail are found by meaning; split "
-               "the Lesson or shorten these fields. Absent when nothing was cut or semantic search is off.",
+               "Facets too long to embed whole: their middle is not found by meaning; shorten or split them. Absent "
+               "when nothing was cut.",
                minProperties=1)
 
 
@@ -382,17 +395,129 @@ def standing_out(F: Fields) -> dict:
 
 def retrieval_mode_in() -> dict:
     """Input ``retrieval_mode`` (legacy or hybrid_v1)."""
-    return enum("legacy (MediaWiki full-text search) or hybrid_v1 (full text + semantic facets + relations). "
-                "When omitted, the server's default applies: legacy, unless its administrator enabled "
-                "hybrid_v1 (the development stack does); responses report requested_mode and effective_mode.",
+    return enum("legacy (full text) or hybrid_v1 (also meaning and relations); omitted: the server's default.",
                 RETRIEVAL_MODES)
 
 
 def new_evidence_props(F: Fields) -> dict[str, dict]:
     """Client-settable fields of a new evidence (create_lesson_draft's initial_evidence, attach_evidence)."""
     ev = F.schema.evidence
-    props = {"id": F.evidence_id("Evidence id; derived from the request when omitted.")}
+    props = {"id": F.evidence_id("Derived from the request when omitted.")}
     for f in ev.fields:
         if f.client_settable and f.name != "id":
             props[f.name] = F.for_field(ev, f, "in")
     return props
+
+
+# --------------------------------------------------------------------------- shared definitions
+
+#: Private key naming a block's shared definition (``hoist_defs`` uses and removes it; never published).
+DEF_NAME = "x-def"
+
+#: Keywords whose value is one subschema, or a list / map of subschemas (where ``hoist_defs`` looks).
+_SUB_ONE = ("items", "additionalProperties", "not", "contains")
+_SUB_LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUB_MAP = ("properties", "$defs")
+
+
+def _children(node: dict):
+    """(name hint, child subschema) pairs of ``node``, in document order."""
+    for key, value in node.items():
+        if key in _SUB_ONE and isinstance(value, dict):
+            yield "item" if key == "items" else key, value
+        elif key in _SUB_LIST and isinstance(value, list):
+            for child in value:
+                if isinstance(child, dict):
+                    yield "", child
+        elif key in _SUB_MAP and isinstance(value, dict):
+            for name, child in value.items():
+                if isinstance(child, dict):
+                    yield name, child
+
+
+def _shape(node: dict) -> str:
+    """Canonical JSON of ``node`` without its own ``description`` (what two uses must share)."""
+    import json
+    return json.dumps({k: v for k, v in node.items() if k != "description"}, ensure_ascii=False,
+                      separators=(",", ":"), sort_keys=True)
+
+
+def hoist_defs(schema: dict) -> dict:
+    """``schema`` with every subschema that repeats inside it moved once into the root ``$defs``.
+
+    Two uses share a definition when they are equal apart from their own
+    ``description``, which stays beside the ``$ref`` (``{"description": …,
+    "$ref": "#/$defs/<name>"}``), so each property keeps its own description.
+    A block is hoisted only when that makes the document shorter; the biggest
+    saving goes first, and blocks inside a definition may be hoisted in turn.
+    ``<name>`` is the block's :data:`DEF_NAME` tag (``timestamp``, ``lesson_id``,
+    ``citation``, ``next_cursor``, …), ``text<maxLength>`` for a plain bounded
+    string, or else the property name of its first use
+    (``<parent>_item`` for array items). The result validates exactly the same instances.
+    """
+    import copy
+    import json
+    import re
+
+    doc = copy.deepcopy(schema)
+    defs: dict[str, dict] = doc.pop("$defs", {})
+    while True:
+        uses: dict[str, list[tuple[dict, str]]] = {}
+
+        def walk(node: dict, hint: str, top: bool = False) -> None:
+            if not top and "$ref" not in node:
+                uses.setdefault(_shape(node), []).append((node, hint))
+            for name, child in _children(node):
+                walk(child, f"{hint}_item" if name == "item" else (name or hint))
+
+        walk(doc, "root", top=True)
+        for name, body in defs.items():
+            walk(body, name, top=True)
+        best, best_gain = None, 0
+        for shape, found in uses.items():
+            if len(found) < 2:
+                continue
+            size = len(shape.encode())
+            ref_cost = len(f'{{"$ref":"#/$defs/{found[0][1]}"}}')
+            gain = len(found) * (size - ref_cost) - size - len(found[0][1]) - 4
+            if gain > best_gain:
+                best, best_gain = shape, gain
+        if best is None:
+            break
+        found = uses[best]
+        base = re.sub(r"[^A-Za-z0-9_]", "_", _def_name(json.loads(best)) or found[0][1]) or "def"
+        name, n = base, 2
+        while name in defs:
+            name, n = f"{base}_{n}", n + 1
+        defs[name] = json.loads(best)
+        for node, _ in found:
+            description = node.get("description")
+            node.clear()
+            if description is not None:
+                node["description"] = description
+            node["$ref"] = f"#/$defs/{name}"
+    if defs:
+        doc["$defs"] = dict(sorted(defs.items()))
+    _drop_def_names(doc)
+    return doc
+
+
+def _def_name(block: dict) -> str | None:
+    """The name of a shared block: its :data:`DEF_NAME` tag, ``text<maxLength>`` for a plain bounded
+    string, or None (then the first use names it)."""
+    if block.get(DEF_NAME):
+        return block[DEF_NAME]
+    if block.get("type") == "string" and set(block) <= {"type", "maxLength", "minLength"} and "maxLength" in block:
+        return f"text{block['maxLength']}"
+    return None
+
+
+def _drop_def_names(node: Any) -> None:
+    if isinstance(node, dict):
+        node.pop(DEF_NAME, None)
+        for value in node.values():
+            _drop_def_names(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_def_names(value)
+

@@ -265,11 +265,8 @@ def _facets(F: Fields) -> list[str]:
 
 
 def _facet_in(F: Fields) -> dict:
-    return enum("hybrid_v1 only: rank by the query's similarity to this one facet of each Lesson "
-                "(situation = question, context, observation; approach = attempt; mechanism = "
-                "interpretation, reusable_lesson, applicability) — one semantic channel, no full text, "
-                "scores relative to that channel. Omitted: full text and all three facets fused. Ignored "
-                "when the page is answered by legacy (effective_mode says so).", _facets(F))
+    return enum("hybrid_v1 only: rank by this facet alone, no full text (situation: question, context, observation; "
+                "approach: attempt; mechanism: the rest).", _facets(F))
 
 
 def _search_fields(F: Fields) -> list[str]:
@@ -279,20 +276,20 @@ def _search_fields(F: Fields) -> list[str]:
 def input_schema(F: Fields) -> dict:
     rec = F.schema.lesson
     filters = obj({
-        "confidence": array("Keep Lessons with one of these confidence values.",
+        "confidence": array("Confidence values to keep.",
                             F.field(rec, "confidence"), min_items=1, unique=True),
-        "record_origin": array("Keep Lessons with one of these origins.",
+        "record_origin": array("Origins to keep.",
                                F.field(rec, "record_origin"), min_items=1, unique=True),
-        "review_state": array("Keep Lessons with one of these legacy review states.",
+        "review_state": array("Legacy review states to keep.",
                               F.field(rec, "review_state"), min_items=1, unique=True),
-        "updated_after": F.timestamp("Keep Lessons updated at or after this UTC time."),
-        "updated_before": F.timestamp("Keep Lessons updated before this UTC time."),
-    }, (), "Structured filters applied to fresh snapshots.")
+        "updated_after": F.timestamp("Updated at or after (UTC)."),
+        "updated_before": F.timestamp("Updated before (UTC)."),
+    }, (), "Keep only matching Lessons.")
     return obj({
-        "query": string("Natural-language or keyword query; empty lists recent Lessons.",
+        "query": string("Keywords or natural language; empty lists newest first.",
                         LIMITS["query_max_length"], default=""),
         "filters": filters,
-        "fields": array("Fields to return per result (default: a compact view with title and citation).",
+        "fields": array("Fields per result (default: a compact view).",
                         {"type": "string", "enum": _search_fields(F)}, min_items=1, unique=True),
         "limit": page_limit("Results per page."),
         "cursor": cursor(),
@@ -308,15 +305,11 @@ def input_schema(F: Fields) -> dict:
 
 
 #: What ``score`` is per mode (docs/retrieval.md#min-score); shown to agents in the schemas.
-SCORE_TEXT = ("0-1, comparable within this response only. legacy: the title-weighted full-text score, and results "
-              "come in score order. hybrid_v1: the fused rank score (rrf, from ranks, not a similarity); results come "
-              "in tiers (stored relations, then exact identifier or error-string matches, then the rest) with "
-              "near-duplicates spread out, so a lower score can be listed above a higher one.")
+SCORE_TEXT = ("0-1, comparable within this response only. legacy: the full-text score, in order. hybrid_v1: a fused "
+              "rank score in tiers, so a lower score can be listed above a higher one.")
 #: How to choose ``min_score``.
-MIN_SCORE_TEXT = ("Drop results scoring below this value (0-1; default 0 keeps all), applied to legacy's full-text "
-                  "score or hybrid_v1's fused score. Scores come from this query's ranks, so no one threshold fits "
-                  "every query: keep 0 and use limit, or set it just below the weakest useful score seen in a "
-                  "response to the same query and mode. Stored relations score 1.0.")
+MIN_SCORE_TEXT = ("Drop results below this score (default 0). Scores are relative to the query: keep 0 and use limit, or "
+                  "set it just under the weakest useful score seen for this query and mode.")
 
 
 def output_schema(F: Fields) -> dict:
@@ -351,11 +344,9 @@ def output_schema(F: Fields) -> dict:
         **retrieval_props(F),
         **scan_props(),
         "scope": scope_out(),
-        "facet": enum("The facet that ranked this page (present only when the request named a facet and "
-                      "hybrid_v1 answered).", _facets(F)),
-        "hint": string("A next step when the page is empty or partial.", 300),
-        "truncated": array("Names of fields shortened (text ends with an explicit truncation marker) to fit "
-                           "the response byte cap; select fewer fields or use get_lesson for the full text.",
+        "facet": enum("Facet that ranked this page (when requested and hybrid_v1 answered).", _facets(F)),
+        "hint": string("Next step when the page is empty or partial.", 300),
+        "truncated": array("Fields shortened to fit the byte cap (marked in the text); select fewer or use get_lesson.",
                            {"type": "string", "enum": _search_fields(F) + ["citation"]}, unique=True),
     }
     optional = ("truncated", "facet", "hint", *OPTIONAL_RETRIEVAL_PROPS)
@@ -363,5 +354,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Search Lessons', describe(
-        """Search the lab's research Lessons. A query runs full-text search over all fields (title weighted highest); an empty query lists Lessons newest first. Results are compact (id, title, one-line reusable_lesson, record_origin, confidence, a short citation); add fields with `fields`. Filter by confidence, record_origin, review_state, updated range or a named scope. Page with `limit` (max 20) and the opaque `cursor` (restart from the first page when a cursor is refused); `partial`, `scanned` and `scan_limit` tell whether the scan was complete. retrieval_mode=hybrid_v1 also matches meaning across wording and languages and fuses it with full text (exact identifiers and error strings still rank first). score is comparable within one response only: in legacy the full-text score (results in score order), in hybrid_v1 a fused rank score, with results in tiers (exact identifier matches first, near-duplicates spread), so not always in score order; keep min_score 0 unless a response showed where the weak tail starts. effective_mode and semantic_status say what answered (a first page falls back to legacy when semantic search is unavailable). facet (hybrid_v1 only) ranks by one facet alone (situation, approach or mechanism) with no full text, so a client can search the facets separately and fuse them. Search well: try the exact id or title words first; rephrase and switch language (Korean/English) before concluding that nothing exists; read semantic_status, partial and hint before trusting an empty page. A hit with standing has been superseded or contradicted: read those Lessons first."""
+        """Search the lab's research Lessons: full text over all fields; an empty query lists newest first. Results are compact (id, title, one-line reusable_lesson, confidence, short citation); `fields` picks others. hybrid_v1 also matches meaning across wording and languages; score compares within one response only. effective_mode says what answered. Search well: exact id or title words first; rephrase and switch language (Korean/English) before concluding nothing exists; check semantic_status, partial and hint before trusting an empty page. A hit with standing was superseded or contradicted: read those Lessons first."""
     ), 'read', handle, input_schema, output_schema)

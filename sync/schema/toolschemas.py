@@ -2,7 +2,8 @@
 
 Each tool's shape is written once, in its module ``gateway/tools/<tool>.py``
 (``input_schema(F)`` / ``output_schema(F)`` on its spec, from the shared
-blocks of :mod:`gateway.tools.schema_parts`). This module wraps them as
+blocks of :mod:`gateway.tools.schema_parts`). This module moves every block
+that repeats inside one document into its root ``$defs`` (``hoist_defs``) and wraps them as
 documents (``$schema``, ``$id``, ``$comment``, ``title``) for
 ``s3rm schema generate``, which writes ``schema/tools/<tool>.input.schema.json``
 and ``…output.schema.json`` (docs/tools.md#tool-list).
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from gateway.domain.schema import Schema
 from gateway.tools.registry import SPECS
-from gateway.tools.schema_parts import Fields
+from gateway.tools.schema_parts import Fields, hoist_defs
 
 __all__ = ["SCHEMA_DIALECT", "ID_BASE", "TOOL_NAMES", "render_tool_schemas", "tool_schema"]
 
@@ -34,7 +35,7 @@ def tool_schema(schema: Schema, tool: str, direction: str) -> dict:
     if direction not in ("input", "output"):
         raise ValueError(f"direction must be 'input' or 'output', not {direction!r}")
     spec = _SPECS[tool]
-    body = (spec.input_schema if direction == "input" else spec.output_schema)(Fields(schema))
+    body = hoist_defs((spec.input_schema if direction == "input" else spec.output_schema)(Fields(schema)))
     filename = f"{tool}.{direction}.schema.json"
     out = {"$schema": SCHEMA_DIALECT, "$id": ID_BASE + filename, "$comment": _comment(tool),
            "title": f"{tool} {direction}"}

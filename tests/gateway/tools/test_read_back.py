@@ -37,12 +37,20 @@ WRITE_TOOLS = ("create_lesson_draft", "attach_evidence", "record_evidence_verifi
                "revise_lesson")
 
 
+def _resolved(doc: dict, node: dict) -> dict:
+    """``node`` with a ``#/$defs/…`` reference of ``doc`` followed (shared blocks, docs/tools.md#tool-list)."""
+    while "$ref" in node:
+        node = {**doc["$defs"][node["$ref"].removeprefix("#/$defs/")], **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
 def _string_fields(tool: str) -> list[tuple[str, int]]:
     """(dotted path, maxLength) of every stored free-text string of ``tool``'s input schema."""
     schema = json.loads((DEFAULT_SCHEMA_DIR / "tools" / f"{tool}.input.schema.json").read_text())
     out: list[tuple[str, int]] = []
 
     def walk(node: dict, path: list[str]) -> None:
+        node = _resolved(schema, node)
         free_text = "pattern" not in node or node.get("format") == "uri"  # a URL is free text after its scheme
         if (node.get("type") == "string" and "maxLength" in node and "enum" not in node and free_text
                 and path[-1:] != ["reason"]):  # reason only shapes the edit summary
@@ -196,7 +204,8 @@ def test_mixed_values_read_back(h, case, data):
 def test_every_long_field_at_once_reads_back(h):
     """Every Lesson field at its maxLength in emoji, and a verification of 4,000 emoji: all read back whole."""
     schema = json.loads((DEFAULT_SCHEMA_DIR / "tools" / "create_lesson_draft.input.schema.json").read_text())
-    longest = {name: "😀" * node["maxLength"] for name, node in schema["properties"].items()
+    props = {name: _resolved(schema, node) for name, node in schema["properties"].items()}
+    longest = {name: "😀" * node["maxLength"] for name, node in props.items()
                if node.get("type") == "string" and "maxLength" in node and "enum" not in node
                and "pattern" not in node}
     lesson_id = unique("rb-all")

@@ -149,7 +149,10 @@ def test_tool_limits_on_the_tools_page_are_the_published_schemas():
     checks = _property_checks()
     assert len(checks) >= 12
     for tool, prop, what, documented in checks:
-        schema = _input_schema(tool)["properties"][prop]
+        doc = _input_schema(tool)
+        schema = doc["properties"][prop]
+        if "$ref" in schema:  # a block shared through the document's $defs
+            schema = {**doc["$defs"][schema["$ref"].removeprefix("#/$defs/")], **schema}
         if what == "maximum":
             actual = schema.get("maximum", schema.get("maxItems", schema.get("maxLength")))
         elif what == "range":

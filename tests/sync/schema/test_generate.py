@@ -257,7 +257,16 @@ def _walk(node, path="$"):
             yield from _walk(v, f"{path}[{i}]")
 
 
+#: Names of stored record fields (schema/lesson.toml): in outputs they carry no description of their own
+#: (the input field and docs/data-contract.md say what they mean).
+_RECORD_FIELDS = {f.name for rec in SCHEMA.records for f in rec.fields}
+
+
 def test_tool_schemas_are_valid_closed_and_described():
+    """Every object closed with a ``required`` list, also inside ``$defs`` (the walk covers them); every
+    ``$ref`` a local ``#/$defs/…`` that resolves; every property described in English, except stored
+    record fields in outputs and in revise_lesson's ``changes`` (described once, where a client first
+    sets them)."""
     assert sorted(TOOLS) == sorted(f"{t}.{d}.schema.json" for t in TOOL_NAMES for d in ("input", "output"))
     for name, doc in TOOLS.items():
         Draft202012Validator.check_schema(doc)
@@ -265,12 +274,32 @@ def test_tool_schemas_are_valid_closed_and_described():
         assert doc["$id"] == f"https://s3rm.invalid/schema/tools/{name}"
         assert doc["type"] == "object"
         for path, node in _walk(doc):
+            if "$ref" in node:
+                assert node["$ref"].startswith("#/$defs/") and node["$ref"][8:] in doc["$defs"], (name, path)
             if node.get("type") == "object" or (isinstance(node.get("type"), list) and "object" in node["type"]):
                 assert node.get("additionalProperties") is False, (name, path)
                 assert "required" in node, (name, path)
             if path.endswith(".properties"):
                 for prop, sub in node.items():
-                    assert sub.get("description"), (name, path, prop)
+                    shared = prop in _RECORD_FIELDS and (name.endswith(".output.schema.json")
+                                                         or path.endswith(".changes.properties"))
+                    if not shared:
+                        assert sub.get("description"), (name, path, prop)
+                        assert not re.search(r"[\uac00-\ud7a3]", sub["description"]), (name, path, prop)
+                        assert sub["description"].strip(" .").lower() != prop.replace("_", " "), (name, path, prop)
+
+
+def test_repeated_blocks_are_shared_once():
+    """No block of 100 bytes or more appears twice in one document: it sits once in ``$defs``."""
+    for name, doc in TOOLS.items():
+        seen: dict[str, str] = {}
+        for path, node in _walk(doc):
+            if path.endswith((".properties", ".$defs")) or "$ref" in node:
+                continue
+            shape = json.dumps({k: v for k, v in node.items() if k != "description"}, sort_keys=True)
+            if len(shape) >= 100 and path != "$":
+                assert shape not in seen, (name, path, seen.get(shape))
+                seen[shape] = path
 
 
 #: The JSON types a portable schema names, one per ``type`` (strict clients flag type arrays).
@@ -311,6 +340,18 @@ def test_every_recorded_answer_validates_against_the_published_output_schema():
         assert errors == [], (path.name, [e.message for e in errors][:3])
         checked += 1
     assert checked >= 15
+
+
+def _resolved(doc: dict, *path: str) -> dict:
+    """The node at ``path`` (property names, "items", …) with every ``#/$defs`` reference on the way followed."""
+    node = doc
+    for step in path:
+        while "$ref" in node:
+            node = doc["$defs"][node["$ref"].removeprefix("#/$defs/")]
+        node = node[step]
+    while "$ref" in node:
+        node = doc["$defs"][node["$ref"].removeprefix("#/$defs/")]
+    return node
 
 
 def _validator(tool: str, direction: str) -> Draft202012Validator:
@@ -497,13 +538,13 @@ def test_every_tool_has_examples():
 
 
 def test_lengths_and_enums_come_from_the_source():
-    create = TOOLS["create_lesson_draft.input.schema.json"]["properties"]
-    assert create["question"]["maxLength"] == SCHEMA.lesson.field("question").max_length
-    assert create["confidence"]["enum"] == list(SCHEMA.enum("confidence").values)
-    basis = TOOLS["attach_evidence.input.schema.json"]["properties"]["verification_basis"]["enum"]
+    create = TOOLS["create_lesson_draft.input.schema.json"]
+    assert _resolved(create, "properties", "question")["maxLength"] == SCHEMA.lesson.field("question").max_length
+    assert _resolved(create, "properties", "confidence")["enum"] == list(SCHEMA.enum("confidence").values)
+    basis = _resolved(TOOLS["attach_evidence.input.schema.json"], "properties", "verification_basis")["enum"]
     assert basis == [v for v in SCHEMA.enum("verification_basis").values if v != "not_recorded"]
-    out_basis = (TOOLS["get_lesson.output.schema.json"]["properties"]["citations"]["properties"]["items"]
-                 ["items"]["properties"]["verification_basis"]["enum"])
+    out_basis = _resolved(TOOLS["get_lesson.output.schema.json"], "properties", "citations", "properties", "items",
+                          "items", "properties", "verification_basis")["enum"]
     assert "not_recorded" in out_basis
 
 
