@@ -231,6 +231,26 @@
 		}, CONFIDENCE_LABELS[ confidence ] ? '신뢰도 ' + CONFIDENCE_LABELS[ confidence ] : '신뢰도 미기재' );
 	}
 
+	// a Lesson another Lesson corrects (search_lessons `standing`; the graph's supersedes / contradicts
+	// edges): one badge naming how, so a reader sees it before trusting the Lesson
+	var STANDING_LABELS = { superseded_by: '대체됨', contradicted_by: '반박됨', evidence_contradicted: '근거 반박' };
+
+	function standingBadge( standing ) {
+		var kinds = [];
+		var ids = [];
+		var key;
+		for ( key in STANDING_LABELS ) {
+			if ( standing && Array.isArray( standing[ key ] ) && standing[ key ].length ) {
+				kinds.push( STANDING_LABELS[ key ] );
+				ids.push( STANDING_LABELS[ key ] + ': ' + standing[ key ].slice( 0, 10 ).join( ', ' ) );
+			}
+		}
+		if ( !kinds.length ) {
+			return null;
+		}
+		return el( 'span', { className: 's3rm-badge s3rm-standing', title: ids.join( ' / ' ) }, '⚠ ' + kinds.join( ' · ' ) );
+	}
+
 	function reducedMotion() {
 		return !!( window.matchMedia && window.matchMedia( '(prefers-reduced-motion: reduce)' ).matches );
 	}
@@ -472,6 +492,11 @@
 			nodes[ b ].degree++;
 			nodes[ a ].out.push( edges.length - 1 );
 			nodes[ b ].inc.push( edges.length - 1 );
+			if ( relation === 'supersedes' || relation === 'contradicts' ) {
+				key = relation === 'supersedes' ? 'superseded_by' : 'contradicted_by';
+				nodes[ b ].standing = nodes[ b ].standing || {};
+				( nodes[ b ].standing[ key ] = nodes[ b ].standing[ key ] || [] ).push( nodes[ a ].id );
+			}
 		}
 		var rawSimilar = Array.isArray( data && data.similar ) ? data.similar.slice( 0, MAX_EDGES ) : [];
 		var similar = [];
@@ -838,6 +863,9 @@
 			( model.showSimilar ? ' · 비슷한 내용 연결 ' + model.similar.length + '개 (추정)' : '' ) +
 			( model.truncated ? ' · 메모가 많아 일부만 표시합니다' : '' );
 		this.root.setAttribute( 'data-similar-count', String( model.similar.length ) );
+		this.root.setAttribute( 'data-corrected-count', String( model.nodes.filter( function ( n ) {
+			return !!n.standing;
+		} ).length ) );
 		this.root.setAttribute( 'data-similar-shown', model.showSimilar ? 'true' : 'false' );
 	};
 
@@ -1193,6 +1221,7 @@
 		this.inspector.appendChild( el( 'h3', { className: 's3rm-inspector-title' }, node.title ) );
 		this.inspector.appendChild( el( 'div', { className: 's3rm-inspector-meta' }, [
 			confidenceBadge( node.confidence ),
+			standingBadge( node.standing ),
 			node.updatedAt ? timeEl( node.updatedAt, '수정 ' ) : null
 		] ) );
 		this.inspector.appendChild( el( 'p', { className: 's3rm-inspector-degree', id: 's3rm-inspector-degree' },
@@ -1572,6 +1601,18 @@
 				ctx.beginPath();
 				ctx.arc( px, py, r, 0, 2 * Math.PI );
 				ctx.fill();
+				if ( node.standing ) { // superseded or contradicted: a dashed amber ring
+					ctx.save();
+					ctx.setLineDash( [ 3, 2 ] );
+					ctx.lineWidth = 2;
+					ctx.strokeStyle = '#f0a020';
+					ctx.beginPath();
+					ctx.arc( px, py, r + 3, 0, 2 * Math.PI );
+					ctx.stroke();
+					ctx.restore();
+					ctx.beginPath();
+					ctx.arc( px, py, r, 0, 2 * Math.PI );
+				}
 				if ( i === this.selected || i === this.hover || ( this.results && Object.prototype.hasOwnProperty.call( this.results.set, i ) ) ) {
 					ctx.globalAlpha = 1;
 					ctx.lineWidth = i === this.selected ? 3 : 1.5;
@@ -1837,7 +1878,8 @@
 			this.list.appendChild( el( 'li', { className: 's3rm-semantic-result', 'data-id': id }, [
 				el( 'div', { className: 's3rm-semantic-result-top' }, [
 					el( 'a', { href: lessonUrl( id ), className: 's3rm-semantic-result-link' }, clip( item.title || id, 120 ) ),
-					confidenceBadge( item.confidence )
+					confidenceBadge( item.confidence ),
+					standingBadge( item.standing )
 				] ),
 				idEl( id ),
 				item.reusable_lesson ? el( 'p', null, clip( item.reusable_lesson, 160 ) ) : null

@@ -42,6 +42,7 @@ from gateway.domain.schema import load_schema
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from support import browser as bh
+from support.services import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -351,6 +352,31 @@ def test_english_query_highlights_results(stack, page):
     moved = [n["id"] for n in after["nodes"]
              if abs(n["x"] - before[n["id"]][0]) > 0.5 or abs(n["y"] - before[n["id"]][1]) > 0.5]
     assert not moved, f"not restored: {moved[:5]}"
+    page.console.assert_clean()
+
+
+def test_superseded_and_contradicted_lessons_are_marked(stack, page):
+    """docs/tools.md#standing: a search hit another Lesson corrects carries a badge, and the graph marks
+    every Lesson a stored supersedes / contradicts relation points at."""
+    graph = stack.graph()
+    corrected = {}
+    for edge in graph["edges"]:
+        if edge["relation"] in ("supersedes", "contradicts") and edge["from"] != edge["to"]:
+            corrected.setdefault(edge["to"], set()).add(edge["relation"])
+    assert corrected, "the seeded relations hold no supersedes or contradicts edge"
+    open_home(page, stack)
+    assert page.get_attribute("#s3rm-knowledge-graph", "data-corrected-count") == str(len(corrected))
+    target = sorted(corrected)[0]
+    title = next(n["title"] for n in graph["nodes"] if n["id"] == target)
+    repo = MediaWikiRepository(WikiClient(stack.wiki.api_url, stack.wiki.agent.username, stack.wiki.agent.password))
+    wait_until(lambda: repo.find_incoming_edges([target], corrected[target])[0][target], 120,
+               "the job runner's link-table update")  # standing reads the link tables
+    assert search(page, title) == "results"
+    badge = page.locator(f"#s3rm-search-results li[data-id='{target}'] .s3rm-standing")
+    expect(badge).to_have_count(1)
+    words = {"supersedes": "대체됨", "contradicts": "반박됨"}
+    for relation in corrected[target]:
+        assert words[relation] in badge.inner_text()
     page.console.assert_clean()
 
 
