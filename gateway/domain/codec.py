@@ -230,8 +230,37 @@ def _params(node: Template, rec) -> dict[str, str]:
         if key in seen:
             raise PageFormatError(f"{{{{{rec.template}}}}} sets {key!r} twice")
         seen.add(key)
-        values[key] = decode_value(str(param.value))
+        values[key] = canonical_value(rec.field(key), decode_value(str(param.value)))
     return values
+
+
+_LIST_SPLIT = re.compile(r"[ \t]*,[ \t]*")
+_TITLE_SPACES = re.compile(r"[ _]+")
+
+
+def canonical_value(field, value: str) -> str:
+    """The one reading of a decoded structured value (``docs/data-contract.md#codec``).
+
+    Free text is never touched. Two field kinds have equivalent spellings that
+    Page Forms or MediaWiki produce, and read as one value:
+
+    * an ``enum_list`` (``claim_fields``): Page Forms joins a ``list`` with
+      ``"<delimiter> "`` (``observation, interpretation``); the items are read
+      without the blanks around each comma, as ``observation,interpretation``;
+    * a page reference (``smw_type = "Page"``: a relation's ``from``/``to``):
+      a page name with spaces names the same page as the id with underscores
+      (MediaWiki titles treat ``_`` and space alike; Page Forms' namespace
+      picker offers ``gpu oom high`` for ``Lesson:gpu_oom_high``), so a value
+      holding a space is read as that id. Values without a space are left as
+      they are.
+    """
+    if not value:
+        return value
+    if field.type == "enum_list":
+        return ",".join(_LIST_SPLIT.split(value.strip(" \t")))
+    if field.smw_type == "Page" and " " in value:
+        return _TITLE_SPACES.sub("_", value).strip("_")
+    return value
 
 
 def _call(rec, values: dict[str, str]) -> str:
