@@ -2275,6 +2275,26 @@
 		} );
 	}
 
+	// A relation target is stored as the Lesson id. Page Forms' "values from namespace" picker
+	// offers page names ("gpu oom high" for Lesson:gpu_oom_high: PFValuesUtils::getAllPagesForNamespace
+	// turns "_" into " ") and submits the chosen name from the input named "Lesson relation[n][to]"
+	// (PF_ComboBoxInput.js keeps it in a hidden input); the page name is turned back into the id
+	// the way MediaWiki makes a title's key: no namespace prefix, runs of spaces/underscores as one "_".
+	function titleToLessonId( raw ) {
+		return String( raw || '' ).trim().replace( /^lesson\s*:\s*/i, '' ).replace( /[ _]+/g, '_' ).replace( /^_+|_+$/g, '' );
+	}
+
+	function setFieldValue( field, value ) {
+		if ( field.tagName === 'SELECT' ) {
+			var opt = field.options[ field.selectedIndex ];
+			if ( opt ) {
+				opt.value = value; // a select2/<select> picker submits the selected option's value
+			}
+			return;
+		}
+		field.value = value;
+	}
+
 	function fillLessonForm( form ) {
 		var updated = formFields( form, /^Lesson\[updated_at\]$/ );
 		var loaded = updated.length ? updated[ 0 ].value : '';
@@ -2282,10 +2302,14 @@
 		if ( existing || loaded ) {
 			lockAfterCreate( form );
 		}
+		// Fills an empty field, and re-fills one this script filled before: Page Forms may refuse a
+		// save after the click (a missing mandatory field), and the next click must not leave the
+		// first click's created_at behind the new updated_at.
 		function fillEmpty( value ) {
 			return function ( el ) {
-				if ( !el.value ) {
+				if ( !el.value || el.value === el.getAttribute( 'data-s3rm-filled' ) ) {
 					el.value = value;
+					el.setAttribute( 'data-s3rm-filled', value );
 				}
 			};
 		}
@@ -2305,8 +2329,12 @@
 				formFields( form, /^Lesson relation\[[^\]]+\]\[from\]$/ ).forEach( fillEmpty( lessonId ) );
 			}
 			formFields( form, /^Lesson evidence verification\[[^\]]+\]\[id\]$/ ).forEach( function ( el, i ) {
-				if ( !el.value ) {
-					el.value = 'v' + next.replace( /\D/g, '' ) + '-' + ( i + 1 );
+				fillEmpty( 'v' + next.replace( /\D/g, '' ) + '-' + ( i + 1 ) )( el );
+			} );
+			formFields( form, /^Lesson relation\[[^\]]+\]\[to\]$/ ).forEach( function ( el ) {
+				var id = titleToLessonId( el.value );
+				if ( id !== el.value ) {
+					setFieldValue( el, id );
 				}
 			} );
 		}
@@ -2314,6 +2342,46 @@
 		Array.prototype.forEach.call( form.querySelectorAll( '[name="wpSave"], [name="wpPreview"], [name="wpDiff"]' ), function ( button ) {
 			button.addEventListener( 'click', fill, true ); // Page Forms may submit from script
 		} );
+	}
+
+	// ---- Page Forms' #forminput launcher (docs/browser.md#id-check)
+	// {{#forminput}} renders <form name="createbox" class="pfFormInput"> with a hidden "form" and
+	// "namespace" input; PF_formInput.js adds the page name input (name="page_name") later, so the
+	// check listens on the document. The same id rule as the plain launcher decides; a refused id
+	// never reaches Special:FormStart.
+	function guardFormInputs( root ) {
+		root.addEventListener( 'submit', function ( event ) {
+			var form = event.target, nameInput, formName, message, problem;
+			if ( !form || !form.classList || !form.classList.contains( 'pfFormInput' ) ) {
+				return;
+			}
+			formName = form.querySelector( '[name="form"]' );
+			nameInput = form.querySelector( '[name="page_name"]' );
+			if ( !nameInput || ( formName && formName.value !== 'Lesson' ) ) {
+				return;
+			}
+			problem = validateLessonId( nameInput.value );
+			message = form.querySelector( '.s3rm-create-message' );
+			if ( !message ) {
+				message = el( 'p', { className: 's3rm-create-message', role: 'status' } );
+				form.appendChild( message );
+			}
+			if ( problem ) {
+				event.preventDefault();
+				event.stopImmediatePropagation();
+				message.textContent = problem;
+				message.className = 's3rm-create-message is-error';
+				nameInput.setAttribute( 'aria-invalid', 'true' );
+				form.setAttribute( 'data-state', 'invalid' );
+				nameInput.focus();
+				return;
+			}
+			nameInput.value = nameInput.value.trim();
+			message.textContent = '';
+			message.className = 's3rm-create-message';
+			nameInput.setAttribute( 'aria-invalid', 'false' );
+			form.setAttribute( 'data-state', 'ok' );
+		}, true );
 	}
 
 	function init() {
@@ -2332,6 +2400,7 @@
 		if ( createRoot ) {
 			buildCreateForm( createRoot );
 		}
+		guardFormInputs( document );
 		localizeTimes( document.getElementById( 'mw-content-text' ) );
 		if ( digests.length && mw.config.get( 'wgNamespaceNumber' ) === 3000 && mw.config.get( 'wgAction' ) === 'view' ) {
 			fillDigests( Array.prototype.slice.call( digests, 0, 200 ) );

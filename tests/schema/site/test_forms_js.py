@@ -37,6 +37,15 @@ FORM = """
   <input type="hidden" name="Lesson evidence verification[1][verified_at]" value="">
   <input type="hidden" name="Lesson relation[1][from]" value="">
   <input type="hidden" name="Lesson relation[1][created_at]" value="">
+  <!-- Page Forms 6 combobox (PF_ComboBoxInput.js): a hidden input carries the name and the value,
+       the visible OOUI input shows the label; "values from namespace" gives page names with spaces -->
+  <input type="hidden" id="input_21-hidden" name="Lesson relation[1][to]" value="{to1}">
+  <div class="oo-ui-comboBoxInputWidget"><input type="text" id="input_21" class="oo-ui-inputWidget-input"
+       value="{to1}" data-label="{to1}" autocompletesettings="Lesson" autocompletedatatype="namespace"></div>
+  <input type="hidden" name="Lesson relation[2][to]" value="gpu_oom_high">
+  <!-- an older select-based combobox submits the selected option -->
+  <select name="Lesson relation[3][to]"><option value="Lesson:Kv cache  reuse" selected>Kv cache reuse</option></select>
+  <input type="hidden" name="Lesson relation[num][to]" value="">
   <button type="submit" name="wpSave">save</button>
 </form>
 """
@@ -71,9 +80,14 @@ def _common_js_page(body: str, page_name: str, ns: int, article: int):
             browser.close()
 
 
-def _run(page_name: str, ns: int, article: int, created: str, updated: str) -> dict:
-    with _common_js_page(FORM.format(created=created, updated=updated), page_name, ns, article) as (page, errors):
-        page.click("[name=wpSave]")
+def _run(page_name: str, ns: int, article: int, created: str, updated: str, to1: str = "",
+         clicks: int = 1) -> dict:
+    with _common_js_page(FORM.format(created=created, updated=updated, to1=to1), page_name, ns, article) as (page,
+                                                                                                       errors):
+        for i in range(clicks):
+            if i:
+                page.wait_for_timeout(1100)  # the next click is in a later second
+            page.click("[name=wpSave]")
         values = page.evaluate("""() => Object.fromEntries(Array.from(
             document.querySelectorAll('#pfForm [name]')).map(e => [e.name, e.value]))""")
         values["__origin_options"] = page.evaluate(
@@ -103,6 +117,82 @@ def test_existing_lesson_keeps_created_at_advances_updated_at_and_locks_origin()
     assert v["Lesson[created_at]"] == "2024-05-01T10:00:00Z"
     assert v["Lesson[updated_at]"] == "2999-01-01T00:00:01Z"  # strictly later than the loaded value
     assert v["__origin_options"] == [True, False]  # only the stored value can be submitted
+
+
+def test_relation_target_picked_as_page_name_is_submitted_as_the_id():
+    """Page Forms' namespace picker holds ``gpu oom high`` for ``Lesson:gpu_oom_high``; the saved
+    ``to`` is the id (docs/browser.md#page-forms)."""
+    v = _run("Lesson:gpu_frag", 3000, 42, "2024-05-01T10:00:00Z", "2024-05-01T10:00:00Z", to1="gpu oom high")
+    assert v["__errors"] == []
+    assert v["Lesson relation[1][to]"] == "gpu_oom_high"
+    assert v["Lesson relation[2][to]"] == "gpu_oom_high"  # an id stays as it is
+    assert v["Lesson relation[3][to]"] == "Kv_cache_reuse"  # the selected option's value
+    assert v["Lesson relation[num][to]"] == ""
+
+
+def test_page_name_with_prefix_and_runs_of_blanks_becomes_the_id():
+    v = _run("Lesson:gpu_frag", 3000, 42, "2024-05-01T10:00:00Z", "2024-05-01T10:00:00Z",
+             to1="Lesson: gpu  oom_ high ")
+    assert v["Lesson relation[1][to]"] == "gpu_oom_high"
+
+
+def test_second_click_after_a_refused_save_keeps_created_equal_to_updated():
+    """Page Forms may refuse the first click (a mandatory field is empty); the stamps the script
+    filled on that click follow the second click, so a new Lesson still has created_at = updated_at."""
+    v = _run("Special:FormEdit/Lesson/Lesson:gpu_frag", -1, 0, "", "", clicks=2)
+    assert v["__errors"] == []
+    assert ISO.match(v["Lesson[created_at]"]) and v["Lesson[created_at]"] == v["Lesson[updated_at]"]
+    assert v["Lesson evidence[2][added_at]"] == v["Lesson[updated_at]"]
+    assert v["Lesson relation[1][created_at]"] == v["Lesson[updated_at]"]
+    assert v["Lesson evidence[1][added_at]"] == "2020-01-01T00:00:00Z"
+
+
+# ---------------------------------------------------------------- #forminput launcher
+#: What {{#forminput:form=Lesson|query string=namespace=Lesson}} renders once PF_formInput.js ran
+#: (PFFormInputParserFunction: form.pfFormInput with hidden "form"/"namespace"; pf.AutocompleteWidget
+#: named "page_name"; an OOUI submit button).
+FORMINPUT = """
+<div class="s3rm-form-launcher" style="width:320px">
+<form name="createbox" action="/index.php/Special:FormStart" method="get" class="pfFormInput">
+<p><input type="hidden" name="form" value="Lesson"><input type="hidden" name="namespace" value="Lesson">
+<div class="pfFormInputWrapper" data-size="40"><div class="oo-ui-fieldsetLayout"><div class="oo-ui-horizontalLayout">
+<div class="oo-ui-widget oo-ui-inputWidget oo-ui-textInputWidget pfPageNameWithoutNamespace" style="max-width:50em">
+<input type="text" name="page_name" size="40" class="oo-ui-inputWidget-input"></div>
+<span class="oo-ui-widget oo-ui-buttonElement oo-ui-buttonInputWidget pfCreateOrEditButton">
+<button type="submit" class="oo-ui-inputWidget-input oo-ui-buttonElement-button" value="Submit">쓰기 시작</button></span>
+</div></div></div></p></form></div>
+<script>window.__submitted = [];
+document.addEventListener('submit', function (e) { window.__submitted.push(e.target.page_name.value); e.preventDefault(); });
+</script>
+"""
+
+
+@pytest.mark.parametrize("typed, allowed", [
+    ("Bad ID!", False), ("UPPER_case", False), ("Lesson:gpu_oom", False), ("", False),
+    ("gpu_oom_high", True), (" kv-cache_2 ", True),
+])
+def test_forminput_launcher_checks_the_id(typed: str, allowed: bool):
+    with _common_js_page(FORMINPUT, "연구_메모리", 0, 1) as (page, errors):
+        page.fill("[name=page_name]", typed)
+        page.click(".pfCreateOrEditButton button")
+        submitted = page.evaluate("() => window.__submitted")
+        message = page.text_content(".pfFormInput .s3rm-create-message") or ""
+        assert errors == []
+        if allowed:
+            assert submitted == [typed.strip()] and message == ""
+        else:
+            assert submitted == [] and message.strip()
+            assert page.get_attribute("[name=page_name]", "aria-invalid") == "true"
+
+
+def test_forminput_launcher_fits_its_panel():
+    css = (Path(__file__).resolve().parents[3] / "schema" / "site" / "Common.css").read_text(encoding="utf-8")
+    with _common_js_page(FORMINPUT, "연구_메모리", 0, 1) as (page, errors):
+        page.add_style_tag(content=css)
+        panel = page.eval_on_selector(".s3rm-form-launcher", "e => e.getBoundingClientRect().right")
+        rights = page.eval_on_selector_all(".pfFormInput input, .pfFormInput button",
+                                           "els => els.map(e => e.getBoundingClientRect().right)")
+        assert errors == [] and rights and max(rights) <= panel + 0.5
 
 
 # ---------------------------------------------------------------- graph labels
