@@ -57,7 +57,7 @@ window.mw = {
   config: { get: function (k) { return ({wgPageName: %(page)r, wgNamespaceNumber: %(ns)d,
                                           wgArticleId: %(article)d, wgAction: 'formedit'})[k]; } },
   loader: { using: function () { return { then: function (f) { f(); } }; } },
-  util: {}, Api: function () {}
+  util: { getUrl: function (t) { return '/index.php/' + encodeURIComponent(t); } }, Api: function () {}
 };
 """
 
@@ -193,6 +193,38 @@ def test_forminput_launcher_fits_its_panel():
         rights = page.eval_on_selector_all(".pfFormInput input, .pfFormInput button",
                                            "els => els.map(e => e.getBoundingClientRect().right)")
         assert errors == [] and rights and max(rights) <= panel + 0.5
+
+
+# ---------------------------------------------------------------- home recent list
+INJECTED = '<span style="color:red;font-size:40px">BIG</span> \'\'\'B\'\'\' <u>u</u> {{SITENAME}} [[x]]'
+RECENT = """
+<div id="s3rm-recent-list" class="s3rm-recent-list" data-limit="6"></div>
+<script>
+window.fetch = function (url, init) {
+  var req = JSON.parse(init.body);
+  var content = {results: [{id: "gpu_oom_high", title: %(title)s, confidence: "high",
+                             updated_at: "2026-12-02T03:31:51Z"}]};
+  var body = JSON.stringify({jsonrpc: "2.0", id: req.id, result: {structuredContent: content,
+                             content: [{type: "text", text: JSON.stringify(content)}]}});
+  return Promise.resolve(new Response(body, {status: 200, headers: {"Content-Type": "application/json"}}));
+};
+</script>
+"""
+
+
+def test_recent_list_shows_values_as_text_with_id_and_local_time():
+    """The home page's recent list (every wiki, SMW too) draws gateway values as DOM text: an HTML or
+    wikitext title shows literally, the id is under it and the UTC time is a <time> element."""
+    import json
+    with _common_js_page(RECENT % {"title": json.dumps(INJECTED)}, "연구_메모리", 0, 1) as (page, errors):
+        page.wait_for_selector("#s3rm-recent-list[data-state=ready] li")
+        row = page.locator("#s3rm-recent-list li[data-id]").first
+        assert errors == []
+        assert row.get_attribute("data-id") == "gpu_oom_high"
+        assert INJECTED in row.inner_text()
+        assert page.locator("#s3rm-recent-list span[style], #s3rm-recent-list u, #s3rm-recent-list b").count() == 0
+        assert "gpu_oom_high" in page.locator("#s3rm-recent-list .s3rm-lesson-id").first.inner_text()
+        assert page.get_attribute("#s3rm-recent-list time", "datetime") == "2026-12-02T03:31:51Z"
 
 
 # ---------------------------------------------------------------- graph labels
