@@ -2338,6 +2338,20 @@
 				}
 			} );
 		}
+		// The picker matches what the reader types against page names, which show "_" as a space
+		// (locally: the label's words; remotely: PFValuesUtils turns spaces back into "_" for
+		// page_title), so an id typed with underscores is shown and searched with spaces.
+		form.addEventListener( 'input', function ( event ) {
+			var t = event.target;
+			if ( t && t.tagName === 'INPUT' && t.hasAttribute( 'autocompletesettings' ) &&
+				t.closest( '.s3rm-form-relation' ) && t.value.indexOf( '_' ) !== -1 ) {
+				var at = t.selectionStart;
+				t.value = t.value.replace( /_/g, ' ' );
+				if ( typeof at === 'number' ) {
+					t.setSelectionRange( at, at );
+				}
+			}
+		}, true );
 		form.addEventListener( 'submit', fill, true );
 		Array.prototype.forEach.call( form.querySelectorAll( '[name="wpSave"], [name="wpPreview"], [name="wpDiff"]' ), function ( button ) {
 			button.addEventListener( 'click', fill, true ); // Page Forms may submit from script

@@ -40,8 +40,9 @@ FORM = """
   <!-- Page Forms 6 combobox (PF_ComboBoxInput.js): a hidden input carries the name and the value,
        the visible OOUI input shows the label; "values from namespace" gives page names with spaces -->
   <input type="hidden" id="input_21-hidden" name="Lesson relation[1][to]" value="{to1}">
-  <div class="oo-ui-comboBoxInputWidget"><input type="text" id="input_21" class="oo-ui-inputWidget-input"
-       value="{to1}" data-label="{to1}" autocompletesettings="Lesson" autocompletedatatype="namespace"></div>
+  <div class="s3rm-form-section s3rm-form-relation"><div class="oo-ui-comboBoxInputWidget">
+  <input type="text" id="input_21" class="oo-ui-inputWidget-input"
+       value="{to1}" data-label="{to1}" autocompletesettings="Lesson" autocompletedatatype="namespace"></div></div>
   <input type="hidden" name="Lesson relation[2][to]" value="gpu_oom_high">
   <!-- an older select-based combobox submits the selected option -->
   <select name="Lesson relation[3][to]"><option value="Lesson:Kv cache  reuse" selected>Kv cache reuse</option></select>
@@ -128,6 +129,15 @@ def test_relation_target_picked_as_page_name_is_submitted_as_the_id():
     assert v["Lesson relation[2][to]"] == "gpu_oom_high"  # an id stays as it is
     assert v["Lesson relation[3][to]"] == "Kv_cache_reuse"  # the selected option's value
     assert v["Lesson relation[num][to]"] == ""
+
+
+def test_id_typed_into_the_relation_picker_is_searched_as_a_page_name():
+    """Page Forms matches the typed text against page names (``gpu oom high``); ``gpu_oom`` typed
+    by a reader who knows the id is searched as ``gpu oom``."""
+    with _common_js_page(FORM.format(created="", updated="", to1=""), "Lesson:gpu_frag", 3000, 42) as (page, errors):
+        page.type("#input_21", "gpu_oom")
+        assert page.input_value("#input_21") == "gpu oom"
+        assert errors == []
 
 
 def test_page_name_with_prefix_and_runs_of_blanks_becomes_the_id():
