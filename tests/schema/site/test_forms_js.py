@@ -265,3 +265,116 @@ def test_graph_labels_are_cut_between_graphemes(without_segmenter):
     assert out[3] == "e\u0301" * 25 + "…" and out[4] == "👍🏽" * 25 + "…"
     for text in out:
         text.encode("utf-8")  # a lone surrogate cannot be encoded
+
+
+# ---------------------------------------------------------------- field values are data
+def _sample_values() -> list[str]:
+    """The codec's dangerous constructs plus generated text biased towards wikitext and tricky code points."""
+    from hypothesis import HealthCheck, given, settings
+    from support.codec_cases import CONSTRUCTS, field_text
+
+    values = list(CONSTRUCTS.values())
+
+    @settings(max_examples=400, database=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(field_text(60))
+    def collect(value):
+        values.append(value)
+
+    collect()
+    return values
+
+
+def test_site_script_codec_agrees_with_the_page_codec():
+    """``mw.s3rm.encodeValue`` is inert wikitext the page codec reads back as the value, and
+    ``mw.s3rm.decodeValue`` reads what the page codec writes: a form save stores what an agent stores."""
+    import unicodedata
+
+    import mwparserfromhell
+    from mwparserfromhell.nodes import HTMLEntity, Text
+
+    from gateway.domain.codec import decode_value, encode_value
+
+    def assert_inert(encoded: str) -> None:  # as tests/gateway/domain/test_codec.py
+        assert "\n" not in encoded and "\r" not in encoded
+        assert not set(encoded) & set("|{}[]<>"), encoded
+        assert all(isinstance(n, (Text, HTMLEntity)) for n in mwparserfromhell.parse(encoded).nodes), encoded
+        assert unicodedata.normalize("NFC", "=" + encoded + "\n") == "=" + encoded + "\n", encoded
+
+    values = [v for v in _sample_values() if not any(0xD800 <= ord(c) <= 0xDFFF for c in v)]
+    with _common_js_page("", "Main_Page", 0, 1) as (page, errors):
+        js = page.evaluate("""(values) => values.map(v => [mw.s3rm.encodeValue(v, false),
+                                                              mw.s3rm.decodeValue(v)])""", values)
+        py_encoded = [encode_value(v) for v in values]
+        js_decoded = page.evaluate("(raw) => raw.map(r => mw.s3rm.decodeValue(r))", py_encoded)
+        assert errors == []
+    for value, (js_enc, js_dec_raw), py_enc, js_dec in zip(values, js, py_encoded, js_decoded):
+        assert decode_value(js_enc) == value, (value, js_enc)
+        assert_inert(js_enc)
+        assert js_dec == value, (value, py_enc)
+        assert js_dec_raw == decode_value(value), value
+
+
+FIELDS_FORM = """
+<form id="pfForm" onsubmit="return false">
+  <input type="hidden" name="Lesson[updated_at]" value="2024-05-01T10:00:00Z">
+  <input type="text" name="Lesson[title]" value="{title}">
+  <textarea name="Lesson[context]">{context}</textarea>
+  <input type="text" name="Lesson evidence[1][citation]" value="">
+  <input type="text" name="Lesson evidence[1][url]" value="{url}">
+  <textarea name="Lesson evidence[num][note]"></textarea>
+  <button type="submit" name="wpSave">save</button>
+</form>
+<script>
+window.__posted = [];
+document.getElementById('pfForm').addEventListener('submit', function (e) {
+  window.__posted.push(Object.fromEntries(new FormData(e.target).entries()));
+});
+</script>
+"""
+
+
+def test_form_shows_decoded_values_and_submits_encoded_ones():
+    """An MCP-written Lesson opens in the form with plain text (no ``&#10;``), and a save stores the
+    page codec's encoding: a ``|`` typed into 출처 reaches Page Forms as ``&#124;`` (its pipe check
+    passes) and the page reads back the typed text."""
+    import html as _html
+
+    from gateway.domain.codec import decode_value, encode_value
+    context = "A100 80GB\nPyTorch 2.3 | batch {{16}}"
+    title = "<b>B</b> '''x''' [[y]]"
+    url = "https://example.org/a?b=1&c=%20#x"
+    body = (FIELDS_FORM.replace("{title}", _html.escape(encode_value(title), quote=True))
+            .replace("{context}", _html.escape(encode_value(context)))
+            .replace("{url}", _html.escape(encode_value(url, url=True), quote=True)))
+    with _common_js_page(body, "Lesson:gpu_frag", 3000, 42) as (page, errors):
+        assert page.input_value("[name='Lesson[context]']") == context
+        assert page.input_value("[name='Lesson[title]']") == title
+        assert page.input_value("[name='Lesson evidence[1][url]']") == url
+        page.fill("[name='Lesson evidence[1][citation]']", "repo | commit abc")
+        page.click("[name=wpSave]")
+        posted = page.evaluate("() => window.__posted")[-1]
+        page.wait_for_timeout(50)
+        assert page.input_value("[name='Lesson evidence[1][citation]']") == "repo | commit abc"  # as typed again
+        assert errors == []
+    assert "|" not in posted["Lesson evidence[1][citation]"] and "\n" not in posted["Lesson[context]"]
+    assert decode_value(posted["Lesson evidence[1][citation]"]) == "repo | commit abc"
+    assert decode_value(posted["Lesson[context]"]) == context
+    assert decode_value(posted["Lesson[title]"]) == title
+    assert decode_value(posted["Lesson evidence[1][url]"]) == url and posted["Lesson evidence[1][url]"].startswith("https:")
+    assert posted["Lesson evidence[num][note]"] == ""
+
+
+def test_value_a_field_cannot_hold_stays_encoded_and_unchanged():
+    """A CR LF in a textarea or a line break in a one-line input would be lost by the field, so
+    such a value is left in its encoded form and saved as it was."""
+    from gateway.domain.codec import decode_value, encode_value
+    context, title = "line1\r\nline2", "two\nlines"
+    import html as _html
+    body = (FIELDS_FORM.replace("{title}", _html.escape(encode_value(title)))
+            .replace("{context}", _html.escape(encode_value(context))).replace("{url}", ""))
+    with _common_js_page(body, "Lesson:gpu_frag", 3000, 42) as (page, errors):
+        assert page.input_value("[name='Lesson[context]']") == encode_value(context)
+        page.click("[name=wpSave]")
+        posted = page.evaluate("() => window.__posted")[-1]
+        assert errors == []
+    assert decode_value(posted["Lesson[context]"]) == context and decode_value(posted["Lesson[title]"]) == title
