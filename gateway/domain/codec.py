@@ -16,10 +16,13 @@ NFC normalisation MediaWiki applies to all submitted text.
 every string without lone surrogates (which are rejected: they cannot be sent
 as UTF-8).
 
-Normalisation policy: none. The codec never trims, re-cases or re-normalises
-a value; leading/trailing whitespace, NFD sequences, blank lines and control
-characters all come back byte-for-byte. Only the *encoding* in wikitext
-changes, using character references MediaWiki passes through verbatim.
+Normalisation policy: none for text. The codec never trims, re-cases or
+re-normalises a text value; leading/trailing whitespace, NFD sequences, blank
+lines and control characters all come back byte-for-byte. Only the *encoding*
+in wikitext changes, using character references MediaWiki passes through
+verbatim. Two structured fields have one canonical reading
+(:func:`canonical_value`): a ``claim_fields`` list without blanks around its
+commas, and a relation's page reference with ``_`` for spaces.
 
 What is encoded (everything else stays literal so the page stays readable):
 ``& < >`` always; ``| { } [ ]`` always; line breaks, tabs and other control
