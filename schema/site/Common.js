@@ -2424,9 +2424,10 @@
 				}
 				return String.fromCodePoint( cp );
 			}
-			codecScratch = codecScratch || document.createElement( 'textarea' );
-			codecScratch.innerHTML = whole; // RCDATA: only character references are resolved
-			return codecScratch.value;
+			// a named reference, resolved by the HTML parser (as the codec's html.unescape);
+			// the text is "&name;" only, in a textarea (RCDATA), in an inert document
+			codecScratch = codecScratch || new DOMParser();
+			return codecScratch.parseFromString( '<textarea>' + whole + '</textarea>', 'text/html' ).querySelector( 'textarea' ).value;
 		} );
 	}
 
