@@ -530,3 +530,15 @@ def test_the_gateway_reads_a_form_saved_lesson_as_the_agent_wrote_it(repo):
     audit = h.call("audit_lessons", expectations=[{"id": "src", "content_digest": before["content_digest"],
                                                    "relations": [{"relation": "works_when", "to": "gpu_oom_high"}]}])
     assert audit["results"][0]["status"] == "ok"
+
+
+def test_get_lesson_says_how_many_records_it_left_out(repo):
+    """A record whose value breaks the published output schema (saved outside the gateway) is left
+    out of the page, and the sub-page says so with ``skipped`` instead of only counting it in ``total``."""
+    add(repo, "ok_target")
+    add(repo, "holder", relations=[relation("holder", "supports", "ok_target"),
+                                   relation("holder", "supports", "Not An Id!")])
+    out = Harness(repo).call("get_lesson", id="holder")
+    rels = out["relations"]
+    assert rels["total"] == 2 and [r["to"] for r in rels["items"]] == ["ok_target"] and rels["skipped"] == 1
+    assert "skipped" not in out["citations"] and "skipped" not in out["verifications"]
