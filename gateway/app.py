@@ -183,6 +183,7 @@ def create_app(
         retrieval.start()
     if retrieval is not None:
         admission.attach_semantic_gate(retrieval.gate_stats)
+    # the snapshot scan on every wiki: SMW's stored values are not the codec's values (gateway/web/graphdata.py)
     graph_bp = create_graph_blueprint(lambda: repository, config) if repository is not None else None
     dispatcher = Dispatcher(
         registry, config=config, repository=repository, metrics=metrics, clock=clock, admission=admission,

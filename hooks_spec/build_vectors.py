@@ -295,6 +295,16 @@ vec("HS22", "verification appended", "pass", WITH_V, page(upd(), [E1], [V1, vr("
 vec("HS22", "verification outcome edited", "fail", WITH_V, page(upd(), [E1], [vr("v1", E1, outcome="contradicts")]),
     expect=["HS22"])
 vec("HS22", "verification deleted", "edge", WITH_V, page(upd(), [E1]), expect=["HS22"])
+V3 = vr("v1", E1, claim_fields="observation,interpretation,reusable_lesson")
+WITH_V3 = page(fields(), [E1], [V3])
+# a Page Forms save re-joins the checkbox list with ", ", drops empty parameters and writes the
+# relation section where the form puts it: the decoded records are unchanged, so nothing was edited
+vec("HS22", "form save re-spaces the claim_fields list", "edge", WITH_V3,
+    page(upd(), [E1], [V3]).replace("|claim_fields=observation,interpretation,reusable_lesson",
+                                    "|claim_fields=observation, interpretation, reusable_lesson"))
+vec("HS22", "form save changes the claim_fields list", "fail", WITH_V3,
+    page(upd(), [E1], [V3]).replace("|claim_fields=observation,interpretation,reusable_lesson",
+                                    "|claim_fields=observation, interpretation"), expect=["HS22"])
 
 R1 = rel("other")
 WITH_R = page(fields(), [E1], r=[R1])
@@ -303,6 +313,12 @@ vec("HS23", "relation appended", "pass", WITH_R, page(upd(), [E1], r=[R1, rel("t
 vec("HS23", "relation note edited", "fail", WITH_R, page(upd(), [E1], r=[rel("other", note="changed")]),
     existing={"other"}, expect=["HS23"])
 vec("HS23", "relation deleted", "edge", WITH_R, page(upd(), [E1]), expect=["HS23"])
+R2 = rel("other_page")
+vec("HS23", "relation target re-spelled as its page name", "edge", page(fields(), [E1], r=[R2]),
+    page(upd(), [E1], r=[R2]).replace("|to=other_page", "|to=other page"), existing={"other_page"})
+vec("HS21", "evidence re-encoded with other character references", "edge",
+    page(fields(), [ev(citation="a & b | c")]),
+    page(upd(), [ev(citation="a & b | c")]).replace("a &amp; b &#124; c", "a &#38; b &#x7C; c"))
 
 vec("HS24", "distinct evidence ids", "pass", BASE, page(upd(), [E1, ev("e1-2", at=T1)]))
 vec("HS24", "evidence id reused", "fail", BASE, page(upd(), [E1, ev("e1", at=T1, citation="other")]),

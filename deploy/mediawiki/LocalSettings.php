@@ -82,7 +82,15 @@ wfLoadExtension( 'SemanticMediaWiki' );
 enableSemantics( parse_url( $wgCanonicalServer, PHP_URL_HOST ) );
 $smwgNamespacesWithSemanticLinks[NS_LESSON] = true;
 $smwgNamespacesWithSemanticLinks[NS_LESSON_TALK] = false;
+# A page that embeds an #ask is purged when an entity its query depends on changes
+# (docs/operations.md#smw-settings); SMW's default exemption list stays: _MDAT, _SOBJ
+# and the query meta properties do not trigger a purge.
+$smwgEnabledQueryDependencyLinksStore = true;
 wfLoadExtension( 'PageForms' );
+# Page Forms shows page names in pickers and the form-edit tab on Lesson pages
+# (docs/browser.md#page-forms): the relation picker always asks the API, whose
+# page_title match takes an id typed with underscores.
+$wgPageFormsMaxLocalAutocompleteValues = 0;
 
 # ----------------------------------------------------------- editing
 # >>> s3rm shared: editing

@@ -16,10 +16,13 @@ NFC normalisation MediaWiki applies to all submitted text.
 every string without lone surrogates (which are rejected: they cannot be sent
 as UTF-8).
 
-Normalisation policy: none. The codec never trims, re-cases or re-normalises
-a value; leading/trailing whitespace, NFD sequences, blank lines and control
-characters all come back byte-for-byte. Only the *encoding* in wikitext
-changes, using character references MediaWiki passes through verbatim.
+Normalisation policy: none for text. The codec never trims, re-cases or
+re-normalises a text value; leading/trailing whitespace, NFD sequences, blank
+lines and control characters all come back byte-for-byte. Only the *encoding*
+in wikitext changes, using character references MediaWiki passes through
+verbatim. Two structured fields have one canonical reading
+(:func:`canonical_value`): a ``claim_fields`` list without blanks around its
+commas, and a relation's page reference with ``_`` for spaces.
 
 What is encoded (everything else stays literal so the page stays readable):
 ``& < >`` always; ``| { } [ ]`` always; line breaks, tabs and other control
@@ -230,8 +233,37 @@ def _params(node: Template, rec) -> dict[str, str]:
         if key in seen:
             raise PageFormatError(f"{{{{{rec.template}}}}} sets {key!r} twice")
         seen.add(key)
-        values[key] = decode_value(str(param.value))
+        values[key] = canonical_value(rec.field(key), decode_value(str(param.value)))
     return values
+
+
+_LIST_SPLIT = re.compile(r"[ \t]*,[ \t]*")
+_TITLE_SPACES = re.compile(r"[ _]+")
+
+
+def canonical_value(field, value: str) -> str:
+    """The one reading of a decoded structured value (``docs/data-contract.md#codec``).
+
+    Free text is never touched. Two field kinds have equivalent spellings that
+    Page Forms or MediaWiki produce, and read as one value:
+
+    * an ``enum_list`` (``claim_fields``): Page Forms joins a ``list`` with
+      ``"<delimiter> "`` (``observation, interpretation``); the items are read
+      without the blanks around each comma, as ``observation,interpretation``;
+    * a page reference (``smw_type = "Page"``: a relation's ``from``/``to``):
+      a page name with spaces names the same page as the id with underscores
+      (MediaWiki titles treat ``_`` and space alike; Page Forms' namespace
+      picker offers ``gpu oom high`` for ``Lesson:gpu_oom_high``), so a value
+      holding a space is read as that id. Values without a space are left as
+      they are.
+    """
+    if not value:
+        return value
+    if field.type == "enum_list":
+        return ",".join(_LIST_SPLIT.split(value.strip(" \t")))
+    if field.smw_type == "Page" and " " in value:
+        return _TITLE_SPACES.sub("_", value).strip("_")
+    return value
 
 
 def _call(rec, values: dict[str, str]) -> str:

@@ -66,8 +66,13 @@ class _Sub:
     count: int = field(default=0)
 
     def view(self, count: int) -> dict[str, Any]:
-        return {"items": [x for x in self.window[:count] if x is not None],
-                "next_cursor": self.pager.next_offset(self.offset, count, self.total), "total": self.total}
+        page = self.window[:count]
+        out = {"items": [x for x in page if x is not None],
+               "next_cursor": self.pager.next_offset(self.offset, count, self.total), "total": self.total}
+        skipped = sum(1 for x in page if x is None)
+        if skipped:  # said, never silent: total still counts them
+            out["skipped"] = skipped
+        return out
 
 
 def _too_large(name: str, index: int, record_id: str) -> ToolError:
@@ -223,6 +228,9 @@ def _sub_page(description: str, item: dict) -> dict:
         "items": array("This page of records.", item, max_items=LIMITS["page_max"]),
         "next_cursor": next_cursor(),
         "total": integer("Total number of records of this kind on the Lesson.", 0),
+        "skipped": integer("Present when records of this page were left out because a value breaks this schema "
+                           "(the page was edited outside the gateway); `total` still counts them and `s3rm audit` "
+                           "names them.", 1),
     }, ["items", "next_cursor", "total"], description)
 
 

@@ -29,8 +29,9 @@ Why it is built this way
 The home page is opened often and must be cheap on every visit, so no
 request ever reads every page just for itself:
 
-How the data is read (an ``ask`` query with SMW, a bounded snapshot scan
-without it) is :mod:`gateway.web.graphdata`.
+How the data is read is :mod:`gateway.web.graphdata`: the app always uses the
+bounded snapshot scan (values through the page codec), also on a wiki with
+SMW; the ``ask`` source exists for a caller that passes ``ask``.
 
 Either result is cached in the process. Freshness (docs/browser.md#freshness, "a Lesson
 saved in the browser or over MCP appears at once"):
@@ -42,7 +43,7 @@ saved in the browser or over MCP appears at once"):
   in the request, so the page that follows a save already shows it.
 * After an MCP write the app calls :meth:`GraphCache.invalidate` (exposed as
   ``blueprint.graph_cache``): the next request probes at once instead of
-  waiting for the interval (on the SMW path it re-runs the two queries).
+  waiting for the interval (with an ``ask`` source it re-runs the two queries).
 * The whole graph is re-read when it is older than ``ttl_seconds`` (default
   10 s), which also drops deleted Lessons. That re-read runs in a background
   thread while requests keep getting the previous data, so no visitor waits

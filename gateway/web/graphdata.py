@@ -4,15 +4,19 @@
 a source builds it, and :class:`~gateway.web.graph.GraphCache` keeps it fresh.
 No request ever reads every page just for itself:
 
-* **With Semantic MediaWiki** (an ``ask`` callable is passed in): two bounded
-  ``ask`` queries — Lessons with title, confidence and updated time, and the
-  relation subobjects — read in pages of 500. SMW already holds exactly
-  these values as properties.
-* **Without SMW** (the development wiki; Debian ships no SMW): one bounded
-  scan of the Lesson snapshots (``LessonRepository.scan_snapshots`` in batches
+* :class:`SnapshotGraphSource` — what the app uses on every wiki, with or
+  without Semantic MediaWiki: one bounded scan of the Lesson snapshots (``LessonRepository.scan_snapshots`` in batches
   of 50, at most ``max_nodes`` Lessons), edges taken from each snapshot's
   ``{{Lesson relation}}`` records. Plain MediaWiki has no cheaper source for
   typed relations: the link tables know *that* two pages link, not *how*.
+  Values come through the page codec, so they are exactly what agents read.
+* :class:`AskGraphSource` — two bounded SMW ``ask`` queries (Lessons with
+  title, confidence and updated time; the relation subobjects) in pages of
+  500, used only when an ``ask`` callable is passed in. The app does not:
+  SMW's stored values are not yet the decoded values agents read (its SQL
+  store keeps ``htmlspecialchars_decode`` of the page encoding, so other
+  character references stay literal: docs/browser.md#page-forms), and this
+  source has no one-second probe.
 
 Contract: docs/browser.md#gateway-json and docs/read-path.md#graph-similarity.
 """

@@ -2317,6 +2317,224 @@
 		} );
 	}
 
+	// A relation target is stored as the Lesson id. Page Forms' "values from namespace" picker
+	// offers page names ("gpu oom high" for Lesson:gpu_oom_high: PFValuesUtils::getAllPagesForNamespace
+	// turns "_" into " ") and submits the chosen name from the input named "Lesson relation[n][to]"
+	// (PF_ComboBoxInput.js keeps it in a hidden input); the page name is turned back into the id
+	// the way MediaWiki makes a title's key: no namespace prefix, runs of spaces/underscores as one "_".
+	function titleToLessonId( raw ) {
+		return String( raw || '' ).trim().replace( /^lesson\s*:\s*/i, '' ).replace( /[ _]+/g, '_' ).replace( /^_+|_+$/g, '' );
+	}
+
+	function setFieldValue( field, value ) {
+		if ( field.tagName === 'SELECT' ) {
+			var opt = field.options[ field.selectedIndex ];
+			if ( opt ) {
+				opt.value = value; // a select2/<select> picker submits the selected option's value
+			}
+			return;
+		}
+		field.value = value;
+	}
+
+	// ---- Page Forms: field values are data (docs/data-contract.md#codec, docs/browser.md#page-forms)
+	// The page stores every value encoded by the page codec (gateway/domain/codec.py): "|" as
+	// "&#124;", a line break as "&#10;" and so on. Page Forms copies a parameter's wikitext into
+	// its field as it is, so the form shows those references, and it refuses a bare "|"
+	// (PageForms.js checkForPipes, "pf_pipe_error"). The site script decodes the fields when the
+	// form opens and encodes them again just before Page Forms validates and submits, with the
+	// codec's rules, so a browser editor types plain text and the page holds what an agent writes.
+	var CODEC_SCHEMES = [ 'bitcoin', 'ftp', 'ftps', 'geo', 'git', 'gopher', 'http', 'https', 'irc', 'ircs', 'magnet',
+		'mailto', 'matrix', 'mms', 'news', 'nntp', 'redis', 'sftp', 'sip', 'sips', 'sms', 'ssh', 'svn', 'tel', 'telnet',
+		'urn', 'worldwind', 'xmpp' ];
+	var CODEC_ALWAYS = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '|': '&#124;', '{': '&#123;', '}': '&#125;', '[': '&#91;', ']': '&#93;' };
+	var CODEC_TWIN = '~\'_';
+	var CODEC_LEADING = ' *#:;=-';
+	var CODEC_TRIM = ' \t\n\r\0\x0b';
+	var CODEC_ENTITY = /&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});/g;
+	var codecMark = null;
+
+	function codePoints( text ) {
+		var out = [], i, c, d;
+		for ( i = 0; i < text.length; i++ ) {
+			c = text.charCodeAt( i );
+			if ( c >= 0xD800 && c <= 0xDBFF && i + 1 < text.length ) {
+				d = text.charCodeAt( i + 1 );
+				if ( d >= 0xDC00 && d <= 0xDFFF ) {
+					out.push( text.slice( i, i + 2 ) );
+					i++;
+					continue;
+				}
+			}
+			out.push( text.charAt( i ) );
+		}
+		return out;
+	}
+
+	function codePointOf( ch ) {
+		return ch.length === 2 ? ( ch.charCodeAt( 0 ) - 0xD800 ) * 0x400 + ( ch.charCodeAt( 1 ) - 0xDC00 ) + 0x10000 : ch.charCodeAt( 0 );
+	}
+
+	function nfc( text ) {
+		return typeof text.normalize === 'function' ? text.normalize( 'NFC' ) : text;
+	}
+
+	function isMark( ch ) {
+		if ( codecMark === null ) {
+			try {
+				codecMark = new RegExp( '^\\p{M}$', 'u' );
+			} catch ( e ) {
+				codecMark = false;
+			}
+		}
+		return codecMark ? codecMark.test( ch ) : false;
+	}
+
+	function controlOrNonchar( cp ) {
+		return cp < 0x20 || ( cp >= 0x7F && cp <= 0x9F ) || ( cp >= 0xFDD0 && cp <= 0xFDEF ) || ( cp & 0xFFFE ) === 0xFFFE;
+	}
+
+	function nfcSensitive( ch ) {
+		var cp = codePointOf( ch );
+		return isMark( ch ) || ( cp >= 0x1100 && cp <= 0x11FF ) || ( cp >= 0xA960 && cp <= 0xA97F ) ||
+			( cp >= 0xD7B0 && cp <= 0xD7FF ) || nfc( ch ) !== ch;
+	}
+
+	function afterScheme( chars, i ) {
+		var before = chars.slice( Math.max( 0, i - 9 ), i ).join( '' ).toLowerCase(), k, name;
+		for ( k = 0; k < CODEC_SCHEMES.length; k++ ) {
+			name = CODEC_SCHEMES[ k ];
+			if ( before.length >= name.length && before.slice( before.length - name.length ) === name ) {
+				return true;
+			}
+		}
+		return false;
+	}
+
+	/** The page codec's encode_value: ``value`` as inert wikitext on one line (``url``: scheme colon kept). */
+	function encodeValue( value, url ) {
+		var chars = codePoints( String( value || '' ) ), out = [], i, ch, cp, last = chars.length - 1, trailingFrom = chars.length;
+		var notNfc = nfc( chars.join( '' ) ) !== chars.join( '' );
+		while ( trailingFrom > 0 && CODEC_TRIM.indexOf( chars[ trailingFrom - 1 ] ) !== -1 ) {
+			trailingFrom--;
+		}
+		for ( i = 0; i < chars.length; i++ ) {
+			ch = chars[ i ];
+			cp = codePointOf( ch );
+			if ( Object.prototype.hasOwnProperty.call( CODEC_ALWAYS, ch ) ) {
+				out.push( CODEC_ALWAYS[ ch ] );
+			} else if ( controlOrNonchar( cp ) || ( cp >= 0xD800 && cp <= 0xDFFF ) ) {
+				out.push( cp >= 0xD800 && cp <= 0xDFFF ? '&#65533;' : '&#' + cp + ';' ); // a lone surrogate cannot be stored
+			} else if ( i === 0 && ( CODEC_LEADING.indexOf( ch ) !== -1 || /^\s$/.test( ch ) || nfcSensitive( ch ) ) ) {
+				out.push( '&#' + cp + ';' );
+			} else if ( i >= trailingFrom ) {
+				out.push( '&#' + cp + ';' );
+			} else if ( CODEC_TWIN.indexOf( ch ) !== -1 && ( ( i > 0 && chars[ i - 1 ] === ch ) || ( i < last && chars[ i + 1 ] === ch ) ) ) {
+				out.push( '&#' + cp + ';' );
+			} else if ( ch === ':' && !url && afterScheme( chars, i ) ) {
+				out.push( '&#58;' );
+			} else if ( notNfc && nfcSensitive( ch ) ) {
+				out.push( '&#' + cp + ';' );
+			} else {
+				out.push( ch );
+			}
+		}
+		return out.join( '' );
+	}
+
+	var codecScratch = null;
+
+	/** The page codec's decode_value: trimmed like a named template parameter, references resolved. */
+	function decodeValue( raw ) {
+		var text = String( raw || '' ), start = 0, end = text.length;
+		while ( start < end && CODEC_TRIM.indexOf( text.charAt( start ) ) !== -1 ) {
+			start++;
+		}
+		while ( end > start && CODEC_TRIM.indexOf( text.charAt( end - 1 ) ) !== -1 ) {
+			end--;
+		}
+		text = text.slice( start, end );
+		if ( text.indexOf( '&' ) === -1 ) {
+			return text;
+		}
+		return text.replace( CODEC_ENTITY, function ( whole, body ) {
+			var cp;
+			if ( body.charAt( 0 ) === '#' ) {
+				cp = /^#[xX]/.test( body ) ? parseInt( body.slice( 2 ), 16 ) : parseInt( body.slice( 1 ), 10 );
+				if ( cp > 0x10FFFF || ( cp >= 0xD800 && cp <= 0xDFFF ) ) {
+					return whole;
+				}
+				return String.fromCodePoint( cp );
+			}
+			// a named reference, resolved by the HTML parser (as the codec's html.unescape);
+			// the text is "&name;" only, in a textarea (RCDATA), in an inert document
+			codecScratch = codecScratch || new DOMParser();
+			return codecScratch.parseFromString( '<textarea>' + whole + '</textarea>', 'text/html' ).querySelector( 'textarea' ).value;
+		} );
+	}
+
+	var LESSON_TEXT_FIELD = /^Lesson(?: evidence| evidence verification| relation)?\[(?:[^\]]+\]\[)?[a-z_]+\]$/;
+
+	function textFields( form ) {
+		return Array.prototype.filter.call( form.querySelectorAll( 'textarea, input[type="text"], input:not([type])' ), function ( el ) {
+			return LESSON_TEXT_FIELD.test( el.name || '' ) && el.name.indexOf( '[num]' ) === -1;
+		} );
+	}
+
+	function isUrlField( el ) {
+		return /\[url\]$/.test( el.name );
+	}
+
+	// A value the field cannot hold as it is (a one-line input drops line breaks, a textarea turns
+	// CR LF into LF) stays in its encoded form, so a save never changes it behind the reader's back.
+	function decodeFormFields( form ) {
+		textFields( form ).forEach( function ( el ) {
+			var raw = el.value, value = decodeValue( raw );
+			if ( value === raw ) {
+				return;
+			}
+			el.value = value;
+			if ( el.value !== value ) {
+				el.value = raw;
+				el.setAttribute( 'data-s3rm-raw', raw );
+			}
+		} );
+	}
+
+	// Encodes every text field once per submission; the plain text comes back right after
+	// (the browser has taken the form data by then), so a save Page Forms refuses leaves the
+	// reader's text as typed and the next submission encodes it afresh.
+	function encoderFor( form ) {
+		var pending = null;
+		return function () {
+			if ( pending ) {
+				return;
+			}
+			pending = [];
+			textFields( form ).forEach( function ( el ) {
+				var plain = el.value, raw = el.getAttribute( 'data-s3rm-raw' ), encoded;
+				if ( raw !== null ) {
+					// still shown encoded: unchanged it is kept, edited it is read like typed wikitext
+					encoded = plain === raw ? raw : encodeValue( decodeValue( plain ), isUrlField( el ) );
+				} else {
+					encoded = encodeValue( plain, isUrlField( el ) );
+				}
+				if ( encoded !== plain ) {
+					el.value = encoded;
+					pending.push( [ el, plain, encoded ] );
+				}
+			} );
+			setTimeout( function () {
+				pending.forEach( function ( entry ) {
+					if ( entry[ 0 ].value === entry[ 2 ] ) {
+						entry[ 0 ].value = entry[ 1 ];
+					}
+				} );
+				pending = null;
+			}, 0 );
+		};
+	}
+
 	function fillLessonForm( form ) {
 		var updated = formFields( form, /^Lesson\[updated_at\]$/ );
 		var loaded = updated.length ? updated[ 0 ].value : '';
@@ -2324,10 +2542,14 @@
 		if ( existing || loaded ) {
 			lockAfterCreate( form );
 		}
+		// Fills an empty field, and re-fills one this script filled before: Page Forms may refuse a
+		// save after the click (a missing mandatory field), and the next click must not leave the
+		// first click's created_at behind the new updated_at.
 		function fillEmpty( value ) {
 			return function ( el ) {
-				if ( !el.value ) {
+				if ( !el.value || el.value === el.getAttribute( 'data-s3rm-filled' ) ) {
 					el.value = value;
+					el.setAttribute( 'data-s3rm-filled', value );
 				}
 			};
 		}
@@ -2347,15 +2569,83 @@
 				formFields( form, /^Lesson relation\[[^\]]+\]\[from\]$/ ).forEach( fillEmpty( lessonId ) );
 			}
 			formFields( form, /^Lesson evidence verification\[[^\]]+\]\[id\]$/ ).forEach( function ( el, i ) {
-				if ( !el.value ) {
-					el.value = 'v' + next.replace( /\D/g, '' ) + '-' + ( i + 1 );
+				fillEmpty( 'v' + next.replace( /\D/g, '' ) + '-' + ( i + 1 ) )( el );
+			} );
+			formFields( form, /^Lesson relation\[[^\]]+\]\[to\]$/ ).forEach( function ( el ) {
+				var id = titleToLessonId( el.value );
+				if ( id !== el.value ) {
+					setFieldValue( el, id );
 				}
 			} );
 		}
-		form.addEventListener( 'submit', fill, true );
+		// The picker matches what the reader types against page names, which show "_" as a space
+		// (locally: the label's words; remotely: PFValuesUtils turns spaces back into "_" for
+		// page_title), so an id typed with underscores is shown and searched with spaces.
+		form.addEventListener( 'input', function ( event ) {
+			var t = event.target;
+			if ( t && t.tagName === 'INPUT' && t.hasAttribute( 'autocompletesettings' ) &&
+				t.closest( '.s3rm-form-relation' ) && t.value.indexOf( '_' ) !== -1 ) {
+				var at = t.selectionStart;
+				t.value = t.value.replace( /_/g, ' ' );
+				if ( typeof at === 'number' ) {
+					t.setSelectionRange( at, at );
+				}
+			}
+		}, true );
+		var encode = encoderFor( form );
+		function beforeSave() {
+			fill();
+			encode();
+		}
+		decodeFormFields( form );
+		form.addEventListener( 'submit', beforeSave, true );
 		Array.prototype.forEach.call( form.querySelectorAll( '[name="wpSave"], [name="wpPreview"], [name="wpDiff"]' ), function ( button ) {
-			button.addEventListener( 'click', fill, true ); // Page Forms may submit from script
+			button.addEventListener( 'click', beforeSave, true ); // Page Forms may submit from script
 		} );
+		if ( mw.hook ) {
+			// PageForms.js validateAll() fires this first, on a save and on "save and continue"
+			mw.hook( 'pf.formValidationBefore' ).add( beforeSave );
+		}
+	}
+
+	// ---- Page Forms' #forminput launcher (docs/browser.md#id-check)
+	// {{#forminput}} renders <form name="createbox" class="pfFormInput"> with a hidden "form" and
+	// "namespace" input; PF_formInput.js adds the page name input (name="page_name") later, so the
+	// check listens on the document. The same id rule as the plain launcher decides; a refused id
+	// never reaches Special:FormStart.
+	function guardFormInputs( root ) {
+		root.addEventListener( 'submit', function ( event ) {
+			var form = event.target, nameInput, formName, message, problem;
+			if ( !form || !form.classList || !form.classList.contains( 'pfFormInput' ) ) {
+				return;
+			}
+			formName = form.querySelector( '[name="form"]' );
+			nameInput = form.querySelector( '[name="page_name"]' );
+			if ( !nameInput || ( formName && formName.value !== 'Lesson' ) ) {
+				return;
+			}
+			problem = validateLessonId( nameInput.value );
+			message = form.querySelector( '.s3rm-create-message' );
+			if ( !message ) {
+				message = el( 'p', { className: 's3rm-create-message', role: 'status' } );
+				form.appendChild( message );
+			}
+			if ( problem ) {
+				event.preventDefault();
+				event.stopImmediatePropagation();
+				message.textContent = problem;
+				message.className = 's3rm-create-message is-error';
+				nameInput.setAttribute( 'aria-invalid', 'true' );
+				form.setAttribute( 'data-state', 'invalid' );
+				nameInput.focus();
+				return;
+			}
+			nameInput.value = nameInput.value.trim();
+			message.textContent = '';
+			message.className = 's3rm-create-message';
+			nameInput.setAttribute( 'aria-invalid', 'false' );
+			form.setAttribute( 'data-state', 'ok' );
+		}, true );
 	}
 
 	function init() {
@@ -2366,6 +2656,8 @@
 		mw.s3rm = mw.s3rm || {};
 		mw.s3rm.validateLessonId = validateLessonId;
 		mw.s3rm.clip = clip;
+		mw.s3rm.encodeValue = encodeValue;
+		mw.s3rm.decodeValue = decodeValue;
 		if ( graphRoot ) {
 			initHome( graphRoot, earlyGraph );
 		} else if ( recentRoot ) {
@@ -2374,6 +2666,7 @@
 		if ( createRoot ) {
 			buildCreateForm( createRoot );
 		}
+		guardFormInputs( document );
 		localizeTimes( document.getElementById( 'mw-content-text' ) );
 		if ( digests.length && mw.config.get( 'wgNamespaceNumber' ) === 3000 && mw.config.get( 'wgAction' ) === 'view' ) {
 			fillDigests( Array.prototype.slice.call( digests, 0, 200 ) );

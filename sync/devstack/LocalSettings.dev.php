@@ -79,10 +79,12 @@ $wgEmailAuthentication = false;
 $wgEnotifUserTalk = false;
 $wgEnotifWatchlist = false;
 
-// Tests edit and log in fast from one IP: no rate limits or login throttles.
+// Tests edit and log in fast from one IP: no rate limits or login throttles. Empty lists,
+// not false: MediaWiki's config schema types these as list / int|list, and update.php
+// (needed to install SMW) refuses a boolean.
 $wgRateLimits = [];
-$wgPasswordAttemptThrottle = false;
-$wgAccountCreationThrottle = false;
+$wgPasswordAttemptThrottle = [];
+$wgAccountCreationThrottle = [];
 
 // Development: show and log exception details.
 $wgShowExceptionDetails = true;

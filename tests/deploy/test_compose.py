@@ -292,6 +292,14 @@ def test_localsettings_lesson_namespace_korean_and_extensions():
     assert "$wgJobRunRate = 0;" in ls
 
 
+def test_localsettings_smw_and_page_forms_settings_production_needs():
+    """docs/operations.md#smw-settings: query dependency links on; the relation picker asks the API."""
+    ls = (REPO / "deploy/mediawiki/LocalSettings.php").read_text()
+    assert "$smwgEnabledQueryDependencyLinksStore = true;" in ls
+    assert "$wgPageFormsMaxLocalAutocompleteValues = 0;" in ls
+    assert ls.index("$smwgEnabledQueryDependencyLinksStore") > ls.index("enableSemantics(")
+
+
 # --------------------------------------------------------- scripts, for real
 def _php() -> str:
     php = shutil.which("php")

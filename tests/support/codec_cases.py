@@ -13,6 +13,7 @@ import unicodedata
 
 from hypothesis import strategies as st
 
+from gateway.domain.codec import canonical_value
 from gateway.domain.model import LessonPage
 from gateway.domain.schema import load_schema
 
@@ -56,8 +57,9 @@ def field_text(max_size: int = 40) -> st.SearchStrategy[str]:
 
 
 def record(rec, values: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str, str]]:
-    """A complete record of kind ``rec`` with generated values."""
-    return st.fixed_dictionaries({name: values for name in rec.field_names})
+    """A complete record of kind ``rec`` with generated values; structured fields (a list, a page
+    reference) hold their one canonical reading (:func:`gateway.domain.codec.canonical_value`)."""
+    return st.fixed_dictionaries({f.name: values.map(lambda v, f=f: canonical_value(f, v)) for f in rec.fields})
 
 
 def lesson_pages(values: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[LessonPage]:

@@ -1,7 +1,10 @@
 """The Page Forms form ``Form:Lesson`` (``docs/data-contract.md#browser-forms``).
 
-Sections: the Lesson itself, repeatable evidence (at least one instance),
-repeatable relations and repeatable verification records. Enums are drop-downs
+Sections, in page order (``docs/data-contract.md#templates``): the Lesson
+itself, repeatable evidence (at least one instance), repeatable verification
+records and repeatable relations. Page Forms writes the templates of a save in
+the order of the form's ``for template`` sections, so this order is the page
+order. Enums are drop-downs
 showing Korean labels through the ``S3RM label <enum>`` mapping templates; new
 evidence and verification records never offer legacy-only values
 (``not_recorded``); record_origin offers ``form_values`` (lab, imported).
@@ -17,6 +20,9 @@ Provenance (``docs/data-contract.md#browser-forms``):
   ISO-8601, so the site JavaScript fills them on submit (see
   :data:`BROWSER_FILLED`);
 * reviewer is hidden and empty, review_state hidden with default ``Draft``;
+* a relation's ``to`` is a combobox over the Lesson namespace; Page Forms lists
+  page names (spaces for underscores), and the site JavaScript submits the
+  chosen name as the Lesson id (``BROWSER_FILLED``);
 * record_origin and created_at carry the CSS class ``s3rm-lock-after-create``
   so the site JavaScript can lock them when the page already exists (Page
   Forms cannot make a field editable on creation only); the save-hook auditor
@@ -46,6 +52,7 @@ BROWSER_FILLED: dict[str, dict[str, str]] = {
     },
     "Lesson relation": {
         "from": "the page's Lesson id (title without the Lesson: prefix) when empty",
+        "to": "the picked page name as the Lesson id (no Lesson: prefix, spaces as underscores)",
         "created_at": "now when empty (new instance)",
     },
 }
@@ -143,11 +150,12 @@ def lesson_form(schema: Schema) -> str:
         _section(schema, evidence, evidence.label,
                  "나중에 다시 찾을 수 있는 자료를 하나 이상 연결합니다. 한번 저장한 자료는 고치지 말고 새 자료나 검증 기록을 덧붙이세요.",
                  multiple=True, extra="minimum instances=1"),
-        _section(schema, relation, relation.label,
-                 "이미 있는 메모만 대상으로 고를 수 있습니다. 출발 메모는 지금 쓰는 메모입니다.",
-                 multiple=True),
         _section(schema, verification, verification.label,
                  "자료를 실제로 읽어 주장을 확인했을 때 덧붙입니다. 자료 digest는 메모 화면의 근거 자료 칸에 보이는 값을 그대로 옮겨 적고, 기존 기록은 고치지 않습니다.",
+                 multiple=True),
+        _section(schema, relation, relation.label,
+                 "이미 있는 메모만 대상으로 고를 수 있습니다. 목록에는 문서 이름이 빈칸으로 보이지만(gpu oom high) 저장할 때 "
+                 "문서 ID(gpu_oom_high)로 바뀝니다. 출발 메모는 지금 쓰는 메모입니다.",
                  multiple=True),
     ])
     doc = (

@@ -1,4 +1,4 @@
-"""Record templates (``Template:Lesson`` …), the home page summary row and the banner.
+"""Record templates (``Template:Lesson`` …) and the banner.
 
 What each template does (``docs/data-contract.md#templates``,
 ``docs/data-contract.md#browser-forms``, ``docs/browser.md#synced-pages``):
@@ -18,8 +18,6 @@ What each template does (``docs/data-contract.md#templates``,
 * ``Lesson relation`` — ``#subobject`` ``relation-<type>-<to>`` and the line
   "출발 → 관계 → [[Lesson:to|to]]"; the plain wiki link is in every variant so
   MediaWiki's link tables know the edge without SMW.
-* ``S3RM lesson summary`` — one row of the home page's recent list
-  (``#ask … format=plainlist|template=S3RM lesson summary``).
 * the banner (``S3RM synced``) and, with Page Forms, one mapping template per
   enum (``S3RM label <enum>``) so drop-downs show Korean labels.
 
@@ -143,6 +141,9 @@ def lesson_template(schema: Schema, caps: WikiCapabilities) -> str:
     parts = ["<includeonly>"]
     if caps.smw:
         parts.append(smw_set(schema, rec))
+    if caps.page_forms:
+        # the page's own default form: the "edit with form" tab and action=formedit open Form:Lesson
+        parts.append("{{#default_form:" + schema.meta.get("form", rec.template) + "}}")
     parts.append(
         f'<div class="s3rm-lesson">\n'
         f'<div class="s3rm-lesson-header">\n'
@@ -258,45 +259,6 @@ def relation_template(schema: Schema, caps: WikiCapabilities) -> str:
     return "".join(parts) + _doc(schema, rec, caps, intro)
 
 
-def summary_template(schema: Schema, caps: WikiCapabilities) -> str:
-    """``Template:S3RM lesson summary``: one row of the home page's recent list (``docs/browser.md#home-page``).
-
-    SMW's ``format=plainlist|template=…`` passes the page as ``{{{1}}}`` and the
-    printouts positionally (``{{{2}}}`` Lesson title, ``{{{3}}}`` Confidence,
-    ``{{{4}}}`` Updated at); with ``named args=yes`` the printouts arrive under
-    their labels (``{{{Lesson title}}}`` …). The template accepts both.
-    """
-    lesson = schema.lesson
-    names = {f.name: f.property for f in lesson.fields}
-    title_p, conf_p, upd_p = names["title"], names["confidence"], names["updated_at"]
-    title = "{{{" + title_p + "|{{{2|}}}}}}"
-    conf = "{{{" + conf_p + "|{{{3|}}}}}}"
-    updated = "{{{" + upd_p + "|{{{4|}}}}}}"
-    e = schema.enum("confidence")
-    cls = "{{#switch:" + conf + "|" + "|".join(f"{v}={v}" for v in e.values) + "|#default=unknown}}"
-    label = "{{#switch:" + conf + "|" + "|".join(f"{v}={wt(e.label(v))}" for v in e.values) + "|#default=" + conf + "}}"
-    link = "{{#if:{{{1|}}}|[[:{{{1|}}}|{{#if:" + title + "|" + title + "|{{{1|}}}}}]]|" + title + "}}"
-    body = (
-        '<includeonly><div class="s3rm-summary-row">'
-        f'<span class="s3rm-summary-title">{link}</span> '
-        f'{{{{#if:{conf}|<span class="s3rm-badge s3rm-confidence-{cls}">{label}</span>}}}} '
-        f'{{{{#if:{updated}|<span class="s3rm-summary-updated">{wt(lesson.field("updated_at").label)} {updated}</span>}}}}'
-        "</div></includeonly>"
-    )
-    doc = (
-        "<noinclude>" + banner_call(schema) + "\n"
-        "홈 화면 '최근 메모' 목록의 한 줄을 그리는 틀입니다. SMW 질의 "
-        "<code>format=plainlist</code>와 <code>template=" + schema.meta.get("summary_template", "S3RM lesson summary")
-        + "</code>로 부르며, 문서 이름이 링크 없는 글자로 오도록 <code>link=none</code>을 함께 줍니다.\n\n"
-        "* <code>1</code>: 메모 문서 이름(<code>Lesson:…</code>)\n"
-        f"* <code>{title_p}</code> 또는 <code>2</code>: 제목\n"
-        f"* <code>{conf_p}</code> 또는 <code>3</code>: 신뢰도\n"
-        f"* <code>{upd_p}</code> 또는 <code>4</code>: 수정 시각\n"
-        "</noinclude>"
-    )
-    return body + doc
-
-
 def banner_template_page(schema: Schema) -> str:
     """The banner template (``docs/browser.md#synced-pages``): a small Korean notice, shown on every synced page."""
     return (
@@ -337,7 +299,6 @@ def render_template_pages(schema: Schema, caps: WikiCapabilities) -> dict[str, s
         f"Template:{schema.evidence.template}": evidence_template(schema, caps),
         f"Template:{schema.verification.template}": verification_template(schema, caps),
         f"Template:{schema.relation.template}": relation_template(schema, caps),
-        f"Template:{schema.meta.get('summary_template', 'S3RM lesson summary')}": summary_template(schema, caps),
         f"Template:{banner_template(schema)}": banner_template_page(schema),
     }
     if caps.page_forms:

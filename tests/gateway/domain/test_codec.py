@@ -148,3 +148,76 @@ def test_malformed_pages_are_rejected(text: str, message: str) -> None:
 def test_serialize_rejects_unknown_fields() -> None:
     with pytest.raises(ValueError, match="unknown fields"):
         serialize_page(LessonPage(fields={"title": "a", "nope": "b"}), SCHEMA)
+
+
+# ---------------------------------------------------------------- what a Page Forms save produces
+
+#: A Lesson as Page Forms 5.9/6 saves it after a form edit (``PFFormPrinter::getStringFromPassedInArray``
+#: joins a checkbox list with ``"<delimiter> "``; empty fields are left out; the relation picker
+#: ``values from namespace=Lesson`` holds page names with spaces; MediaWiki trims the trailing
+#: whitespace of the gateway's conflict salt).
+FORM_SAVE = """{{Lesson
+|title=T
+|question=Q
+|author=agent
+|review_state=Draft
+|created_at=2026-01-01T00:00:00Z
+|updated_at=2026-01-01T00:00:05Z
+}}
+{{Lesson evidence
+|id=e1
+|citation=C
+|kind=paper
+}}
+{{Lesson evidence verification
+|id=v1
+|evidence_id=e1
+|claim_fields=observation, interpretation, reusable_lesson
+|outcome=supports
+}}
+{{Lesson relation
+|from=a_b
+|relation=works_when
+|to=gpu oom high
+|created_at=2026-01-01T00:00:05Z
+}}
+"""
+
+
+def test_form_save_reads_as_the_values_the_gateway_wrote() -> None:
+    page = parse_page(FORM_SAVE, SCHEMA)
+    assert page.verifications[0]["claim_fields"] == "observation,interpretation,reusable_lesson"
+    assert page.relations[0]["to"] == "gpu_oom_high"
+    assert page.fields["reviewer"] == "" and page.fields["updated_at"] == "2026-01-01T00:00:05Z"
+    # re-serialised by the gateway, the page is the canonical form and reads back the same
+    assert parse_page(serialize_page(page, SCHEMA), SCHEMA) == page
+    assert "|claim_fields=observation,interpretation,reusable_lesson\n" in serialize_page(page, SCHEMA)
+
+
+def test_form_save_with_relation_before_verification_reads_the_same_records() -> None:
+    ver_start = FORM_SAVE.index("{{Lesson evidence verification")
+    rel_start = FORM_SAVE.index("{{Lesson relation")
+    swapped = FORM_SAVE[:ver_start] + FORM_SAVE[rel_start:] + FORM_SAVE[ver_start:rel_start]
+    assert parse_page(swapped, SCHEMA) == parse_page(FORM_SAVE, SCHEMA)
+
+
+@pytest.mark.parametrize("raw, value", [
+    ("observation,interpretation", "observation,interpretation"),
+    ("observation , interpretation,  context", "observation,interpretation,context"),
+    (" observation ", "observation"),
+])
+def test_claim_field_lists_read_without_blanks_around_commas(raw: str, value: str) -> None:
+    text = FORM_SAVE.replace("observation, interpretation, reusable_lesson", raw.replace(" ", "&#32;", 1)
+                             if raw.startswith(" ") else raw)
+    assert parse_page(text, SCHEMA).verifications[0]["claim_fields"] == value
+
+
+@pytest.mark.parametrize("raw, value", [
+    ("gpu_oom_high", "gpu_oom_high"), ("gpu oom high", "gpu_oom_high"), ("gpu _oom", "gpu_oom"),
+])
+def test_relation_target_page_name_reads_as_the_id(raw: str, value: str) -> None:
+    assert parse_page(FORM_SAVE.replace("gpu oom high", raw), SCHEMA).relations[0]["to"] == value
+
+
+def test_free_text_keeps_its_blanks_and_commas() -> None:
+    assert round_trip_field("a , b,  c ") == "a , b,  c "

@@ -494,3 +494,52 @@ def test_impossible_filter_dates_are_refused(repo):
     for bad in ("9999-99-99T99:99:99Z", "2026-13-45T00:00:00Z", "2024-02-30T00:00:00Z"):
         err = h.error("search_lessons", query="topic", filters={"updated_after": bad})
         assert err["code"] == "invalid_argument" and "updated_after" in err["message"], bad
+
+
+# ------------------------------------------------------------------ pages a Page Forms save produced
+def _form_saved(text: str) -> str:
+    """``text`` as Page Forms 5.9/6 writes it back: the claim_fields list joined with ", ", the relation
+    target as the picker's page name, relations before verification records, no empty parameters."""
+    text = text.replace("|claim_fields=observation,interpretation,reusable_lesson",
+                        "|claim_fields=observation, interpretation, reusable_lesson")
+    text = text.replace("|to=gpu_oom_high", "|to=gpu oom high").replace("|reviewer=\n", "")
+    ver = text.index("{{Lesson evidence verification")
+    rel = text.index("{{Lesson relation")
+    return text[:ver] + text[rel:] + "\n" + text[ver:rel]
+
+
+def test_the_gateway_reads_a_form_saved_lesson_as_the_agent_wrote_it(repo):
+    """get_lesson, find_related_lessons and audit_lessons read a form save of an MCP-written Lesson
+    with the same relation, claim fields and content digest (docs/browser.md#page-forms)."""
+    add(repo, "gpu_oom_high", title="target")
+    written = lesson("src", evidence_items=[evidence("e1")],
+                     verifications=[verification("v1", "e1", claim_fields="observation,interpretation,reusable_lesson")],
+                     relations=[relation("src", "works_when", "gpu_oom_high")])
+    repo.put_page("src", serialize_page(written))
+    h = Harness(repo)
+    before = h.call("get_lesson", id="src")
+    saved = _form_saved(serialize_page(written))
+    assert "|to=gpu oom high" in saved and "interpretation, reusable_lesson" in saved
+    repo.put_page("src", saved)
+    after = h.call("get_lesson", id="src")
+    assert after["relations"]["total"] == 1
+    assert [(r["to"], r["relation"]) for r in after["relations"]["items"]] == [("gpu_oom_high", "works_when")]
+    assert after["verifications"]["items"][0]["claim_fields"] == ["observation", "interpretation", "reusable_lesson"]
+    assert after["content_digest"] == before["content_digest"]
+    related = h.call("find_related_lessons", id="gpu_oom_high")["results"]
+    assert [(r["id"], r["relation"], r["direction"]) for r in related] == [("src", "works_when", "incoming")]
+    audit = h.call("audit_lessons", expectations=[{"id": "src", "content_digest": before["content_digest"],
+                                                   "relations": [{"relation": "works_when", "to": "gpu_oom_high"}]}])
+    assert audit["results"][0]["status"] == "ok"
+
+
+def test_get_lesson_says_how_many_records_it_left_out(repo):
+    """A record whose value breaks the published output schema (saved outside the gateway) is left
+    out of the page, and the sub-page says so with ``skipped`` instead of only counting it in ``total``."""
+    add(repo, "ok_target")
+    add(repo, "holder", relations=[relation("holder", "supports", "ok_target"),
+                                   relation("holder", "supports", "Not An Id!")])
+    out = Harness(repo).call("get_lesson", id="holder")
+    rels = out["relations"]
+    assert rels["total"] == 2 and [r["to"] for r in rels["items"]] == ["ok_target"] and rels["skipped"] == 1
+    assert "skipped" not in out["citations"] and "skipped" not in out["verifications"]

@@ -37,6 +37,16 @@ FORM = """
   <input type="hidden" name="Lesson evidence verification[1][verified_at]" value="">
   <input type="hidden" name="Lesson relation[1][from]" value="">
   <input type="hidden" name="Lesson relation[1][created_at]" value="">
+  <!-- Page Forms 6 combobox (PF_ComboBoxInput.js): a hidden input carries the name and the value,
+       the visible OOUI input shows the label; "values from namespace" gives page names with spaces -->
+  <input type="hidden" id="input_21-hidden" name="Lesson relation[1][to]" value="{to1}">
+  <div class="s3rm-form-section s3rm-form-relation"><div class="oo-ui-comboBoxInputWidget">
+  <input type="text" id="input_21" class="oo-ui-inputWidget-input"
+       value="{to1}" data-label="{to1}" autocompletesettings="Lesson" autocompletedatatype="namespace"></div></div>
+  <input type="hidden" name="Lesson relation[2][to]" value="gpu_oom_high">
+  <!-- an older select-based combobox submits the selected option -->
+  <select name="Lesson relation[3][to]"><option value="Lesson:Kv cache  reuse" selected>Kv cache reuse</option></select>
+  <input type="hidden" name="Lesson relation[num][to]" value="">
   <button type="submit" name="wpSave">save</button>
 </form>
 """
@@ -48,7 +58,7 @@ window.mw = {
   config: { get: function (k) { return ({wgPageName: %(page)r, wgNamespaceNumber: %(ns)d,
                                           wgArticleId: %(article)d, wgAction: 'formedit'})[k]; } },
   loader: { using: function () { return { then: function (f) { f(); } }; } },
-  util: {}, Api: function () {}
+  util: { getUrl: function (t) { return '/index.php/' + encodeURIComponent(t); } }, Api: function () {}
 };
 """
 
@@ -71,9 +81,14 @@ def _common_js_page(body: str, page_name: str, ns: int, article: int):
             browser.close()
 
 
-def _run(page_name: str, ns: int, article: int, created: str, updated: str) -> dict:
-    with _common_js_page(FORM.format(created=created, updated=updated), page_name, ns, article) as (page, errors):
-        page.click("[name=wpSave]")
+def _run(page_name: str, ns: int, article: int, created: str, updated: str, to1: str = "",
+         clicks: int = 1) -> dict:
+    with _common_js_page(FORM.format(created=created, updated=updated, to1=to1), page_name, ns, article) as (page,
+                                                                                                       errors):
+        for i in range(clicks):
+            if i:
+                page.wait_for_timeout(1100)  # the next click is in a later second
+            page.click("[name=wpSave]")
         values = page.evaluate("""() => Object.fromEntries(Array.from(
             document.querySelectorAll('#pfForm [name]')).map(e => [e.name, e.value]))""")
         values["__origin_options"] = page.evaluate(
@@ -105,6 +120,123 @@ def test_existing_lesson_keeps_created_at_advances_updated_at_and_locks_origin()
     assert v["__origin_options"] == [True, False]  # only the stored value can be submitted
 
 
+def test_relation_target_picked_as_page_name_is_submitted_as_the_id():
+    """Page Forms' namespace picker holds ``gpu oom high`` for ``Lesson:gpu_oom_high``; the saved
+    ``to`` is the id (docs/browser.md#page-forms)."""
+    v = _run("Lesson:gpu_frag", 3000, 42, "2024-05-01T10:00:00Z", "2024-05-01T10:00:00Z", to1="gpu oom high")
+    assert v["__errors"] == []
+    assert v["Lesson relation[1][to]"] == "gpu_oom_high"
+    assert v["Lesson relation[2][to]"] == "gpu_oom_high"  # an id stays as it is
+    assert v["Lesson relation[3][to]"] == "Kv_cache_reuse"  # the selected option's value
+    assert v["Lesson relation[num][to]"] == ""
+
+
+def test_id_typed_into_the_relation_picker_is_searched_as_a_page_name():
+    """Page Forms matches the typed text against page names (``gpu oom high``); ``gpu_oom`` typed
+    by a reader who knows the id is searched as ``gpu oom``."""
+    with _common_js_page(FORM.format(created="", updated="", to1=""), "Lesson:gpu_frag", 3000, 42) as (page, errors):
+        page.type("#input_21", "gpu_oom")
+        assert page.input_value("#input_21") == "gpu oom"
+        assert errors == []
+
+
+def test_page_name_with_prefix_and_runs_of_blanks_becomes_the_id():
+    v = _run("Lesson:gpu_frag", 3000, 42, "2024-05-01T10:00:00Z", "2024-05-01T10:00:00Z",
+             to1="Lesson: gpu  oom_ high ")
+    assert v["Lesson relation[1][to]"] == "gpu_oom_high"
+
+
+def test_second_click_after_a_refused_save_keeps_created_equal_to_updated():
+    """Page Forms may refuse the first click (a mandatory field is empty); the stamps the script
+    filled on that click follow the second click, so a new Lesson still has created_at = updated_at."""
+    v = _run("Special:FormEdit/Lesson/Lesson:gpu_frag", -1, 0, "", "", clicks=2)
+    assert v["__errors"] == []
+    assert ISO.match(v["Lesson[created_at]"]) and v["Lesson[created_at]"] == v["Lesson[updated_at]"]
+    assert v["Lesson evidence[2][added_at]"] == v["Lesson[updated_at]"]
+    assert v["Lesson relation[1][created_at]"] == v["Lesson[updated_at]"]
+    assert v["Lesson evidence[1][added_at]"] == "2020-01-01T00:00:00Z"
+
+
+# ---------------------------------------------------------------- #forminput launcher
+#: What {{#forminput:form=Lesson|query string=namespace=Lesson}} renders once PF_formInput.js ran
+#: (PFFormInputParserFunction: form.pfFormInput with hidden "form"/"namespace"; pf.AutocompleteWidget
+#: named "page_name"; an OOUI submit button).
+FORMINPUT = """
+<div class="s3rm-form-launcher" style="width:320px">
+<form name="createbox" action="/index.php/Special:FormStart" method="get" class="pfFormInput">
+<p><input type="hidden" name="form" value="Lesson"><input type="hidden" name="namespace" value="Lesson">
+<div class="pfFormInputWrapper" data-size="40"><div class="oo-ui-fieldsetLayout"><div class="oo-ui-horizontalLayout">
+<div class="oo-ui-widget oo-ui-inputWidget oo-ui-textInputWidget pfPageNameWithoutNamespace" style="max-width:50em">
+<input type="text" name="page_name" size="40" class="oo-ui-inputWidget-input"></div>
+<span class="oo-ui-widget oo-ui-buttonElement oo-ui-buttonInputWidget pfCreateOrEditButton">
+<button type="submit" class="oo-ui-inputWidget-input oo-ui-buttonElement-button" value="Submit">쓰기 시작</button></span>
+</div></div></div></p></form></div>
+<script>window.__submitted = [];
+document.addEventListener('submit', function (e) { window.__submitted.push(e.target.page_name.value); e.preventDefault(); });
+</script>
+"""
+
+
+@pytest.mark.parametrize("typed, allowed", [
+    ("Bad ID!", False), ("UPPER_case", False), ("Lesson:gpu_oom", False), ("", False),
+    ("gpu_oom_high", True), (" kv-cache_2 ", True),
+])
+def test_forminput_launcher_checks_the_id(typed: str, allowed: bool):
+    with _common_js_page(FORMINPUT, "연구_메모리", 0, 1) as (page, errors):
+        page.fill("[name=page_name]", typed)
+        page.click(".pfCreateOrEditButton button")
+        submitted = page.evaluate("() => window.__submitted")
+        message = page.text_content(".pfFormInput .s3rm-create-message") or ""
+        assert errors == []
+        if allowed:
+            assert submitted == [typed.strip()] and message == ""
+        else:
+            assert submitted == [] and message.strip()
+            assert page.get_attribute("[name=page_name]", "aria-invalid") == "true"
+
+
+def test_forminput_launcher_fits_its_panel():
+    css = (Path(__file__).resolve().parents[3] / "schema" / "site" / "Common.css").read_text(encoding="utf-8")
+    with _common_js_page(FORMINPUT, "연구_메모리", 0, 1) as (page, errors):
+        page.add_style_tag(content=css)
+        panel = page.eval_on_selector(".s3rm-form-launcher", "e => e.getBoundingClientRect().right")
+        rights = page.eval_on_selector_all(".pfFormInput input, .pfFormInput button",
+                                           "els => els.map(e => e.getBoundingClientRect().right)")
+        assert errors == [] and rights and max(rights) <= panel + 0.5
+
+
+# ---------------------------------------------------------------- home recent list
+INJECTED = '<span style="color:red;font-size:40px">BIG</span> \'\'\'B\'\'\' <u>u</u> {{SITENAME}} [[x]]'
+RECENT = """
+<div id="s3rm-recent-list" class="s3rm-recent-list" data-limit="6"></div>
+<script>
+window.fetch = function (url, init) {
+  var req = JSON.parse(init.body);
+  var content = {results: [{id: "gpu_oom_high", title: %(title)s, confidence: "high",
+                             updated_at: "2026-12-02T03:31:51Z"}]};
+  var body = JSON.stringify({jsonrpc: "2.0", id: req.id, result: {structuredContent: content,
+                             content: [{type: "text", text: JSON.stringify(content)}]}});
+  return Promise.resolve(new Response(body, {status: 200, headers: {"Content-Type": "application/json"}}));
+};
+</script>
+"""
+
+
+def test_recent_list_shows_values_as_text_with_id_and_local_time():
+    """The home page's recent list (every wiki, SMW too) draws gateway values as DOM text: an HTML or
+    wikitext title shows literally, the id is under it and the UTC time is a <time> element."""
+    import json
+    with _common_js_page(RECENT % {"title": json.dumps(INJECTED)}, "연구_메모리", 0, 1) as (page, errors):
+        page.wait_for_selector("#s3rm-recent-list[data-state=ready] li")
+        row = page.locator("#s3rm-recent-list li[data-id]").first
+        assert errors == []
+        assert row.get_attribute("data-id") == "gpu_oom_high"
+        assert INJECTED in row.inner_text()
+        assert page.locator("#s3rm-recent-list span[style], #s3rm-recent-list u, #s3rm-recent-list b").count() == 0
+        assert "gpu_oom_high" in page.locator("#s3rm-recent-list .s3rm-lesson-id").first.inner_text()
+        assert page.get_attribute("#s3rm-recent-list time", "datetime") == "2026-12-02T03:31:51Z"
+
+
 # ---------------------------------------------------------------- graph labels
 LABELS = ["🔥" * 30, "Lesson about GPU memory 🔥🔥 and more text here",
           "가족 👨\u200d👩\u200d👧\u200d👦 " * 6, "e\u0301" * 30, "👍🏽" * 30, "short 🔥"]
@@ -133,3 +265,116 @@ def test_graph_labels_are_cut_between_graphemes(without_segmenter):
     assert out[3] == "e\u0301" * 25 + "…" and out[4] == "👍🏽" * 25 + "…"
     for text in out:
         text.encode("utf-8")  # a lone surrogate cannot be encoded
+
+
+# ---------------------------------------------------------------- field values are data
+def _sample_values() -> list[str]:
+    """The codec's dangerous constructs plus generated text biased towards wikitext and tricky code points."""
+    from hypothesis import HealthCheck, given, settings
+    from support.codec_cases import CONSTRUCTS, field_text
+
+    values = list(CONSTRUCTS.values())
+
+    @settings(max_examples=400, database=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(field_text(60))
+    def collect(value):
+        values.append(value)
+
+    collect()
+    return values
+
+
+def test_site_script_codec_agrees_with_the_page_codec():
+    """``mw.s3rm.encodeValue`` is inert wikitext the page codec reads back as the value, and
+    ``mw.s3rm.decodeValue`` reads what the page codec writes: a form save stores what an agent stores."""
+    import unicodedata
+
+    import mwparserfromhell
+    from mwparserfromhell.nodes import HTMLEntity, Text
+
+    from gateway.domain.codec import decode_value, encode_value
+
+    def assert_inert(encoded: str) -> None:  # as tests/gateway/domain/test_codec.py
+        assert "\n" not in encoded and "\r" not in encoded
+        assert not set(encoded) & set("|{}[]<>"), encoded
+        assert all(isinstance(n, (Text, HTMLEntity)) for n in mwparserfromhell.parse(encoded).nodes), encoded
+        assert unicodedata.normalize("NFC", "=" + encoded + "\n") == "=" + encoded + "\n", encoded
+
+    values = [v for v in _sample_values() if not any(0xD800 <= ord(c) <= 0xDFFF for c in v)]
+    with _common_js_page("", "Main_Page", 0, 1) as (page, errors):
+        js = page.evaluate("""(values) => values.map(v => [mw.s3rm.encodeValue(v, false),
+                                                              mw.s3rm.decodeValue(v)])""", values)
+        py_encoded = [encode_value(v) for v in values]
+        js_decoded = page.evaluate("(raw) => raw.map(r => mw.s3rm.decodeValue(r))", py_encoded)
+        assert errors == []
+    for value, (js_enc, js_dec_raw), py_enc, js_dec in zip(values, js, py_encoded, js_decoded):
+        assert decode_value(js_enc) == value, (value, js_enc)
+        assert_inert(js_enc)
+        assert js_dec == value, (value, py_enc)
+        assert js_dec_raw == decode_value(value), value
+
+
+FIELDS_FORM = """
+<form id="pfForm" onsubmit="return false">
+  <input type="hidden" name="Lesson[updated_at]" value="2024-05-01T10:00:00Z">
+  <input type="text" name="Lesson[title]" value="{title}">
+  <textarea name="Lesson[context]">{context}</textarea>
+  <input type="text" name="Lesson evidence[1][citation]" value="">
+  <input type="text" name="Lesson evidence[1][url]" value="{url}">
+  <textarea name="Lesson evidence[num][note]"></textarea>
+  <button type="submit" name="wpSave">save</button>
+</form>
+<script>
+window.__posted = [];
+document.getElementById('pfForm').addEventListener('submit', function (e) {
+  window.__posted.push(Object.fromEntries(new FormData(e.target).entries()));
+});
+</script>
+"""
+
+
+def test_form_shows_decoded_values_and_submits_encoded_ones():
+    """An MCP-written Lesson opens in the form with plain text (no ``&#10;``), and a save stores the
+    page codec's encoding: a ``|`` typed into 출처 reaches Page Forms as ``&#124;`` (its pipe check
+    passes) and the page reads back the typed text."""
+    import html as _html
+
+    from gateway.domain.codec import decode_value, encode_value
+    context = "A100 80GB\nPyTorch 2.3 | batch {{16}}"
+    title = "<b>B</b> '''x''' [[y]]"
+    url = "https://example.org/a?b=1&c=%20#x"
+    body = (FIELDS_FORM.replace("{title}", _html.escape(encode_value(title), quote=True))
+            .replace("{context}", _html.escape(encode_value(context)))
+            .replace("{url}", _html.escape(encode_value(url, url=True), quote=True)))
+    with _common_js_page(body, "Lesson:gpu_frag", 3000, 42) as (page, errors):
+        assert page.input_value("[name='Lesson[context]']") == context
+        assert page.input_value("[name='Lesson[title]']") == title
+        assert page.input_value("[name='Lesson evidence[1][url]']") == url
+        page.fill("[name='Lesson evidence[1][citation]']", "repo | commit abc")
+        page.click("[name=wpSave]")
+        posted = page.evaluate("() => window.__posted")[-1]
+        page.wait_for_timeout(50)
+        assert page.input_value("[name='Lesson evidence[1][citation]']") == "repo | commit abc"  # as typed again
+        assert errors == []
+    assert "|" not in posted["Lesson evidence[1][citation]"] and "\n" not in posted["Lesson[context]"]
+    assert decode_value(posted["Lesson evidence[1][citation]"]) == "repo | commit abc"
+    assert decode_value(posted["Lesson[context]"]) == context
+    assert decode_value(posted["Lesson[title]"]) == title
+    assert decode_value(posted["Lesson evidence[1][url]"]) == url and posted["Lesson evidence[1][url]"].startswith("https:")
+    assert posted["Lesson evidence[num][note]"] == ""
+
+
+def test_value_a_field_cannot_hold_stays_encoded_and_unchanged():
+    """A CR LF in a textarea or a line break in a one-line input would be lost by the field, so
+    such a value is left in its encoded form and saved as it was."""
+    from gateway.domain.codec import decode_value, encode_value
+    context, title = "line1\r\nline2", "two\nlines"
+    import html as _html
+    body = (FIELDS_FORM.replace("{title}", _html.escape(encode_value(title)))
+            .replace("{context}", _html.escape(encode_value(context))).replace("{url}", ""))
+    with _common_js_page(body, "Lesson:gpu_frag", 3000, 42) as (page, errors):
+        assert page.input_value("[name='Lesson[context]']") == encode_value(context)
+        page.click("[name=wpSave]")
+        posted = page.evaluate("() => window.__posted")[-1]
+        assert errors == []
+    assert decode_value(posted["Lesson[context]"]) == context and decode_value(posted["Lesson[title]"]) == title

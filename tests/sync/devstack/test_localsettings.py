@@ -9,6 +9,7 @@ file is checked in tests/sync/devstack/test_devwiki.py (namespace id, case, cont
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 import re
 import shutil
 import subprocess
@@ -68,3 +69,19 @@ def test_rendered_settings_are_valid_php(tmp_path) -> None:
     path.write_text(settings.render_settings("127.0.0.1", 8081), encoding="utf-8")
     proc = subprocess.run(["php", "-l", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_dev_throttle_settings_have_the_types_update_php_accepts() -> None:
+    """MediaWiki's MainConfigSchema types PasswordAttemptThrottle as ``list`` and
+    AccountCreationThrottle as ``int|list``; update.php (needed to install SMW on the dev
+    settings) refuses ``false``."""
+    text = settings.render_settings("127.0.0.1", 8081)
+    assert re.search(r"^\$wgPasswordAttemptThrottle = \[\];$", text, re.M)
+    assert re.search(r"^\$wgAccountCreationThrottle = \[\];$", text, re.M)
+    assert not re.search(r"^\$wg\w+Throttle = (false|true);", text, re.M)
+    schema = Path("/usr/share/mediawiki/includes/MainConfigSchema.php")
+    if schema.exists():
+        src = schema.read_text(encoding="utf-8")
+        for name, kinds in (("PasswordAttemptThrottle", "'list'"), ("AccountCreationThrottle", "'int|list'")):
+            block = src[src.index(f"public const {name} = ["):]
+            assert f"'type' => {kinds}" in block[:block.index("];")], name

@@ -98,8 +98,7 @@ def test_page_paths_round_trip():
 def test_full_variant_has_every_page_kind():
     props = [t for t in FULL if t.startswith("Property:")]
     assert len(props) == len(SCHEMA.properties())
-    for name in ("Lesson", "Lesson evidence", "Lesson evidence verification", "Lesson relation",
-                 "S3RM lesson summary", "S3RM synced"):
+    for name in ("Lesson", "Lesson evidence", "Lesson evidence verification", "Lesson relation", "S3RM synced"):
         assert f"Template:{name}" in FULL
     assert "Form:Lesson" in FULL
     assert "{{#set:" in FULL["Template:Lesson"]
@@ -198,11 +197,31 @@ def test_relation_template_links_target_in_every_variant():
         assert "analogous_to=비슷한 사례" in view
 
 
-def test_summary_template_accepts_positional_and_named_args():
-    text = FULL["Template:S3RM lesson summary"]
-    for named, pos in (("Lesson title", 2), ("Confidence", 3), ("Updated at", 4)):
-        assert "{{{%s|{{{%d|}}}}}}" % (named, pos) in text
-    assert "[[:{{{1|}}}|" in text
+def test_no_page_shows_smw_printouts_through_a_template():
+    """SMW passes a Text printout into a result template as raw wikitext
+    (ValueTextsBuilder / WikitextTemplateRenderer), so a value would be re-parsed: no generated page
+    and no home page variant runs an #ask, and the summary-row template is gone
+    (docs/browser.md#home-page)."""
+    assert "Template:S3RM lesson summary" not in FULL
+    for title, text in FULL.items():
+        assert "{{#ask" not in text, title
+
+
+def test_lesson_template_sets_its_default_form_only_with_page_forms():
+    """``{{#default_form:Lesson}}`` sets the page property PFDefaultForm: Lesson pages get the
+    form-edit tab and action=formedit opens Form:Lesson (docs/browser.md#page-forms)."""
+    assert "{{#default_form:Lesson}}" in FULL["Template:Lesson"].split("<noinclude>")[0]
+    assert "#default_form" not in PLAIN["Template:Lesson"]
+    smw_only = render_schema_pages(SCHEMA, WikiCapabilities(smw=True, page_forms=False))
+    assert "#default_form" not in smw_only["Template:Lesson"]
+
+
+def test_form_sections_follow_the_page_order():
+    """Page Forms writes the templates of a save in the order of the form's sections, so the form
+    lists them in page order: Lesson, evidence, verification, relation (docs/data-contract.md#templates)."""
+    form = FULL["Form:Lesson"]
+    starts = [form.index("{{{for template|" + rec.template + "|") for rec in SCHEMA.records]
+    assert starts == sorted(starts)
 
 
 def _form_section(form: str, template: str) -> str:

@@ -107,7 +107,7 @@ def test_page_set_for_a_plain_wiki() -> None:
     pages = pageset.build_page_set(set(), placeholders={"S3RM_MCP_URL": MCP_URL})
     by_title = {p.title: p for p in pages}
     for title in ("Template:Lesson", "Template:Lesson evidence", "Template:Lesson evidence verification",
-                  "Template:Lesson relation", "Template:S3RM lesson summary", "MediaWiki:Common.js",
+                  "Template:Lesson relation", "MediaWiki:Common.js",
                   "MediaWiki:Common.css", "MediaWiki:Mainpage"):
         assert title in by_title, title
     assert not [t for t in by_title if t.startswith(("Property:", "Form:"))]
