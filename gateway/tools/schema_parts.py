@@ -321,9 +321,9 @@ def retrieval_props(F: Fields) -> dict[str, dict]:
         "semantic_status": enum("State of the semantic index.", SEMANTIC_STATUSES),
         "semantic_quarantined": integer("Lessons found by full text only while their embedding fails (absent when "
                                         "none).", 1),
-        "index_as_of": F.timestamp("hybrid_v1: newest wiki change the semantic index has applied (UTC)."),
-        "index_lag_seconds": {"description": "hybrid_v1: seconds since the index last caught up with the wiki.",
-                              "type": "number", "minimum": 0},
+        "index_as_of": F.timestamp("hybrid_v1: newest change the index has applied (UTC)."),
+        "index_lag_seconds": {"description": "hybrid_v1: seconds since the index caught up.", "type": "number",
+                              "minimum": 0},
     }
 
 
@@ -384,13 +384,11 @@ def standing_out(F: Fields) -> dict:
     """Optional ``standing``: corrections of a Lesson read from the fresh revision (docs/tools.md#standing)."""
     ids = F.lesson_id("Lesson id.")
     return obj({
-        "superseded_by": array("Lessons whose supersedes relation points here: read them first.", ids,
-                               max_items=STANDING_MAX, unique=True),
-        "contradicted_by": array("Lessons whose contradicts relation points here.", ids, max_items=STANDING_MAX,
-                                 unique=True),
-        "evidence_contradicted": array("Evidence whose current verdict is contradicts.", F.evidence_id("Evidence id."),
-                                       max_items=STANDING_MAX, unique=True),
-    }, (), "Corrections a careful reader would see; absent when there are none.", minProperties=1)
+        "superseded_by": array("Lessons superseding it.", ids, max_items=STANDING_MAX, unique=True),
+        "contradicted_by": array("Lessons contradicting it.", ids, max_items=STANDING_MAX, unique=True),
+        "evidence_contradicted": array("Its evidence whose current verdict is contradicts.",
+                                       F.evidence_id("Evidence id."), max_items=STANDING_MAX, unique=True),
+    }, (), "Corrections: read these before trusting it (absent when none).", minProperties=1)
 
 
 def retrieval_mode_in() -> dict:

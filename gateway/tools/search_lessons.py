@@ -297,10 +297,8 @@ def input_schema(F: Fields) -> dict:
         "retrieval_mode": retrieval_mode_in(),
         "scope": scope_in(),
         "facet": _facet_in(F),
-        "exclude_superseded": {"description": "Leave out Lessons that another Lesson supersedes.",
-                               "type": "boolean", "default": False},
-        "explain": {"description": "Add per result the channels that found it, with rank and own score.",
-                    "type": "boolean", "default": False},
+        "exclude_superseded": {"description": "Leave out superseded Lessons.", "type": "boolean", "default": False},
+        "explain": {"description": "Add why each hit was returned.", "type": "boolean", "default": False},
     }, (), "Search Lessons.")
 
 
@@ -328,15 +326,13 @@ def output_schema(F: Fields) -> dict:
                               max_items=LIMITS["page_max"])
     item["standing"] = standing_out(F)
     item["explain"] = obj({
-        "channels": array("Channels that found the hit, best rank first.", obj({
-            "channel": string("Channel: full_text, full_text_partial, bm25, bm25_partial, semantic:<facet>.", 32),
-            "rank": integer("1-based rank within the channel.", 1),
-            "score": {"description": "The channel's own score (cosine, z-score, BM25, legacy score).",
-                      "type": "number"},
-        }, ["channel", "rank"], "One channel's vote."), max_items=16),
-        "tier": enum("Fusion tier: relation, exact (identifier or error string in the text), rest.",
-                     tuple(TIERS.values())),
-    }, ["channels", "tier"], "Why this hit was returned (explain: true); the fused score is score.")
+        "channels": array("Channels that found it, best rank first.", obj({
+            "channel": string("full_text, bm25, semantic:<facet>, ...", 32),
+            "rank": integer("Rank in the channel.", 1),
+            "score": {"description": "The channel's own score.", "type": "number"},
+        }, ["channel", "rank"], "One vote."), max_items=16),
+        "tier": enum("Fusion tier.", tuple(TIERS.values())),
+    }, ["channels", "tier"], "Why it was returned (explain: true).")
     result = obj(item, ["id", "score", "basis"], "One search hit.")
     props = {
         "results": array("Hits in ranking order (not always score order in hybrid_v1: see score).", result, max_items=LIMITS["page_max"]),
