@@ -11,7 +11,7 @@ revise_lesson      revise a Lesson from new evidence (revising)                l
 
 (* required.) Every prompt also takes ``language`` (``ko``, the default, or
 ``en``): MCP has no locale. The Korean migration prompt is the ``<pre>`` block
-of ``schema/pages/help/migration.wiki`` itself, read when the gateway starts, so the
+of ``<schema dir>/pages/help/migration.wiki`` itself, read when the gateway starts, so the
 help page and the prompt never drift apart. Argument errors are JSON-RPC
 ``-32602`` naming the argument and what it accepts.
 """
@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from mcp_types import GetPromptResult, Prompt, PromptArgument, PromptMessage, TextContent
 
-from gateway.config.loader import DEFAULT_SCHEMA_DIR
+from gateway.domain.schema import schema_dir
 from gateway.core.errors import INVALID_PARAMS, JsonRpcError
 from gateway.core.jsonio import dump_model
 from gateway.domain.schema import load_schema
@@ -60,7 +60,7 @@ _LANGUAGE = Arg("language", "Language of the prompt text: ko (default) or en.", 
 
 @functools.lru_cache(maxsize=1)
 def _migration_ko() -> str:
-    page = Path(DEFAULT_SCHEMA_DIR) / "pages" / "help" / "migration.wiki"
+    page = Path(schema_dir()) / "pages" / "help" / "migration.wiki"  # the configured S3RM_SCHEMA_DIR
     match = re.search(r"<pre>\n?(.*?)</pre>", page.read_text(encoding="utf-8"), re.S)
     if match is None:
         raise RuntimeError(f"{page} has no <pre> prompt block")
