@@ -332,20 +332,36 @@ def print_bands(title: str, scores: np.ndarray, labels: np.ndarray, near: float,
         print(f"{band:<17}{len(scores):>6}{npos:>9}{npred:>7}{tp:>5}{p:>10.3f}{r:>8.3f}{f:>7.3f}")
 
 
-def print_distribution(scores: np.ndarray, labels: np.ndarray, kinds: np.ndarray, near: float, same: float) -> None:
+def print_distribution(scores: np.ndarray, pairs: list[dict], near: float, same: float) -> None:
+    """Per label: all pairs, then per kind, per kind and corpus, and (light edits) whether ``attempt`` was dropped."""
     print("\n== score distribution (mean facet cosine, unclipped) ==")
-    print(f"{'label':<15}{'kind':<20}{'n':>5}{'p5':>8}{'median':>8}{'p95':>8}{'min':>8}{'max':>8}"
+    print(f"{'label':<15}{'pairs':<30}{'n':>5}{'p5':>8}{'median':>8}{'p95':>8}{'min':>8}{'max':>8}"
           f"{'>=near':>8}{'>=same':>8}")
+    labels = np.asarray([p["label"] for p in pairs])
+    kinds = np.asarray([p["kind"] for p in pairs])
+    corpus = np.asarray(["ko" if records_origin(p["new"]) else "cloud" for p in pairs])
+    no_attempt = np.asarray([{"op": "drop_field", "field": "attempt"} in p["recipe"] for p in pairs])
     for label in LABELS:
-        groups = [("all", labels == label)] + [(k, (labels == label) & (kinds == k))
-                                               for k in sorted(set(kinds[labels == label]))]
-        for kind, mask in groups:
+        rows = [("all", labels == label)]
+        for kind in sorted(set(kinds[labels == label])):
+            mask = (labels == label) & (kinds == kind)
+            rows.append((kind, mask))
+            rows += [(f"{kind}/{c}", mask & (corpus == c)) for c in ("cloud", "ko")]
+            if kind == "light_edit":
+                rows += [("light_edit, attempt dropped", mask & no_attempt),
+                         ("light_edit, attempt kept", mask & ~no_attempt)]
+        for name, mask in rows:
             s = scores[mask]
             if not len(s):
                 continue
             p5, med, p95 = np.percentile(s, [5, 50, 95])
-            print(f"{label:<15}{kind:<20}{len(s):>5}{p5:>8.4f}{med:>8.4f}{p95:>8.4f}{s.min():>8.4f}{s.max():>8.4f}"
+            print(f"{label:<15}{name:<30}{len(s):>5}{p5:>8.4f}{med:>8.4f}{p95:>8.4f}{s.min():>8.4f}{s.max():>8.4f}"
                   f"{int(np.count_nonzero(s >= near)):>8}{int(np.count_nonzero(s >= same)):>8}")
+
+
+def records_origin(lesson_id: str) -> bool:
+    """True for a Lesson of the Korean synthetic corpus (its ids carry the ``synthetic-ko-`` prefix)."""
+    return lesson_id.startswith("synthetic-ko-")
 
 
 def best_threshold(scores: np.ndarray, pos: np.ndarray, upper: float = np.inf) -> tuple[float, float]:
@@ -410,10 +426,9 @@ def main(argv: list[str] | None = None) -> int:
           f"calibration near_identical {cal.near_identical}, same_topic {cal.same_topic})")
     scores = np.asarray(score_pairs(pairs, records, provider, ProjectionBuilder(), profile.dims))
     labels = np.asarray([p["label"] for p in pairs])
-    kinds = np.asarray([p["kind"] for p in pairs])
     halves = np.asarray([p["half"] for p in pairs])
     print_bands("shipped thresholds, all pairs", scores, labels, cal.near_identical, cal.same_topic)
-    print_distribution(scores, labels, kinds, cal.near_identical, cal.same_topic)
+    print_distribution(scores, pairs, cal.near_identical, cal.same_topic)
     print_tuning(scores, labels, halves, cal.near_identical, cal.same_topic)
     print(f"\nembedding cache: hits {provider.hits}, misses {provider.misses} ({provider.cache_dir})")
     return 0
