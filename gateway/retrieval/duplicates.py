@@ -33,7 +33,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -41,13 +41,38 @@ from gateway.domain.model import LessonPage
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingSaturated
 from gateway.config.profiles import FACETS
 
-__all__ = ["DuplicateChecker", "MAX_CANDIDATES"]
+__all__ = ["DuplicateChecker", "MAX_CANDIDATES", "duplicate_scores", "band_of"]
 
 log = logging.getLogger("s3rm.duplicates")
 
 MAX_CANDIDATES = 3
 #: Duplicate checks that may run at once; more are answered ``saturated`` at once.
 MAX_CONCURRENT_CHECKS = 2
+
+
+def duplicate_scores(snap: Any, vectors: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The duplicate score of every row of ``snap`` against a new Lesson: float32 ``(len(snap),)``.
+
+    ``vectors`` maps each NON-EMPTY facet of the new Lesson (of :data:`FACETS`)
+    to its ``(dims,)`` document vector; a facet left out (empty) adds 0, as
+    does an empty facet of an indexed Lesson (its stored vector is all zero).
+    The sum is divided by ``len(FACETS)`` always: the mean facet cosine, in
+    [-1, 1], unclipped. Row order is the snapshot's (``snap.ids``).
+    """
+    scores = np.zeros(len(snap), dtype=np.float32)
+    for facet, vector in vectors.items():
+        scores += snap.scores(facet, vector)
+    scores /= len(FACETS)
+    return scores
+
+
+def band_of(score: float, calibration: Any) -> str | None:
+    """``near_identical`` / ``same_topic`` for a duplicate score under ``calibration``; None below both."""
+    if score >= calibration.near_identical:
+        return "near_identical"
+    if score >= calibration.same_topic:
+        return "same_topic"
+    return None
 
 
 class DuplicateChecker:
@@ -110,10 +135,7 @@ class DuplicateChecker:
         except EmbeddingError as exc:
             self._count(exc.code)
             return _result("timeout" if exc.code == "timeout" else "error")
-        scores = np.zeros(len(snap), dtype=np.float32)
-        for row, (facet, _) in enumerate(texts):
-            scores += snap.scores(facet, matrix[row])
-        scores /= len(FACETS)
+        scores = duplicate_scores(snap, {facet: matrix[row] for row, (facet, _) in enumerate(texts)})
         cal = service.calibration
         hits = snap.top(scores, MAX_CANDIDATES, exclude=(lesson_id,), min_score=cal.same_topic)
         picked: list[tuple[str, float]] = [(hit.lesson_id, hit.score) for hit in hits]
@@ -131,7 +153,7 @@ class DuplicateChecker:
                 "id": other,
                 "title": snapshot.page.fields.get("title", "")[:200],
                 "score": round(min(1.0, max(0.0, score)), 4),
-                "band": "near_identical" if score >= cal.near_identical else "same_topic",
+                "band": band_of(score, cal),
             })
         self._count("ok")
         return {"status": "ok", "items": items}
