@@ -250,7 +250,7 @@ class VectorCache:
         with conn:
             conn.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
             conn.execute("CREATE TABLE vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL, sum BLOB NOT NULL, "
-                         "used INTEGER NOT NULL) WITHOUT ROWID")
+                         "used INTEGER NOT NULL)")
             conn.executemany("INSERT INTO meta (name, value) VALUES (?, ?)",
                              [("format", FORMAT), ("profile", self._digest.hex()),
                               ("dims", str(self.profile.dims)), ("profile_name", self.profile.name)])
