@@ -21,7 +21,12 @@ from typing import Any, Callable, Iterator, Sequence
 
 from gateway.config.profiles import INDEX_FACETS
 
-__all__ = ["BuildProgress"]
+__all__ = ["BuildProgress", "MAX_BUILD_LESSONS", "MAX_ETA_SECONDS"]
+
+#: Upper bound of ``total`` (the refresher's scan bound: 20,000 batches of 50 Lessons).
+MAX_BUILD_LESSONS = 1_000_000
+#: Estimates beyond 30 days are reported as 30 days.
+MAX_ETA_SECONDS = 30 * 86400
 
 
 class BuildProgress:
@@ -68,7 +73,7 @@ class BuildProgress:
             eta = None
             if run["sent"]:
                 per_text = (self._clock() - run["started"]) / run["sent"]
-                eta = round((texts - done) * per_text)
+                eta = min(MAX_ETA_SECONDS, round((texts - done) * per_text))
             return {"indexed": run["examined"] - run["changed"] + ready, "total": run["examined"],
                     "eta_seconds": eta}
 

@@ -125,7 +125,7 @@ def output_schema(F: Fields) -> dict:
         **scan_props(),
         "scope": scope_out(),
     }
-    return obj(props, list(props), "Analogous Lessons.")
+    return obj(props, [p for p in props if p != "semantic_progress"], "Analogous Lessons.")
 
 
 SPEC = tool_spec(NAME, 'Find analogous Lessons', describe(

@@ -132,7 +132,19 @@ def retrieval_state(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, st
     requested = arguments.get("retrieval_mode") or ctx.config.retrieval_default_mode
     retrieval = getattr(ctx, "retrieval", None)
     status = retrieval.semantic_status() if retrieval is not None else "disabled"
-    return {"requested_mode": requested, "effective_mode": "legacy", "semantic_status": status}
+    return with_progress({"requested_mode": requested, "effective_mode": "legacy", "semantic_status": status}, ctx)
+
+
+def with_progress(modes: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """``modes`` with ``semantic_progress`` exactly while ``semantic_status`` is ``building``
+    (docs/hybrid-search.md#build-progress)."""
+    out = {k: v for k, v in modes.items() if k != "semantic_progress"}
+    retrieval = getattr(ctx, "retrieval", None)
+    if out.get("semantic_status") == "building" and retrieval is not None:
+        progress = getattr(retrieval, "semantic_progress", lambda: None)()
+        if progress is not None:
+            out["semantic_progress"] = progress
+    return out
 
 
 def wants_hybrid(modes: dict[str, str], ctx: ToolContext) -> bool:
@@ -154,7 +166,7 @@ def rank_page(ctx: ToolContext, modes: dict[str, str], pager: "Pager", cursor: A
         offset = pager.offset(cursor)
         return run_legacy(), legacy_version, pager, offset, modes
     choice = choose_mode(ctx.retrieval, cursor, hybrid_pager, legacy_version, run_hybrid)
-    modes = {**modes, "effective_mode": choice.mode, "semantic_status": choice.semantic_status}
+    modes = with_progress({**modes, "effective_mode": choice.mode, "semantic_status": choice.semantic_status}, ctx)
     if choice.hybrid is not None:
         return choice.hybrid, choice.hybrid.ranking_version, choice.pager, choice.offset, modes
     return run_legacy(), legacy_version, choice.pager, choice.offset, modes

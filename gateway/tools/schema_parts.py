@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.domain.schema import FieldDef, RecordDef, Schema, load_schema
+from gateway.retrieval.progress import MAX_BUILD_LESSONS, MAX_ETA_SECONDS  # bounds of semantic_progress
 
 __all__ = [
     "DIGEST_PATTERN", "DIRECTIONS", "Fields", "LIMITS", "OPERATION_ID_PATTERN", "RETRIEVAL_MODES", "SEMANTIC_STATUSES",
@@ -290,6 +291,13 @@ def retrieval_props(F: Fields) -> dict[str, dict]:
         "ranking_version": string("Version of the ranking/fusion recipe that ordered the results.",
                                   LIMITS["ranking_version_max_length"]),
         "semantic_status": enum("State of the semantic index.", SEMANTIC_STATUSES),
+        "semantic_progress": obj({
+            "indexed": integer("Lessons of the build whose vectors are ready.", 0, MAX_BUILD_LESSONS),
+            "total": integer("Lessons the build examined.", 0, MAX_BUILD_LESSONS),
+            "eta_seconds": nullable(integer("Estimated seconds left (null until the model has answered once).",
+                                            0, MAX_ETA_SECONDS)),
+        }, ["indexed", "total", "eta_seconds"],
+            "Present while semantic_status is building: how far the first build of the semantic index is."),
     }
 
 

