@@ -270,7 +270,8 @@ class RetrievalService:
         """Semantic counts and states (``/readyz`` keeps only the counts; ``/metrics`` shows all,
         docs/operations.md#observability).
 
-        Keys: status, indexed, lessons, pending, failed, missing, stale_hashes,
+        Keys: status, indexed, total, eta_seconds (docs/hybrid-search.md#build-progress), lessons,
+        pending, failed, missing, stale_hashes,
         orphans, truncated, refreshing, last_reconcile_age_seconds, error,
         breaker, queue{in_use, waiting, rejected}, generation, model,
         projection_version, ranking_version, shadow{samples, mean_overlap} (shadow queries
