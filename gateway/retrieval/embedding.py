@@ -279,11 +279,16 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             todo_rows = self._from_cache(keys, todo_rows, known)
         self._report(len(keys) - len(todo_rows), sent=False)
         if todo_rows:
-            fresh = self._embed_formatted([formatted[n] for n in todo_rows], timeout, retries, lane)
             todo_keys = [keys[n] for n in todo_rows]
-            self._memo.put_many(todo_keys, fresh)
-            if self.cache is not None:
-                self.cache.put_many([self.cache.key(k) for k in todo_keys], fresh)
+
+            def keep(start: int, vectors: np.ndarray) -> None:
+                # each batch is remembered as it arrives: a build stopped halfway resumes from there
+                batch_keys = todo_keys[start:start + len(vectors)]
+                self._memo.put_many(batch_keys, vectors)
+                if self.cache is not None:
+                    self.cache.put_many([self.cache.key(k) for k in batch_keys], vectors)
+
+            fresh = self._embed_formatted([formatted[n] for n in todo_rows], timeout, retries, lane, keep)
             known.update(zip(todo_keys, fresh))
         return np.vstack([known[key] for key in keys]).astype(np.float32, copy=False)
 
@@ -312,12 +317,16 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         if progress is not None and count:
             progress(count, sent)
 
-    def _embed_formatted(self, formatted: list[str], timeout: float | None, retries: int,
-                         lane: str) -> np.ndarray:
-        """:meth:`embed_documents` of texts already in document form, every one sent."""
+    def _embed_formatted(self, formatted: list[str], timeout: float | None, retries: int, lane: str,
+                         keep: Callable[[int, np.ndarray], None] | None = None) -> np.ndarray:
+        """:meth:`embed_documents` of texts already in document form, every one sent; ``keep(start, vectors)``
+        receives each batch as it arrives (``start``: the index of its first text)."""
         per_call = self.timeout * DOCUMENT_TIMEOUT_FACTOR if timeout is None else timeout
         fields = self.profile.document_request_fields
         batches = self._batches(formatted)
+        starts = [0]
+        for batch in batches[:-1]:
+            starts.append(starts[-1] + len(batch))
         out: list[np.ndarray | None] = [None] * len(batches)
         attempts = [0] * len(batches)
         todo = deque(range(len(batches)))
@@ -339,6 +348,8 @@ class OpenAICompatibleProvider(EmbeddingProvider):
                 fut, deadline = pending.pop(index)
                 try:
                     out[index] = fut.result(timeout=max(0.0, deadline - time.monotonic()))
+                    if keep is not None:
+                        keep(starts[index], out[index])
                     self._report(len(batches[index]), sent=True)
                 except FutureTimeout:
                     self._count("embedding_failures", code="timeout", kind="document")

