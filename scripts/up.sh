@@ -2,7 +2,9 @@
 # The one command that brings the whole development system up on loopback with
 # real data: installs what is missing (Debian + Python packages), then runs
 # `s3rm stack up` (dev wiki, sync push, corpus import, embedding server,
-# gateway; waits until ready; prints the MCP URL and a client set-up line).
+# gateway; returns once the wiki, the gateway and legacy search answer, showing
+# the semantic index's progress; `scripts/up.sh --wait-semantic` also waits for
+# hybrid search; prints the MCP URL and a client set-up line).
 # Safe to run twice. Arguments are passed to `s3rm stack up`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -10,4 +12,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/install.sh
 install_debian_packages
 install_python_package
+case " $* " in
+  *" --wait-semantic "*) ;;
+  *) echo "up.sh: returning once legacy search answers; pass --wait-semantic to wait for hybrid search too" ;;
+esac
 exec python -m sync.cli stack up "$@"

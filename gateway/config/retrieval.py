@@ -28,6 +28,10 @@ S3RM_SEMANTIC_RECONCILE_SECONDS    min interval between due full reconciles     
 S3RM_SEMANTIC_MAX_LAG_SECONDS      checkpoint age beyond which status=stale     900
 S3RM_SEMANTIC_FOLLOW_SECONDS       recent-changes poll interval (0 = off)      2
 S3RM_SEMANTIC_CHECKPOINT_FILE      JSON file of the follower checkpoint        none (memory)
+S3RM_SEMANTIC_STATE_DIR            directory of this gateway's disposable      none (nothing
+                                   vector cache, so a restart re-embeds only   kept: every start
+                                   changed Lesson texts (in-process index      embeds every
+                                   only; docs/hybrid-search.md#vector-cache)   Lesson)
 S3RM_SEMANTIC_RC_MAX_AGE_SECONDS   the wiki's ``$wgRCMaxAge``: an older        7776000
                                    checkpoint is a gap (full rebuild)
 S3RM_SEMANTIC_QUARANTINE_AFTER     refreshes in which one Lesson's embedding   3
@@ -113,6 +117,7 @@ class RetrievalSettings:
     duplicate_budget_seconds: float = 1.5
     follow_seconds: float = 2.0
     checkpoint_file: str = ""
+    state_dir: str = ""
     rc_max_age_seconds: float = 90 * 86400.0
     quarantine_after: int = 3
     index_backend: str = "memory"
@@ -183,6 +188,7 @@ def load_retrieval(environ: Mapping[str, str]) -> RetrievalSettings:
         duplicate_budget_seconds=number(get, "S3RM_DUPLICATE_BUDGET_SECONDS", 1.5, float, 0.05, 30.0),
         follow_seconds=number(get, "S3RM_SEMANTIC_FOLLOW_SECONDS", 2.0, float, 0.0, 3600.0),
         checkpoint_file=get("S3RM_SEMANTIC_CHECKPOINT_FILE", ""),
+        state_dir=get("S3RM_SEMANTIC_STATE_DIR", ""),
         rc_max_age_seconds=number(get, "S3RM_SEMANTIC_RC_MAX_AGE_SECONDS", 90 * 86400.0, float, 60.0,
                                   10 * 365 * 86400.0),
         quarantine_after=number(get, "S3RM_SEMANTIC_QUARANTINE_AFTER", 3, int, 1, 100),

@@ -43,9 +43,10 @@ import random
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -65,6 +66,7 @@ from gateway.retrieval.embedding_errors import (
 )
 from gateway.retrieval import embedding_errors
 from gateway.retrieval.embedding_guard import LANES, CircuitBreaker, EmbeddingGate
+from gateway.retrieval.vector_cache import VectorCache
 from gateway.retrieval.vector_memo import VectorMemo
 
 __all__ = [
@@ -132,6 +134,13 @@ class EmbeddingProvider:
     def probe(self) -> None:
         """Check the served model against the profile (raises ProviderProfileMismatch / EmbeddingError)."""
         raise NotImplementedError
+
+    @contextmanager
+    def reporting(self, progress: Callable[[int, bool], None]) -> Iterator[None]:
+        """While the block runs, :meth:`embed_documents` calls made by THIS thread report each text as it
+        is resolved: ``progress(count, sent)`` (``sent`` False for texts answered from the memo or the
+        vector cache). This base class reports nothing."""
+        yield
 
     def stats(self) -> dict[str, Any]:
         """Counts and states for health and metrics (no configuration values, no text)."""
@@ -214,7 +223,8 @@ class OpenAICompatibleProvider(EmbeddingProvider):
     enabled = True
 
     def __init__(self, settings: RetrievalSettings, profile: EmbeddingProfile, *,
-                 gate: EmbeddingGate | None = None, breaker: CircuitBreaker | None = None, metrics: Any = None):
+                 gate: EmbeddingGate | None = None, breaker: CircuitBreaker | None = None, metrics: Any = None,
+                 cache: VectorCache | None = None):
         self.settings = settings
         self.profile = profile
         self.url = settings.embedding_url
@@ -233,6 +243,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         if settings.api_key:
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
         self._memo = VectorMemo()  # each exact document text is embedded once (docs/hybrid-search.md#vector-memo)
+        self.cache = cache  # the same across restarts, on disk (docs/hybrid-search.md#vector-cache)
         self.calls = 0          # HTTP requests sent (tests assert "0 embedding calls")
         self.inputs = 0         # texts sent
         self._count_lock = threading.Lock()
@@ -264,18 +275,58 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         todo_rows = [n for n, key in enumerate(keys) if key not in known]
         if self.metrics is not None and len(todo_rows) < len(keys):
             self.metrics.incr("embedding_memo_hits", len(keys) - len(todo_rows))
+        if todo_rows and self.cache is not None:
+            todo_rows = self._from_cache(keys, todo_rows, known)
+        self._report(len(keys) - len(todo_rows), sent=False)
         if todo_rows:
-            fresh = self._embed_formatted([formatted[n] for n in todo_rows], timeout, retries, lane)
-            self._memo.put_many([keys[n] for n in todo_rows], fresh)
-            known.update(zip((keys[n] for n in todo_rows), fresh))
+            todo_keys = [keys[n] for n in todo_rows]
+
+            def keep(start: int, vectors: np.ndarray) -> None:
+                # each batch is remembered as it arrives: a build stopped halfway resumes from there
+                batch_keys = todo_keys[start:start + len(vectors)]
+                self._memo.put_many(batch_keys, vectors)
+                if self.cache is not None:
+                    self.cache.put_many([self.cache.key(k) for k in batch_keys], vectors)
+
+            fresh = self._embed_formatted([formatted[n] for n in todo_rows], timeout, retries, lane, keep)
+            known.update(zip(todo_keys, fresh))
         return np.vstack([known[key] for key in keys]).astype(np.float32, copy=False)
 
-    def _embed_formatted(self, formatted: list[str], timeout: float | None, retries: int,
-                         lane: str) -> np.ndarray:
-        """:meth:`embed_documents` of texts already in document form, every one sent."""
+    def _from_cache(self, keys: list[bytes], todo_rows: list[int], known: dict[bytes, np.ndarray]) -> list[int]:
+        """Fill ``known`` from the vector cache (and the memo with them); the rows still to embed."""
+        file_keys = [self.cache.key(keys[n]) for n in todo_rows]  # type: ignore[union-attr]
+        stored = self.cache.get_many(file_keys)  # type: ignore[union-attr]
+        hits = [(keys[n], stored[fk]) for n, fk in zip(todo_rows, file_keys) if fk in stored]
+        if hits:
+            self._memo.put_many([k for k, _ in hits], np.vstack([v for _, v in hits]))
+            known.update(hits)
+            self._count_many("embedding_cache_hits", len(hits))
+        return [n for n, fk in zip(todo_rows, file_keys) if fk not in stored]
+
+    @contextmanager
+    def reporting(self, progress: Callable[[int, bool], None]) -> Iterator[None]:
+        previous = getattr(self._local, "progress", None)
+        self._local.progress = progress
+        try:
+            yield
+        finally:
+            self._local.progress = previous
+
+    def _report(self, count: int, *, sent: bool) -> None:
+        progress = getattr(self._local, "progress", None)
+        if progress is not None and count:
+            progress(count, sent)
+
+    def _embed_formatted(self, formatted: list[str], timeout: float | None, retries: int, lane: str,
+                         keep: Callable[[int, np.ndarray], None] | None = None) -> np.ndarray:
+        """:meth:`embed_documents` of texts already in document form, every one sent; ``keep(start, vectors)``
+        receives each batch as it arrives (``start``: the index of its first text)."""
         per_call = self.timeout * DOCUMENT_TIMEOUT_FACTOR if timeout is None else timeout
         fields = self.profile.document_request_fields
         batches = self._batches(formatted)
+        starts = [0]
+        for batch in batches[:-1]:
+            starts.append(starts[-1] + len(batch))
         out: list[np.ndarray | None] = [None] * len(batches)
         attempts = [0] * len(batches)
         todo = deque(range(len(batches)))
@@ -297,6 +348,9 @@ class OpenAICompatibleProvider(EmbeddingProvider):
                 fut, deadline = pending.pop(index)
                 try:
                     out[index] = fut.result(timeout=max(0.0, deadline - time.monotonic()))
+                    if keep is not None:
+                        keep(starts[index], out[index])
+                    self._report(len(batches[index]), sent=True)
                 except FutureTimeout:
                     self._count("embedding_failures", code="timeout", kind="document")
                     self._retry_or_raise(EmbeddingTimeout("document batch exceeded its deadline"),
@@ -397,15 +451,19 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         breaker.record_success()
 
     def stats(self) -> dict[str, Any]:
-        """Gate counts, breaker state and call counters."""
+        """Gate counts, breaker state, call counters and the vector cache's state."""
         out = {"provider": "openai_compatible", "breaker": self.breaker.state, **self.gate.stats(),
                "calls": self.calls, "inputs": self.inputs}
+        if self.cache is not None:
+            out["vector_cache"] = self.cache.stats()
         if self.document_breaker is not self.breaker:
             out["document_breaker"] = self.document_breaker.state
         return out
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self.cache is not None:
+            self.cache.close()
 
     # ----------------------------------------------------------- batching
     def _batches(self, texts: list[str]) -> list[list[str]]:
@@ -548,8 +606,11 @@ class OpenAICompatibleProvider(EmbeddingProvider):
 
     # ------------------------------------------------------------ metrics
     def _count(self, name: str, **labels: str) -> None:
+        self._count_many(name, 1, **labels)
+
+    def _count_many(self, name: str, amount: int, **labels: str) -> None:
         if self.metrics is not None:
-            self.metrics.incr(name, **labels)
+            self.metrics.incr(name, amount, **labels)
 
     def _observe(self, name: str, seconds: float, **labels: str) -> None:
         if self.metrics is not None:
@@ -583,4 +644,7 @@ def build_provider(settings: RetrievalSettings, *, metrics: Any = None) -> Embed
     profile = get_profile(settings.profile_name)
     if not settings.enabled:
         return DisabledProvider(profile)
-    return OpenAICompatibleProvider(settings, profile, metrics=metrics)
+    # the pgvector backend keeps its vectors in the shared store; the in-process index keeps them here
+    cache = VectorCache(settings.state_dir, profile, metrics=metrics) \
+        if settings.state_dir and settings.index_backend == "memory" else None
+    return OpenAICompatibleProvider(settings, profile, metrics=metrics, cache=cache)

@@ -261,11 +261,22 @@ class RetrievalService:
         """Current semantic_status (docs/retrieval.md#semantic-status)."""
         return self.refresher.status()
 
+    def semantic_progress(self) -> dict[str, Any] | None:
+        """``{"indexed", "total", "eta_seconds"}`` of the running build (docs/hybrid-search.md#build-progress),
+        None while the refresher reports no total (before the first scan ends, or a shared backend)."""
+        health = self.refresher.health()
+        total = health.get("total")
+        if not isinstance(total, int):
+            return None
+        return {"indexed": min(health["indexed"], total), "total": total, "eta_seconds": health.get("eta_seconds")}
+
     def health(self) -> dict[str, Any]:
         """Semantic counts and states (``/readyz`` keeps only the counts; ``/metrics`` shows all,
         docs/operations.md#observability).
 
-        Keys: status, indexed (Lessons findable by meaning), lessons, pending, failed, quarantined,
+        Keys: status, indexed (Lessons findable by meaning), total, eta_seconds
+        (docs/hybrid-search.md#build-progress), index_as_of, index_lag_seconds
+        (docs/hybrid-search.md#freshness), lessons, pending, failed, quarantined,
         missing, stale_hashes, orphans, truncated, refreshing, last_reconcile_age_seconds, error,
         breaker, queue{in_use, waiting, rejected}, generation, model,
         projection_version, ranking_version, shadow{samples, mean_overlap} (shadow queries

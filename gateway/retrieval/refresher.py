@@ -67,6 +67,7 @@ from gateway.retrieval.embedding import (CircuitOpen, EmbeddingDisabled, Embeddi
                                          EmbeddingSaturated, ProviderProfileMismatch)
 from gateway.retrieval.follower import ChangeFollower, FollowBatch
 from gateway.retrieval.index import IndexEntry, IndexSnapshot, epoch_seconds
+from gateway.retrieval.progress import BuildProgress
 from gateway.retrieval.analyzer import analyze, analyzer
 from gateway.config.profiles import INDEX_FACETS, WHOLE
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument
@@ -123,6 +124,7 @@ class IndexRefresher:
         self._idle = threading.Event()
         self._idle.set()
         self._next_follow = 0.0
+        self._progress = BuildProgress(clock)  # indexed / total / eta_seconds in health()
 
     # ------------------------------------------------------------ control
     def start(self) -> bool:
@@ -295,6 +297,7 @@ class IndexRefresher:
                 "tombstones": len(st.tombstones),
             }
             out.update(self.freshness())
+            out.update(self._progress.fields(out["indexed"], st.canonical_count, snap is None))
             if self.follower is not None:
                 position = self.follower.position
                 out["recent_changes_lag_seconds"] = st.follow_lag_seconds
@@ -395,7 +398,8 @@ class IndexRefresher:
             needed |= {doc.lesson_id for doc in upserts}
             removed = [i for i in base.ids if i not in fresh] if kind == "full" else \
                 sorted(i for i in ids if i not in fresh and i in base)
-            vectors, failures = self._embed(upserts)
+            with self._progress.tracking(self.provider, len(docs), upserts):
+                vectors, failures = self._embed(upserts)
         except (EmbeddingError, RepositoryError, ToolError) as exc:
             return self._fail(outcome, exc, needed)
         with self._cond:

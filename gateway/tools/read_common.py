@@ -138,6 +138,18 @@ def retrieval_state(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, An
     count = quarantined() if quarantined is not None and status != "disabled" else 0
     if count:
         out["semantic_quarantined"] = count  # a count only, never ids (docs/hybrid-search.md#quarantine)
+    return with_progress(out, ctx)
+
+
+def with_progress(modes: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """``modes`` with ``semantic_progress`` exactly while ``semantic_status`` is ``building``
+    (docs/hybrid-search.md#build-progress)."""
+    out = {k: v for k, v in modes.items() if k != "semantic_progress"}
+    retrieval = getattr(ctx, "retrieval", None)
+    if out.get("semantic_status") == "building" and retrieval is not None:
+        progress = getattr(retrieval, "semantic_progress", lambda: None)()
+        if progress is not None:
+            out["semantic_progress"] = progress
     return out
 
 
@@ -161,7 +173,7 @@ def rank_page(ctx: ToolContext, modes: dict[str, str], pager: "Pager", cursor: A
         offset = pager.offset(cursor)
         return run_legacy(), legacy_version, pager, offset, modes
     choice = choose_mode(ctx.retrieval, cursor, hybrid_pager, legacy_version, run_hybrid)
-    modes = {**modes, "effective_mode": choice.mode, "semantic_status": choice.semantic_status}
+    modes = with_progress({**modes, "effective_mode": choice.mode, "semantic_status": choice.semantic_status}, ctx)
     if choice.hybrid is not None:
         modes.update(ctx.retrieval.freshness())  # docs/hybrid-search.md#freshness
         return choice.hybrid, choice.hybrid.ranking_version, choice.pager, choice.offset, modes

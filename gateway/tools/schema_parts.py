@@ -27,6 +27,7 @@ from typing import Any
 
 from gateway.config.profiles import INDEX_FACETS
 from gateway.domain.schema import FieldDef, RecordDef, Schema, load_schema
+from gateway.retrieval.progress import MAX_BUILD_LESSONS, MAX_ETA_SECONDS  # bounds of semantic_progress
 
 __all__ = [
     "DIGEST_PATTERN", "DIRECTIONS", "Fields", "LIMITS", "OPERATION_ID_PATTERN", "RETRIEVAL_MODES", "SEMANTIC_STATUSES",
@@ -307,7 +308,7 @@ def citation_item_schema(F: Fields) -> dict:
 
 
 #: Members of :func:`retrieval_props` that are not always present.
-OPTIONAL_RETRIEVAL_PROPS = ("semantic_quarantined", "index_as_of", "index_lag_seconds")
+OPTIONAL_RETRIEVAL_PROPS = ("semantic_quarantined", "index_as_of", "index_lag_seconds", "semantic_progress")
 
 
 def retrieval_props(F: Fields) -> dict[str, dict]:
@@ -324,6 +325,13 @@ def retrieval_props(F: Fields) -> dict[str, dict]:
         "index_as_of": F.timestamp("hybrid_v1: newest change the index has applied (UTC)."),
         "index_lag_seconds": {"description": "hybrid_v1: seconds since the index caught up.", "type": "number",
                               "minimum": 0},
+        "semantic_progress": obj({
+            "indexed": integer("Lessons of the build whose vectors are ready.", 0, MAX_BUILD_LESSONS),
+            "total": integer("Lessons the build examined.", 0, MAX_BUILD_LESSONS),
+            "eta_seconds": nullable(integer("Estimated seconds left (null until the model has answered once).",
+                                            0, MAX_ETA_SECONDS)),
+        }, ["indexed", "total", "eta_seconds"],
+            "Present while semantic_status is building: how far the first build of the semantic index is."),
     }
 
 

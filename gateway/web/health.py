@@ -185,14 +185,15 @@ def _bounded(value: object, allowed: tuple[str, ...]) -> str:
 
 
 def _semantic_counts(state) -> dict | None:
-    """Integer counts of the semantic index (indexed, lessons, pending, failed, quarantined) or None; never
-    fails. ``quarantined`` counts Lessons found by full text only (docs/hybrid-search.md#quarantine)."""
+    """Integer counts of the semantic index (indexed, lessons, pending, failed, quarantined, and during a
+    build total and eta_seconds, docs/hybrid-search.md#build-progress) or None; never fails. ``quarantined``
+    counts Lessons found by full text only (docs/hybrid-search.md#quarantine)."""
     stats = getattr(state, "semantic_stats", None)
     if stats is None:
         return None
     try:
         raw = stats()
-        return {k: raw[k] for k in ("indexed", "lessons", "pending", "failed", "quarantined")
+        return {k: raw[k] for k in ("indexed", "total", "eta_seconds", "lessons", "pending", "failed", "quarantined")
                 if isinstance(raw.get(k), int) and not isinstance(raw.get(k), bool)}
     except Exception:  # a semantic outage never fails health (docs/operations.md#health)
         return None

