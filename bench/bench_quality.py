@@ -269,13 +269,14 @@ class Baseline:
 
 
 # ------------------------------------------------------------------ report
-def metrics(ranked: Sequence[str], case: QueryCase) -> dict[str, float]:
+def metrics(ranked: Sequence[str], case: QueryCase, korean: frozenset[str] = frozenset()) -> dict[str, float]:
     expected = case.expected_ids
     return {"r@1": recall_at_k(ranked, expected, 1), "r@5": recall_at_k(ranked, expected, 5),
             "r@10": recall_at_k(ranked, expected, 10), "mrr": mrr_at_k(ranked, expected, 10),
             "ndcg@10": ndcg_at_k(ranked, expected, 10), "idr@10": id_recall_at_k(ranked, expected, 10),
             "single": float(len(expected) == 1),
             "noise@5": float(sum(1 for lesson_id in ranked[:5] if is_noise(lesson_id))),
+            "korean@5": sum(1 for lesson_id in ranked[:5] if lesson_id in korean) / max(1, min(5, len(ranked))),
             "noise_above": float(outranked_by(ranked, expected, [i for i in ranked if is_noise(i)], NOISE_DEPTH))}
 
 
@@ -345,6 +346,18 @@ def print_noise(rows: dict[str, dict[str, list[dict[str, float]]]]) -> None:
         above = int(sum(v["noise_above"] for v in values))
         print(f"{system:<10}{f'{slots}/{5 * len(values)} = {slots / (5 * len(values)):.3f}':>28}"
               f"{f'{above}/{len(values)} (top {NOISE_DEPTH})':>62}")
+
+
+def print_languages(rows: dict[str, dict[str, list[dict[str, float]]]]) -> None:
+    """Share of the top-5 slots held by Korean Lessons (the gateway's Lesson language), per group.
+
+    Explains a dense 0.000 on Korean questions about English Lessons: the raw
+    cosine puts every Korean Lesson (noise included) above the English one.
+    """
+    print("-- share of top-5 slots held by Korean Lessons (gateway language), per group --")
+    print(f"{'group':<14}" + "".join(f"{s:>10}" for s in SYSTEMS))
+    for group in [g for g in GROUPS if g in rows["hybrid"]]:
+        print(f"{group:<14}" + "".join(_cell(_mean(rows[s][group], "korean@5"), 10) for s in SYSTEMS))
 
 
 # -------------------------------------------------------------------- main
@@ -427,6 +440,7 @@ def run_half(half: str, repo, service: RetrievalService, baseline: Baseline,
             analog["hybrid"].append(id_recall_at_k(hy, case.analogous_ids, 10))
     dense = best_dense([(case, lists) for case, lists, _ in runs])
     rows: dict[str, dict[str, list]] = {s: defaultdict(list) for s in SYSTEMS}
+    korean = frozenset(i for i, is_korean in zip(baseline.ids, baseline.korean) if is_korean)
     if explain_groups:
         print(f"\n-- {half}: first rank of an expected Lesson per system | per hybrid channel (rank/votes) --")
     for number, (case, lists, votes) in enumerate(runs):
@@ -434,13 +448,14 @@ def run_half(half: str, repo, service: RetrievalService, baseline: Baseline,
         if case.group in explain_groups or "all" in explain_groups:
             explain(number, case, lists, votes)
         for system in SYSTEMS:
-            m = metrics(lists[system], case)
+            m = metrics(lists[system], case, korean)
             rows[system][case.group].append(m)
             rows[system]["overall"].append(m)
     print_table(f"{half} half: {len(cases)} queries (ranking {service.ranking.version}, "
                 f"generation {service.generation}); rrf = bm25 + {dense}", rows, SYSTEMS)
     print_baseline(rows)
     print_noise(rows)
+    print_languages(rows)
     n = len(analog["rrf"])
     print(f"find_analogies analogous_recall@10 over {n} sources: "
           + "  ".join(f"{s} {statistics.fmean(analog[s]):.3f}" for s in ("rrf", "legacy", "hybrid") if analog[s]))
