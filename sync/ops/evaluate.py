@@ -32,7 +32,8 @@ Metrics (per mode; overall and per group; k = ``--k``, default 10):
 * ``recall@1``, ``recall@5``, ``recall@k`` — any-of: a query counts when at
   least one expected id is in its top n (several expected ids mean "any of
   these answers the question").
-* ``id_recall@k`` — classic recall: mean share of a query's expected ids in its top k.
+* ``id_recall@k`` — classic recall: mean share of a query's expected ids in its top k (printed in
+  the text table beside the any-of recalls; for queries with several answers it shows how many were found).
 * ``mrr`` — mean reciprocal rank of the first expected id within the top k (0 when none).
 * ``ndcg@k`` — binary relevance (expected id = gain 1, anything else 0),
   DCG = Σ rel_i / log2(i+1), normalised by the ideal ordering of

@@ -56,6 +56,14 @@ def test_recall_is_any_of_within_the_cut():
     assert em.recall_at_k([], {"a"}, 5) == 0.0
 
 
+def test_outranked_by_flags_an_intruder_above_every_expected_id_in_the_top_k():
+    assert em.outranked_by(["n1", "a", "b"], {"a", "b"}, {"n1"}, 10)
+    assert not em.outranked_by(["a", "n1"], {"a"}, {"n1"}, 10)
+    assert em.outranked_by(["x", "n1"], {"a"}, {"n1"}, 10)       # expected id missed, intruder shown
+    assert not em.outranked_by(["x", "y", "n1"], {"a"}, {"n1"}, 2)  # intruder below the cut
+    assert not em.outranked_by([], {"a"}, {"n1"}, 10)
+
+
 def test_id_recall_is_the_share_of_expected_ids_found():
     ranked = ["a", "b", "c", "d"]
     assert em.id_recall_at_k(ranked, {"a", "d", "x", "y"}, 4) == 0.5     # 2 of 4
@@ -290,6 +298,7 @@ def test_report_never_contains_query_text():
     for output in ("json", "text"):
         text = em.format_report(report, output)
         assert "UNIQUEQUERYTEXT" not in text and "한국어" not in text
+    assert "id_recall@10" in em.format_report(report, "text")
     parsed = json.loads(em.format_report(report, "json"))
     assert set(parsed["modes"]) == set(es.MODES)
     assert set(parsed["modes"]["legacy"]["groups"]) == set(es.GROUPS)
