@@ -185,12 +185,16 @@ def test_index_as_of_moves_forward_after_a_browser_edit(wired):
 def test_a_revise_that_copies_another_lesson_gets_it_as_near_identical(wired):
     """Duplicates on every content write: revise_lesson checks like create (docs/tools.md#revise-lesson)."""
     h, service = wired
+    # this module's other tests store FIELDS several times: a token of our own makes the exact copy the
+    # closest Lesson, so it is among the (at most three) candidates
+    token = unique("walkway").replace("-", " ")
+    fields = {k: f"{v} ({token})" for k, v in FIELDS.items()}
     original = unique("desire-line")
-    h.create(lesson_id=original, fields=FIELDS)
+    h.create(lesson_id=original, fields=fields)
     other = h.create(confidence="low")["id"]
     assert service.refresher.wait_idle(120)
     snap = h.repo.get_snapshot(other)
-    changes = {k: v for k, v in FIELDS.items() if k != "title"}
+    changes = {k: v for k, v in fields.items() if k != "title"}
     out = h.ok("revise_lesson", operation_id=unique("op-rev"), lesson_id=other, expected_revision_id=snap.revision_id,
                basis_evidence_ids=[snap.page.evidence[0]["id"]], changes=changes, reason="copy test")
     block = out["duplicate_candidates"]
