@@ -643,6 +643,7 @@ def test_lesson_saved_in_the_browser_appears_at_once(stack, playwright, tmp_path
         edges_before = int(page.get_attribute("#s3rm-knowledge-graph", "data-edge-count"))
         assert page.inner_text("#s3rm-create-submit") == "쓰기 시작"
         page.fill("#s3rm-create-id", SAVED_ID)
+        page.wait_for_selector("#s3rm-create-launcher[data-state=ok]")  # the box asks the wiki first
         assert "쓸 수 있는 ID입니다" in page.inner_text("#s3rm-create-message")
         page.click("#s3rm-create-submit")
         page.wait_for_url(re.compile(r".*action=edit.*preload=.*"))
