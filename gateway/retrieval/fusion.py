@@ -62,6 +62,7 @@ __all__ = [
     "FusedResult",
     "SEARCH_CHANNELS",
     "ANALOGY_CHANNELS",
+    "best_votes",
     "rrf_raw",
     "partial_share",
     "preliminary_order",
@@ -283,13 +284,18 @@ class FusedResult:
 
 
 # ------------------------------------------------------------------ scoring
-def rrf_raw(contributions: Iterable[RankContribution], config: RankingConfig = RRF_V3) -> float:
-    """``Σ w_c · share_c / (k + rank_c)``; a channel counts once (its best-ranked vote)."""
+def best_votes(contributions: Iterable[RankContribution]) -> dict[str, RankContribution]:
+    """Channel → its best-ranked vote among ``contributions`` (first seen wins a tie)."""
     best: dict[str, RankContribution] = {}
     for c in contributions:
         if c.channel not in best or c.rank < best[c.channel].rank:
             best[c.channel] = c
-    return sum(config.weights[ch] * c.share / (config.k + c.rank) for ch, c in best.items())
+    return best
+
+
+def rrf_raw(contributions: Iterable[RankContribution], config: RankingConfig = RRF_V3) -> float:
+    """``Σ w_c · share_c / (k + rank_c)``; a channel counts once (its best-ranked vote)."""
+    return sum(config.weights[ch] * c.share / (config.k + c.rank) for ch, c in best_votes(contributions).items())
 
 
 def partial_share(matched: int, total: int, below: float) -> float:

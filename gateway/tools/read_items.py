@@ -90,16 +90,18 @@ def standing_of(page: LessonPage, incoming: Iterable[RelationEdge], limit: int) 
     return {name: ids[:limit] for name, ids in lists.items() if ids}
 
 
-def standings(repository: LessonRepository, snapshots: Mapping[str, LessonSnapshot],
-              limit: int) -> dict[str, dict[str, list[str]]]:
+def standings(repository: LessonRepository, snapshots: Mapping[str, LessonSnapshot], limit: int,
+              incoming: Mapping[str, Iterable[RelationEdge]] | None = None) -> dict[str, dict[str, list[str]]]:
     """Lesson id → ``standing`` block for a page of fresh snapshots (clean Lessons left out).
 
     The incoming corrections of the whole page come from one batched repository call
-    (:meth:`LessonRepository.find_incoming_edges`), never one per Lesson.
+    (:meth:`LessonRepository.find_incoming_edges`), never one per Lesson; ``incoming``: such a
+    read the caller already made (of :data:`CORRECTIONS`, covering every snapshot).
     """
     if not snapshots:
         return {}
-    incoming, _ = repository.find_incoming_edges(list(snapshots), CORRECTIONS)
+    if incoming is None:
+        incoming, _ = repository.find_incoming_edges(list(snapshots), CORRECTIONS)
     out = {}
     for lesson_id, snap in snapshots.items():
         block = standing_of(snap.page, incoming.get(lesson_id, ()), limit)

@@ -41,8 +41,8 @@ from gateway.tools.policy import describe
 from gateway.tools.read_common import (
     DEFAULT_LIMIT, fit_page, Pager, rank_page, read_tool, repository, retrieval_state, scope_filters
 )
-from gateway.retrieval.fusion import is_exact_query
-from gateway.tools.read_items import citation_items, standings
+from gateway.retrieval.fusion import best_votes, is_exact_query
+from gateway.tools.read_items import citation_items, CORRECTIONS, standings
 from gateway.tools.schema_parts import (
     array, citation_item_schema, cursor, enum, Fields, integer, LIMITS, min_score, next_cursor, obj,
     OPTIONAL_RETRIEVAL_PROPS, page_limit, retrieval_mode_in, retrieval_props, revision_id, scan_props, scope_in,
@@ -74,12 +74,8 @@ def explain_of(ranked: Any, position: int) -> dict[str, Any]:
     if not votes:
         return {"channels": [{"channel": "full_text", "rank": position, "score": round(float(ranked.score), 6)}],
                 "tier": "rest"}
-    best: dict[str, Any] = {}
-    for vote in votes:
-        if vote.channel not in best or vote.rank < best[vote.channel].rank:
-            best[vote.channel] = vote
     channels = []
-    for vote in sorted(best.values(), key=lambda v: (v.rank, v.channel)):
+    for vote in sorted(best_votes(votes).values(), key=lambda v: (v.rank, v.channel)):
         entry: dict[str, Any] = {"channel": vote.channel, "rank": vote.rank}
         if vote.source_score is not None and math.isfinite(vote.source_score):
             entry["score"] = round(float(vote.source_score), 6)
@@ -181,7 +177,8 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         if resume is not None and not isinstance(resume, str):
             raise invalid_cursor("The cursor is malformed.")
         ranked = legacy.listing(repo, filters, resume, limit + 1)
-        items = _without_superseded(repo, ranked.items) if exclude_superseded else list(ranked.items)
+        items, incoming = (_without_superseded(repo, ranked.items) if exclude_superseded
+                           else (list(ranked.items), None))
         window = items[:limit]
 
         def next_cursor(n: int) -> str | None:
@@ -197,7 +194,8 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
             run_hybrid=lambda continuing: ctx.retrieval.search_lessons(
                 repo, query=query, filters=filters, min_score=min_score, continuation=continuing, facet=facet),
             run_legacy=lambda: legacy.search(repo, query, filters, min_score))
-        items = _without_superseded(repo, ranked.items) if exclude_superseded else list(ranked.items)
+        items, incoming = (_without_superseded(repo, ranked.items) if exclude_superseded
+                           else (list(ranked.items), None))
         window = items[offset:offset + limit]
 
         def next_cursor(n: int) -> str | None:
@@ -210,7 +208,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     hint = _hint(query, window, ranked.partial, base)
     if hint:
         base["hint"] = hint
-    corrections = standings(repo, {r.snapshot.id: r.snapshot for r in window}, STANDING_MAX)
+    corrections = standings(repo, {r.snapshot.id: r.snapshot for r in window}, STANDING_MAX, incoming)
     first = (0 if listing else offset) + 1
     for n, r in enumerate(window):
         extra = {"standing": corrections[r.snapshot.id]} if r.snapshot.id in corrections else {}
@@ -231,10 +229,12 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return result
 
 
-def _without_superseded(repo: Any, items: Sequence[Any]) -> list[Any]:
-    """``items`` minus Lessons another Lesson supersedes (one batched incoming-relations read)."""
-    incoming, _ = repo.find_incoming_edges([r.snapshot.id for r in items], ("supersedes",))
-    return [r for r in items if not incoming.get(r.snapshot.id)]
+def _without_superseded(repo: Any, items: Sequence[Any]) -> tuple[list[Any], dict[str, list[Any]]]:
+    """``items`` minus Lessons another Lesson supersedes, and the incoming corrections of every item
+    (one batched read; the page's ``standing`` reuses it)."""
+    incoming, _ = repo.find_incoming_edges([r.snapshot.id for r in items], CORRECTIONS)
+    kept = [r for r in items if not any(e.relation == "supersedes" for e in incoming.get(r.snapshot.id, ()))]
+    return kept, incoming
 
 
 def _hint(query: str, window: Sequence[Any], partial: bool, base: dict[str, Any]) -> str | None:
