@@ -96,5 +96,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Attach evidence', describe(
-        """Append one evidence item to a Lesson (write token in token mode); it returns the evidence digest."""
+        """Append one evidence item to a Lesson; it returns the evidence digest."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema)

@@ -122,7 +122,7 @@ def input_schema(F: Fields) -> dict:
                            "First evidence, stored with the Lesson.")
     claim = F.verification_claim_props(supporting)
     initial_verification = obj(claim, list(claim),
-                               "Verification of the initial evidence (needed for high confidence), with the same basis.")
+                               "Verification of initial_evidence (needed for high confidence), same basis.")
     props: dict[str, dict] = {
         "operation_id": operation_id(),
         "lesson_id": F.lesson_id("Derived from the request when omitted."),
@@ -149,5 +149,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Create Lesson draft', describe(
-        """Create a Lesson with its first evidence in one revision (write token in token mode); the server sets author, timestamps and record_origin=lab. An identical retry with the same operation_id replays the first result."""
+        """Create a Lesson with its first evidence in one revision; the server sets author, timestamps and record_origin=lab."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema)

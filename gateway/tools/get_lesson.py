@@ -228,10 +228,14 @@ def _sub_page(description: str, item: dict) -> dict:
         "items": array("This page of records.", item, max_items=LIMITS["page_max"]),
         "next_cursor": next_cursor(),
         "total": integer("Total number of records of this kind on the Lesson.", 0),
-        "skipped": integer("Present when records of this page were left out because a value breaks this schema "
-                           "(the page was edited outside the gateway); `total` still counts them and `s3rm audit` "
-                           "names them.", 1),
+        "skipped": integer("Records of this page left out because a value breaks this schema (edited outside the "
+                           "gateway); total still counts them, s3rm audit names them.", 1),
     }, ["items", "next_cursor", "total"], description)
+
+
+#: What each list's ``<list>_cursor`` and ``<list>_limit`` mean (one text each, shared by the three lists).
+PAGE_CURSOR_TEXT = "That list's next_cursor from the previous answer."
+PAGE_LIMIT_TEXT = "Items per page of that list."
 
 
 def input_schema(F: Fields) -> dict:
@@ -240,12 +244,12 @@ def input_schema(F: Fields) -> dict:
         "fields": array("Fields to return (default: all); id and revision_id always come.",
                         {"type": "string", "enum": F.core_fields() + ["revision_id"]}, min_items=1, unique=True),
         "citation_detail": enum("full adds note and provenance and never truncates.", ("compact", "full"), default="compact"),
-        "citations_cursor": cursor("Cursor of the citations page."),
-        "citations_limit": page_limit("Citations per page."),
-        "verifications_cursor": cursor("Cursor of the verification records page."),
-        "verifications_limit": page_limit("Verification records per page."),
-        "relations_cursor": cursor("Cursor of the relations page."),
-        "relations_limit": page_limit("Relations per page."),
+        "citations_cursor": cursor(PAGE_CURSOR_TEXT),
+        "citations_limit": page_limit(PAGE_LIMIT_TEXT),
+        "verifications_cursor": cursor(PAGE_CURSOR_TEXT),
+        "verifications_limit": page_limit(PAGE_LIMIT_TEXT),
+        "relations_cursor": cursor(PAGE_CURSOR_TEXT),
+        "relations_limit": page_limit(PAGE_LIMIT_TEXT),
     }, ["id"], "Read one Lesson.")
 
 

@@ -97,5 +97,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Link Lessons', describe(
-        """Add one directed relation between two existing Lessons, with an optional note (write token in token mode). Duplicate edges are refused."""
+        """Add one directed relation between two existing Lessons, with an optional note. Duplicate edges are refused."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema)

@@ -12,8 +12,8 @@ CONTENT_POLICY = (
 )
 #: Its short form, ending every tool description so agents read it wherever they look.
 TOOL_POLICY = (
-    "Content policy: only reusable research findings with citable evidence, never CI runs, tool errors or "
-    "logs; call search_lessons first and extend rather than duplicate."
+    "Content policy: only reusable research findings with citable evidence (no CI runs, tool errors or logs); "
+    "call search_lessons first and extend, not duplicate."
 )
 
 

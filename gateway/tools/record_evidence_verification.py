@@ -118,5 +118,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Record evidence verification', describe(
-        """Append one verification record to an evidence item (write token in token mode). expected_revision_id and expected_evidence_digest come from get_lesson. The latest record per evidence is its current verdict."""
+        """Append one verification record to an evidence item. expected_revision_id and expected_evidence_digest come from get_lesson. The latest record per evidence is its current verdict."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema)

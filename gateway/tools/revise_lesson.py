@@ -134,7 +134,7 @@ def input_schema(F: Fields) -> dict:
     # each field means what create_lesson_draft's same field says: described there once
     fields = {n: {k: v for k, v in F.field(rec, n, "in").items() if k != "description"}
               for n in F.changeable_fields()}
-    changes = obj(fields, (), "New values of the fields to change (as described in create_lesson_draft).",
+    changes = obj(fields, (), "New values of the fields to change (see create_lesson_draft).",
                   minProperties=1)
     return obj({
         "operation_id": operation_id(),
@@ -143,7 +143,7 @@ def input_schema(F: Fields) -> dict:
         "basis_evidence_ids": array("Evidence on the Lesson that justifies the change.", F.evidence_id(),
                                     min_items=1, max_items=LIMITS["basis_evidence_max"], unique=True),
         "changes": changes,
-        "reason": string("Reason for the edit summary (not Lesson data; shortened and sanitised).",
+        "reason": string("Edit summary (not Lesson data; shortened and sanitised).",
                          LIMITS["reason_max_length"]),
     }, ["operation_id", "lesson_id", "expected_revision_id", "basis_evidence_ids", "changes"],
         "Change allowed core fields of a Lesson in a new revision.")
@@ -164,5 +164,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Revise Lesson', describe(
-        """Overwrite fields of a Lesson in a new revision (write token in token mode), only if it is still at expected_revision_id (never merged). basis_evidence_ids must be on the Lesson; raising confidence needs supporting verification records. Returns duplicate_candidates when the new text comes near another Lesson."""
+        """Overwrite fields of a Lesson in a new revision, only if it is still at expected_revision_id (never merged). basis_evidence_ids must be on the Lesson; raising confidence needs supporting verification records. Returns duplicate_candidates when the new text comes near another Lesson."""
     ), 'write', write_handler(OPERATION), input_schema, output_schema, destructive=True)

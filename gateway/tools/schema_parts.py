@@ -331,7 +331,7 @@ def retrieval_props(F: Fields) -> dict[str, dict]:
             "eta_seconds": nullable(integer("Estimated seconds left (null until the model has answered once).",
                                             0, MAX_ETA_SECONDS)),
         }, ["indexed", "total", "eta_seconds"],
-            "Present while semantic_status is building: how far the first build of the semantic index is."),
+            "While semantic_status is building: how far the index's first build is."),
     }
 
 
@@ -392,8 +392,10 @@ def standing_out(F: Fields) -> dict:
     """Optional ``standing``: corrections of a Lesson read from the fresh revision (docs/tools.md#standing)."""
     ids = F.lesson_id("Lesson id.")
     return obj({
-        "superseded_by": array("Lessons superseding it.", ids, max_items=STANDING_MAX, unique=True),
-        "contradicted_by": array("Lessons contradicting it.", ids, max_items=STANDING_MAX, unique=True),
+        "superseded_by": array("Lessons superseding it.", ids, max_items=STANDING_MAX, unique=True,
+                               **{DEF_NAME: "lesson_ids"}),
+        "contradicted_by": array("Lessons contradicting it.", ids, max_items=STANDING_MAX, unique=True,
+                                 **{DEF_NAME: "lesson_ids"}),
         "evidence_contradicted": array("Its evidence whose current verdict is contradicts.",
                                        F.evidence_id("Evidence id."), max_items=STANDING_MAX, unique=True),
     }, (), "Corrections: read these before trusting it (absent when none).", minProperties=1)
@@ -401,7 +403,7 @@ def standing_out(F: Fields) -> dict:
 
 def retrieval_mode_in() -> dict:
     """Input ``retrieval_mode`` (legacy or hybrid_v1)."""
-    return enum("legacy (full text) or hybrid_v1 (also meaning and relations); omitted: the server's default.",
+    return enum("legacy: full text; hybrid_v1: also meaning and relations. Omitted: the server's default.",
                 RETRIEVAL_MODES)
 
 
@@ -442,10 +444,27 @@ def _children(node: dict):
 
 
 def _shape(node: dict) -> str:
-    """Canonical JSON of ``node`` without its own ``description`` (what two uses must share)."""
+    """Canonical JSON of ``node`` without its own ``description`` and :data:`DEF_NAME` tag (what two uses
+    must share)."""
+    return _compact({k: v for k, v in node.items() if k not in ("description", DEF_NAME)}, sort_keys=True)
+
+
+def _compact(value: Any, sort_keys: bool = False) -> str:
+    """``value`` as compact JSON, non-ASCII kept (the form tools/list sends)."""
     import json
-    return json.dumps({k: v for k, v in node.items() if k != "description"}, ensure_ascii=False,
-                      separators=(",", ":"), sort_keys=True)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys)
+
+
+def _size(value: Any) -> int:
+    """UTF-8 bytes of ``value`` as tools/list sends it (tags a published schema drops not counted)."""
+    if isinstance(value, dict) and DEF_NAME in value:
+        value = {k: v for k, v in value.items() if k != DEF_NAME}
+    return len(_compact(value).encode())
+
+
+def _ref(name: str, description: str | None) -> dict:
+    return {"$ref": f"#/$defs/{name}"} if description is None else {"description": description,
+                                                                     "$ref": f"#/$defs/{name}"}
 
 
 def hoist_defs(schema: dict) -> dict:
@@ -453,26 +472,30 @@ def hoist_defs(schema: dict) -> dict:
 
     Two uses share a definition when they are equal apart from their own
     ``description``, which stays beside the ``$ref`` (``{"description": …,
-    "$ref": "#/$defs/<name>"}``), so each property keeps its own description.
-    A block is hoisted only when that makes the document shorter; the biggest
-    saving goes first, and blocks inside a definition may be hoisted in turn.
-    ``<name>`` is the block's :data:`DEF_NAME` tag (``timestamp``, ``lesson_id``,
-    ``citation``, ``next_cursor``, …), ``text<maxLength>`` for a plain bounded
-    string, or else the property name of its first use
-    (``<parent>_item`` for array items). The result validates exactly the same instances.
+    "$ref": "#/$defs/<name>"}``), so each property keeps what it says; uses that
+    are equal description and all share a definition that holds it, and each
+    becomes a bare ``{"$ref": …}``. A block is hoisted only when that makes the
+    document shorter; the biggest saving goes first, and blocks inside a
+    definition may be hoisted in turn. ``<name>`` is the block's :data:`DEF_NAME`
+    tag (``timestamp``, ``lesson_id``, ``citation``, ``next_cursor``, …), else
+    ``text<maxLength>`` for a plain bounded string without description, else the
+    property name of its first use (``<parent>_item`` for array items). The
+    result validates exactly the same instances.
     """
     import copy
     import json
-    import re
 
     doc = copy.deepcopy(schema)
     defs: dict[str, dict] = doc.pop("$defs", {})
     while True:
-        uses: dict[str, list[tuple[dict, str]]] = {}
+        uses: dict[tuple[str, str | None], list[tuple[dict, str]]] = {}
 
         def walk(node: dict, hint: str, top: bool = False) -> None:
             if not top and "$ref" not in node:
-                uses.setdefault(_shape(node), []).append((node, hint))
+                shape = _shape(node)
+                uses.setdefault((shape, None), []).append((node, hint))
+                if isinstance(node.get("description"), str):
+                    uses.setdefault((shape, node["description"]), []).append((node, hint))
             for name, child in _children(node):
                 walk(child, f"{hint}_item" if name == "item" else (name or hint))
 
@@ -480,32 +503,38 @@ def hoist_defs(schema: dict) -> dict:
         for name, body in defs.items():
             walk(body, name, top=True)
         best, best_gain = None, 0
-        for shape, found in uses.items():
+        for (shape, description), found in uses.items():
             if len(found) < 2:
                 continue
-            size = len(shape.encode())
-            ref_cost = len(f'{{"$ref":"#/$defs/{found[0][1]}"}}')
-            gain = len(found) * (size - ref_cost) - size - len(found[0][1]) - 4
+            body = json.loads(shape) if description is None else {"description": description, **json.loads(shape)}
+            name = _block_name(body, found)
+            after = _size(name) + 1 + _size(body) + 1 + sum(
+                _size(_ref(name, None if description is not None else node.get("description"))) for node, _ in found)
+            gain = sum(_size(node) for node, _ in found) - after
             if gain > best_gain:
-                best, best_gain = shape, gain
+                best, best_gain = (found, name, description, body), gain
         if best is None:
             break
-        found = uses[best]
-        base = re.sub(r"[^A-Za-z0-9_]", "_", _def_name(json.loads(best)) or found[0][1]) or "def"
+        found, base, description, body = best
         name, n = base, 2
         while name in defs:
             name, n = f"{base}_{n}", n + 1
-        defs[name] = json.loads(best)
+        defs[name] = body
         for node, _ in found:
-            description = node.get("description")
+            own = None if description is not None else node.get("description")
             node.clear()
-            if description is not None:
-                node["description"] = description
-            node["$ref"] = f"#/$defs/{name}"
+            node.update(_ref(name, own))
     if defs:
         doc["$defs"] = dict(sorted(defs.items()))
     _drop_def_names(doc)
     return doc
+
+
+def _block_name(body: dict, found: list[tuple[dict, str]]) -> str:
+    """The definition name of ``body`` used at ``found`` (see :func:`hoist_defs`)."""
+    import re
+    tag = next((node[DEF_NAME] for node, _ in found if node.get(DEF_NAME)), None)
+    return re.sub(r"[^A-Za-z0-9_]", "_", tag or _def_name(body) or found[0][1]) or "def"
 
 
 def _def_name(block: dict) -> str | None:

@@ -303,11 +303,11 @@ def input_schema(F: Fields) -> dict:
 
 
 #: What ``score`` is per mode (docs/retrieval.md#min-score); shown to agents in the schemas.
-SCORE_TEXT = ("0-1, comparable within this response only. legacy: the full-text score, in order. hybrid_v1: a fused "
-              "rank score in tiers, so a lower score can be listed above a higher one.")
+SCORE_TEXT = ("0-1, comparable within this response only. legacy: full-text score, in order. hybrid_v1: fused rank "
+              "tiers, so a lower score can be listed above a higher one.")
 #: How to choose ``min_score``.
-MIN_SCORE_TEXT = ("Drop results below this score (default 0). Scores are relative to the query: keep 0 and use limit, or "
-                  "set it just under the weakest useful score seen for this query and mode.")
+MIN_SCORE_TEXT = ("Drop hits below this score (default 0). Scores are relative to the query: prefer limit, or just under "
+                  "the weakest useful score seen for this query and mode.")
 
 
 def output_schema(F: Fields) -> dict:
@@ -350,5 +350,5 @@ def output_schema(F: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Search Lessons', describe(
-        """Search the lab's research Lessons: full text over all fields; an empty query lists newest first. Results are compact (id, title, one-line reusable_lesson, confidence, short citation); `fields` picks others. hybrid_v1 also matches meaning across wording and languages; score compares within one response only. effective_mode says what answered. Search well: exact id or title words first; rephrase and switch language (Korean/English) before concluding nothing exists; check semantic_status, partial and hint before trusting an empty page. A hit with standing was superseded or contradicted: read those Lessons first."""
+        """Search the lab's research Lessons: full text over all fields; an empty query lists newest first. Hits are compact (id, title, one-line reusable_lesson, confidence, short citation); `fields` picks others. hybrid_v1 also matches meaning across wording and languages; effective_mode says what answered. Search well: exact id or title words first; rephrase and switch language (Korean/English) before concluding nothing exists; check semantic_status, partial and hint before trusting an empty page. A hit with standing was superseded or contradicted: read those Lessons first."""
     ), 'read', handle, input_schema, output_schema)

@@ -21,6 +21,7 @@ from gateway.domain.schema import load_schema, schema_dir
 from sync.cli import main as cli_main
 from sync.schema.generate import GENERATED_DIRS, render_generated_files
 from sync.schema.pages import WikiCapabilities, page_relpath, render_schema_pages, title_for_relpath
+from gateway.tools.schema_parts import DEF_NAME, desc, hoist_defs, obj, string
 from sync.schema.toolschemas import TOOL_NAMES, render_tool_schemas
 
 SCHEMA = load_schema()
@@ -281,17 +282,30 @@ def _walk(node, path="$"):
 _RECORD_FIELDS = {f.name for rec in SCHEMA.records for f in rec.fields}
 
 
+def _description(doc: dict, node: dict) -> str | None:
+    """A property's description: its own, or the one its ``#/$defs`` block holds."""
+    while "description" not in node and "$ref" in node:
+        node = doc["$defs"][node["$ref"].removeprefix("#/$defs/")]
+    return node.get("description")
+
+
 def test_tool_schemas_are_valid_closed_and_described():
     """Every object closed with a ``required`` list, also inside ``$defs`` (the walk covers them); every
-    ``$ref`` a local ``#/$defs/…`` that resolves; every property described in English, except stored
-    record fields in outputs and in revise_lesson's ``changes`` (described once, where a client first
-    sets them)."""
+    ``$ref`` a local ``#/$defs/…`` that resolves; every property described in English (on it or in its
+    ``$defs`` block), except stored record fields in outputs and in revise_lesson's ``changes`` (described
+    once, where a client first sets them) and output properties tools/list has described before (in an
+    inputSchema up to this tool's, or an earlier tool's outputSchema: docs/tools.md#tool-list)."""
     assert sorted(TOOLS) == sorted(f"{t}.{d}.schema.json" for t in TOOL_NAMES for d in ("input", "output"))
-    for name, doc in TOOLS.items():
+    said: set[str] = set()
+    said_pairs: set[tuple[str, str]] = set()
+    for name in [f"{t}.{d}.schema.json" for t in TOOL_NAMES for d in ("input", "output")]:
+        doc = TOOLS[name]
+        output = name.endswith(".output.schema.json")
         Draft202012Validator.check_schema(doc)
         assert doc["$schema"] == "https://json-schema.org/draft/2020-12/schema"
         assert doc["$id"] == f"https://s3rm.invalid/schema/tools/{name}"
         assert doc["type"] == "object"
+        described, said_now = set(), set()
         for path, node in _walk(doc):
             if "$ref" in node:
                 assert node["$ref"].startswith("#/$defs/") and node["$ref"][8:] in doc["$defs"], (name, path)
@@ -300,12 +314,48 @@ def test_tool_schemas_are_valid_closed_and_described():
                 assert "required" in node, (name, path)
             if path.endswith(".properties"):
                 for prop, sub in node.items():
-                    shared = prop in _RECORD_FIELDS and (name.endswith(".output.schema.json")
-                                                         or path.endswith(".changes.properties"))
-                    if not shared:
-                        assert sub.get("description"), (name, path, prop)
-                        assert not re.search(r"[\uac00-\ud7a3]", sub["description"]), (name, path, prop)
-                        assert sub["description"].strip(" .").lower() != prop.replace("_", " "), (name, path, prop)
+                    description = _description(doc, sub)
+                    if description:
+                        assert not (output and (prop, description) in said_pairs), ("said before", name, path, prop)
+                        described.add(prop)
+                        said_now.add((prop, description))
+                        assert not re.search(r"[\uac00-\ud7a3]", description), (name, path, prop)
+                        assert description.strip(" .").lower() != prop.replace("_", " "), (name, path, prop)
+                        continue
+                    shared = prop in _RECORD_FIELDS and (output or path.endswith(".changes.properties"))
+                    assert shared or (output and prop in said), (name, path, prop)
+        said |= described
+        said_pairs |= said_now
+
+
+def test_hoisting_shares_blocks_keeps_descriptions_and_validates_the_same_instances():
+    """``hoist_defs``: a tagged and an untagged copy of one block share the tag's definition, each use
+    keeping its own description beside its ``$ref``; copies that also share a long description share a
+    definition holding it and become bare ``$ref`` s; the result accepts and refuses exactly what the
+    original does."""
+    pattern = "^[a-z0-9_-]+(?:/[a-z0-9_-]+){0,8}$"
+    block = string("Same words.", 120, pattern=pattern)
+    long_words = "A description long enough that saying it once in $defs is shorter than saying it three times."
+    originals = [
+        obj({"a": block, "b": desc(block, "Other words."), "c": desc({**block, DEF_NAME: "path_id"}, "Third.")},
+            ["a"]),
+        obj({"x": desc(block, long_words), "y": desc(block, long_words), "z": desc(block, long_words)}, ["x"]),
+    ]
+    first, second = (hoist_defs(schema) for schema in originals)
+    assert list(first["$defs"]) == ["path_id"] and first["$defs"]["path_id"]["pattern"] == pattern
+    assert [first["properties"][p] for p in "abc"] == [
+        {"description": d, "$ref": "#/$defs/path_id"} for d in ("Same words.", "Other words.", "Third.")]
+    assert list(second["$defs"]) == ["x"] and second["$defs"]["x"]["description"] == long_words
+    assert [second["properties"][p] for p in "xyz"] == [{"$ref": "#/$defs/x"}] * 3
+    assert DEF_NAME not in json.dumps([first, second])
+    for original, hoisted, (p, q, r) in zip(originals, (first, second), ("abc", "xyz")):
+        before, after = Draft202012Validator(original), Draft202012Validator(hoisted)
+        verdicts = []
+        for instance in ({p: "x"}, {p: "x/y", q: "z", r: "a-b"}, {p: "X"}, {q: "x"}, {p: "x", "f": 1},
+                         {p: "x" * 121}, {p: 3}):
+            verdicts.append(before.is_valid(instance))
+            assert after.is_valid(instance) == verdicts[-1], instance
+        assert verdicts == [True, True, False, False, False, False, False]
 
 
 def test_repeated_blocks_are_shared_once():
