@@ -9,7 +9,9 @@ are the serialisation time over ``--runs`` requests, for scale). Then per
 tool: description bytes, and the JSON bytes of the input and output schema
 with the share of them that is ``description`` text. Last, the two budgets of a lean
 tools/list beside the figures before it was made lean (docs/transport.md#tools-list-size):
-model-facing text (every tool description + inputSchema) and the whole 2025-11-25 body.
+model-facing text (every tool description + inputSchema) and the whole 2025-11-25 body;
+and the whole body's growth since the trust fields were added (standing, explain, index_as_of
+and index_lag_seconds, hint, revise_lesson's duplicate_candidates), which may be at most 2 KB.
 
     python -m bench.bench_tools_list [--runs 30]
 """
@@ -32,6 +34,9 @@ TARGET_MODEL_FACING_KB = 20.0
 TARGET_TOTAL_KB = 36.0
 BASELINE_MODEL_FACING_KB = 35.2
 BASELINE_TOTAL_KB = 72.0
+#: The whole 2025-11-25 body before the trust fields (commit 62ae1ab) and the growth they may cost.
+BEFORE_TRUST_FIELDS_BYTES = 47823
+TRUST_FIELDS_GROWTH_MAX_BYTES = 2048
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
@@ -114,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             ("whole tools/list (2025-11-25, uncompressed)", BASELINE_TOTAL_KB, total, TARGET_TOTAL_KB)):
         within = "yes" if now <= target else "no"
         print(f"| {label} | {before:.1f} KB | {now:.1f} KB | ≤ {target:.0f} KB | {within} |")
+    growth = baseline - BEFORE_TRUST_FIELDS_BYTES
+    print(f"| whole tools/list growth since the trust fields | {BEFORE_TRUST_FIELDS_BYTES} B | {growth:+d} B | "
+          f"≤ {TRUST_FIELDS_GROWTH_MAX_BYTES} B | {'yes' if growth <= TRUST_FIELDS_GROWTH_MAX_BYTES else 'no'} |")
     return 0
 
 
