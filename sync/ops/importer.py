@@ -21,10 +21,14 @@ Behaviour (issue "The main job end to end on real data"):
   (``baserevid``) with the new values and a later ``updated_at``; provenance,
   ``created_at`` and evidence stay as they are. A changed evidence record is
   reported as failed: evidence is append-only and is never edited.
+* Existing Lesson whose latest revision is not an import (someone revised it
+  in the browser or over MCP) → ``kept``, no edit: an import never overwrites
+  a person's or an agent's revision, and ``s3rm stack up`` (which re-imports)
+  keeps working after such an edit.
 * Anything the checker refuses is reported as failed with the rule ids.
 
 Prints a progress bar on stderr and a closing summary (created, updated,
-unchanged, failed with reasons). Exit 0 when nothing failed, 1 otherwise,
+unchanged, kept, failed with reasons). Exit 0 when nothing failed, 1 otherwise,
 2 for configuration errors.
 """
 from __future__ import annotations
@@ -50,6 +54,8 @@ from sync.ops.importers import synthetic_lessons
 from sync.ops.importers.cloud_incidents import ImportRecord, read_records
 
 SUMMARY = "S3RM import: {source} {lesson_id}"
+#: How every import revision's summary starts (a revision without it was made by someone else).
+SUMMARY_PREFIX = SUMMARY.split("{", 1)[0]
 ENV_NAMES = ("S3RM_WIKI_API_URL", "S3RM_IMPORT_USERNAME", "S3RM_IMPORT_PASSWORD")
 SOURCES = {"cloud-incidents": read_records, "synthetic-lessons": synthetic_lessons.read_records}
 
@@ -65,6 +71,8 @@ class ImportReport:
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    #: revised since the import by someone else; left as they are
+    kept: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -119,7 +127,7 @@ class Importer:
         self.clock = clock or (lambda: datetime.now(timezone.utc))
 
     def plan(self, record: ImportRecord, current: LessonSnapshot | None) -> tuple[str, LessonPage | None]:
-        """Decide ``("create"|"update"|"unchanged"|"failed: why", page)`` for one record."""
+        """Decide ``("create"|"update"|"unchanged"|"kept"|"failed: why", page)`` for one record."""
         now_dt = self.clock()
         now = format_ts(now_dt)
         desired = build_new_page(record, self.account, now, self.schema)
@@ -131,6 +139,8 @@ class Importer:
             return "failed: the stored evidence differs and evidence is append-only", None
         if have_lesson == want_lesson:
             return "unchanged", None
+        if not current.summary.startswith(SUMMARY_PREFIX):
+            return "kept", None
         fields = dict(current.page.fields)
         fields.update(record.fields)
         fields["updated_at"] = next_updated_at(now_dt, current.page.fields.get("updated_at"))
@@ -140,7 +150,7 @@ class Importer:
         """Plan and, when needed, save one record; returns ``(outcome, reason)``."""
         action, page = self.plan(record, current)
         if page is None:
-            return (action, "") if action == "unchanged" else ("failed", action.split(": ", 1)[1])
+            return (action, "") if action in ("unchanged", "kept") else ("failed", action.split(": ", 1)[1])
         text = serialize_page(page, self.schema)
         summary = SUMMARY.format(source=self.source, lesson_id=record.lesson_id)
         previous = current.wikitext if current else None
@@ -184,7 +194,7 @@ def _bar(done: int, total: int, report: ImportReport) -> None:
     filled = int(width * done / max(total, 1))
     sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
                      f"created {len(report.created)} updated {len(report.updated)} "
-                     f"unchanged {len(report.unchanged)} failed {len(report.failed)}")
+                     f"unchanged {len(report.unchanged)} kept {len(report.kept)} failed {len(report.failed)}")
     if done == total:
         sys.stderr.write("\n")
     sys.stderr.flush()
@@ -212,7 +222,7 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     report.failed.extend(mapping_failures)
     print(f"import {args.source}: created {len(report.created)}, updated {len(report.updated)}, "
-          f"unchanged {len(report.unchanged)}, failed {len(report.failed)}")
+          f"unchanged {len(report.unchanged)}, kept {len(report.kept)} (revised in the wiki since the import), failed {len(report.failed)}")
     for lesson_id, reason in sorted(report.failed):
         print(f"  failed {lesson_id}: {reason}")
     return 1 if report.failed else 0

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
+from gateway.domain.codec import serialize_page
 from gateway.domain.schema import load_schema
+from gateway.domain.timestamps import next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
@@ -85,3 +88,22 @@ def test_import_creates_then_reruns_with_zero_edits_then_updates(dev_wiki, recor
     moved = dataclasses.replace(fresh, evidence={**fresh.evidence, "url": "https://example.org/other"})
     fourth = Importer(repo, user, "cloud-incidents").run([moved])
     assert fourth.edits == 0 and fourth.failed and "append-only" in fourth.failed[0][1]
+
+
+def test_a_lesson_revised_in_the_wiki_since_its_import_is_kept_not_overwritten(dev_wiki, records):
+    acct = dev_wiki.importer
+    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, acct.username, acct.password))
+    user = acct.username.split("@")[0]
+    record = records[20]
+    first = Importer(repo, user, "cloud-incidents").run([record])
+    assert first.failed == []
+    snap = repo.get_snapshot(record.lesson_id)
+    # a person fixes the title in the browser (an ordinary summary, not an import's)
+    fields = {**snap.page.fields, "title": snap.page.fields["title"] + " (fixed by hand)"}
+    fields["updated_at"] = next_updated_at(datetime.now(timezone.utc), snap.page.fields["updated_at"])
+    edited = snap.page.evolve(fields=fields)
+    repo.save_page(record.lesson_id, serialize_page(edited, load_schema()), "typo in the title",
+                   base_revision_id=snap.revision_id)
+    again = Importer(repo, user, "cloud-incidents").run([record])
+    assert again.kept == [record.lesson_id] and again.edits == 0 and again.failed == []
+    assert repo.get_snapshot(record.lesson_id).page.fields["title"].endswith("(fixed by hand)")
