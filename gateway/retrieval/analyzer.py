@@ -43,14 +43,14 @@ import threading
 import unicodedata
 from typing import Any
 
-__all__ = ["ANALYZER_VERSION", "analyze", "analyzer", "KOREAN_TAGS"]
+__all__ = ["ANALYZER_VERSION", "analyze", "analyzer", "KOREAN_TAGS", "STOP_WORDS"]
 
 ANALYZER_VERSION = "kiwi-0.24-morph+bigram+snowball-en-v2"
 
 #: Kiwi tags that become terms.
 KOREAN_TAGS = frozenset({"NNG", "NNP", "NR", "VV", "VA", "XR", "SL", "SN", "SH"})
 
-_STOP = frozenset(
+STOP_WORDS = frozenset(
     "a an and are as at be been but by can could did do does for from had has have how i if in into is it its "
     "of on or our so such than that the their then there these they this those to was we were what when where "
     "which while who why will with would you your not no".split())
@@ -93,11 +93,11 @@ def _stem(word: str) -> str:
 
 def _latin(text: str, out: list[str]) -> None:
     for token in _LATIN_WORD.findall(text):
-        if len(token) > MAX_TERM_CHARS or token in _STOP or (len(token) == 1 and not token.isdigit()):
+        if len(token) > MAX_TERM_CHARS or token in STOP_WORDS or (len(token) == 1 and not token.isdigit()):
             continue
         if _INNER.search(token):
             out.append(token)
-            out.extend(_stem(p) for p in _INNER.split(token) if len(p) > 1 and p not in _STOP)
+            out.extend(_stem(p) for p in _INNER.split(token) if len(p) > 1 and p not in STOP_WORDS)
         else:
             out.append(_stem(token))
 

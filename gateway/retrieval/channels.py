@@ -21,7 +21,7 @@ from gateway.retrieval.backend import SemanticIndex
 from gateway.retrieval.fusion import RankContribution, partial_share
 from gateway.retrieval.language import search_by_language
 
-__all__ = ["Votes", "indexed_votes", "lexical_votes", "semantic_votes", "split_by_coverage"]
+__all__ = ["Votes", "indexed_votes", "lexical_votes", "quality_allowed", "semantic_votes", "split_by_coverage"]
 
 #: One channel's votes, best first.
 Votes = list[tuple[str, RankContribution]]
@@ -75,10 +75,24 @@ def lexical_votes(snap: SemanticIndex, query_terms: Sequence[str], cap: int, all
     return indexed_votes(snap, "bm25", complete), partial, len(hits) >= cap
 
 
+def quality_allowed(snap: SemanticIndex, allowed: np.ndarray | None, quality_floor: float) -> np.ndarray | None:
+    """``allowed`` narrowed to rows whose content quality is at least ``quality_floor`` (a semantic
+    channel's rows, docs/hybrid-search.md#content-quality); ``allowed`` itself when the floor is 0."""
+    if quality_floor <= 0 or len(snap) == 0:
+        return allowed
+    good = np.asarray(snap.quality_rows()) >= quality_floor
+    return good if allowed is None else (np.asarray(allowed, dtype=bool) & good)
+
+
 def semantic_votes(snap: SemanticIndex, facet: str, vector: np.ndarray, cap: int, allowed: np.ndarray | None,
-                   floor: float | None, standardized: bool) -> tuple[Votes, bool]:
-    """The ``semantic:<facet>`` votes of a ``(dims,)`` query vector (cosine ≥ ``floor``, at most ``cap``;
-    z-scored per Lesson language when ``standardized``), and whether the cap was hit."""
-    hits = (search_by_language(snap, facet, vector, cap, allowed=allowed, min_score=floor) if standardized
-            else snap.search(facet, vector, cap, allowed=allowed, min_score=floor))
+                   floor: float | None, standardized: bool, quality_floor: float = 0.0) -> tuple[Votes, bool]:
+    """The ``semantic:<facet>`` votes of a ``(dims,)`` query vector (cosine ≥ ``floor``, at most ``cap``,
+    content quality ≥ ``quality_floor``; z-scored per Lesson language when ``standardized``, the
+    partition statistics over rows above the quality floor), and whether the cap was hit."""
+    rows = quality_allowed(snap, allowed, quality_floor)
+    if standardized:
+        eligible = quality_allowed(snap, None, quality_floor)
+        hits = search_by_language(snap, facet, vector, cap, allowed=rows, min_score=floor, eligible=eligible)
+    else:
+        hits = snap.search(facet, vector, cap, allowed=rows, min_score=floor)
     return indexed_votes(snap, f"semantic:{facet}", hits), len(hits) >= cap

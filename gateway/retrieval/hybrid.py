@@ -69,13 +69,13 @@ from gateway.retrieval.analyzer import analyze
 from gateway.retrieval.duplicates import DuplicateChecker
 from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, build_provider
 from gateway.retrieval.filters import SearchFilters, index_mask
-from gateway.retrieval.channels import indexed_votes, lexical_votes, semantic_votes
+from gateway.retrieval.channels import indexed_votes, lexical_votes, quality_allowed, semantic_votes
 from gateway.retrieval.fusion import (
     ANALOGIES,
     SEARCH,
     ANALOGY_CHANNELS,
     FusionCandidate,
-    RRF_V3,
+    DEFAULT_RANKING,
     RankContribution,
     RankingConfig,
     SEARCH_CHANNELS,
@@ -201,12 +201,12 @@ class RetrievalService:
         repository: the Lesson repository the refresher reads (the app's lazy one).
         metrics: optional ``gateway.ops.metrics.Metrics``.
         provider: injectable provider (default: :func:`build_provider`).
-        ranking: ranking configuration (default ``rrf_v6``).
+        ranking: ranking configuration (default ``rrf_v7``).
         clock: monotonic seconds for the refresher.
     """
 
     def __init__(self, settings: RetrievalSettings, repository: Any, *, metrics: Any = None,
-                 provider: EmbeddingProvider | None = None, ranking: RankingConfig = RRF_V3,
+                 provider: EmbeddingProvider | None = None, ranking: RankingConfig = DEFAULT_RANKING,
                  clock: Callable[[], float] = time.monotonic,
                  refresher_factory: Callable[..., IndexRefresher] = IndexRefresher):
         self.settings = settings
@@ -411,7 +411,7 @@ class RetrievalService:
             for name in facets:
                 channel = f"semantic:{name}"
                 channel_hits[channel], capped = semantic_votes(snap, name, vectors[name], cfg.channel_caps[channel],
-                                                               allowed, floor, standardized)
+                                                               allowed, floor, standardized, cfg.semantic_quality_floor)
                 partial |= capped
             self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
             if full_text is not None:
@@ -566,10 +566,11 @@ class RetrievalService:
         terms = {r.snapshot.id: tuple(r.shared_terms) for r in lg.items}
         t0 = time.monotonic()
         allowed = snap.allowed_rows(index_mask(filters))
+        similar = quality_allowed(snap, allowed, cfg.semantic_quality_floor)
         for facet in ANALOGY_FACETS:
             channel = f"source:{facet}"
             vec = source_vectors.get(facet)
-            hits = [] if vec is None else snap.search(facet, vec, cfg.channel_caps[channel], allowed=allowed,
+            hits = [] if vec is None else snap.search(facet, vec, cfg.channel_caps[channel], allowed=similar,
                                                       exclude=(source.id,), min_score=self.calibration.semantic_floor)
             channel_hits[channel] = indexed_votes(snap, channel, hits)
             partial |= len(hits) >= cfg.channel_caps[channel]
@@ -674,6 +675,7 @@ class RetrievalService:
                 coverage=verified_coverage(page, cfg),
                 record_origin=page.fields.get("record_origin", ""),
                 vectors={k: v for k, v in vectors.items() if v is not None},
+                quality=_quality(snap, lesson_id) if hash_ok else 1.0,
             ))
         missing_indexed = [i for i in missing if i in snap]
         if missing_indexed:
@@ -708,6 +710,11 @@ class RetrievalService:
     def _observe(self, name: str, seconds: float, **labels: str) -> None:
         if self.metrics is not None:
             self.metrics.observe(name, seconds, **labels)
+
+
+def _quality(snap: IndexSnapshot, lesson_id: str) -> float:
+    value = snap.quality(lesson_id)
+    return 1.0 if value is None else value
 
 
 def _votes_by_lesson(channel_hits: Mapping[str, list[tuple[str, RankContribution]]],

@@ -255,6 +255,11 @@ class IndexSnapshot:
                            review_state=ScalarCodes.decode("review_state", int(sc[2])),
                            truncated_mask=int(seg.truncated[row]))
 
+    def quality(self, lesson_id: str) -> float | None:
+        """The row's content quality in [0, 1] (:mod:`gateway.retrieval.quality`), None when not indexed."""
+        found = self._locate(lesson_id)
+        return None if found is None else float(self._segments[found[0]].quality[found[1]])
+
     def retrieval_hash(self, lesson_id: str) -> str | None:
         """Indexed retrieval hash of a Lesson (``sha256:…``), None when not indexed."""
         found = self._locate(lesson_id)
@@ -304,7 +309,7 @@ class IndexSnapshot:
         for seg, mask in zip(self._segments, self._alive):
             total += sum(m.nbytes for m in seg.blocks.values())
             total += sum(a.nbytes for a in (seg.revision, seg.rhash, seg.mhash, seg.created, seg.updated,
-                                            seg.scalars, seg.truncated, seg.hangul))
+                                            seg.scalars, seg.truncated, seg.hangul, seg.quality))
             total += 0 if mask is None else mask.nbytes
             total += sys.getsizeof(seg.ids) + sum(sys.getsizeof(i) for i in seg.ids) + sys.getsizeof(seg.row)
         return total
@@ -339,6 +344,15 @@ class IndexSnapshot:
             out = self._gather([seg.hangul for seg in self._segments]).astype(bool)
             out.setflags(write=False)
             self._cache["hangul"] = out
+        return out  # type: ignore[return-value]
+
+    def quality_rows(self) -> np.ndarray:
+        """Read-only float32 ``(n,)``: each row's content quality in [0, 1] (:mod:`gateway.retrieval.quality`)."""
+        out = self._cache.get("quality")
+        if out is None:
+            out = self._gather([seg.quality for seg in self._segments]).astype(np.float32)
+            out.setflags(write=False)
+            self._cache["quality"] = out
         return out  # type: ignore[return-value]
 
     def terms(self, lesson_id: str) -> tuple[str, ...]:

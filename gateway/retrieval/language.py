@@ -22,11 +22,12 @@ __all__ = ["search_by_language"]
 
 def search_by_language(index: SemanticIndex, facet: str, query: np.ndarray, k: int, *,
                        allowed: np.ndarray | None = None, exclude: Iterable[str] = (),
-                       min_score: float | None = None) -> list[SemanticHit]:
+                       min_score: float | None = None, eligible: np.ndarray | None = None) -> list[SemanticHit]:
     """Top-``k`` rows of ``facet`` by cosine standardised within each Lesson language.
 
-    ``query`` is ``(dims,)``; ``allowed``/``exclude`` as in ``SemanticIndex.search``. Every row
-    of a partition counts for its mean and standard deviation (filters do not change them).
+    ``query`` is ``(dims,)``; ``allowed``/``exclude`` as in ``SemanticIndex.search``. Every
+    ``eligible`` row (boolean ``(n,)``; None: every row) of a partition counts for its mean and
+    standard deviation (request filters do not change them).
     ``min_score`` still applies to the raw cosine; a hit's ``score`` is its z-score. Ranks
     1..k, order (z desc, id asc).
     """
@@ -34,11 +35,13 @@ def search_by_language(index: SemanticIndex, facet: str, query: np.ndarray, k: i
         return []
     cosine = np.asarray(index.scores(facet, query), dtype=np.float64)
     korean = np.asarray(index.hangul_rows(), dtype=bool)
+    counted = np.ones(len(cosine), dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
     z = np.zeros(len(cosine), dtype=np.float64)
     for rows in (korean, ~korean):
-        if rows.any():
-            part = cosine[rows]
-            z[rows] = (part - part.mean()) / max(float(part.std()), 1e-6)
+        stats = rows & counted
+        if stats.any():
+            part = cosine[stats]
+            z[rows] = (cosine[rows] - part.mean()) / max(float(part.std()), 1e-6)
     if min_score is not None:
         z = np.where(cosine >= min_score, z, -np.inf)
     return index.top(z, k, allowed=allowed, exclude=exclude)

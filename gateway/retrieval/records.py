@@ -42,11 +42,13 @@ class IndexRecord:
 
 @dataclass(frozen=True)
 class IndexEntry:
-    """A record, its facet vectors (each ``(dims,)`` float32, L2-normalised or all zero) and lexical terms."""
+    """A record, its facet vectors (each ``(dims,)`` float32, L2-normalised or all zero), lexical terms and
+    content quality in [0, 1] (:func:`gateway.retrieval.quality.content_quality`; 1.0 when not computed)."""
 
     record: IndexRecord
     vectors: Mapping[str, np.ndarray]
     terms: tuple[str, ...] = ()
+    quality: float = 1.0
 
 
 @dataclass(frozen=True)

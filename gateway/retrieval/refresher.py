@@ -71,7 +71,7 @@ from gateway.retrieval.progress import BuildProgress
 from gateway.retrieval.analyzer import analyze, analyzer
 from gateway.config.profiles import INDEX_FACETS, WHOLE
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument
-from gateway.retrieval.semantic_state import RefreshOutcome, SemanticState, record_of
+from gateway.retrieval.semantic_state import RefreshOutcome, SemanticState, index_entry, record_of
 from gateway.config.retrieval import RetrievalSettings
 
 __all__ = ["IndexRefresher", "SemanticState", "RefreshOutcome", "record_of"]
@@ -408,8 +408,7 @@ class IndexRefresher:
         for doc in upserts:
             if doc.lesson_id in jailed:  # indexed for full text only: an equal hash is not retried
                 vectors[doc.lesson_id] = {f: np.zeros(self.dims, np.float32) for f in INDEX_FACETS}
-        entries = [IndexEntry(record_of(doc), vectors[doc.lesson_id], tuple(analyze(doc.text(WHOLE))))
-                   for doc in upserts if doc.lesson_id in vectors]
+        entries = [index_entry(doc, vectors[doc.lesson_id]) for doc in upserts if doc.lesson_id in vectors]
         outcome.failed_lessons, outcome.quarantined = len(failures) - len(jailed), len(jailed)
         if failures:
             log.warning("semantic refresh: %d Lesson(s) failed to embed, %d quarantined (kind=%s codes=%s "

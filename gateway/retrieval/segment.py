@@ -81,11 +81,12 @@ class Segment:
     """Immutable rows: padded facet blocks, record columns, lexical postings, id → physical row."""
 
     __slots__ = ("ids", "row", "blocks", "revision", "rhash", "mhash", "created", "updated", "scalars",
-                 "truncated", "lexical", "hangul")
+                 "truncated", "lexical", "hangul", "quality")
 
     def __init__(self, dims: int, ids: Sequence[str], blocks: Mapping[str, np.ndarray], revision: np.ndarray,
                  rhash: np.ndarray, mhash: np.ndarray, created: np.ndarray, updated: np.ndarray,
-                 scalars: np.ndarray, truncated: np.ndarray, terms: Sequence[tuple[str, ...]] | None):
+                 scalars: np.ndarray, truncated: np.ndarray, terms: Sequence[tuple[str, ...]] | None,
+                 quality: np.ndarray | None = None):
         n = len(ids)
         if set(blocks) != set(INDEX_FACETS):
             raise ValueError(f"columns must cover {INDEX_FACETS}")
@@ -105,6 +106,10 @@ class Segment:
         self.lexical = Bm25Postings(terms)
         self.hangul = np.fromiter((mostly_hangul_terms(t) for t in terms), dtype=bool, count=n)
         self.hangul.setflags(write=False)
+        self.quality = np.ones(n, np.float32) if quality is None else np.asarray(quality, np.float32)
+        if len(self.quality) != n:
+            raise ValueError("quality length mismatch")
+        self.quality.setflags(write=False)
         for arr in (revision, rhash, mhash, created, updated, scalars, truncated):
             if len(arr) != n:
                 raise ValueError("column length mismatch")
@@ -168,7 +173,8 @@ class Segment:
                 cols["updated"][row] = record.updated_at
                 cols["scalars"][row] = record_codes(record)
         terms = [seg.lexical.terms[r] for seg, rows in kept for r in rows.tolist()] + [tuple(e.terms) for e in added]
-        return cls(dims, ids, blocks, terms=terms, **cols)
+        quality = kept_column(kept, "quality", np.array([e.quality for e in added], np.float32))
+        return cls(dims, ids, blocks, terms=terms, quality=quality, **cols)
 
 
 def live_rows(seg: Segment, mask: np.ndarray | None) -> np.ndarray:

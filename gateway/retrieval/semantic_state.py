@@ -26,10 +26,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gateway.domain.repository import ChangePosition
-from gateway.retrieval.index import IndexRecord, IndexSnapshot, epoch_seconds
-from gateway.retrieval.projection import ProjectionDocument
+from typing import Mapping
 
-__all__ = ["SemanticState", "RefreshOutcome", "record_of"]
+import numpy as np
+
+from gateway.config.profiles import WHOLE
+from gateway.retrieval.analyzer import analyze
+from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
+from gateway.retrieval.projection import ProjectionDocument
+from gateway.retrieval.quality import content_quality
+
+__all__ = ["SemanticState", "RefreshOutcome", "index_entry", "record_of"]
 
 
 def record_of(doc: ProjectionDocument) -> IndexRecord:
@@ -43,6 +50,14 @@ def record_of(doc: ProjectionDocument) -> IndexRecord:
                        updated_at=epoch_seconds(meta.updated_at), confidence=meta.confidence,
                        record_origin=meta.record_origin, review_state=meta.review_state,
                        truncated_mask=doc.truncated_mask)
+
+
+def index_entry(doc: ProjectionDocument, vectors: Mapping[str, np.ndarray]) -> IndexEntry:
+    """The index entry of a projection: its record, ``vectors`` (facet → ``(dims,)``), the analysed terms
+    of its ``whole`` text and its content quality (docs/hybrid-search.md#content-quality)."""
+    text = doc.text(WHOLE)
+    terms = tuple(analyze(text))
+    return IndexEntry(record_of(doc), vectors, terms, content_quality(text, terms))
 
 
 @dataclass

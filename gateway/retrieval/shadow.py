@@ -95,7 +95,7 @@ def index_order(snap: SemanticIndex, probe: ShadowProbe) -> list[str]:
         if facet in probe.vectors:
             name = f"semantic:{facet}"
             channels[name], _ = semantic_votes(snap, facet, probe.vectors[facet], cfg.channel_caps[name], allowed,
-                                               probe.floor, probe.standardized)
+                                               probe.floor, probe.standardized, cfg.semantic_quality_floor)
     votes: dict[str, list] = {}
     for hits in channels.values():
         for lesson_id, vote in hits:

@@ -98,10 +98,10 @@ CREATE TABLE IF NOT EXISTS s3rm_shadow_sample (
 """
 
 RECORD_COLUMNS = ("lesson_id", "revision_id", "retrieval_hash", "metadata_hash", "created_at", "updated_at",
-                   "confidence", "record_origin", "review_state", "truncated", "terms")
+                   "confidence", "record_origin", "review_state", "truncated", "terms", "quality")
 
 #: PostgreSQL types of :data:`RECORD_COLUMNS` (binary COPY).
-RECORD_TYPES = ("text", "int8", "bytea", "bytea", "int8", "int8", "text", "text", "text", "int2", "text[]")
+RECORD_TYPES = ("text", "int8", "bytea", "bytea", "int8", "int8", "text", "text", "text", "int2", "text[]", "float4")
 
 
 class StoreError(Exception):

@@ -32,7 +32,7 @@ import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.index import FilterMask, IndexEntry, IndexRecord, IndexSnapshot, SemanticHit
-from gateway.retrieval.pgvector.store import PgStore
+from gateway.retrieval.pgvector.store import RECORD_COLUMNS, PgStore
 
 __all__ = ["LeaseHandle", "PgSnapshot", "SearchOptions"]
 
@@ -58,12 +58,13 @@ class SearchOptions:
 
 
 def _entry(row: tuple) -> IndexEntry:
-    (lesson_id, revision, rhash, mhash, created, updated, confidence, origin, review, truncated, terms) = row[:11]
+    (lesson_id, revision, rhash, mhash, created, updated, confidence, origin, review, truncated, terms,
+     quality) = row[:12]
     record = IndexRecord(lesson_id=lesson_id, revision_id=int(revision), retrieval_hash="sha256:" + bytes(rhash).hex(),
                          metadata_hash="sha256:" + bytes(mhash).hex(), created_at=int(created),
                          updated_at=int(updated), confidence=confidence, record_origin=origin, review_state=review,
                          truncated_mask=int(truncated))
-    return IndexEntry(record, _NO_VECTORS, tuple(terms or ()))
+    return IndexEntry(record, _NO_VECTORS, tuple(terms or ()), float(quality))
 
 
 class PgSnapshot:
@@ -101,8 +102,9 @@ class PgSnapshot:
         latest: dict[str, tuple] = {}
         for row in rows:
             latest[row[0]] = row
-        upserts = [_entry(r) for r in latest.values() if not r[11]]
-        deletes = [i for i, r in latest.items() if r[11]]
+        deleted = len(RECORD_COLUMNS)  # the row tuple: RECORD_COLUMNS values, deleted, seq
+        upserts = [_entry(r) for r in latest.values() if not r[deleted]]
+        deletes = [i for i, r in latest.items() if r[deleted]]
         mirror = self._mirror.apply(upserts, deletes)
         return PgSnapshot(self.store, self.generation, self.dims, mirror, seq, self._lease, self._options)
 
@@ -120,7 +122,7 @@ class PgSnapshot:
         deletes = list(deletes)
         seq = self.store.write(self.generation, self._lease.holder, self._lease.token, upserts, deletes,
                                metadata_updates)
-        stripped = [IndexEntry(e.record, _NO_VECTORS, tuple(e.terms)) for e in upserts]
+        stripped = [IndexEntry(e.record, _NO_VECTORS, tuple(e.terms), e.quality) for e in upserts]
         mirror = self._mirror.apply(stripped, deletes, metadata_updates)
         return PgSnapshot(self.store, self.generation, self.dims, mirror, seq, self._lease, self._options)
 
@@ -160,6 +162,14 @@ class PgSnapshot:
     def hangul_rows(self) -> np.ndarray:
         """Read-only boolean ``(n,)``: rows whose lexical terms are mostly Korean."""
         return self._mirror.hangul_rows()
+
+    def quality(self, lesson_id: str) -> float | None:
+        """The row's content quality (from the mirror), None when not indexed."""
+        return self._mirror.quality(lesson_id)
+
+    def quality_rows(self) -> np.ndarray:
+        """Each row's content quality (float32 ``(n,)``), from the mirror (the same terms the leader wrote)."""
+        return self._mirror.quality_rows()
 
     def terms(self, lesson_id: str) -> tuple[str, ...]:
         """The lexical terms of an indexed Lesson (``()`` when not indexed)."""

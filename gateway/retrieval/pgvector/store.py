@@ -91,6 +91,9 @@ class PgStore:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             conn.execute(DDL)
+            # generation tables created before the content-quality column (docs/hybrid-search.md#content-quality)
+            for (table,) in conn.execute("SELECT table_name FROM s3rm_generation").fetchall():
+                conn.execute(f"ALTER TABLE IF EXISTS {table} ADD COLUMN IF NOT EXISTS quality real NOT NULL DEFAULT 1")
 
     def ensure_schema(self) -> None:
         """Create the shared tables once per process (idempotent, safe under concurrent starts)."""
@@ -124,6 +127,7 @@ class PgStore:
                     "retrieval_hash bytea NOT NULL, metadata_hash bytea NOT NULL, created_at bigint NOT NULL, "
                     "updated_at bigint NOT NULL, confidence text NOT NULL, record_origin text NOT NULL, "
                     "review_state text NOT NULL, truncated smallint NOT NULL DEFAULT 0, terms text[], "
+                    "quality real NOT NULL DEFAULT 1, "
                     f"{vec_cols}deleted boolean NOT NULL DEFAULT false, seq bigint NOT NULL, fence bigint NOT NULL)")
                 conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {table} (seq)")
                 if layout == 2:
@@ -371,6 +375,7 @@ class PgStore:
                         copy.write_row((r.lesson_id, r.revision_id, _digest(r.retrieval_hash),
                                         _digest(r.metadata_hash), r.created_at, r.updated_at, r.confidence,
                                         r.record_origin, r.review_state, r.truncated_mask, list(e.terms),
+                                        float(e.quality),
                                         *(wrap(np.asarray(e.vectors[f], dtype=np.float32)) for f in INDEX_FACETS)))
                 inline = cols if info.layout == 1 else RECORD_COLUMNS
                 assign = ", ".join(f"{c} = EXCLUDED.{c}" for c in inline[1:])

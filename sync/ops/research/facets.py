@@ -1,4 +1,4 @@
-"""Facet searches over MCP in parallel, fused with the gateway's own ``rrf_v6`` code.
+"""Facet searches over MCP in parallel, fused with the gateway's own ``rrf_v7`` code.
 
 Contract: docs/research-tools.md#research-query, docs/retrieval.md#facet-selector,
 docs/retrieval.md#fusion.
@@ -10,7 +10,7 @@ per facet (``situation``, ``approach``, ``mechanism``) concurrently, each with
 
 :func:`fuse_facets` turns the three ranked lists into one with
 :func:`gateway.retrieval.fusion.fuse` — the same function and the same
-:data:`~gateway.retrieval.fusion.RRF_V3` constants the gateway ranks with: a
+:data:`~gateway.retrieval.fusion.DEFAULT_RANKING` constants the gateway ranks with: a
 Lesson's vote in a facet is its rank there (channel ``semantic:<facet>``),
 ``score = Σ w / (k + rank)`` normalised to 0–1 over the three channels, then
 bands and the ``record_origin`` diversity pass. The client has no vectors, no
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from gateway.retrieval.fusion import (
-    RANKING_VERSION, RRF_V3, SEARCH, Calibration, FusionCandidate, RankContribution, fuse,
+    RANKING_VERSION, DEFAULT_RANKING, SEARCH, Calibration, FusionCandidate, RankContribution, fuse,
 )
 from sync.ops.mcpsearch import McpSearch
 
@@ -137,7 +137,7 @@ def fuse_facets(runs: Sequence[FacetRun], limit: int) -> list[ResearchHit]:
     candidates = [FusionCandidate(lesson_id=i, contributions=tuple(v),
                                   record_origin=str(fields[i].get("record_origin", ""))) for i, v in votes.items()]
     fused = fuse(candidates, operation=SEARCH, channels=[f"semantic:{r.facet}" for r in runs],
-                 calibration=_NO_VECTORS, config=RRF_V3)
+                 calibration=_NO_VECTORS, config=DEFAULT_RANKING)
     order = {f: n for n, f in enumerate(FACETS)}
     return [ResearchHit(id=r.lesson_id, score=r.score,
                         facets=dict(sorted(ranks[r.lesson_id].items(), key=lambda kv: order.get(kv[0], 9))),

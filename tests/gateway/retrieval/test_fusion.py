@@ -1,4 +1,4 @@
-"""rrf_v6 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
+"""rrf_v7 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from gateway.retrieval.fusion import (
     ANALOGIES,
     SEARCH,
-    RRF_V3,
+    DEFAULT_RANKING,
     SEARCH_CHANNELS,
     ANALOGY_CHANNELS,
     Calibration,
@@ -41,7 +41,7 @@ def test_rrf_uses_ranks_only_and_service_score_is_within_0_1():
     out = fuse([only_text, top_everywhere], operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)
     assert order(out) == ["a", "b"]
     assert out[0].score == 1.0
-    assert abs(out[1].score - 1.0 / sum(RRF_V3.weights[c] for c in SEARCH_CHANNELS)) < 1e-6
+    assert abs(out[1].score - 1.0 / sum(DEFAULT_RANKING.weights[c] for c in SEARCH_CHANNELS)) < 1e-6
     # raw cosine values never matter, only ranks
     assert rrf_raw([V("semantic:situation", 3, 0.99)]) == rrf_raw([V("semantic:situation", 3, 0.01)])
     # one channel counts once, with its best rank
@@ -69,7 +69,7 @@ def test_evidence_prior_reorders_only_within_a_band():
     a = cand("a", V("full_text", 2), coverage=0.0)
     b = cand("b", V("semantic:situation", 1), V("semantic:mechanism", 5), coverage=1.0)
     out = fuse([a, b], operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)
-    assert out[0].score // RRF_V3.band_width == out[1].score // RRF_V3.band_width
+    assert out[0].score // DEFAULT_RANKING.band_width == out[1].score // DEFAULT_RANKING.band_width
     assert order(out) == ["b", "a"] and out[0].score < out[1].score
     # different bands: full coverage never lifts a candidate over a higher band
     hi = cand("hi", V("full_text", 1), V("semantic:situation", 1), coverage=0.0)
@@ -113,7 +113,7 @@ def test_diversity_demotes_a_near_duplicate_mechanism_but_only_boundedly():
     dups = [cand(f"d{i:02d}", V("full_text", i + 1), vectors=same) for i in range(12)]
     fresh = cand("zz-fresh", V("full_text", 13), vectors=other)
     out = fuse(dups + [fresh], operation=SEARCH, channels=SEARCH_CHANNELS, calibration=CAL)
-    assert out.index(next(r for r in out if r.lesson_id == "d01")) <= 1 + RRF_V3.max_displacement
+    assert out.index(next(r for r in out if r.lesson_id == "d01")) <= 1 + DEFAULT_RANKING.max_displacement
 
 
 def test_diversity_spreads_record_origins_when_scores_are_close():
@@ -158,7 +158,7 @@ def test_fusion_is_deterministic():
 
 def test_query_language_and_its_weights():
     """docs/hybrid-search.md#ranking: Korean, mixed and other queries get their own channel weights."""
-    from gateway.retrieval.fusion import RRF_V3 as CONFIG, query_language
+    from gateway.retrieval.fusion import DEFAULT_RANKING as CONFIG, query_language
 
     assert query_language("서명된 URL로 버킷 객체를 요청하면 오류") == "hangul"
     assert query_language("Azure AD backend scale unit 하나가 실패") == "mixed"
@@ -186,9 +186,9 @@ def test_partial_share_is_the_matched_share_relative_to_the_complete_threshold()
 
 
 def test_a_partial_vote_counts_with_its_share_of_the_channel_weight():
-    w, k = RRF_V3.weights["bm25_partial"], RRF_V3.k
+    w, k = DEFAULT_RANKING.weights["bm25_partial"], DEFAULT_RANKING.k
     assert rrf_raw([V("bm25_partial", 1, share=0.25)]) == pytest.approx(w * 0.25 / (k + 1))
     # the best-ranked vote of a channel is the one counted, with its own share
     assert rrf_raw([V("bm25_partial", 3, share=1.0), V("bm25_partial", 1, share=0.5)]) == \
         pytest.approx(w * 0.5 / (k + 1))
-    assert rrf_raw([V("bm25", 1)]) == pytest.approx(RRF_V3.weights["bm25"] / (k + 1))
+    assert rrf_raw([V("bm25", 1)]) == pytest.approx(DEFAULT_RANKING.weights["bm25"] / (k + 1))
