@@ -21,7 +21,14 @@ so the start-up scan of the wiki is measured too). Prints, in one run:
   unopened file: quick_check, every row's checksum, every vector returned),
   and opened first then read back 2,000 keys a call (open + verify, read).
 
-``python bench/bench_restart.py [--restarts 5] [--synthetic 100000] [--repeat 3] [--wiki | --lessons N]``
+* ``--stack N`` — the development stack as a user meets it (``scripts/up.sh``
+  must have run and its first build finished): N times ``s3rm stack down`` then
+  ``s3rm stack up --wait-semantic``, and N times ``s3rm stack up
+  --wait-semantic`` with the stack running; seconds until it returned with
+  hybrid ``ready`` (median, p95) and the Lesson texts the gateway answered
+  from its vector cache in the last restart.
+
+``python bench/bench_restart.py [--restarts 5] [--synthetic 100000] [--repeat 3] [--wiki | --lessons N] [--stack N]``
 """
 from __future__ import annotations
 
@@ -144,6 +151,37 @@ def synthetic_section(lessons: int, repeat: int, tmp: Path) -> dict:
             "total": [a + b for a, b in zip(opens, reads)]}
 
 
+def stack_section(runs: int) -> dict:
+    """``s3rm stack up --wait-semantic`` after ``stack down`` and with the stack running (see module doc)."""
+    import json
+    import subprocess
+    import urllib.request
+
+    from sync.devstack import stack
+
+    def up() -> float:
+        started = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "sync.cli", "stack", "up", "--wait-semantic"], cwd=REPO,
+                             capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+        if out.returncode != 0 or "hybrid_v1 searches answer" not in out.stdout or \
+                "semantic index: ready" not in out.stdout:
+            raise SystemExit(f"stack up did not end with hybrid ready:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+        return seconds
+
+    restarted, running = [], []
+    for _ in range(runs):
+        subprocess.run([sys.executable, "-m", "sync.cli", "stack", "down"], cwd=REPO, capture_output=True, check=True)
+        restarted.append(up())
+    port = stack._port("S3RM_DEV_GATEWAY_PORT", 8080)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        counters = json.load(resp)["counters"]
+    hits = sum(c["value"] for c in counters if c["name"] == "embedding_cache_hits")
+    for _ in range(runs):
+        running.append(up())
+    return {"restarted": restarted, "running": running, "cache_hits": hits}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--restarts", type=int, default=5)
@@ -152,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wiki", action="store_true", help="the running dev stack's MediaWiki as the corpus")
     ap.add_argument("--lessons", type=int, default=None,
                     help="only the first N corpus Lessons (a quicker cold build on a loaded machine)")
+    ap.add_argument("--stack", type=int, default=0, metavar="N",
+                    help="also time N x (stack down; stack up --wait-semantic) and N x stack up --wait-semantic "
+                         "on the running development stack")
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="s3rm-bench-restart-"))
     try:
@@ -167,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             edit_one(edited_repo)
         edited = run(settings, edited_repo, state) if not args.wiki else None
         synthetic = synthetic_section(args.synthetic, args.repeat, tmp)
+        stacked = stack_section(args.stack) if args.stack else None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     load = os.getloadavg()[0]
@@ -192,6 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'    of which read every vector':34s} {'':4s} {'':22s} {np.median(s['read']):18.2f} / "
           f"{_pct(s['read'], 0.95):.2f}")
     print(f"(writing that file took {s['write_s']:.1f} s)")
+    if stacked is not None:
+        for label, key in (("stack down; stack up --wait-semantic", "restarted"),
+                           ("stack up --wait-semantic (running)", "running")):
+            runs = stacked[key]
+            print(f"{label:34s} {len(runs):4d} {'':22s} {np.median(runs):18.2f} / {_pct(runs, 0.95):.2f}")
+        print(f"(dev stack: the last restarted gateway answered {stacked['cache_hits']} Lesson texts from its "
+              f"vector cache; seconds until up returned with hybrid ready)")
     return 0
 
 
