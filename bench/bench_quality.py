@@ -50,7 +50,7 @@ files). Tune on ``--half tuning`` only::
     python bench/bench_quality.py --half tuning
     python bench/bench_quality.py --half heldout
     python bench/bench_quality.py                      # both halves, one run
-    python bench/bench_quality.py --half heldout --outside ../shared/eval/external-cloud-incidents.jsonl
+    python bench/bench_quality.py --half heldout --outside <an outside evaluation file>
 
 Query text and Lesson content are never printed.
 """
