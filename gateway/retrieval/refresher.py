@@ -72,7 +72,7 @@ from gateway.retrieval.embedding import (CircuitOpen, EmbeddingDisabled, Embeddi
 from gateway.retrieval.follower import ChangeFollower, FollowBatch
 from gateway.retrieval.index import IndexEntry, IndexSnapshot, epoch_seconds
 from gateway.retrieval.progress import BuildProgress
-from gateway.retrieval.analyzer import analyze, analyzer
+from gateway.retrieval.analyzer import analyzer
 from gateway.config.profiles import INDEX_FACETS, WHOLE
 from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument
 from gateway.retrieval.semantic_state import RefreshOutcome, SemanticState, index_entry, record_of

@@ -24,13 +24,12 @@ status; their count is reported beside it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from gateway.domain.repository import ChangePosition
 from typing import Mapping
 
 import numpy as np
 
 from gateway.config.profiles import WHOLE
+from gateway.domain.repository import ChangePosition
 from gateway.retrieval.analyzer import analyze
 from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
 from gateway.retrieval.projection import ProjectionDocument

@@ -65,7 +65,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         active, previous, version = store.alias()
         print(f"alias active={active or '-'} previous={previous or '-'} version={version}")
         from gateway.retrieval.pgvector import lifecycle
-        from gateway.retrieval.pgvector.store import RECORD_COLUMNS
+        from gateway.retrieval.pgvector.store import CHANGE_DELETED
 
         steps = lifecycle.event_counts(store)
         shadow = lifecycle.shadow_config(store)
@@ -76,7 +76,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             rows = 0
             if info.state != "retired":
                 rows, _ = store.changes(info.name, 0)
-                rows = sum(1 for r in rows if not r[len(RECORD_COLUMNS)])  # the flag after the record columns
+                rows = sum(1 for r in rows if not r[CHANGE_DELETED])
             print(f"{info.name}\t{info.state}\tdims={info.dims} {info.storage}\thnsw={'yes' if info.hnsw else 'no'}"
                   f"\tlessons={rows}\tleader={(holder or '-') if live else '-'} token={token}")
     finally:

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 from gateway.config.profiles import INDEX_FACETS
 
-__all__ = ["CHANGE_HEAD_SQL", "DDL", "EVENT_KINDS", "FencingError", "GenerationInfo", "HALFVEC_MAX_DIMS", "LAYOUT",
+__all__ = ["CHANGE_DELETED", "CHANGE_HEAD_SQL", "DDL", "EVENT_KINDS", "FencingError", "GenerationInfo", "HALFVEC_MAX_DIMS", "LAYOUT",
            "PLAIN_MAX_BYTES", "RECORD_COLUMNS", "RECORD_TYPES", "SCHEMA_LOCK", "STATES", "StoreError",
            "facet_name", "holder_id", "log_event", "table_for"]
 
@@ -99,6 +99,9 @@ CREATE TABLE IF NOT EXISTS s3rm_shadow_sample (
 
 RECORD_COLUMNS = ("lesson_id", "revision_id", "retrieval_hash", "metadata_hash", "created_at", "updated_at",
                    "confidence", "record_origin", "review_state", "truncated", "terms", "quality")
+
+#: Index of the ``deleted`` flag in a ``PgStore.changes`` row (the record columns, then ``deleted``, then ``seq``).
+CHANGE_DELETED = len(RECORD_COLUMNS)
 
 #: PostgreSQL types of :data:`RECORD_COLUMNS` (binary COPY).
 RECORD_TYPES = ("text", "int8", "bytea", "bytea", "int8", "int8", "text", "text", "text", "int2", "text[]", "float4")

@@ -32,7 +32,7 @@ import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.index import FilterMask, IndexEntry, IndexRecord, IndexSnapshot, SemanticHit
-from gateway.retrieval.pgvector.store import RECORD_COLUMNS, PgStore
+from gateway.retrieval.pgvector.store import CHANGE_DELETED, PgStore
 
 __all__ = ["LeaseHandle", "PgSnapshot", "SearchOptions"]
 
@@ -102,9 +102,8 @@ class PgSnapshot:
         latest: dict[str, tuple] = {}
         for row in rows:
             latest[row[0]] = row
-        deleted = len(RECORD_COLUMNS)  # the row tuple: RECORD_COLUMNS values, deleted, seq
-        upserts = [_entry(r) for r in latest.values() if not r[deleted]]
-        deletes = [i for i, r in latest.items() if r[deleted]]
+        upserts = [_entry(r) for r in latest.values() if not r[CHANGE_DELETED]]
+        deletes = [i for i, r in latest.items() if r[CHANGE_DELETED]]
         mirror = self._mirror.apply(upserts, deletes)
         return PgSnapshot(self.store, self.generation, self.dims, mirror, seq, self._lease, self._options)
 

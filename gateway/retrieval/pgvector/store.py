@@ -29,6 +29,7 @@ from gateway.retrieval.pgvector.schema import (
     HALFVEC_MAX_DIMS,
     LAYOUT,
     PLAIN_MAX_BYTES,
+    CHANGE_DELETED,
     RECORD_COLUMNS,
     RECORD_TYPES,
     SCHEMA_LOCK,
@@ -43,7 +44,7 @@ from gateway.retrieval.pgvector.schema import (
 )
 
 __all__ = ["CHANGE_HEAD_SQL", "EVENT_KINDS", "FencingError", "GenerationInfo", "PgStore", "StoreError", "STATES",
-           "RECORD_COLUMNS", "log_event", "table_for", "holder_id", "HALFVEC_MAX_DIMS", "LAYOUT", "PLAIN_MAX_BYTES"]
+           "CHANGE_DELETED", "RECORD_COLUMNS", "log_event", "table_for", "holder_id", "HALFVEC_MAX_DIMS", "LAYOUT", "PLAIN_MAX_BYTES"]
 
 log = logging.getLogger("s3rm.pgvector")
 

