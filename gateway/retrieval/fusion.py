@@ -1,4 +1,4 @@
-"""Versioned rank fusion ``rrf_v7``: channels → one ordered list with 0–1 service scores.
+"""Versioned rank fusion ``rrf_v8``: channels → one ordered list with 0–1 service scores.
 
 Contract: ``docs/retrieval.md#fusion``, ``docs/retrieval.md#min-score``; weights and
 calibration in ``docs/hybrid-search.md``. Everything that decides an order is pinned by
@@ -75,7 +75,7 @@ __all__ = [
     "exact_match",
 ]
 
-RANKING_VERSION = "rrf_v7"
+RANKING_VERSION = "rrf_v8"
 
 #: What a fusion ranks: a search (a lexical-only result has basis ``full_text``) or an analogy list
 #: (basis ``lexical``); also the ``operation`` label of the ``hybrid_candidates`` counter.
@@ -129,14 +129,15 @@ class RankingConfig:
     #: Weight overrides per query language (:func:`query_language`; ``latin`` queries use ``weights``).
     #: ``hangul``: MediaWiki full text and BM25 match Korean words only in Korean Lessons, so their votes
     #: say little about the English Lessons such a query may be about, and of the semantic channels
-    #: the situation and whole-Lesson vectors relate a Korean question to an English Lesson while the
-    #: approach and mechanism vectors rarely do (docs/hybrid-search.md#ranking); ``mixed`` (Hangul with English
+    #: the situation vector relates a Korean question to an English Lesson best, the whole-Lesson
+    #: vector helps at half weight and the approach and mechanism vectors rarely do
+    #: (docs/hybrid-search.md#ranking, #symmetric-whole); ``mixed`` (Hangul with English
     #: terms): the English product and component names are the precise part, the embedding of a
     #: mixed-language sentence is the weak one.
     language_weights: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({
         "hangul": MappingProxyType({"bm25": 0.5, "bm25_partial": 0.1, "full_text_partial": 0.1,
                                     "semantic:situation": 1.0, "semantic:approach": 0.0,
-                                    "semantic:mechanism": 0.2, "semantic:whole": 2.0}),
+                                    "semantic:mechanism": 0.0, "semantic:whole": 0.5}),
         "mixed": MappingProxyType({}),
     }))
     #: A BM25 hit whose Lesson holds fewer than this share of the analysed query terms votes in

@@ -201,7 +201,7 @@ class RetrievalService:
         repository: the Lesson repository the refresher reads (the app's lazy one).
         metrics: optional ``gateway.ops.metrics.Metrics``.
         provider: injectable provider (default: :func:`build_provider`).
-        ranking: ranking configuration (default ``rrf_v7``).
+        ranking: ranking configuration (default ``rrf_v8``).
         clock: monotonic seconds for the refresher.
     """
 
@@ -606,7 +606,8 @@ class RetrievalService:
         texts = [(facet, doc.text(facet)) for facet in wanted if doc.text(facet)]
         if not texts:
             return {}
-        matrix = self.provider.embed_documents([t for _, t in texts], retries=0, lane="query")
+        matrix = self.provider.embed_documents([t for _, t in texts], facets=[f for f, _ in texts], retries=0,
+                                               lane="query")
         self.refresher.hint_dirty(doc.lesson_id)
         return {facet: matrix[row] for row, (facet, _) in enumerate(texts)}
 

@@ -648,7 +648,8 @@ class IndexRefresher:
                 if text:
                     texts.append(text)
                     slots.append((doc.lesson_id, facet))
-        matrix = self.provider.embed_documents(texts, **kwargs) if texts else np.zeros((0, self.dims), np.float32)
+        matrix = (self.provider.embed_documents(texts, facets=[facet for _, facet in slots], **kwargs)
+                  if texts else np.zeros((0, self.dims), np.float32))
         out: dict[str, dict[str, Any]] = {d.lesson_id: {f: np.zeros(self.dims, np.float32) for f in INDEX_FACETS}
                                           for d in docs}
         for row, (lesson_id, facet) in enumerate(slots):

@@ -81,8 +81,15 @@ _SUM_BYTES = 8
 
 
 def profile_digest(profile: EmbeddingProfile) -> bytes:
-    """SHA-256 of the profile's canonical identity (every attribute the generation hash uses)."""
-    return hashlib.sha256(json.dumps(profile.identity(), sort_keys=True, separators=(",", ":"))
+    """SHA-256 of the profile's canonical identity (every attribute the generation hash uses).
+
+    ``document_facet_request_fields`` is left out: a text embedded with other
+    request fields has those fields in its memo key already, so a profile that
+    only changes how one facet is sent keeps every other facet's stored vectors.
+    """
+    identity = profile.identity()
+    identity.pop("document_facet_request_fields", None)
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, separators=(",", ":"))
                           .encode("utf-8")).digest()
 
 

@@ -150,7 +150,7 @@ class PickyProvider(EmbeddingProvider):
         self.down = False
         self.calls = 0
 
-    def embed_documents(self, texts, *, timeout=None, retries=2, lane="index"):
+    def embed_documents(self, texts, *, facets=None, timeout=None, retries=2, lane="index"):
         self.calls += 1
         if self.down:
             raise EmbeddingUnavailable("embedding provider unreachable")

