@@ -61,11 +61,11 @@ from embedding_cache import CachingProvider  # noqa: E402
 from gateway.config.profiles import FACETS, INDEX_FACETS, get_profile  # noqa: E402
 from gateway.config.retrieval import RetrievalSettings  # noqa: E402
 from gateway.domain.schema import load_schema  # noqa: E402
-from gateway.retrieval.duplicates import band_of, duplicate_scores  # noqa: E402
-from gateway.retrieval.fusion import Calibration, RankingConfig  # noqa: E402
-from gateway.retrieval.index import IndexEntry, IndexSnapshot  # noqa: E402
-from gateway.retrieval.projection import ProjectionBuilder  # noqa: E402
-from gateway.retrieval.semantic_state import record_of  # noqa: E402
+from gateway.retrieval.hybrid.duplicates import band_of, duplicate_scores  # noqa: E402
+from gateway.retrieval.hybrid.fusion import Calibration, RankingConfig  # noqa: E402
+from gateway.retrieval.index.snapshot import IndexEntry, IndexSnapshot  # noqa: E402
+from gateway.retrieval.indexing.projection import ProjectionBuilder  # noqa: E402
+from gateway.retrieval.indexing.semantic_state import record_of  # noqa: E402
 from sync.ops.importer import SOURCES, build_new_page  # noqa: E402
 
 PAIRS_FILE = REPO / "eval" / "duplicate_pairs.jsonl"

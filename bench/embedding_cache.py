@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from gateway.retrieval.embedding import OpenAICompatibleProvider
+from gateway.retrieval.embedding.client import OpenAICompatibleProvider
 
 __all__ = ["CachingProvider", "DEFAULT_CACHE_DIR"]
 

@@ -33,10 +33,10 @@ from gateway.ops.admission import Admission
 from gateway.ops.metrics import Metrics
 from gateway.ops.ratelimit import RateLimiter
 from gateway.retrieval import pgvector as pgvector_backend
-from gateway.retrieval.cursors import CursorKeyRing
-from gateway.retrieval.hybrid import RetrievalService
-from gateway.retrieval.refresher import IndexRefresher
-from gateway.tools.base import ToolSpec, utc_now
+from gateway.tools.cursors import CursorKeyRing
+from gateway.retrieval.hybrid.service import RetrievalService
+from gateway.retrieval.indexing.refresher import IndexRefresher
+from gateway.tools.contract import ToolSpec, utc_now
 from gateway.tools import chatgpt
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry

@@ -39,7 +39,7 @@ from gateway.core.errors import INVALID_PARAMS, JsonRpcError, ToolError, error_p
 from gateway.core.jsonio import encode_json
 from gateway.domain.schema import load_schema
 from gateway.ops.metrics import Metrics
-from gateway.tools.base import (
+from gateway.tools.contract import (
     OutputBudget,
     ToolContext,
     failure_result,
@@ -50,7 +50,7 @@ from gateway.tools.base import (
 )
 from gateway.tools.readability import whole_read_bytes
 from gateway.tools.registry import ToolEntry, ToolRegistry
-from gateway.ops.auth import Credentials, authorize
+from gateway.ops.access import Credentials, authorize
 
 __all__ = ["Dispatcher", "describe_validation_error"]
 

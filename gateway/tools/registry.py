@@ -32,8 +32,8 @@ from gateway.tools import (
     search_lessons,
 )
 from gateway.domain.schema import load_schema
-from gateway.tools.base import ToolSpec
-from gateway.tools.schema_parts import Fields
+from gateway.tools.contract import ToolSpec
+from gateway.tools.schema_builders import Fields
 
 __all__ = ["FILE_ONLY_KEYS", "READ_TOOLS", "WRITE_TOOLS", "SPECS", "SchemaLoadError", "ToolEntry", "ToolRegistry", "load_specs", "published"]
 

@@ -40,11 +40,11 @@ from gateway.core.errors import INVALID_PARAMS, JsonRpcError, METHOD_NOT_FOUND
 from gateway.core.jsonio import dump_model, encode_json
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.policy import CONTENT_POLICY
-from gateway.ops.auth import Credentials
+from gateway.ops.access import Credentials
 from gateway.transport.headers import ALL_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from gateway.transport.jsonrpc import Message
 from gateway.transport.completions import Completions
-from gateway.transport.modern import SERVER_INFO_META_KEY, ModernEnvelope
+from gateway.transport.request_rules import SERVER_INFO_META_KEY, ModernEnvelope
 from gateway.transport.prompts import PromptCatalog
 from gateway.transport.resources import READ_TTL_MS, LessonResources
 

@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from functools import lru_cache
 
-from gateway.retrieval.lexical import features
+from gateway.retrieval.legacy.lexical import features
 
 __all__ = ["BASIS", "DEFAULT_K", "DEFAULT_MIN_SCORE", "MAX_DF_SHARE", "nearest_neighbours"]
 

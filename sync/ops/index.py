@@ -127,7 +127,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from gateway.config import load_config
     from gateway.config.values import ConfigError
     from gateway.retrieval import pgvector as backend
-    from gateway.retrieval.hybrid import RetrievalService
+    from gateway.retrieval.hybrid.service import RetrievalService
     from gateway.retrieval.pgvector.build import build_generation
     from gateway.retrieval.pgvector.store import StoreError
     from gateway.wiki.repository import repository_factory
@@ -214,7 +214,7 @@ def _report_text(rep: dict) -> str:
 def _offline_shadow(args: argparse.Namespace) -> int:
     """Top-k overlap and latency of a candidate generation against the active one, per stdin query."""
     from gateway.config import load_config
-    from gateway.retrieval.embedding import build_provider
+    from gateway.retrieval.embedding.client import build_provider
 
     generation = args.queries
     queries = [q.strip() for q in sys.stdin if q.strip()][:1000]

@@ -15,7 +15,7 @@ import copy
 
 from gateway.domain.schema import Schema
 from gateway.tools.registry import SPECS
-from gateway.tools.schema_parts import Fields, hoist_defs
+from gateway.tools.schema_builders import Fields, hoist_defs
 
 __all__ = ["SCHEMA_DIALECT", "ID_BASE", "TOOL_NAMES", "render_tool_schemas", "said_before", "tool_schema"]
 

@@ -44,8 +44,8 @@ from typing import Any
 from gateway.retrieval.pgvector import lifecycle
 from gateway.retrieval.pgvector.snapshot import LeaseHandle, PgSnapshot, SearchOptions
 from gateway.retrieval.pgvector.store import FencingError, PgStore, holder_id
-from gateway.retrieval.refresher import IndexRefresher
-from gateway.retrieval.shadow import ShadowTarget
+from gateway.retrieval.indexing.refresher import IndexRefresher
+from gateway.retrieval.hybrid.shadow import ShadowTarget
 
 __all__ = ["SharedRefresher"]
 

@@ -31,7 +31,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.index import FilterMask, IndexEntry, IndexRecord, IndexSnapshot, SemanticHit
+from gateway.retrieval.index.snapshot import FilterMask, IndexEntry, IndexRecord, IndexSnapshot, SemanticHit
 from gateway.retrieval.pgvector.store import CHANGE_DELETED, PgStore
 
 __all__ = ["LeaseHandle", "PgSnapshot", "SearchOptions"]

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.index import IndexEntry, IndexRecord
+from gateway.retrieval.index.snapshot import IndexEntry, IndexRecord
 from gateway.retrieval.pgvector.schema import (
     ACTIVE_ALIAS,
     CHANGE_HEAD_SQL,

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from gateway.retrieval.fusion import (
+from gateway.retrieval.hybrid.fusion import (
     RANKING_VERSION, DEFAULT_RANKING, SEARCH, Calibration, FusionCandidate, RankContribution, fuse,
 )
 from sync.ops.mcpsearch import McpSearch

@@ -12,7 +12,7 @@ import pytest
 
 from gateway.ops.admission import AdmissionClass, AdmissionRejected
 from gateway.ops.gate import QUEUE_FULL, QUEUE_TIMEOUT, BoundedGate, GateRejected
-from gateway.retrieval.embedding import EmbeddingGate, EmbeddingSaturated
+from gateway.retrieval.embedding.client import EmbeddingGate, EmbeddingSaturated
 
 
 def _wait_for(predicate, what: str) -> None:

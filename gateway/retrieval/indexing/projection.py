@@ -52,7 +52,7 @@ from typing import Mapping
 from gateway.core.lru import BoundedLRU
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.schema import Schema, load_schema
-from gateway.retrieval.analyzer import ANALYZER_VERSION
+from gateway.retrieval.index.analyzer import ANALYZER_VERSION
 from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE
 
 __all__ = [

@@ -27,7 +27,7 @@ from typing import Any
 
 from gateway.config.profiles import INDEX_FACETS
 from gateway.domain.schema import FieldDef, RecordDef, Schema, load_schema
-from gateway.retrieval.progress import MAX_BUILD_LESSONS, MAX_ETA_SECONDS  # bounds of semantic_progress
+from gateway.retrieval.indexing.progress import MAX_BUILD_LESSONS, MAX_ETA_SECONDS  # bounds of semantic_progress
 
 __all__ = [
     "DIGEST_PATTERN", "DIRECTIONS", "Fields", "LIMITS", "OPERATION_ID_PATTERN", "RETRIEVAL_MODES", "SEMANTIC_STATUSES",

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from gateway.core.errors import ToolError
 from gateway.ops.admission import semantic_permit
-from gateway.retrieval.hybrid import HYBRID_MODE, LEGACY_MODE, HybridList, SemanticFallback
+from gateway.retrieval.hybrid.service import HYBRID_MODE, LEGACY_MODE, HybridList, SemanticFallback
 
 if TYPE_CHECKING:
-    from gateway.retrieval.hybrid import RetrievalService
+    from gateway.retrieval.hybrid.service import RetrievalService
 
 __all__ = ["ModeChoice", "PagerFor", "choose_mode"]
 

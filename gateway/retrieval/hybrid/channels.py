@@ -17,9 +17,9 @@ from typing import Sequence
 
 import numpy as np
 
-from gateway.retrieval.backend import SemanticIndex
-from gateway.retrieval.fusion import RankContribution, partial_share
-from gateway.retrieval.language import search_by_language
+from gateway.retrieval.index.backend import SemanticIndex
+from gateway.retrieval.hybrid.fusion import RankContribution, partial_share
+from gateway.retrieval.hybrid.cross_language import search_by_language
 
 __all__ = ["Votes", "indexed_votes", "lexical_votes", "quality_allowed", "semantic_votes", "split_by_coverage"]
 

@@ -30,10 +30,10 @@ import numpy as np
 
 from gateway.config.profiles import WHOLE
 from gateway.domain.repository import ChangePosition
-from gateway.retrieval.analyzer import analyze
-from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
-from gateway.retrieval.projection import ProjectionDocument
-from gateway.retrieval.quality import content_quality
+from gateway.retrieval.index.analyzer import analyze
+from gateway.retrieval.index.snapshot import IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
+from gateway.retrieval.indexing.projection import ProjectionDocument
+from gateway.retrieval.indexing.quality import content_quality
 
 __all__ = ["SemanticState", "RefreshOutcome", "index_entry", "record_of"]
 

@@ -14,8 +14,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.bm25 import Bm25Postings
-from gateway.retrieval.records import IndexEntry, IndexRecord
+from gateway.retrieval.index.bm25 import Bm25Postings
+from gateway.retrieval.index.records import IndexEntry, IndexRecord
 
 __all__ = ["COLUMN_BLOCK", "ScalarCodes", "Segment", "hex_digest", "live_rows", "padded", "raw_digests"]
 

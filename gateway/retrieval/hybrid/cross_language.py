@@ -14,8 +14,8 @@ from typing import Iterable
 
 import numpy as np
 
-from gateway.retrieval.backend import SemanticIndex
-from gateway.retrieval.index import SemanticHit
+from gateway.retrieval.index.backend import SemanticIndex
+from gateway.retrieval.index.snapshot import SemanticHit
 
 __all__ = ["search_by_language"]
 

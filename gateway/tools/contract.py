@@ -28,7 +28,7 @@ from gateway.core.errors import ToolError
 from gateway.core.jsonio import compact_json, dump_model, encode_json
 from gateway.core.principal import Principal
 from gateway.ops.metrics import Metrics
-from gateway.tools.schema_parts import Fields
+from gateway.tools.schema_builders import Fields
 
 __all__ = [
     "Handler",

@@ -33,8 +33,8 @@ from functools import lru_cache
 from typing import Sequence
 
 from gateway.config.profiles import INDEX_STRUCTURE
-from gateway.retrieval.analyzer import STOP_WORDS, analyze
-from gateway.retrieval.projection import V1_LAYOUT
+from gateway.retrieval.index.analyzer import STOP_WORDS, analyze
+from gateway.retrieval.indexing.projection import V1_LAYOUT
 
 __all__ = ["FULL_GRAMMAR", "FULL_VOCABULARY", "FULL_VARIETY", "QUALITY_VERSION", "content_quality",
            "function_share", "label_terms"]

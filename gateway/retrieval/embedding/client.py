@@ -54,7 +54,7 @@ import requests
 
 from gateway.config.profiles import EmbeddingProfile, ProfileMismatch, get_profile
 from gateway.config.retrieval import RetrievalSettings
-from gateway.retrieval.embedding_errors import (
+from gateway.retrieval.embedding.errors import (
     CircuitOpen,
     EmbeddingDisabled,
     EmbeddingError,
@@ -64,10 +64,10 @@ from gateway.retrieval.embedding_errors import (
     EmbeddingUnavailable,
     ProviderProfileMismatch,
 )
-from gateway.retrieval import embedding_errors
-from gateway.retrieval.embedding_guard import LANES, CircuitBreaker, EmbeddingGate
-from gateway.retrieval.vector_cache import VectorCache
-from gateway.retrieval.vector_memo import VectorMemo
+from gateway.retrieval.embedding import errors as embedding_errors
+from gateway.retrieval.embedding.guard import LANES, CircuitBreaker, EmbeddingGate
+from gateway.retrieval.embedding.vector_cache import VectorCache
+from gateway.retrieval.embedding.vector_memo import VectorMemo
 
 __all__ = [
     "DisabledProvider",

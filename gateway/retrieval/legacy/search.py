@@ -58,7 +58,7 @@ from typing import Iterable, Mapping, Sequence
 
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import LessonRepository
-from gateway.retrieval import lexical
+from gateway.retrieval.legacy import lexical
 from gateway.retrieval.filters import SearchFilters
 
 __all__ = [

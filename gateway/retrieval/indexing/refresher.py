@@ -67,15 +67,15 @@ from gateway.core.errors import ToolError
 from gateway.domain.repository import LessonRepository, RepositoryError, SNAPSHOT_BATCH
 from gateway.domain.repository import ChangePosition
 from gateway.domain.timestamps import format_ts
-from gateway.retrieval.embedding import (CircuitOpen, EmbeddingDisabled, EmbeddingError, EmbeddingProvider,
+from gateway.retrieval.embedding.client import (CircuitOpen, EmbeddingDisabled, EmbeddingError, EmbeddingProvider,
                                          EmbeddingSaturated, ProviderProfileMismatch)
-from gateway.retrieval.follower import ChangeFollower, FollowBatch
-from gateway.retrieval.index import IndexEntry, IndexSnapshot, epoch_seconds
-from gateway.retrieval.progress import BuildProgress
-from gateway.retrieval.analyzer import analyzer
+from gateway.retrieval.indexing.follower import ChangeFollower, FollowBatch
+from gateway.retrieval.index.snapshot import IndexEntry, IndexSnapshot, epoch_seconds
+from gateway.retrieval.indexing.progress import BuildProgress
+from gateway.retrieval.index.analyzer import analyzer
 from gateway.config.profiles import INDEX_FACETS, WHOLE
-from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument
-from gateway.retrieval.semantic_state import RefreshOutcome, SemanticState, index_entry, record_of
+from gateway.retrieval.indexing.projection import ProjectionBuilder, ProjectionDocument
+from gateway.retrieval.indexing.semantic_state import RefreshOutcome, SemanticState, index_entry, record_of
 from gateway.config.retrieval import RetrievalSettings
 
 __all__ = ["IndexRefresher", "SemanticState", "RefreshOutcome", "record_of"]

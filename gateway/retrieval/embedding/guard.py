@@ -15,7 +15,7 @@ import time
 from typing import Callable
 
 from gateway.ops.gate import QUEUE_FULL, BoundedGate
-from gateway.retrieval.embedding_errors import CircuitOpen, EmbeddingSaturated
+from gateway.retrieval.embedding.errors import CircuitOpen, EmbeddingSaturated
 
 __all__ = ["LANES", "EmbeddingGate", "CircuitBreaker", "BREAKER_FAILURES", "BREAKER_RESET_SECONDS"]
 

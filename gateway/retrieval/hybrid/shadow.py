@@ -32,10 +32,10 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.backend import SemanticIndex
-from gateway.retrieval.channels import lexical_votes, semantic_votes
-from gateway.retrieval.fusion import RankingConfig, preliminary_order
-from gateway.retrieval.index import FilterMask
+from gateway.retrieval.index.backend import SemanticIndex
+from gateway.retrieval.hybrid.channels import lexical_votes, semantic_votes
+from gateway.retrieval.hybrid.fusion import RankingConfig, preliminary_order
+from gateway.retrieval.index.snapshot import FilterMask
 
 __all__ = ["SHADOW_K", "ShadowProbe", "ShadowRunner", "ShadowSample", "ShadowTarget", "compare", "index_order"]
 

@@ -64,13 +64,13 @@ import numpy as np
 from gateway.core.errors import ToolError
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.schema import load_schema
-from gateway.retrieval import legacy, lexical
-from gateway.retrieval.analyzer import analyze
-from gateway.retrieval.duplicates import DuplicateChecker
-from gateway.retrieval.embedding import EmbeddingError, EmbeddingProvider, build_provider
+from gateway.retrieval.legacy import search as legacy, lexical
+from gateway.retrieval.index.analyzer import analyze
+from gateway.retrieval.hybrid.duplicates import DuplicateChecker
+from gateway.retrieval.embedding.client import EmbeddingError, EmbeddingProvider, build_provider
 from gateway.retrieval.filters import SearchFilters, index_mask
-from gateway.retrieval.channels import indexed_votes, lexical_votes, quality_allowed, semantic_votes
-from gateway.retrieval.fusion import (
+from gateway.retrieval.hybrid.channels import indexed_votes, lexical_votes, quality_allowed, semantic_votes
+from gateway.retrieval.hybrid.fusion import (
     ANALOGIES,
     SEARCH,
     ANALOGY_CHANNELS,
@@ -87,12 +87,12 @@ from gateway.retrieval.fusion import (
     query_language,
     verified_coverage,
 )
-from gateway.retrieval.index import IndexSnapshot
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE, generation_id, get_profile
-from gateway.retrieval.projection import ProjectionBuilder, ProjectionDocument, normalize_query
-from gateway.retrieval.follower import ChangeFollower, build_checkpoint_store
-from gateway.retrieval.refresher import IndexRefresher
-from gateway.retrieval.shadow import ShadowProbe, ShadowRunner
+from gateway.retrieval.indexing.projection import ProjectionBuilder, ProjectionDocument, normalize_query
+from gateway.retrieval.indexing.follower import ChangeFollower, build_checkpoint_store
+from gateway.retrieval.indexing.refresher import IndexRefresher
+from gateway.retrieval.hybrid.shadow import ShadowProbe, ShadowRunner
 from gateway.config.retrieval import RetrievalSettings
 
 __all__ = [
