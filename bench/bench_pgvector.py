@@ -6,7 +6,7 @@ retrieval design names three facets, the index keeps the fourth for analogies)
 × ``--dims`` dims: clustered unit vectors, 200 Gaussian topics per facet, so
 HNSW sees embedding-like structure rather than uniform noise. It is loaded into
 
-* the in-process :class:`~gateway.retrieval.index.IndexSnapshot` (float32,
+* the in-process :class:`~gateway.retrieval.index.snapshot.IndexSnapshot` (float32,
   built from columns: one facet matrix is generated at a time, so the process
   holds the snapshot plus one matrix), and
 * one generation of the shared store in a throw-away PostgreSQL 18 + pgvector

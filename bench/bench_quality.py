@@ -26,7 +26,7 @@ Systems compared (all over the Lessons read from the wiki):
                ``IndexSnapshot.hangul_rows``);
 ``rrf``        reciprocal-rank fusion (k = 60) of the top 100 of ``bm25`` and the dense
                column with the best overall recall@5 in this run (named in the title);
-``legacy``     ``gateway.retrieval.legacy.search`` (what ``retrieval_mode=legacy`` ranks);
+``legacy``     ``gateway.retrieval.legacy.search.search`` (what ``retrieval_mode=legacy`` ranks);
 ``hybrid``     ``RetrievalService.search_lessons`` (what ``retrieval_mode=hybrid_v1``
                ranks; a fallback to legacy is counted and scored as legacy's list).
 

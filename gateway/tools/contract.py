@@ -162,10 +162,10 @@ class ToolContext:
     * ``metrics`` — the process :class:`~gateway.ops.metrics.Metrics` (counts and
       latencies only; never query text or Lesson content).
     * ``tool_name`` — the tool being called.
-    * ``retrieval`` — the process :class:`~gateway.retrieval.hybrid.RetrievalService`
+    * ``retrieval`` — the process :class:`~gateway.retrieval.hybrid.service.RetrievalService`
       (hybrid search, dirty hints, duplicate candidates) or ``None``.
     * ``cursor_ring`` — the shared cursor key ring
-      (:class:`~gateway.retrieval.cursors.CursorKeyRing`, reloaded after a key
+      (:class:`~gateway.tools.cursors.CursorKeyRing`, reloaded after a key
       rotation) or ``None`` (``config.cursor_keys`` / ``cursor_secret`` sign).
     """
 
@@ -196,7 +196,7 @@ class ToolSpec:
     ``kind`` (``"read"`` or ``"write"``; writes need the write token in token
     mode), ``annotations`` (truthful MCP hints), ``handler``, and the builders
     ``input_schema(F)`` / ``output_schema(F)`` of its JSON Schemas
-    (:class:`~gateway.tools.schema_parts.Fields` → schema dict), which
+    (:class:`~gateway.tools.schema_builders.Fields` → schema dict), which
     ``s3rm schema generate`` writes to ``schema/tools/``.
     """
 

@@ -5,7 +5,7 @@ Input: ``id``, ``limit``, ``cursor``, ``min_score``, ``retrieval_mode``, ``scope
 Results: stored ``analogous_to`` partners in either direction (score 1.0,
 basis ``stored_relation``), then lexical candidates scored by Jaccard
 similarity of NFKC word / Korean stem / Korean 2- and 3-gram features, each
-with ``shared_terms`` (:func:`gateway.retrieval.legacy.analogies`). Scope
+with ``shared_terms`` (:func:`gateway.retrieval.legacy.search.analogies`). Scope
 filters apply to every result. ``hybrid_v1`` is answered in legacy mode
 (``effective_mode=legacy``, ``semantic_status=disabled``).
 

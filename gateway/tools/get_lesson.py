@@ -20,7 +20,7 @@ Sub-list cursors bind the Lesson id, its revision and the detail level: after
 an edit they are refused with ``invalid_cursor`` (restart from the first page).
 
 Errors: ``not_found``, ``item_too_large``, ``invalid_cursor``,
-``malformed_lesson`` and the repository mappings of :mod:`gateway.tools.read_common`.
+``malformed_lesson`` and the repository mappings of :mod:`gateway.tools.read_path`.
 """
 from __future__ import annotations
 

@@ -127,7 +127,7 @@ def retrieval_state(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, An
 
     ``semantic_status`` is the hybrid layer's current state (``disabled`` without
     one); handlers that serve ``hybrid_v1`` override the mode and status with
-    :func:`gateway.retrieval.modes.choose_mode`. ``semantic_quarantined`` is added when
+    :func:`gateway.tools.search_mode.choose_mode`. ``semantic_quarantined`` is added when
     Lessons are quarantined (docs/hybrid-search.md#quarantine).
     """
     requested = arguments.get("retrieval_mode") or ctx.config.retrieval_default_mode
@@ -163,7 +163,7 @@ def rank_page(ctx: ToolContext, modes: dict[str, str], pager: "Pager", cursor: A
               run_hybrid: Callable[[Any], Any], run_legacy: Callable[[], Any]):
     """The ranking of one page of ``search_lessons`` / ``find_analogies``.
 
-    ``hybrid_v1`` requests go through :func:`gateway.retrieval.modes.choose_mode`
+    ``hybrid_v1`` requests go through :func:`gateway.tools.search_mode.choose_mode`
     (first-page fallback, cursor rules); everything else is legacy. The cursor is
     checked before any ranking work. Returns ``(ranked, ranking_version, pager,
     offset, modes)`` with ``modes`` updated to the effective mode and semantic status, and

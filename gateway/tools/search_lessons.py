@@ -13,7 +13,7 @@ shortened. Default result view: ``id, score, basis, title``, a one-line
 ``reusable_lesson``, ``record_origin``, ``confidence`` and a short
 ``citation`` (first evidence); ``fields`` replaces the view (``id``,
 ``score`` and ``basis`` always come). Legacy scoring and ``min_score``:
-:mod:`gateway.retrieval.legacy`.
+:mod:`gateway.retrieval.legacy.search`.
 
 Pagination: the cursor binds a fingerprint of (query, effective filters,
 fields, min_score, modes, ranking version, generation, scope); positions are
@@ -22,7 +22,7 @@ recency walk (listing). Pages shrink to the byte cap and the cursor advances
 only past what was returned.
 
 Errors: ``invalid_cursor``, ``unknown_scope``, ``invalid_argument``, plus the
-repository mappings of :mod:`gateway.tools.read_common`.
+repository mappings of :mod:`gateway.tools.read_path`.
 """
 from __future__ import annotations
 

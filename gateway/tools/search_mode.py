@@ -3,8 +3,8 @@
 :func:`choose_mode` applies the fallback and cursor-continuation rules
 (docs/retrieval.md#fallback) and the semantic admission class
 (docs/retrieval.md#resource-isolation) around a hybrid run of
-:class:`~gateway.retrieval.hybrid.RetrievalService`; the read tools call it
-through :mod:`gateway.tools.read_common`.
+:class:`~gateway.retrieval.hybrid.service.RetrievalService`; the read tools call it
+through :mod:`gateway.tools.read_path`.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ Streamable HTTP spec lets a server omit ``MCP-Session-Id``). The client's
 :data:`SUPPORTED_PROTOCOL_VERSIONS`, otherwise the server answers 2025-11-25.
 
 2026-07-28 era (version in every request's ``_meta``, checked by
-:mod:`gateway.transport.modern`): server/discover, tools/list, tools/call; every
+:mod:`gateway.transport.request_rules`): server/discover, tools/list, tools/call; every
 result carries ``resultType: "complete"`` and ``_meta`` with the server's
 identity, and the cacheable ones (discover, tools/list) ``ttlMs`` and
 ``cacheScope``. ``initialize`` (sent at 2026-07-28), ``ping`` and any other method
@@ -125,7 +125,7 @@ class McpProtocol:
         ``modern`` is the checked 2026-07-28 envelope, or ``None`` for the
         2025 era. Raises :class:`JsonRpcError` -32601 for unknown methods
         (HTTP 404 in the 2026-07-28 era), -32602 for bad params; tools/call
-        may also raise :class:`~gateway.ops.auth.AuthError`.
+        may also raise :class:`~gateway.ops.access.AuthError`.
         """
         if modern is not None:
             return self._handle_modern(message, credentials)

@@ -19,15 +19,15 @@ Behaviour:
   a document batch gets :data:`DOCUMENT_TIMEOUT_FACTOR` times as long;
   document batches get up to :data:`DOCUMENT_RETRIES` retries with
   exponential backoff and jitter on retryable failures;
-* a circuit breaker (:class:`~gateway.retrieval.embedding_guard.CircuitBreaker`)
+* a circuit breaker (:class:`~gateway.retrieval.embedding.guard.CircuitBreaker`)
   opens after consecutive failures and lets one trial call through after a reset
   interval;
 * every response is checked against the pinned profile: count and order,
   dimensions and the served model id (:class:`~gateway.config.profiles.ProfileMismatch`,
   docs/retrieval.md#generation), finite values, a response-size cap.
 
-The gate and the breaker live in :mod:`gateway.retrieval.embedding_guard`, the
-error classes in :mod:`gateway.retrieval.embedding_errors`; this module
+The gate and the breaker live in :mod:`gateway.retrieval.embedding.guard`, the
+error classes in :mod:`gateway.retrieval.embedding.errors`; this module
 re-exports both so callers import from one place.
 
 Errors all derive from :class:`EmbeddingError` and carry a short ``code``

@@ -1,6 +1,6 @@
 """Errors of the embedding client: one base class, a short stable ``code`` per failure.
 
-Every failure of :mod:`gateway.retrieval.embedding` is one of these classes, so a
+Every failure of :mod:`gateway.retrieval.embedding.client` is one of these classes, so a
 caller (hybrid search, the refresher, write-time duplicate checks) catches
 :class:`EmbeddingError` and reads ``code`` (``disabled``, ``saturated``, ``timeout``,
 ``unavailable``, ``circuit_open``, ``bad_response``, ``profile_mismatch``) and

@@ -3,7 +3,7 @@
 * :class:`EmbeddingGate` — the provider's one bounded gate for the three
   :data:`LANES` (queries ahead of index batches ahead of write-time duplicate
   checks), a :class:`~gateway.ops.gate.BoundedGate` that refuses with
-  :class:`~gateway.retrieval.embedding_errors.EmbeddingSaturated`
+  :class:`~gateway.retrieval.embedding.errors.EmbeddingSaturated`
   (docs/retrieval.md#resource-isolation);
 * :class:`CircuitBreaker` — opens after :data:`BREAKER_FAILURES` consecutive
   failures and lets one trial call through after :data:`BREAKER_RESET_SECONDS`.

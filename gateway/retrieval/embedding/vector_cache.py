@@ -1,7 +1,7 @@
 """Document vectors kept on disk between runs of one gateway (docs/hybrid-search.md#vector-cache).
 
 Without it every gateway start embeds every Lesson again. With
-``S3RM_SEMANTIC_STATE_DIR`` set, :class:`~gateway.retrieval.embedding.OpenAICompatibleProvider`
+``S3RM_SEMANTIC_STATE_DIR`` set, :class:`~gateway.retrieval.embedding.client.OpenAICompatibleProvider`
 looks each document text up here after its in-memory memo and before the
 model, and stores what the model returns. A restart with an unchanged wiki
 then makes no embedding call for Lesson texts (the profile probe is always

@@ -3,7 +3,7 @@
 A Lesson created over MCP is embedded twice within seconds: its three facets for
 the write-time duplicate check, then its facets and whole text by the refresher
 once the dirty hint arrives. The texts are the same, and so is the model, so
-:class:`~gateway.retrieval.embedding.OpenAICompatibleProvider` keeps the last
+:class:`~gateway.retrieval.embedding.client.OpenAICompatibleProvider` keeps the last
 vectors it computed keyed by the SHA-256 of the exact formatted input and
 embeds each text once. Only digests and vectors are held, never text.
 """

@@ -2,11 +2,11 @@
 
 Contract: docs/hybrid-search.md#lexical-channel, docs/hybrid-search.md#ranking, docs/retrieval.md#fusion.
 
-Both hybrid search (:mod:`gateway.retrieval.hybrid`) and the shadow
-comparison of a candidate generation (:mod:`gateway.retrieval.shadow`) rank
+Both hybrid search (:mod:`gateway.retrieval.hybrid.service`) and the shadow
+comparison of a candidate generation (:mod:`gateway.retrieval.hybrid.shadow`) rank
 with these functions, so a shadow generation is measured with exactly the
 channels live traffic uses. Every function reads one
-:class:`~gateway.retrieval.backend.SemanticIndex` view and returns votes
+:class:`~gateway.retrieval.index.backend.SemanticIndex` view and returns votes
 ``[(lesson_id, RankContribution)]`` in rank order, each vote carrying the
 indexed revision and retrieval hash (what revalidation compares).
 """
@@ -41,7 +41,7 @@ def indexed_votes(snap: SemanticIndex, channel: str, hits) -> Votes:
 def split_by_coverage(snap: SemanticIndex, hits, query_terms, below: float):
     """BM25 hits split into (complete, incomplete): a Lesson holding fewer than ``below`` of the
     distinct analysed query terms is incomplete (``bm25_partial``); ranks restart at 1 in each part.
-    Incomplete hits get ``share`` = :func:`~gateway.retrieval.fusion.partial_share` of their
+    Incomplete hits get ``share`` = :func:`~gateway.retrieval.hybrid.fusion.partial_share` of their
     matched terms (``docs/hybrid-search.md#partial-share``); the caller copies it onto the vote.
 
     One shared generic word (``문제``, ``outage``) makes a BM25 hit as surely as the decisive

@@ -143,7 +143,7 @@ class RankingConfig:
     #: ``bm25_partial`` (like partial full-text matches in ``full_text_partial``).
     lexical_partial_below: float = 0.5
     #: Query languages whose semantic channels rank by cosine standardised within each Lesson
-    #: language (:meth:`gateway.retrieval.index.IndexSnapshot.search_by_language`).
+    #: language (:meth:`gateway.retrieval.index.snapshot.IndexSnapshot.search_by_language`).
     standardized_languages: tuple[str, ...] = ("hangul", "mixed")
     channel_caps: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({
         "full_text": 50, "full_text_partial": 50, "bm25": 50, "bm25_partial": 50,
@@ -151,7 +151,7 @@ class RankingConfig:
         "relation": 50, "source:situation": 30, "source:mechanism": 30, "source:whole": 50, "lexical": 50,
     }))
     #: Semantic channels (search and analogies) skip Lessons whose content quality
-    #: (:mod:`gateway.retrieval.quality`) is below this: text that is not language embeds near
+    #: (:mod:`gateway.retrieval.indexing.quality`) is below this: text that is not language embeds near
     #: every question (docs/hybrid-search.md#content-quality). Lexical channels still see them.
     semantic_quality_floor: float = 0.5
     #: Outside the relation and exact tiers a candidate's service score is scaled by

@@ -34,9 +34,9 @@ ranking configuration.
    votes dropped, Lesson queued for re-embedding, status ``stale``; same hash,
    new revision/metadata → scalars refreshed without embedding (docs/retrieval.md#revalidation); filters
    re-applied to fresh data; exact-identifier test on fresh text.
-7. Fusion (:mod:`gateway.retrieval.fusion`), ``min_score`` on the service score.
+7. Fusion (:mod:`gateway.retrieval.hybrid.fusion`), ``min_score`` on the service score.
 8. While a shadow comparison runs, a sampled share of full requests is handed
-   to :class:`~gateway.retrieval.shadow.ShadowRunner` after step 4 (ranked on
+   to :class:`~gateway.retrieval.hybrid.shadow.ShadowRunner` after step 4 (ranked on
    the shadow generation in the background; docs/operations.md#shadow-queries).
 
 The whole bounded list is rebuilt on every page; cursors are offsets into it
@@ -189,7 +189,7 @@ class HybridList:
 
     @property
     def items(self) -> tuple[HybridResult, ...]:
-        """Alias of ``results`` (same shape as ``gateway.retrieval.legacy.RankedList.items``)."""
+        """Alias of ``results`` (same shape as ``gateway.retrieval.legacy.search.RankedList.items``)."""
         return self.results
 
 
@@ -315,7 +315,7 @@ class RetrievalService:
     def duplicate_candidates(self, repository: Any, lesson_id: str, page: LessonPage) -> dict[str, Any]:
         """The ``duplicate_candidates`` object of a create_lesson_draft response (never raises).
 
-        See :mod:`gateway.retrieval.duplicates`: ``{"status", "items"}`` within
+        See :mod:`gateway.retrieval.hybrid.duplicates`: ``{"status", "items"}`` within
         ``S3RM_DUPLICATE_BUDGET_SECONDS``, from the ready snapshot only.
         """
         return self._duplicates.check(repository, lesson_id, page)
@@ -356,7 +356,7 @@ class RetrievalService:
                        facet: str | None = None) -> HybridList:
         """The bounded hybrid result list of ``search_lessons`` (module docstring steps 1–7).
 
-        The full-text channel ranks as legacy does (:func:`gateway.retrieval.legacy.rank_candidates`:
+        The full-text channel ranks as legacy does (:func:`gateway.retrieval.legacy.search.rank_candidates`:
         Korean stem prefixes, title weighted, fresh snapshots, filters) over legacy's all-terms
         hits and, in place of its single-term searches, the read-ahead candidates holding one of
         its fallback terms (docs/hybrid-search.md#partial-full-text), so exact identifiers and
@@ -440,7 +440,7 @@ class RetrievalService:
                             config=cfg)
 
     def _all_terms_search(self, repository: Any, query: str) -> tuple[list[str], bool, dict[str, LessonSnapshot]]:
-        """Legacy's all-terms search alone (:func:`gateway.retrieval.legacy.candidates` with
+        """Legacy's all-terms search alone (:func:`gateway.retrieval.legacy.search.candidates` with
         ``fallback=False``: one MediaWiki request for up to 50 hits with their text): ids in
         search rank order, ``partial``, fresh snapshots. Runs on :attr:`_pool`, beside the
         in-process channels (docs/hybrid-search.md#read-ahead)."""
@@ -460,11 +460,11 @@ class RetrievalService:
 
         Legacy's candidates and order (docs/hybrid-search.md#partial-full-text): the
         all-terms hits, then — when they are fewer than legacy's
-        :data:`~gateway.retrieval.legacy.FALLBACK_THRESHOLD` and the query has several terms —
+        :data:`~gateway.retrieval.legacy.search.FALLBACK_THRESHOLD` and the query has several terms —
         in place of legacy's single-term MediaWiki searches, the read-ahead candidates
         ``ahead`` (``fresh`` snapshots) holding one of legacy's fallback terms, up to legacy's
         scan limit (``partial`` when more exist); all ranked by
-        :func:`gateway.retrieval.legacy.rank_candidates`. A candidate holding only some terms
+        :func:`gateway.retrieval.legacy.search.rank_candidates`. A candidate holding only some terms
         votes in ``full_text_partial``, scaled by its share (docs/hybrid-search.md#partial-share).
         """
         terms = lexical.query_terms(query)
@@ -535,7 +535,7 @@ class RetrievalService:
 
         Channels: stored ``analogous_to`` partners (``stored_ids``) and lexical
         Jaccard candidates, both exactly as legacy ranks them
-        (:func:`gateway.retrieval.legacy.analogies`), plus the source's
+        (:func:`gateway.retrieval.legacy.search.analogies`), plus the source's
         situation vs situation and mechanism vs mechanism (cross-problem)
         similarity. The source's vectors come from the index when its
         retrieval_hash is current, else its two facets are embedded once (no

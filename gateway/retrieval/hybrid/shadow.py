@@ -10,7 +10,7 @@ query vectors, index pre-filter and ranking configuration to
 thread (a full queue drops the probe and counts it); the request never waits.
 
 The thread ranks the probe on the active view and on the shadow view with the
-same index channels (:mod:`gateway.retrieval.channels`: BM25 complete /
+same index channels (:mod:`gateway.retrieval.hybrid.channels`: BM25 complete /
 partial, one semantic channel per facet) and the preliminary RRF order, then
 compares the first ``k`` ids: ``overlap`` = shared ids / ids in the active
 top ``k`` (1.0 when both are empty), and the wall time of each ranking.

@@ -2,9 +2,9 @@
 
 Contract: docs/hybrid-search.md#pgvector-backend, docs/hybrid-search.md#index.
 
-:class:`SemanticIndex` is what :class:`gateway.retrieval.hybrid.RetrievalService`,
+:class:`SemanticIndex` is what :class:`gateway.retrieval.hybrid.service.RetrievalService`,
 the duplicate check and the refresher call on a snapshot. Two implementations:
-:class:`gateway.retrieval.index.IndexSnapshot` (in process, the single-host
+:class:`gateway.retrieval.index.snapshot.IndexSnapshot` (in process, the single-host
 default) and :class:`gateway.retrieval.pgvector.snapshot.PgSnapshot` (vectors
 in PostgreSQL + pgvector, records and BM25 in a local mirror). Both are
 immutable; ``apply`` returns a new one. Row masks are boolean ``(n,)`` arrays

@@ -1,7 +1,7 @@
 """The in-process lexical channel: Lucene BM25 over the analysed projection text, per index segment.
 
 Contract: ``docs/hybrid-search.md#lexical-channel``, ``docs/hybrid-search.md#segments``.
-Terms come from :func:`gateway.retrieval.analyzer.analyze` over the Lesson's
+Terms come from :func:`gateway.retrieval.index.analyzer.analyze` over the Lesson's
 ``whole`` projection text (title and the three facets), so the channel sees
 exactly what the vectors see and nothing else (no evidence, no relations, no
 people). What is held: per row, the analysed terms (a bag of words) and, per

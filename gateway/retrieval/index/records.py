@@ -1,7 +1,7 @@
 """Plain records of the semantic index: a row's record, an entry to upsert, a hit, a filter mask.
 
-Shared by every :class:`~gateway.retrieval.backend.SemanticIndex` implementation
-(the in-process :mod:`gateway.retrieval.index` and :mod:`gateway.retrieval.pgvector`)
+Shared by every :class:`~gateway.retrieval.index.backend.SemanticIndex` implementation
+(the in-process :mod:`gateway.retrieval.index.snapshot` and :mod:`gateway.retrieval.pgvector`)
 and by the refresher that feeds them. Fields are described in
 docs/retrieval.md#index-records. No Lesson text is held here.
 """
@@ -43,7 +43,7 @@ class IndexRecord:
 @dataclass(frozen=True)
 class IndexEntry:
     """A record, its facet vectors (each ``(dims,)`` float32, L2-normalised or all zero), lexical terms and
-    content quality in [0, 1] (:func:`gateway.retrieval.quality.content_quality`; 1.0 when not computed)."""
+    content quality in [0, 1] (:func:`gateway.retrieval.indexing.quality.content_quality`; 1.0 when not computed)."""
 
     record: IndexRecord
     vectors: Mapping[str, np.ndarray]

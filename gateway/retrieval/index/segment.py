@@ -1,8 +1,8 @@
 """One immutable segment of the in-process index: padded facet blocks, record columns, postings.
 
-The layout and why blocks are padded are in :mod:`gateway.retrieval.index`
+The layout and why blocks are padded are in :mod:`gateway.retrieval.index.snapshot`
 (docs/hybrid-search.md#segments). :class:`Segment` is built once and never
-changed; :class:`~gateway.retrieval.index.IndexSnapshot` combines segments with
+changed; :class:`~gateway.retrieval.index.snapshot.IndexSnapshot` combines segments with
 deletion masks. The helpers here turn records into columns (digests as raw
 bytes, filter scalars as small codes) and back.
 """

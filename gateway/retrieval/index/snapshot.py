@@ -14,7 +14,7 @@ An :class:`IndexSnapshot` of one generation is a short tuple of immutable
 * columnar per-row records — Lesson id, indexed revision id, retrieval and
   metadata hashes (raw 32-byte digests), created/updated times (epoch
   seconds), filter scalars (small codes) and the truncation bit mask;
-* the lexical postings (:class:`~gateway.retrieval.bm25.Bm25Postings`) of
+* the lexical postings (:class:`~gateway.retrieval.index.bm25.Bm25Postings`) of
   the analysed ``whole`` text. No original text, evidence or relations.
 
 :meth:`IndexSnapshot.apply` never copies a matrix of unchanged rows: the
@@ -36,13 +36,13 @@ in tests/gateway/retrieval/test_index.py), deleted rows are masked out, the
 scores of live rows are concatenated in segment order, and the top ``k`` are
 ALL rows scoring at least the k-th best score, sorted by (score desc, Lesson
 id asc) and cut to ``k``. BM25 uses global live-row statistics
-(:func:`~gateway.retrieval.bm25.lucene_scores`). Row numbers (``ids``,
+(:func:`~gateway.retrieval.index.bm25.lucene_scores`). Row numbers (``ids``,
 :meth:`allowed_rows`, :meth:`hangul_rows`, :meth:`scores`) count live rows in
 that order. Cosine equals the inner product because vectors and queries are
 L2-normalised.
 
-The segment type lives in :mod:`gateway.retrieval.segment`, the plain row
-records (also used by the pgvector backend) in :mod:`gateway.retrieval.records`;
+The segment type lives in :mod:`gateway.retrieval.index.segment`, the plain row
+records (also used by the pgvector backend) in :mod:`gateway.retrieval.index.records`;
 this module re-exports the records.
 """
 from __future__ import annotations
@@ -256,7 +256,7 @@ class IndexSnapshot:
                            truncated_mask=int(seg.truncated[row]))
 
     def quality(self, lesson_id: str) -> float | None:
-        """The row's content quality in [0, 1] (:mod:`gateway.retrieval.quality`), None when not indexed."""
+        """The row's content quality in [0, 1] (:mod:`gateway.retrieval.indexing.quality`), None when not indexed."""
         found = self._locate(lesson_id)
         return None if found is None else float(self._segments[found[0]].quality[found[1]])
 
@@ -347,7 +347,7 @@ class IndexSnapshot:
         return out  # type: ignore[return-value]
 
     def quality_rows(self) -> np.ndarray:
-        """Read-only float32 ``(n,)``: each row's content quality in [0, 1] (:mod:`gateway.retrieval.quality`)."""
+        """Read-only float32 ``(n,)``: each row's content quality in [0, 1] (:mod:`gateway.retrieval.indexing.quality`)."""
         out = self._cache.get("quality")
         if out is None:
             out = self._gather([seg.quality for seg in self._segments]).astype(np.float32)

@@ -1,7 +1,7 @@
 """How far the running refresh is: Lessons ready, Lessons in it, an estimate of the time left.
 
 :class:`BuildProgress` is fed by the embedding provider
-(:meth:`~gateway.retrieval.embedding.EmbeddingProvider.reporting`) while the
+(:meth:`~gateway.retrieval.embedding.client.EmbeddingProvider.reporting`) while the
 refresher embeds, and read by ``/readyz`` and the ranked tools
 (docs/hybrid-search.md#build-progress). Counts only, never text.
 

@@ -77,7 +77,7 @@ def _common_syllable(ch: str) -> bool:
 def function_share(text: str) -> float:
     """Share in [0, 1] of the words of ``text`` (labels removed, case-folded) that are function words.
 
-    English: :data:`gateway.retrieval.analyzer.STOP_WORDS`; Korean: a Hangul word whose last syllable is
+    English: :data:`gateway.retrieval.index.analyzer.STOP_WORDS`; Korean: a Hangul word whose last syllable is
     in :data:`KOREAN_ENDINGS`. ``0.0`` for a text without words.
     """
     words = _WORD.findall(_label_line().sub("", text or "").casefold())

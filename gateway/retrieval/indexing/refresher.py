@@ -20,7 +20,7 @@ with threads, docs/retrieval.md#one-process) owns one daemon thread. It is woken
   the vector memo and cache, so it resumes);
 * **the recent-changes follower** (docs/hybrid-search.md#follower) — when
   idle, every ``S3RM_SEMANTIC_FOLLOW_SECONDS`` the worker polls
-  :class:`~gateway.retrieval.follower.ChangeFollower` and applies the batch
+  :class:`~gateway.retrieval.indexing.follower.ChangeFollower` and applies the batch
   as a ``follow`` refresh of just those ids (how browser and API edits made
   outside MCP, deletes, moves and undeletes are found within seconds); the
   checkpoint is committed after the swap; a gap queues a full rebuild whose
@@ -49,7 +49,7 @@ Before the first activation (and after any failure) the provider is probed
 against the pinned profile; a mismatch blocks activation (docs/retrieval.md#generation).
 
 Status (docs/retrieval.md#semantic-status) is computed by
-:meth:`gateway.retrieval.semantic_state.SemanticState.status`.
+:meth:`gateway.retrieval.indexing.semantic_state.SemanticState.status`.
 
 Logs and metrics carry counts, durations, generation and error codes only.
 """
@@ -208,7 +208,7 @@ class IndexRefresher:
             return {i: t[0] for i, t in self._state.tombstones.items()}
 
     def shadow_target(self) -> Any:
-        """The running shadow comparison (:class:`gateway.retrieval.shadow.ShadowTarget`), None here: the
+        """The running shadow comparison (:class:`gateway.retrieval.hybrid.shadow.ShadowTarget`), None here: the
         in-process index has one generation (docs/operations.md#shadow-queries)."""
         return None
 

@@ -1,7 +1,7 @@
 """The semantic state of one refresher, what one refresh did, and a projection's index record.
 
 :class:`SemanticState` is the mutable state the
-:class:`~gateway.retrieval.refresher.IndexRefresher` keeps under its lock and
+:class:`~gateway.retrieval.indexing.refresher.IndexRefresher` keeps under its lock and
 turns into the ``semantic_status`` value; :class:`RefreshOutcome` counts one
 refresh; :func:`record_of` is a projection's index row record.
 

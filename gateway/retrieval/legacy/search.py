@@ -6,7 +6,7 @@ Contract: ``docs/retrieval.md#legacy-search``, ``docs/retrieval.md#title-weighti
 
 Search (ranking version :data:`RANKING_VERSION`):
 
-1. The query becomes MediaWiki search terms (:mod:`gateway.retrieval.lexical`:
+1. The query becomes MediaWiki search terms (:mod:`gateway.retrieval.legacy.lexical`:
    Korean stems as prefix terms). One search ANDs all terms.
    When it yields fewer than :data:`FALLBACK_THRESHOLD` hits and the query has
    several terms, up to :data:`FALLBACK_TERMS` single-term searches (longest

@@ -213,7 +213,7 @@ def shadow_config(store: PgStore) -> tuple[str, float] | None:
 
 
 def record_shadow(store: PgStore, sample: Any) -> None:
-    """Store one :class:`~gateway.retrieval.shadow.ShadowSample` (names, counts, milliseconds; no query)."""
+    """Store one :class:`~gateway.retrieval.hybrid.shadow.ShadowSample` (names, counts, milliseconds; no query)."""
     with store.pool.connection() as conn:
         conn.execute("INSERT INTO s3rm_shadow_sample (generation, active, k, active_hits, shadow_hits, overlap, "
                      "active_ms, shadow_ms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",

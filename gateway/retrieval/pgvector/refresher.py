@@ -3,7 +3,7 @@
 Contract: docs/operations.md#indexer-leader, docs/operations.md#generations,
 docs/hybrid-search.md#pgvector-backend, docs/retrieval.md#semantic-status.
 
-:class:`SharedRefresher` is an :class:`~gateway.retrieval.refresher.IndexRefresher`
+:class:`SharedRefresher` is an :class:`~gateway.retrieval.indexing.refresher.IndexRefresher`
 whose snapshots are :class:`~gateway.retrieval.pgvector.snapshot.PgSnapshot`
 views. Its one thread wakes every ``S3RM_PG_POLL_SECONDS`` (or at once on a hint) and:
 

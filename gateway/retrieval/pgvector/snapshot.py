@@ -3,7 +3,7 @@
 Contract: docs/hybrid-search.md#pgvector-backend, docs/hybrid-search.md#lexical-channel.
 
 A :class:`PgSnapshot` serves the same interface hybrid search uses on an
-:class:`~gateway.retrieval.index.IndexSnapshot` (``gateway.retrieval.backend.SemanticIndex``):
+:class:`~gateway.retrieval.index.snapshot.IndexSnapshot` (``gateway.retrieval.index.backend.SemanticIndex``):
 
 * records, filter masks, the Korean/other partition and the BM25 lexical
   channel come from a local *mirror* — an ``IndexSnapshot`` with zero-length
@@ -111,7 +111,7 @@ class PgSnapshot:
               metadata_updates: Sequence[IndexRecord] = ()) -> "PgSnapshot":
         """Write one refresh to the store under the lease (FencingError when it is lost), return the new view.
 
-        Same arguments and meaning as :meth:`gateway.retrieval.index.IndexSnapshot.apply`;
+        Same arguments and meaning as :meth:`gateway.retrieval.index.snapshot.IndexSnapshot.apply`;
         deletes leave tombstones in the store (docs/hybrid-search.md#pgvector-backend).
         """
         if self._lease.token is None:
@@ -231,7 +231,7 @@ class PgSnapshot:
         """Top-``k`` Lessons of ``facet`` by cosine with ``query`` ``(dims,)``, searched in PostgreSQL.
 
         Same arguments, ranks and order (score desc, id asc) as
-        :meth:`gateway.retrieval.index.IndexSnapshot.search`.
+        :meth:`gateway.retrieval.index.snapshot.IndexSnapshot.search`.
         """
         n = len(self._mirror)
         if n == 0 or k <= 0:

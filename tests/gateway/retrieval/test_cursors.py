@@ -1,4 +1,4 @@
-"""Signed v1 cursors (gateway/retrieval/cursors.py): round trip, forgery, mismatch, expiry."""
+"""Signed v1 cursors (gateway/tools/cursors.py): round trip, forgery, mismatch, expiry."""
 from __future__ import annotations
 
 import base64

@@ -1,4 +1,4 @@
-"""Lexical rules of legacy retrieval (gateway/retrieval/lexical.py) and legacy scoring."""
+"""Lexical rules of legacy retrieval (gateway/retrieval/legacy/lexical.py) and legacy scoring."""
 from __future__ import annotations
 
 from gateway.retrieval.legacy import lexical

@@ -1,4 +1,4 @@
-"""VectorMemo (gateway/retrieval/vector_memo.py): bounded, read-only, keyed by exact text."""
+"""VectorMemo (gateway/retrieval/embedding/vector_memo.py): bounded, read-only, keyed by exact text."""
 from __future__ import annotations
 
 import numpy as np
