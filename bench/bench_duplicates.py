@@ -63,7 +63,8 @@ from gateway.config.retrieval import RetrievalSettings  # noqa: E402
 from gateway.domain.schema import load_schema  # noqa: E402
 from gateway.retrieval.hybrid.duplicates import band_of, duplicate_scores  # noqa: E402
 from gateway.retrieval.hybrid.fusion import Calibration, RankingConfig  # noqa: E402
-from gateway.retrieval.index.snapshot import IndexEntry, IndexSnapshot  # noqa: E402
+from gateway.retrieval.index.records import IndexEntry  # noqa: E402
+from gateway.retrieval.index.snapshot import IndexSnapshot  # noqa: E402
 from gateway.retrieval.indexing.projection import ProjectionBuilder  # noqa: E402
 from gateway.retrieval.indexing.semantic_state import record_of  # noqa: E402
 from sync.ops.importer import SOURCES, build_new_page  # noqa: E402

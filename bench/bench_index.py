@@ -57,7 +57,8 @@ if __name__ == "__main__" and "--blas-threads" not in sys.argv:
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not an editable install elsewhere
-from gateway.retrieval.index.snapshot import IndexEntry, IndexRecord, IndexSnapshot  # noqa: E402
+from gateway.retrieval.index.records import IndexEntry, IndexRecord  # noqa: E402
+from gateway.retrieval.index.snapshot import IndexSnapshot  # noqa: E402
 from gateway.config.profiles import INDEX_FACETS as FACETS  # noqa: E402
 
 TOP_K = 30

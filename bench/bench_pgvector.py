@@ -68,7 +68,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from gateway.config.profiles import INDEX_FACETS  # noqa: E402
-from gateway.retrieval.index.snapshot import IndexEntry, IndexRecord, IndexSnapshot  # noqa: E402
+from gateway.retrieval.index.records import IndexEntry, IndexRecord  # noqa: E402
+from gateway.retrieval.index.snapshot import IndexSnapshot  # noqa: E402
 from gateway.retrieval.pgvector.store import PgStore  # noqa: E402
 from sync.devstack.postgres import PgCluster  # noqa: E402
 from sync.devstack.wikiserver import free_port  # noqa: E402

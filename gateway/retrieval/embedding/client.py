@@ -27,8 +27,7 @@ Behaviour:
   docs/retrieval.md#generation), finite values, a response-size cap.
 
 The gate and the breaker live in :mod:`gateway.retrieval.embedding.guard`, the
-error classes in :mod:`gateway.retrieval.embedding.errors`; this module
-re-exports both so callers import from one place.
+error classes in :mod:`gateway.retrieval.embedding.errors`.
 
 Errors all derive from :class:`EmbeddingError` and carry a short ``code``
 (``disabled``, ``saturated``, ``timeout``, ``unavailable``, ``circuit_open``,
@@ -59,12 +58,10 @@ from gateway.retrieval.embedding.errors import (
     EmbeddingDisabled,
     EmbeddingError,
     EmbeddingResponseError,
-    EmbeddingSaturated,  # noqa: F401 (re-exported)
     EmbeddingTimeout,
     EmbeddingUnavailable,
     ProviderProfileMismatch,
 )
-from gateway.retrieval.embedding import errors as embedding_errors
 from gateway.retrieval.embedding.guard import LANES, CircuitBreaker, EmbeddingGate
 from gateway.retrieval.embedding.vector_cache import VectorCache
 from gateway.retrieval.embedding.vector_memo import VectorMemo
@@ -76,11 +73,6 @@ __all__ = [
     "QueryEmbedding",
     "build_provider",
     "l2_normalize",
-    # re-exported, so callers import the whole client from one module
-    *embedding_errors.__all__,
-    "LANES",
-    "CircuitBreaker",
-    "EmbeddingGate",
 ]
 
 log = logging.getLogger("s3rm.embedding")

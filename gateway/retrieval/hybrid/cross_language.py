@@ -15,7 +15,7 @@ from typing import Iterable
 import numpy as np
 
 from gateway.retrieval.index.backend import SemanticIndex
-from gateway.retrieval.index.snapshot import SemanticHit
+from gateway.retrieval.index.records import SemanticHit
 
 __all__ = ["search_by_language"]
 

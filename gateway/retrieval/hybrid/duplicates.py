@@ -38,7 +38,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from gateway.domain.model import LessonPage
-from gateway.retrieval.embedding.client import EmbeddingError, EmbeddingSaturated
+from gateway.retrieval.embedding.errors import EmbeddingError, EmbeddingSaturated
 from gateway.config.profiles import FACETS
 
 __all__ = ["DuplicateChecker", "MAX_CANDIDATES", "duplicate_scores", "band_of"]

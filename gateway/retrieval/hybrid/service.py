@@ -67,7 +67,8 @@ from gateway.domain.schema import load_schema
 from gateway.retrieval.legacy import search as legacy, lexical
 from gateway.retrieval.index.analyzer import analyze
 from gateway.retrieval.hybrid.duplicates import DuplicateChecker
-from gateway.retrieval.embedding.client import EmbeddingError, EmbeddingProvider, build_provider
+from gateway.retrieval.embedding.errors import EmbeddingError
+from gateway.retrieval.embedding.client import EmbeddingProvider, build_provider
 from gateway.retrieval.filters import SearchFilters, index_mask
 from gateway.retrieval.hybrid.channels import indexed_votes, lexical_votes, quality_allowed, semantic_votes
 from gateway.retrieval.hybrid.fusion import (

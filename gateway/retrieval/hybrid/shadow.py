@@ -35,7 +35,7 @@ from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.index.backend import SemanticIndex
 from gateway.retrieval.hybrid.channels import lexical_votes, semantic_votes
 from gateway.retrieval.hybrid.fusion import RankingConfig, preliminary_order
-from gateway.retrieval.index.snapshot import FilterMask
+from gateway.retrieval.index.records import FilterMask
 
 __all__ = ["SHADOW_K", "ShadowProbe", "ShadowRunner", "ShadowSample", "ShadowTarget", "compare", "index_order"]
 

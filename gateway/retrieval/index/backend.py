@@ -16,7 +16,7 @@ from typing import Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from gateway.retrieval.index.snapshot import FilterMask, IndexEntry, IndexRecord, SemanticHit
+from gateway.retrieval.index.records import FilterMask, IndexEntry, IndexRecord, SemanticHit
 
 __all__ = ["SemanticIndex"]
 

@@ -42,8 +42,7 @@ that order. Cosine equals the inner product because vectors and queries are
 L2-normalised.
 
 The segment type lives in :mod:`gateway.retrieval.index.segment`, the plain row
-records (also used by the pgvector backend) in :mod:`gateway.retrieval.index.records`;
-this module re-exports the records.
+records (also used by the pgvector backend) in :mod:`gateway.retrieval.index.records`.
 """
 from __future__ import annotations
 
@@ -54,10 +53,10 @@ import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.index.bm25 import lucene_scores
-from gateway.retrieval.index.records import FilterMask, IndexEntry, IndexRecord, SemanticHit, epoch_seconds
+from gateway.retrieval.index.records import FilterMask, IndexEntry, IndexRecord, SemanticHit
 from gateway.retrieval.index.segment import ScalarCodes, Segment, hex_digest, live_rows
 
-__all__ = ["IndexEntry", "IndexRecord", "IndexSnapshot", "SemanticHit", "FilterMask", "epoch_seconds"]
+__all__ = ["IndexSnapshot"]
 
 #: Segments at most; beyond, the delta segments are merged into one (a copy of the delta only).
 MAX_SEGMENTS = 8

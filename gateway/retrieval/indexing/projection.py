@@ -61,7 +61,6 @@ __all__ = [
     "FACET_CHAR_CAP",
     "QUERY_CHAR_CAP",
     "ELISION",
-    "FACETS",
     "V1_LAYOUT",
     "FacetTruncation",
     "LessonMetadata",

@@ -67,10 +67,12 @@ from gateway.core.errors import ToolError
 from gateway.domain.repository import LessonRepository, RepositoryError, SNAPSHOT_BATCH
 from gateway.domain.repository import ChangePosition
 from gateway.domain.timestamps import format_ts
-from gateway.retrieval.embedding.client import (CircuitOpen, EmbeddingDisabled, EmbeddingError, EmbeddingProvider,
-                                         EmbeddingSaturated, ProviderProfileMismatch)
+from gateway.retrieval.embedding.errors import (CircuitOpen, EmbeddingDisabled, EmbeddingError, EmbeddingSaturated,
+                                               ProviderProfileMismatch)
+from gateway.retrieval.embedding.client import EmbeddingProvider
 from gateway.retrieval.indexing.follower import ChangeFollower, FollowBatch
-from gateway.retrieval.index.snapshot import IndexEntry, IndexSnapshot, epoch_seconds
+from gateway.retrieval.index.records import IndexEntry, epoch_seconds
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.retrieval.indexing.progress import BuildProgress
 from gateway.retrieval.index.analyzer import analyzer
 from gateway.config.profiles import INDEX_FACETS, WHOLE
@@ -78,7 +80,7 @@ from gateway.retrieval.indexing.projection import ProjectionBuilder, ProjectionD
 from gateway.retrieval.indexing.semantic_state import RefreshOutcome, SemanticState, index_entry, record_of
 from gateway.config.retrieval import RetrievalSettings
 
-__all__ = ["IndexRefresher", "SemanticState", "RefreshOutcome", "record_of"]
+__all__ = ["IndexRefresher"]
 
 log = logging.getLogger("s3rm.semantic")
 

@@ -31,7 +31,8 @@ import numpy as np
 from gateway.config.profiles import WHOLE
 from gateway.domain.repository import ChangePosition
 from gateway.retrieval.index.analyzer import analyze
-from gateway.retrieval.index.snapshot import IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
+from gateway.retrieval.index.records import IndexEntry, IndexRecord, epoch_seconds
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.retrieval.indexing.projection import ProjectionDocument
 from gateway.retrieval.indexing.quality import content_quality
 

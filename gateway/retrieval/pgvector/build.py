@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from gateway.retrieval.pgvector import lifecycle
-from gateway.retrieval.pgvector.store import PgStore, StoreError
+from gateway.retrieval.pgvector.store import PgStore
+from gateway.retrieval.pgvector.schema import StoreError
 
 __all__ = ["BuildReport", "build_generation"]
 

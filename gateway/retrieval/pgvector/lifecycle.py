@@ -28,13 +28,8 @@ import logging
 from typing import Any
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.pgvector.store import (
-    CHANGE_HEAD_SQL,
-    PgStore,
-    RECORD_COLUMNS,
-    StoreError,
-    log_event,
-)
+from gateway.retrieval.pgvector.schema import CHANGE_HEAD_SQL, RECORD_COLUMNS, StoreError, log_event
+from gateway.retrieval.pgvector.store import PgStore
 
 __all__ = ["change_head", "companions", "event_counts", "overview", "propagate", "record_shadow", "retire_expired",
            "shadow_config", "shadow_report", "start_shadow", "stop_shadow", "track_changes"]

@@ -43,7 +43,8 @@ from typing import Any
 
 from gateway.retrieval.pgvector import lifecycle
 from gateway.retrieval.pgvector.snapshot import LeaseHandle, PgSnapshot, SearchOptions
-from gateway.retrieval.pgvector.store import FencingError, PgStore, holder_id
+from gateway.retrieval.pgvector.schema import FencingError, holder_id
+from gateway.retrieval.pgvector.store import PgStore
 from gateway.retrieval.indexing.refresher import IndexRefresher
 from gateway.retrieval.hybrid.shadow import ShadowTarget
 

@@ -31,8 +31,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.index.snapshot import FilterMask, IndexEntry, IndexRecord, IndexSnapshot, SemanticHit
-from gateway.retrieval.pgvector.store import CHANGE_DELETED, PgStore
+from gateway.retrieval.index.records import FilterMask, IndexEntry, IndexRecord, SemanticHit
+from gateway.retrieval.index.snapshot import IndexSnapshot
+from gateway.retrieval.pgvector.schema import CHANGE_DELETED
+from gateway.retrieval.pgvector.store import PgStore
 
 __all__ = ["LeaseHandle", "PgSnapshot", "SearchOptions"]
 
@@ -115,7 +117,7 @@ class PgSnapshot:
         deletes leave tombstones in the store (docs/hybrid-search.md#pgvector-backend).
         """
         if self._lease.token is None:
-            from gateway.retrieval.pgvector.store import FencingError
+            from gateway.retrieval.pgvector.schema import FencingError
 
             raise FencingError(f"this gateway does not hold the indexer lease of {self.generation}")
         deletes = list(deletes)

@@ -11,7 +11,8 @@ import pytest
 
 from gateway.retrieval.index.analyzer import analyze
 from gateway.retrieval.hybrid.channels import lexical_votes
-from gateway.retrieval.index.snapshot import IndexEntry, IndexRecord, IndexSnapshot
+from gateway.retrieval.index.records import IndexEntry, IndexRecord
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.config.profiles import INDEX_FACETS
 
 DIMS = 4

