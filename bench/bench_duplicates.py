@@ -67,6 +67,7 @@ from gateway.retrieval.index.records import IndexEntry  # noqa: E402
 from gateway.retrieval.index.snapshot import IndexSnapshot  # noqa: E402
 from gateway.retrieval.indexing.projection import ProjectionBuilder  # noqa: E402
 from gateway.retrieval.indexing.semantic_state import record_of  # noqa: E402
+from gateway.retrieval.language import has_hangul  # noqa: E402
 from sync.ops.importer import SOURCES, build_new_page  # noqa: E402
 
 PAIRS_FILE = REPO / "eval" / "duplicate_pairs.jsonl"
@@ -128,7 +129,7 @@ def apply_recipe(fields: dict[str, str], recipe: list[dict]) -> dict[str, str]:
         kind, name = op["op"], op.get("field")
         if kind == "reword_title":
             title = out["title"]
-            out["title"] = (f"{title} 사례" if re.search(r"[\uac00-\ud7a3]", title)
+            out["title"] = (f"{title} 사례" if has_hangul(title)
                             else f"Post-incident note: {title[:1].lower()}{title[1:]}")
         elif kind == "drop_field":
             out[name] = ""

@@ -48,6 +48,7 @@ import numpy as np
 
 from gateway.domain.model import LessonPage
 from gateway.domain.verdicts import current_verdicts
+from gateway.retrieval.language import query_language
 
 __all__ = [
     "ANALOGIES",
@@ -70,8 +71,6 @@ __all__ = [
     "basis_of",
     "verified_coverage",
     "is_exact_query",
-    "mostly_hangul",
-    "query_language",
     "exact_match",
 ]
 
@@ -198,35 +197,6 @@ class RankingConfig:
 
 #: The shipped ranking configuration (version :data:`RANKING_VERSION`).
 DEFAULT_RANKING = RankingConfig()
-
-
-def _hangul_share(text: str) -> float | None:
-    letters = [ch for ch in text if ch.isalpha()]
-    if not letters:
-        return None
-    return sum(1 for ch in letters if "\uac00" <= ch <= "\ud7a3") / len(letters)
-
-
-def mostly_hangul(text: str) -> bool:
-    """True when Hangul syllables are at least half of the letters of ``text``."""
-    share = _hangul_share(text)
-    return share is not None and share * 2 >= 1
-
-
-#: Hangul share of the letters from which a query counts as Korean (an acronym or one product
-#: name inside a Korean sentence keeps it Korean).
-HANGUL_QUERY_SHARE = 2 / 3
-
-
-def query_language(text: str) -> str:
-    """``hangul`` (Hangul ≥ 2/3 of the letters), ``mixed`` (some Hangul, less than that) or ``latin``.
-
-    Contract: ``docs/hybrid-search.md#ranking`` (language-aware handling).
-    """
-    share = _hangul_share(text)
-    if not share:
-        return "latin"
-    return "hangul" if share >= HANGUL_QUERY_SHARE else "mixed"
 
 
 @dataclass(frozen=True)

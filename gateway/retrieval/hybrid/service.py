@@ -85,10 +85,10 @@ from gateway.retrieval.hybrid.fusion import (
     is_exact_query,
     partial_share,
     preliminary_order,
-    query_language,
     verified_coverage,
 )
 from gateway.retrieval.index.snapshot import IndexSnapshot
+from gateway.retrieval.language import query_language
 from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE, generation_id, get_profile
 from gateway.retrieval.indexing.projection import ProjectionBuilder, ProjectionDocument, normalize_query
 from gateway.retrieval.indexing.follower import ChangeFollower, build_checkpoint_store

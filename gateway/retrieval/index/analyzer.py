@@ -43,6 +43,8 @@ import threading
 import unicodedata
 from typing import Any
 
+from gateway.retrieval.language import has_hangul
+
 __all__ = ["ANALYZER_VERSION", "analyze", "analyzer", "KOREAN_TAGS", "STOP_WORDS"]
 
 ANALYZER_VERSION = "kiwi-0.24-morph+bigram+snowball-en-v2"
@@ -54,7 +56,6 @@ STOP_WORDS = frozenset(
     "a an and are as at be been but by can could did do does for from had has have how i if in into is it its "
     "of on or our so such than that the their then there these they this those to was we were what when where "
     "which while who why will with would you your not no".split())
-_HANGUL = re.compile(r"[\uac00-\ud7a3]")
 _LATIN_WORD = re.compile(r"[0-9a-z][0-9a-z_\-./]*[0-9a-z]|[0-9a-z]")
 _INNER = re.compile(r"[_\-./]")
 MAX_TERM_CHARS = 64
@@ -111,12 +112,12 @@ def analyze(text: str) -> list[str]:
     if not text.strip():
         return []
     out: list[str] = []
-    if not _HANGUL.search(text):
+    if not has_hangul(text):
         _latin(text, out)
         return out
     hangul_words = []
     for word in text.split():
-        if _HANGUL.search(word):
+        if has_hangul(word):
             hangul_words.append(word)
         else:
             _latin(word, out)
@@ -133,6 +134,6 @@ def analyze(text: str) -> list[str]:
         if tag in ("VV", "VA") and len(form) < 2:
             continue  # one-syllable stems (하, 되, 있) carry no topic
         out.append(form)
-        if tag in ("NNG", "NNP") and len(form) >= 3 and _HANGUL.search(form):
+        if tag in ("NNG", "NNP") and len(form) >= 3 and has_hangul(form):
             out.extend(form[i:i + 2] for i in range(len(form) - 1))
     return out

@@ -16,6 +16,7 @@ import numpy as np
 from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.index.bm25 import Bm25Postings
 from gateway.retrieval.index.records import IndexEntry, IndexRecord
+from gateway.retrieval.language import mostly_hangul_terms
 
 __all__ = ["COLUMN_BLOCK", "ScalarCodes", "Segment", "hex_digest", "live_rows", "padded", "raw_digests"]
 
@@ -34,14 +35,6 @@ def raw_digests(digests: Sequence[str]) -> np.ndarray:
     if len(raw) != 32 * len(digests):
         raise ValueError("digests must be SHA-256 values")
     return np.frombuffer(raw, dtype=np.uint8).reshape(len(digests), 32).copy()
-
-
-def mostly_hangul_terms(terms: Sequence[str]) -> bool:
-    """True when at least 30 % of a Lesson's lexical terms contain Hangul (a Korean Lesson)."""
-    if not terms:
-        return False
-    hangul = sum(1 for t in terms if any("\uac00" <= ch <= "\ud7a3" for ch in t[:1]))
-    return hangul * 10 >= 3 * len(terms)
 
 
 class ScalarCodes:

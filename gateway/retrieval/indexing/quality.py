@@ -35,6 +35,7 @@ from typing import Sequence
 from gateway.config.profiles import INDEX_STRUCTURE
 from gateway.retrieval.index.analyzer import STOP_WORDS, analyze
 from gateway.retrieval.indexing.projection import V1_LAYOUT
+from gateway.retrieval.language import HANGUL_SYLLABLES, has_hangul, is_hangul
 
 __all__ = ["FULL_GRAMMAR", "FULL_VOCABULARY", "FULL_VARIETY", "QUALITY_VERSION", "content_quality",
            "function_share", "label_terms"]
@@ -49,8 +50,7 @@ FULL_VARIETY = 0.35
 FULL_GRAMMAR = 0.08
 #: Last syllables of Korean particles and verb endings (``은 는 이 가 을 를 에 의 로 …``, ``…다 …고 …함``).
 KOREAN_ENDINGS = frozenset("은는이가을를에의로와과도만서고다며면요함됨음게해한된될할던까께니")
-_WORD = re.compile(r"[0-9a-z\uac00-\ud7a3]+")
-_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+_WORD = re.compile(f"[0-9a-z{HANGUL_SYLLABLES}]+")
 
 
 def _labels() -> list[str]:
@@ -83,7 +83,7 @@ def function_share(text: str) -> float:
     words = _WORD.findall(_label_line().sub("", text or "").casefold())
     if not words:
         return 0.0
-    function = sum(1 for w in words if (w[-1] in KOREAN_ENDINGS if _HANGUL.search(w) else w in STOP_WORDS))
+    function = sum(1 for w in words if (w[-1] in KOREAN_ENDINGS if has_hangul(w) else w in STOP_WORDS))
     return function / len(words)
 
 
@@ -100,7 +100,7 @@ def content_quality(text: str, terms: Sequence[str]) -> float:
     distinct = set(terms)
     vocabulary = min(1.0, len(distinct) / FULL_VOCABULARY)
     variety = min(1.0, len(distinct) / len(terms) / FULL_VARIETY)
-    syllables = [ch for term in distinct for ch in term if "\uac00" <= ch <= "\ud7a3"]
+    syllables = [ch for term in distinct for ch in term if is_hangul(ch)]
     wellformed = sum(map(_common_syllable, syllables)) / len(syllables) if syllables else 1.0
     grammar = min(1.0, function_share(text) / FULL_GRAMMAR)
     return round(vocabulary * variety * wellformed * grammar, 6)

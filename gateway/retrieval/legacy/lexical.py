@@ -28,15 +28,15 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable
 
+from gateway.retrieval.language import hangul_runs, has_hangul
+
 __all__ = [
-    "QueryTerm", "normalize", "words", "has_hangul", "korean_stem", "query_terms", "mediawiki_query",
+    "QueryTerm", "normalize", "words", "korean_stem", "query_terms", "mediawiki_query",
     "term_matches", "features", "jaccard", "shared_terms", "salient_terms",
 ]
 
 _WORD = re.compile(r"\w+")
 _QUERY_WORD = re.compile(r"(\w+)(\*?)")
-_HANGUL = re.compile(r"[\uac00-\ud7a3]")
-_HANGUL_RUN = re.compile(r"[\uac00-\ud7a3]+")
 
 #: Korean particles and common endings, longest first (stripped once, from the end).
 KOREAN_SUFFIXES = tuple(sorted({
@@ -77,11 +77,6 @@ def normalize(text: str) -> str:
 def words(text: str) -> list[str]:
     """Unicode words of the normalised text (``\\w+`` runs, underscores-only runs dropped)."""
     return [w for w in _WORD.findall(normalize(text)) if w.strip("_")]
-
-
-def has_hangul(word: str) -> bool:
-    """True when ``word`` contains a precomposed Hangul syllable."""
-    return bool(_HANGUL.search(word))
 
 
 def korean_stem(word: str) -> str:
@@ -146,7 +141,7 @@ def features(text: str) -> set[str]:
         if word in STOPWORDS or (len(word) == 1 and word.isascii()):
             continue
         out.add(korean_stem(word))
-        for run in _HANGUL_RUN.findall(word):
+        for run in hangul_runs(word):
             for n in (2, 3):
                 out.update(run[i:i + n] for i in range(len(run) - n + 1))
     return out
