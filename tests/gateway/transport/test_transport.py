@@ -6,7 +6,7 @@ minimal closed tool schemas, so test tools have known output shapes.
 Size: about 800 lines of short tests, one per transport rule, in sections
 (lifecycle, method, JSON, header, write auth, dispatcher results, config,
 registry, health) that share one app builder; the 2026-07-28 revision's tests
-live beside it in ``test_transport_modern.py`` and reuse that builder.
+live beside it in ``test_request_rules.py`` and reuse that builder.
 """
 from __future__ import annotations
 
