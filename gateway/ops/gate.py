@@ -6,7 +6,7 @@ Two users build on :class:`BoundedGate`:
   (:class:`gateway.ops.admission.AdmissionClass`, which turns a refusal into
   HTTP 429/503, see docs/operations.md#admission), and
 * the embedding provider's shared gate
-  (:class:`gateway.retrieval.embedding.EmbeddingGate`, which turns a refusal
+  (:class:`gateway.retrieval.embedding.client.EmbeddingGate`, which turns a refusal
   into ``EmbeddingSaturated``, see docs/retrieval.md#resource-isolation).
 
 Rules (thread-safe; every wait is bounded):

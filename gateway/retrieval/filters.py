@@ -21,7 +21,7 @@ from typing import Any, Mapping
 from gateway.core.errors import ToolError
 from gateway.domain.model import LessonPage
 from gateway.domain.timestamps import parse_ts
-from gateway.retrieval.index import FilterMask, epoch_seconds
+from gateway.retrieval.index.records import FilterMask, epoch_seconds
 
 __all__ = ["SearchFilters", "resolve_scope"]
 

@@ -17,9 +17,9 @@ from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, evidence_values, finish, lesson_id_arg,
     marker_for, touch
 )
-from gateway.tools.base import tool_spec
+from gateway.tools.contract import tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.schema_parts import (
+from gateway.tools.schema_builders import (
     DIGEST_PATTERN, enum, Fields, new_evidence_props, obj, operation_id, revision_id, string, WRITE_STATUSES
 )
 from gateway.tools.write_pipeline import write_handler

@@ -25,11 +25,11 @@ from typing import Any
 from gateway.domain.digests import content_digest
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.schema import load_schema
-from gateway.retrieval.cursors import invalid_cursor
-from gateway.tools.base import ToolContext, tool_spec
+from gateway.tools.cursors import invalid_cursor
+from gateway.tools.contract import ToolContext, tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.read_common import fit_page, Pager, read_tool, repository
-from gateway.tools.schema_parts import (
+from gateway.tools.read_path import fit_page, Pager, read_tool, repository
+from gateway.tools.schema_builders import (
     array, cursor, DIGEST_PATTERN, enum, Fields, integer, LIMITS, next_cursor, nullable, obj, page_limit,
     revision_id, scan_props, string
 )

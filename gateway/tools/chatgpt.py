@@ -23,8 +23,8 @@ from typing import Any
 
 from gateway.domain.schema import load_schema
 from gateway.tools import get_lesson, search_lessons
-from gateway.tools.base import ToolContext, tool_spec
-from gateway.tools.schema_parts import LIMITS, Fields, array, obj, string
+from gateway.tools.contract import ToolContext, tool_spec
+from gateway.tools.schema_builders import LIMITS, Fields, array, obj, string
 
 __all__ = ["SEARCH", "FETCH", "SPECS", "lesson_url"]
 

@@ -20,9 +20,9 @@ from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, bad, claim_values, closed, core_fields,
     evidence_values, field_value, finish, lesson_id_arg, marker_for
 )
-from gateway.tools.base import tool_spec
+from gateway.tools.contract import tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.schema_parts import (
+from gateway.tools.schema_builders import (
     array, duplicate_candidates_out, embedding_truncated_out, enum, Fields, LIMITS, new_evidence_props, obj, operation_id, revision_id, score,
     WRITE_STATUSES,
 )

@@ -3,14 +3,14 @@
 For each call, in order:
 
 1. look the tool up — unknown → JSON-RPC ``-32602`` (:class:`JsonRpcError`);
-2. authorise it — an unauthorised write → :class:`~gateway.ops.auth.AuthError` (HTTP 401/403);
+2. authorise it — an unauthorised write → :class:`~gateway.ops.access.AuthError` (HTTP 401/403);
    then take a slot of its admission class (``read``/``write``,
    :mod:`gateway.ops.admission`) — over capacity →
    :class:`~gateway.ops.admission.AdmissionRejected` (HTTP 429/503, ``Retry-After``);
 3. validate the arguments against the tool's closed input schema — failure →
    ``isError`` result ``invalid_argument`` naming ``field`` and ``rule``
    (MCP 2025-11-25: input validation errors are tool execution errors);
-4. run the handler with a fresh :class:`~gateway.tools.base.ToolContext` —
+4. run the handler with a fresh :class:`~gateway.tools.contract.ToolContext` —
    :class:`~gateway.core.errors.ToolError` → ``isError`` with its code; any other
    exception → ``internal_error`` (logged by exception type only);
 5. validate the result against the output schema — failure is a server bug →
@@ -39,7 +39,7 @@ from gateway.core.errors import INVALID_PARAMS, JsonRpcError, ToolError, error_p
 from gateway.core.jsonio import encode_json
 from gateway.domain.schema import load_schema
 from gateway.ops.metrics import Metrics
-from gateway.tools.base import (
+from gateway.tools.contract import (
     OutputBudget,
     ToolContext,
     failure_result,
@@ -50,7 +50,7 @@ from gateway.tools.base import (
 )
 from gateway.tools.readability import whole_read_bytes
 from gateway.tools.registry import ToolEntry, ToolRegistry
-from gateway.ops.auth import Credentials, authorize
+from gateway.ops.access import Credentials, authorize
 
 __all__ = ["Dispatcher", "describe_validation_error"]
 
@@ -86,9 +86,9 @@ class Dispatcher:
         self.clock = clock
         #: :class:`gateway.ops.admission.Admission` or ``None`` (no admission control, unit tests)
         self.admission = admission
-        #: :class:`gateway.retrieval.hybrid.RetrievalService` or ``None`` (handed to every ToolContext)
+        #: :class:`gateway.retrieval.hybrid.service.RetrievalService` or ``None`` (handed to every ToolContext)
         self.retrieval = retrieval
-        #: :class:`gateway.retrieval.cursors.CursorKeyRing` of the shared store, or ``None`` (handed to every ToolContext)
+        #: :class:`gateway.tools.cursors.CursorKeyRing` of the shared store, or ``None`` (handed to every ToolContext)
         self.cursor_ring = cursor_ring
         #: ``(tool name) -> None`` callables run after every successful write (e.g. the
         #: graph cache's invalidation); a failing listener never fails the write
@@ -110,7 +110,7 @@ class Dispatcher:
         (counted against ``S3RM_OUTPUT_MAX_BYTES``, see :class:`OutputBudget`).
 
         Raises :class:`JsonRpcError` (-32602) for an unknown tool or malformed
-        params and :class:`~gateway.ops.auth.AuthError` for an
+        params and :class:`~gateway.ops.access.AuthError` for an
         unauthorised write; every other failure is an ``isError`` result.
         """
         name = params.get("name")

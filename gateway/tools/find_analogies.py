@@ -5,7 +5,7 @@ Input: ``id``, ``limit``, ``cursor``, ``min_score``, ``retrieval_mode``, ``scope
 Results: stored ``analogous_to`` partners in either direction (score 1.0,
 basis ``stored_relation``), then lexical candidates scored by Jaccard
 similarity of NFKC word / Korean stem / Korean 2- and 3-gram features, each
-with ``shared_terms`` (:func:`gateway.retrieval.legacy.analogies`). Scope
+with ``shared_terms`` (:func:`gateway.retrieval.legacy.search.analogies`). Scope
 filters apply to every result. ``hybrid_v1`` is answered in legacy mode
 (``effective_mode=legacy``, ``semantic_status=disabled``).
 
@@ -20,14 +20,14 @@ from typing import Any
 
 
 from gateway.core.errors import ToolError
-from gateway.retrieval import legacy
-from gateway.retrieval.shaping import conformer
-from gateway.tools.base import ToolContext, tool_spec
+from gateway.retrieval.legacy import search as legacy
+from gateway.tools.shaping import conformer
+from gateway.tools.contract import ToolContext, tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.read_common import (
+from gateway.tools.read_path import (
     DEFAULT_LIMIT, fit_page, Pager, rank_page, read_tool, repository, retrieval_state, scope_filters
 )
-from gateway.tools.schema_parts import (
+from gateway.tools.schema_builders import (
     array, cursor, enum, Fields, LIMITS, min_score, next_cursor, obj, OPTIONAL_RETRIEVAL_PROPS, page_limit,
     retrieval_mode_in, retrieval_props, revision_id, scan_props, scope_in, scope_out, score, standing_out,
     STANDING_MAX, string

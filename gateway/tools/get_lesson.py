@@ -20,7 +20,7 @@ Sub-list cursors bind the Lesson id, its revision and the detail level: after
 an edit they are refused with ``invalid_cursor`` (restart from the first page).
 
 Errors: ``not_found``, ``item_too_large``, ``invalid_cursor``,
-``malformed_lesson`` and the repository mappings of :mod:`gateway.tools.read_common`.
+``malformed_lesson`` and the repository mappings of :mod:`gateway.tools.read_path`.
 """
 from __future__ import annotations
 
@@ -32,15 +32,15 @@ from gateway.core.errors import ToolError
 from gateway.domain.digests import content_digest
 from gateway.domain.markers import GITHUB_LOGIN, parse_summary
 from gateway.domain.schema import load_schema
-from gateway.retrieval.shaping import conformer, ItemTooLarge, truncate_text
-from gateway.tools.base import ToolContext, tool_spec, WholeRead
+from gateway.tools.shaping import conformer, ItemTooLarge, truncate_text
+from gateway.tools.contract import ToolContext, tool_spec, WholeRead
 from gateway.tools.policy import describe
 from gateway.tools.readability import short_field_chars
-from gateway.tools.read_common import DEFAULT_LIMIT, Pager, read_tool, repository
+from gateway.tools.read_path import DEFAULT_LIMIT, Pager, read_tool, repository
 from gateway.tools.read_items import (
     citation_items, CORRECTIONS, relation_item, standing_of, symmetric_relations, unmirrored, verification_item
 )
-from gateway.tools.schema_parts import (
+from gateway.tools.schema_builders import (
     array, citation_item_schema, cursor, DIGEST_PATTERN, DIRECTIONS, enum, Fields, integer, LIMITS,
     next_cursor, obj, page_limit, revision_id, standing_out, STANDING_MAX, string
 )

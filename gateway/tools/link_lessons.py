@@ -16,9 +16,9 @@ from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, closed, field_value, finish,
     lesson_id_arg, marker_for, touch
 )
-from gateway.tools.base import tool_spec
+from gateway.tools.contract import tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.schema_parts import enum, Fields, obj, operation_id, revision_id, WRITE_STATUSES
+from gateway.tools.schema_builders import enum, Fields, obj, operation_id, revision_id, WRITE_STATUSES
 from gateway.tools.write_pipeline import write_handler
 
 __all__ = ["NAME", "OPERATION", "SPEC"]

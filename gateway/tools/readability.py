@@ -28,10 +28,10 @@ from typing import Any, Callable
 
 from gateway.domain.model import LessonPage
 from gateway.domain.schema import FieldDef, RecordDef, Schema
-from gateway.retrieval.shaping import truncate_text
-from gateway.tools.base import OutputBudget
+from gateway.tools.shaping import truncate_text
+from gateway.tools.contract import OutputBudget
 from gateway.tools.read_items import citation_items, verification_item
-from gateway.tools.schema_parts import STANDING_MAX
+from gateway.tools.schema_builders import STANDING_MAX
 
 __all__ = ["ENVELOPE_ALLOWANCE", "check_readable", "short_field_chars", "whole_read_bytes"]
 

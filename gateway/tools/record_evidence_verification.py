@@ -19,9 +19,9 @@ from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, claim_values, expect_revision,
     field_value, finish, int_arg, lesson_id_arg, marker_for, string_arg, touch
 )
-from gateway.tools.base import tool_spec
+from gateway.tools.contract import tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.schema_parts import (
+from gateway.tools.schema_builders import (
     DIGEST_PATTERN, enum, Fields, obj, operation_id, revision_id, string, VERDICTS, WRITE_STATUSES
 )
 from gateway.tools.write_pipeline import write_handler

@@ -1,6 +1,6 @@
 """The ten MCP tools and their JSON Schemas (docs/tools.md#tool-list).
 
-:data:`SPECS` holds the ten :class:`~gateway.tools.base.ToolSpec` values, one
+:data:`SPECS` holds the ten :class:`~gateway.tools.contract.ToolSpec` values, one
 per tool module ``gateway/tools/<tool>.py``, in the order tools/list returns
 them; :data:`READ_TOOLS` / :data:`WRITE_TOOLS` follow from each spec's
 ``kind``. :meth:`ToolRegistry.load` attaches the generated, closed
@@ -32,8 +32,8 @@ from gateway.tools import (
     search_lessons,
 )
 from gateway.domain.schema import load_schema
-from gateway.tools.base import ToolSpec
-from gateway.tools.schema_parts import Fields
+from gateway.tools.contract import ToolSpec
+from gateway.tools.schema_builders import Fields
 
 __all__ = ["FILE_ONLY_KEYS", "READ_TOOLS", "WRITE_TOOLS", "SPECS", "SchemaLoadError", "ToolEntry", "ToolRegistry", "load_specs", "published"]
 

@@ -18,9 +18,9 @@ from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, bad, closed, core_fields,
     expect_revision, field_value, finish, int_arg, lesson_id_arg, string_arg, touch
 )
-from gateway.tools.base import tool_spec
+from gateway.tools.contract import tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.schema_parts import (
+from gateway.tools.schema_builders import (
     array, duplicate_candidates_out, embedding_truncated_out, enum, Fields, LIMITS, obj, operation_id, revision_id, string
 )
 from gateway.tools.write_pipeline import write_handler

@@ -13,7 +13,7 @@ shortened. Default result view: ``id, score, basis, title``, a one-line
 ``reusable_lesson``, ``record_origin``, ``confidence`` and a short
 ``citation`` (first evidence); ``fields`` replaces the view (``id``,
 ``score`` and ``basis`` always come). Legacy scoring and ``min_score``:
-:mod:`gateway.retrieval.legacy`.
+:mod:`gateway.retrieval.legacy.search`.
 
 Pagination: the cursor binds a fingerprint of (query, effective filters,
 fields, min_score, modes, ranking version, generation, scope); positions are
@@ -22,7 +22,7 @@ recency walk (listing). Pages shrink to the byte cap and the cursor advances
 only past what was returned.
 
 Errors: ``invalid_cursor``, ``unknown_scope``, ``invalid_argument``, plus the
-repository mappings of :mod:`gateway.tools.read_common`.
+repository mappings of :mod:`gateway.tools.read_path`.
 """
 from __future__ import annotations
 
@@ -32,18 +32,18 @@ from typing import Any, Sequence
 
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.schema import load_schema
-from gateway.retrieval import legacy
-from gateway.retrieval.cursors import invalid_cursor
+from gateway.retrieval.legacy import search as legacy
+from gateway.tools.cursors import invalid_cursor
 from gateway.retrieval.filters import SearchFilters
-from gateway.retrieval.shaping import conformer, one_line, truncate_text
-from gateway.tools.base import ToolContext, tool_spec
+from gateway.tools.shaping import conformer, one_line, truncate_text
+from gateway.tools.contract import ToolContext, tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.read_common import (
+from gateway.tools.read_path import (
     DEFAULT_LIMIT, fit_page, Pager, rank_page, read_tool, repository, retrieval_state, scope_filters
 )
-from gateway.retrieval.fusion import best_votes, is_exact_query
+from gateway.retrieval.hybrid.fusion import best_votes, is_exact_query
 from gateway.tools.read_items import citation_items, CORRECTIONS, standings
-from gateway.tools.schema_parts import (
+from gateway.tools.schema_builders import (
     array, citation_item_schema, cursor, enum, Fields, integer, LIMITS, min_score, next_cursor, obj,
     OPTIONAL_RETRIEVAL_PROPS, page_limit, retrieval_mode_in, retrieval_props, revision_id, scan_props, scope_in,
     scope_out, score, standing_out, STANDING_MAX, string

@@ -53,8 +53,8 @@ from gateway.domain.model import LessonSnapshot
 from gateway.domain.schema import load_schema
 from gateway.domain.repository import EditConflict, PageExists, PageMissing, WikiUnavailable
 from gateway.domain.writes import Plan, Request, WriteEnv, WriteOperation, WriteRefused, parse_request
-from gateway.tools.base import ToolContext
-from gateway.tools.read_common import read_tool, repository
+from gateway.tools.contract import ToolContext
+from gateway.tools.read_path import read_tool, repository
 from gateway.tools.readability import check_readable
 from gateway.wiki import edit
 from hooks_spec.checker import check_revision

@@ -12,7 +12,7 @@ from typing import Any
 
 from gateway.core.errors import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError
 from gateway.domain.repository import RepositoryError
-from gateway.ops.auth import Credentials, authorize
+from gateway.ops.access import Credentials, authorize
 from gateway.tools.dispatcher import Dispatcher
 from gateway.transport.prompts import PromptCatalog, argument_values
 from gateway.transport.resources import TEMPLATE

@@ -3,7 +3,7 @@
 Sources: MCP 2025-06-18 / 2025-11-25 "Transports" (Streamable HTTP):
 Origin MUST be validated and an invalid one answered with 403; the client MUST
 send ``Accept`` listing ``application/json`` (and ``text/event-stream``). The
-protocol-version rules of both eras live in :mod:`gateway.transport.modern`. Host validation (421
+protocol-version rules of both eras live in :mod:`gateway.transport.request_rules`. Host validation (421
 Misdirected Request), 406 and 415 follow the official python-sdk server.
 Allowlists are exact (docs/transport.md#host-and-origin).
 

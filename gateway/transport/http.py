@@ -60,9 +60,9 @@ from gateway.ops.ratelimit import client_address, principal_key
 from gateway.transport import headers as rules
 from gateway.auth.service import Unauthenticated
 from gateway.config.github import SCOPE_WRITE
-from gateway.ops.auth import AuthError, Credentials, authorize
+from gateway.ops.access import AuthError, Credentials, authorize
 from gateway.transport.jsonrpc import classify
-from gateway.transport.modern import check_modern_request, check_notification_version, is_modern_request
+from gateway.transport.request_rules import check_modern_request, check_notification_version, is_modern_request
 
 __all__ = ["bp", "empty_response", "rpc_error_response"]
 

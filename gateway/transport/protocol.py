@@ -10,7 +10,7 @@ Streamable HTTP spec lets a server omit ``MCP-Session-Id``). The client's
 :data:`SUPPORTED_PROTOCOL_VERSIONS`, otherwise the server answers 2025-11-25.
 
 2026-07-28 era (version in every request's ``_meta``, checked by
-:mod:`gateway.transport.modern`): server/discover, tools/list, tools/call; every
+:mod:`gateway.transport.request_rules`): server/discover, tools/list, tools/call; every
 result carries ``resultType: "complete"`` and ``_meta`` with the server's
 identity, and the cacheable ones (discover, tools/list) ``ttlMs`` and
 ``cacheScope``. ``initialize`` (sent at 2026-07-28), ``ping`` and any other method
@@ -40,11 +40,11 @@ from gateway.core.errors import INVALID_PARAMS, JsonRpcError, METHOD_NOT_FOUND
 from gateway.core.jsonio import dump_model, encode_json
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.policy import CONTENT_POLICY
-from gateway.ops.auth import Credentials
+from gateway.ops.access import Credentials
 from gateway.transport.headers import ALL_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from gateway.transport.jsonrpc import Message
 from gateway.transport.completions import Completions
-from gateway.transport.modern import SERVER_INFO_META_KEY, ModernEnvelope
+from gateway.transport.request_rules import SERVER_INFO_META_KEY, ModernEnvelope
 from gateway.transport.prompts import PromptCatalog
 from gateway.transport.resources import READ_TTL_MS, LessonResources
 
@@ -125,7 +125,7 @@ class McpProtocol:
         ``modern`` is the checked 2026-07-28 envelope, or ``None`` for the
         2025 era. Raises :class:`JsonRpcError` -32601 for unknown methods
         (HTTP 404 in the 2026-07-28 era), -32602 for bad params; tools/call
-        may also raise :class:`~gateway.ops.auth.AuthError`.
+        may also raise :class:`~gateway.ops.access.AuthError`.
         """
         if modern is not None:
             return self._handle_modern(message, credentials)

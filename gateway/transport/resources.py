@@ -18,7 +18,7 @@ from mcp_types import Resource, ResourceTemplate
 
 from gateway.core.errors import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError
 from gateway.core.jsonio import dump_model
-from gateway.ops.auth import Credentials
+from gateway.ops.access import Credentials
 from gateway.tools.dispatcher import Dispatcher
 
 __all__ = [

@@ -78,22 +78,15 @@ from gateway.domain.repository import LessonRepository, RepositoryError
 from gateway.web.graphdata import (
     DEFAULT_MAX_EDGES,
     DEFAULT_MAX_NODES,
-    RELATIONS,
     AskGraphSource,
     GraphData,
     SnapshotGraphSource,
 )
 
 __all__ = [
-    "DEFAULT_MAX_EDGES",
-    "DEFAULT_MAX_NODES",
     "DEFAULT_PROBE_SECONDS",
     "DEFAULT_TTL_SECONDS",
-    "RELATIONS",
-    "AskGraphSource",
     "GraphCache",
-    "GraphData",
-    "SnapshotGraphSource",
     "create_graph_blueprint",
 ]
 

@@ -9,7 +9,7 @@ dashed and grey and labels them as "similar content (estimated)": they are a
 reading aid, never presented as relations (docs/read-path.md#graph-similarity).
 
 Contract: :func:`nearest_neighbours` is pure and deterministic (ties broken by
-id). Terms come from :func:`gateway.retrieval.lexical.features` (words, Korean
+id). Terms come from :func:`gateway.retrieval.legacy.lexical.features` (words, Korean
 stems and Hangul n-grams). A term in more than :data:`MAX_DF_SHARE` of the
 Lessons says nothing about a pair and is dropped; so is a term in a single
 Lesson. Cost: one inverted index, candidates only through shared terms, so
@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from functools import lru_cache
 
-from gateway.retrieval.lexical import features
+from gateway.retrieval.legacy.lexical import features
 
 __all__ = ["BASIS", "DEFAULT_K", "DEFAULT_MIN_SCORE", "MAX_DF_SHARE", "nearest_neighbours"]
 

@@ -37,7 +37,7 @@ How each operation stays bounded:
   :mod:`gateway.wiki.changes`, the revision memory in :mod:`gateway.wiki.revision_memory`.
 * ``search_full_text`` — ``list=search`` with ``srwhat=text`` (the page-title
   default would miss every field) in namespace 3000; the query string is
-  MediaWiki search syntax built by :mod:`gateway.retrieval.lexical`.
+  MediaWiki search syntax built by :mod:`gateway.retrieval.legacy.lexical`.
 * ``search_snapshots`` — the same search as ``generator=search`` with
   ``prop=revisions`` (content), so the hits come with their wikitext;
   ``search_full_text_many`` sends several searches at once as

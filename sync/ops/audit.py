@@ -74,7 +74,7 @@ from gateway.domain.schema import load_schema
 from gateway.domain.timestamps import format_ts, parse_ts
 from gateway.domain.verdicts import AMBIGUOUS, current_verdicts
 from gateway.config.profiles import get_profile
-from gateway.retrieval.projection import FACET_CHAR_CAP, ProjectionBuilder
+from gateway.retrieval.indexing.projection import FACET_CHAR_CAP, ProjectionBuilder
 from gateway.wiki.client import WikiClient
 from hooks_spec.checker import check_revision
 

@@ -65,7 +65,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         active, previous, version = store.alias()
         print(f"alias active={active or '-'} previous={previous or '-'} version={version}")
         from gateway.retrieval.pgvector import lifecycle
-        from gateway.retrieval.pgvector.store import CHANGE_DELETED
+        from gateway.retrieval.pgvector.schema import CHANGE_DELETED
 
         steps = lifecycle.event_counts(store)
         shadow = lifecycle.shadow_config(store)
@@ -88,7 +88,7 @@ def _refusable(action, report):
     """A command running ``action(store, args)`` once; a :class:`StoreError` (the registry refused the
     step) prints ``s3rm index: …`` and exits 1, otherwise ``report(result, args)`` is printed."""
     def run(args: argparse.Namespace) -> int:
-        from gateway.retrieval.pgvector.store import StoreError
+        from gateway.retrieval.pgvector.schema import StoreError
 
         store = _store(args)
         try:
@@ -127,9 +127,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     from gateway.config import load_config
     from gateway.config.values import ConfigError
     from gateway.retrieval import pgvector as backend
-    from gateway.retrieval.hybrid import RetrievalService
+    from gateway.retrieval.hybrid.service import RetrievalService
     from gateway.retrieval.pgvector.build import build_generation
-    from gateway.retrieval.pgvector.store import StoreError
+    from gateway.retrieval.pgvector.schema import StoreError
     from gateway.wiki.repository import repository_factory
 
     if not args.label.replace("-", "").isalnum():
@@ -180,7 +180,7 @@ def cmd_shadow(args: argparse.Namespace) -> int:
     if args.queries:
         return _offline_shadow(args)
     from gateway.retrieval.pgvector import lifecycle
-    from gateway.retrieval.pgvector.store import StoreError
+    from gateway.retrieval.pgvector.schema import StoreError
 
     store = _store(args)
     try:
@@ -214,7 +214,7 @@ def _report_text(rep: dict) -> str:
 def _offline_shadow(args: argparse.Namespace) -> int:
     """Top-k overlap and latency of a candidate generation against the active one, per stdin query."""
     from gateway.config import load_config
-    from gateway.retrieval.embedding import build_provider
+    from gateway.retrieval.embedding.client import build_provider
 
     generation = args.queries
     queries = [q.strip() for q in sys.stdin if q.strip()][:1000]

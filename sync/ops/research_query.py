@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gateway.config import ConfigError
-from gateway.retrieval.fusion import RANKING_VERSION
+from gateway.retrieval.hybrid.fusion import RANKING_VERSION
 from sync.ops.mcpsearch import DEFAULT_MCP_URL, describe_failure, resolve_mcp_url
 from sync.ops.research.citations import CheckedAnswer, build_messages, check_citations
 from sync.ops.research.endpoints import EndpointError, chat, rerank

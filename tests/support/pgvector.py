@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.index import IndexEntry, IndexRecord
+from gateway.retrieval.index.records import IndexEntry, IndexRecord
 
 
 def random_entries(n: int, *, seed: int = 7, dims: int = 16) -> list[IndexEntry]:

@@ -13,10 +13,10 @@ from typing import Any
 
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
 from gateway.core.jsonio import encode_json
-from gateway.tools.base import result_message
+from gateway.tools.contract import result_message
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
-from gateway.ops.auth import Credentials
+from gateway.ops.access import Credentials
 
 SECRET = b"read-tests-cursor-secret-0123456789"
 

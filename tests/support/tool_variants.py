@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.errors import ToolError
-from gateway.tools.base import Handler, ToolContext
+from gateway.tools.contract import Handler, ToolContext
 
 
 def refusing_handler(tool_name: str) -> Handler:

@@ -23,7 +23,7 @@ from typing import Any
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
-from gateway.ops.auth import Credentials
+from gateway.ops.access import Credentials
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 

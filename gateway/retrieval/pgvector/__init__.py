@@ -11,7 +11,7 @@ Contract: docs/hybrid-search.md#pgvector-backend, docs/operations.md#pgvector-ba
   generations, retirement after the rollback window, step events, shadow figures.
 
 :func:`refresher_factory` is what ``create_app`` hands to
-:class:`gateway.retrieval.hybrid.RetrievalService` when the backend is pgvector.
+:class:`gateway.retrieval.hybrid.service.RetrievalService` when the backend is pgvector.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ __all__ = ["refresher_factory"]
 
 
 def refresher_factory(settings: RetrievalSettings, store: Any = None) -> Callable[..., Any]:
-    """A factory with :class:`~gateway.retrieval.refresher.IndexRefresher`'s signature that builds a
+    """A factory with :class:`~gateway.retrieval.indexing.refresher.IndexRefresher`'s signature that builds a
     :class:`~gateway.retrieval.pgvector.refresher.SharedRefresher` over ``store`` (default: a new
     :class:`~gateway.retrieval.pgvector.store.PgStore` on ``settings.pg_dsn``)."""
     from gateway.retrieval.pgvector.refresher import SharedRefresher

@@ -3,7 +3,7 @@
 Contract: docs/operations.md#generation-lifecycle.
 
 :func:`build_generation` runs the ordinary refresher of a
-:class:`~gateway.retrieval.hybrid.RetrievalService`, pinned to
+:class:`~gateway.retrieval.hybrid.service.RetrievalService`, pinned to
 ``<its generation id>.<label>``, under that generation's own indexer lease:
 
 1. register the generation (``building``) and record the change-sequence head
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from gateway.retrieval.pgvector import lifecycle
-from gateway.retrieval.pgvector.store import PgStore, StoreError
+from gateway.retrieval.pgvector.store import PgStore
+from gateway.retrieval.pgvector.schema import StoreError
 
 __all__ = ["BuildReport", "build_generation"]
 

@@ -28,13 +28,8 @@ import logging
 from typing import Any
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.pgvector.store import (
-    CHANGE_HEAD_SQL,
-    PgStore,
-    RECORD_COLUMNS,
-    StoreError,
-    log_event,
-)
+from gateway.retrieval.pgvector.schema import CHANGE_HEAD_SQL, RECORD_COLUMNS, StoreError, log_event
+from gateway.retrieval.pgvector.store import PgStore
 
 __all__ = ["change_head", "companions", "event_counts", "overview", "propagate", "record_shadow", "retire_expired",
            "shadow_config", "shadow_report", "start_shadow", "stop_shadow", "track_changes"]
@@ -213,7 +208,7 @@ def shadow_config(store: PgStore) -> tuple[str, float] | None:
 
 
 def record_shadow(store: PgStore, sample: Any) -> None:
-    """Store one :class:`~gateway.retrieval.shadow.ShadowSample` (names, counts, milliseconds; no query)."""
+    """Store one :class:`~gateway.retrieval.hybrid.shadow.ShadowSample` (names, counts, milliseconds; no query)."""
     with store.pool.connection() as conn:
         conn.execute("INSERT INTO s3rm_shadow_sample (generation, active, k, active_hits, shadow_hits, overlap, "
                      "active_ms, shadow_ms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",

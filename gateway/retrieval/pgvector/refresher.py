@@ -3,7 +3,7 @@
 Contract: docs/operations.md#indexer-leader, docs/operations.md#generations,
 docs/hybrid-search.md#pgvector-backend, docs/retrieval.md#semantic-status.
 
-:class:`SharedRefresher` is an :class:`~gateway.retrieval.refresher.IndexRefresher`
+:class:`SharedRefresher` is an :class:`~gateway.retrieval.indexing.refresher.IndexRefresher`
 whose snapshots are :class:`~gateway.retrieval.pgvector.snapshot.PgSnapshot`
 views. Its one thread wakes every ``S3RM_PG_POLL_SECONDS`` (or at once on a hint) and:
 
@@ -43,9 +43,10 @@ from typing import Any
 
 from gateway.retrieval.pgvector import lifecycle
 from gateway.retrieval.pgvector.snapshot import LeaseHandle, PgSnapshot, SearchOptions
-from gateway.retrieval.pgvector.store import FencingError, PgStore, holder_id
-from gateway.retrieval.refresher import IndexRefresher
-from gateway.retrieval.shadow import ShadowTarget
+from gateway.retrieval.pgvector.schema import FencingError, holder_id
+from gateway.retrieval.pgvector.store import PgStore
+from gateway.retrieval.indexing.refresher import IndexRefresher
+from gateway.retrieval.hybrid.shadow import ShadowTarget
 
 __all__ = ["SharedRefresher"]
 

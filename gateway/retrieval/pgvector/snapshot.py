@@ -3,7 +3,7 @@
 Contract: docs/hybrid-search.md#pgvector-backend, docs/hybrid-search.md#lexical-channel.
 
 A :class:`PgSnapshot` serves the same interface hybrid search uses on an
-:class:`~gateway.retrieval.index.IndexSnapshot` (``gateway.retrieval.backend.SemanticIndex``):
+:class:`~gateway.retrieval.index.snapshot.IndexSnapshot` (``gateway.retrieval.index.backend.SemanticIndex``):
 
 * records, filter masks, the Korean/other partition and the BM25 lexical
   channel come from a local *mirror* — an ``IndexSnapshot`` with zero-length
@@ -31,8 +31,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.index import FilterMask, IndexEntry, IndexRecord, IndexSnapshot, SemanticHit
-from gateway.retrieval.pgvector.store import CHANGE_DELETED, PgStore
+from gateway.retrieval.index.records import FilterMask, IndexEntry, IndexRecord, SemanticHit
+from gateway.retrieval.index.snapshot import IndexSnapshot
+from gateway.retrieval.pgvector.schema import CHANGE_DELETED
+from gateway.retrieval.pgvector.store import PgStore
 
 __all__ = ["LeaseHandle", "PgSnapshot", "SearchOptions"]
 
@@ -111,11 +113,11 @@ class PgSnapshot:
               metadata_updates: Sequence[IndexRecord] = ()) -> "PgSnapshot":
         """Write one refresh to the store under the lease (FencingError when it is lost), return the new view.
 
-        Same arguments and meaning as :meth:`gateway.retrieval.index.IndexSnapshot.apply`;
+        Same arguments and meaning as :meth:`gateway.retrieval.index.snapshot.IndexSnapshot.apply`;
         deletes leave tombstones in the store (docs/hybrid-search.md#pgvector-backend).
         """
         if self._lease.token is None:
-            from gateway.retrieval.pgvector.store import FencingError
+            from gateway.retrieval.pgvector.schema import FencingError
 
             raise FencingError(f"this gateway does not hold the indexer lease of {self.generation}")
         deletes = list(deletes)
@@ -231,7 +233,7 @@ class PgSnapshot:
         """Top-``k`` Lessons of ``facet`` by cosine with ``query`` ``(dims,)``, searched in PostgreSQL.
 
         Same arguments, ranks and order (score desc, id asc) as
-        :meth:`gateway.retrieval.index.IndexSnapshot.search`.
+        :meth:`gateway.retrieval.index.snapshot.IndexSnapshot.search`.
         """
         n = len(self._mirror)
         if n == 0 or k <= 0:

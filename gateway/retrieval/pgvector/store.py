@@ -4,7 +4,7 @@ Contract: docs/hybrid-search.md#pgvector-backend, docs/operations.md#pgvector-ba
 docs/operations.md#indexer-leader, docs/operations.md#generations.
 
 The tables, generation states, vector layouts and registry rows are described
-in :mod:`gateway.retrieval.pgvector.schema` (re-exported here); :class:`PgStore`
+in :mod:`gateway.retrieval.pgvector.schema`; :class:`PgStore`
 is every operation on them.
 
 Every write runs in one transaction that first locks the generation's lease
@@ -20,31 +20,26 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.index import IndexEntry, IndexRecord
+from gateway.retrieval.index.records import IndexEntry, IndexRecord
 from gateway.retrieval.pgvector.schema import (
     ACTIVE_ALIAS,
     CHANGE_HEAD_SQL,
     DDL,
-    EVENT_KINDS,
     HALFVEC_MAX_DIMS,
     LAYOUT,
     PLAIN_MAX_BYTES,
-    CHANGE_DELETED,
     RECORD_COLUMNS,
     RECORD_TYPES,
     SCHEMA_LOCK,
-    STATES,
     FencingError,
     GenerationInfo,
     StoreError,
     facet_name,
-    holder_id,
     log_event,
     table_for,
 )
 
-__all__ = ["CHANGE_HEAD_SQL", "EVENT_KINDS", "FencingError", "GenerationInfo", "PgStore", "StoreError", "STATES",
-           "CHANGE_DELETED", "RECORD_COLUMNS", "log_event", "table_for", "holder_id", "HALFVEC_MAX_DIMS", "LAYOUT", "PLAIN_MAX_BYTES"]
+__all__ = ["PgStore"]
 
 log = logging.getLogger("s3rm.pgvector")
 

@@ -9,8 +9,8 @@ per facet (``situation``, ``approach``, ``mechanism``) concurrently, each with
 ``retrieval_mode=hybrid_v1``, ``facet=<facet>`` and :data:`DEPTH` results.
 
 :func:`fuse_facets` turns the three ranked lists into one with
-:func:`gateway.retrieval.fusion.fuse` — the same function and the same
-:data:`~gateway.retrieval.fusion.DEFAULT_RANKING` constants the gateway ranks with: a
+:func:`gateway.retrieval.hybrid.fusion.fuse` — the same function and the same
+:data:`~gateway.retrieval.hybrid.fusion.DEFAULT_RANKING` constants the gateway ranks with: a
 Lesson's vote in a facet is its rank there (channel ``semantic:<facet>``),
 ``score = Σ w / (k + rank)`` normalised to 0–1 over the three channels, then
 bands and the ``record_origin`` diversity pass. The client has no vectors, no
@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from gateway.retrieval.fusion import (
+from gateway.retrieval.hybrid.fusion import (
     RANKING_VERSION, DEFAULT_RANKING, SEARCH, Calibration, FusionCandidate, RankContribution, fuse,
 )
 from sync.ops.mcpsearch import McpSearch

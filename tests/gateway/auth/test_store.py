@@ -18,7 +18,7 @@ from gateway.auth.server import redirect_matches, redirect_uri_allowed
 from gateway.auth.store import Family, SigningKey, SqliteAuthStore, digest
 from gateway.auth.tokens import KeyRing, TokenInvalid, mint_access_token, verify_access_token
 from gateway.config import ConfigError, load_config
-from gateway.ops.auth import github_subject_hash
+from gateway.ops.access import github_subject_hash
 
 
 _TABLES = ("s3rm_auth_refresh", "s3rm_auth_family", "s3rm_auth_code", "s3rm_auth_client",

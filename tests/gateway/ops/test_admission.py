@@ -24,7 +24,7 @@ from gateway.core.errors import ToolError
 from gateway.core.principal import Principal
 from gateway.ops.ratelimit import RateLimiter
 from gateway.tools.registry import load_specs
-from gateway.ops.auth import check_scope_access, principal_hash
+from gateway.ops.access import check_scope_access, principal_hash
 
 TOKEN = "admission-test-token-0123456789"
 HEADERS = {"Host": "127.0.0.1:8080", "Accept": "application/json", "Content-Type": "application/json"}

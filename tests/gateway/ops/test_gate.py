@@ -12,7 +12,8 @@ import pytest
 
 from gateway.ops.admission import AdmissionClass, AdmissionRejected
 from gateway.ops.gate import QUEUE_FULL, QUEUE_TIMEOUT, BoundedGate, GateRejected
-from gateway.retrieval.embedding import EmbeddingGate, EmbeddingSaturated
+from gateway.retrieval.embedding.guard import EmbeddingGate
+from gateway.retrieval.embedding.errors import EmbeddingSaturated
 
 
 def _wait_for(predicate, what: str) -> None:

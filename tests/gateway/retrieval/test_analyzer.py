@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gateway.retrieval.analyzer import analyze
-from gateway.retrieval.channels import lexical_votes
-from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot
+from gateway.retrieval.index.analyzer import analyze
+from gateway.retrieval.hybrid.channels import lexical_votes
+from gateway.retrieval.index.records import IndexEntry, IndexRecord
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.config.profiles import INDEX_FACETS
 
 DIMS = 4

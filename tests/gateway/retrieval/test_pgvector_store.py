@@ -15,10 +15,12 @@ import psycopg
 import pytest
 
 from gateway.core.errors import ToolError
-from gateway.retrieval.cursors import CursorCodec, CursorKeyRing
-from gateway.retrieval.index import FilterMask, IndexEntry, IndexSnapshot
+from gateway.tools.cursors import CursorCodec, CursorKeyRing
+from gateway.retrieval.index.records import FilterMask, IndexEntry
+from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.retrieval.pgvector.snapshot import LeaseHandle, PgSnapshot, SearchOptions
-from gateway.retrieval.pgvector.store import FencingError, PgStore, StoreError
+from gateway.retrieval.pgvector.schema import FencingError, StoreError
+from gateway.retrieval.pgvector.store import PgStore
 from support.pgvector import random_entries
 
 DIMS = 16
@@ -210,7 +212,7 @@ def test_dirty_queue_hands_ids_to_the_leader_once(store):
 
 
 def test_both_backends_implement_the_one_index_interface(store):
-    from gateway.retrieval.backend import SemanticIndex
+    from gateway.retrieval.index.backend import SemanticIndex
 
     gen = _gen()
     store.register(gen, DIMS)

@@ -7,7 +7,7 @@ import pytest
 
 from gateway.domain.schema import load_schema
 from gateway.config.profiles import INDEX_FACETS
-from gateway.retrieval.projection import (
+from gateway.retrieval.indexing.projection import (
     ELISION,
     PROJECTION_VERSION,
     ProjectionBuilder,

@@ -16,9 +16,9 @@ import requests
 from gateway.app import create_app
 from gateway.config import GatewayConfig
 from gateway.domain.codec import serialize_page
-from gateway.retrieval.analyzer import analyze
-from gateway.retrieval import refresher
-from gateway.retrieval.hybrid import RetrievalService
+from gateway.retrieval.index.analyzer import analyze
+from gateway.retrieval.indexing import refresher
+from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.wiki.memory import InMemoryRepository
 from gateway.web.admin import RETRY_QUARANTINED
 from support.embedding import POISON, PickyProvider, settings_for

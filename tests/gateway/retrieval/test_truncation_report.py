@@ -14,8 +14,8 @@ from types import MappingProxyType
 
 from gateway.app import create_app
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
-from gateway.retrieval.hybrid import RetrievalService
-from gateway.retrieval.projection import ELISION, ProjectionBuilder
+from gateway.retrieval.hybrid.service import RetrievalService
+from gateway.retrieval.indexing.projection import ELISION, ProjectionBuilder
 from gateway.wiki.memory import InMemoryRepository
 from support.embedding import PickyProvider, settings_for
 from support.lessons import lesson

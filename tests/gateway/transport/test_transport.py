@@ -6,7 +6,7 @@ minimal closed tool schemas, so test tools have known output shapes.
 Size: about 800 lines of short tests, one per transport rule, in sections
 (lifecycle, method, JSON, header, write auth, dispatcher results, config,
 registry, health) that share one app builder; the 2026-07-28 revision's tests
-live beside it in ``test_transport_modern.py`` and reuse that builder.
+live beside it in ``test_request_rules.py`` and reuse that builder.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from gateway.app import create_app
 from gateway.config import ConfigError, GatewayConfig
 from gateway.core.errors import ToolError
 from gateway.web.health import jobrunner_status
-from gateway.tools.base import OutputBudget
+from gateway.tools.contract import OutputBudget
 from support.tool_variants import refusing_handler
 from gateway.tools.registry import READ_TOOLS, SchemaLoadError, ToolRegistry, WRITE_TOOLS, load_specs
 

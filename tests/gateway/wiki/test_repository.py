@@ -281,7 +281,7 @@ def test_searches_sent_together_serve_only_revisions_already_read(client):
 def test_legacy_sends_single_term_searches_only_when_the_all_terms_search_finds_few(dev_wiki, monkeypatch):
     """docs/retrieval.md#legacy-search: enough all-terms hits → one MediaWiki request; fewer → the
     single-term searches follow, and the partial matches they add are read fresh."""
-    from gateway.retrieval import legacy
+    from gateway.retrieval.legacy import search as legacy
     from gateway.retrieval.filters import SearchFilters
 
     monkeypatch.setattr(legacy, "FALLBACK_THRESHOLD", 2)   # the rule, with 2 instead of 20 pages to write

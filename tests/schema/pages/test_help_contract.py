@@ -18,9 +18,9 @@ import pytest
 
 from gateway.config import load_config
 from gateway.domain.schema import REPO_ROOT, load_schema
-from gateway.retrieval.fusion import RANKING_VERSION
-from gateway.tools.schema_parts import DUPLICATE_STATUSES
-from gateway.tools.schema_parts import LIMITS
+from gateway.retrieval.hybrid.fusion import RANKING_VERSION
+from gateway.tools.schema_builders import DUPLICATE_STATUSES
+from gateway.tools.schema_builders import LIMITS
 from sync.devstack import stack
 
 HELP = sorted((REPO_ROOT / "schema" / "pages" / "help").glob("*.wiki"))

@@ -21,7 +21,8 @@ from flask import Flask
 from gateway.domain.codec import parse_page, serialize_page
 from gateway.domain.repository import WikiUnavailable
 from gateway.domain.schema import load_schema
-from gateway.web.graph import DEFAULT_MAX_NODES, RELATIONS, create_graph_blueprint
+from gateway.web.graphdata import DEFAULT_MAX_NODES, RELATIONS
+from gateway.web.graph import create_graph_blueprint
 from gateway.wiki.memory import InMemoryRepository
 from sync.site.variants import CAPABILITIES, load_manifest, render_page
 from support.lessons import evidence, lesson, relation

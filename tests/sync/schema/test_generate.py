@@ -21,7 +21,7 @@ from gateway.domain.schema import load_schema, schema_dir
 from sync.cli import main as cli_main
 from sync.schema.generate import GENERATED_DIRS, render_generated_files
 from sync.schema.pages import WikiCapabilities, page_relpath, render_schema_pages, title_for_relpath
-from gateway.tools.schema_parts import DEF_NAME, desc, hoist_defs, obj, string
+from gateway.tools.schema_builders import DEF_NAME, desc, hoist_defs, obj, string
 from sync.schema.toolschemas import TOOL_NAMES, render_tool_schemas
 
 SCHEMA = load_schema()

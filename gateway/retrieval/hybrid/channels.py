@@ -1,0 +1,98 @@
+"""The index channels of ``search_lessons``: BM25 (complete / partial) and one semantic channel per facet.
+
+Contract: docs/hybrid-search.md#lexical-channel, docs/hybrid-search.md#ranking, docs/retrieval.md#fusion.
+
+Both hybrid search (:mod:`gateway.retrieval.hybrid.service`) and the shadow
+comparison of a candidate generation (:mod:`gateway.retrieval.hybrid.shadow`) rank
+with these functions, so a shadow generation is measured with exactly the
+channels live traffic uses. Every function reads one
+:class:`~gateway.retrieval.index.backend.SemanticIndex` view and returns votes
+``[(lesson_id, RankContribution)]`` in rank order, each vote carrying the
+indexed revision and retrieval hash (what revalidation compares).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+
+from gateway.retrieval.index.backend import SemanticIndex
+from gateway.retrieval.hybrid.fusion import RankContribution, partial_share
+from gateway.retrieval.hybrid.cross_language import search_by_language
+
+__all__ = ["Votes", "indexed_votes", "lexical_votes", "quality_allowed", "semantic_votes", "split_by_coverage"]
+
+#: One channel's votes, best first.
+Votes = list[tuple[str, RankContribution]]
+
+
+def indexed_votes(snap: SemanticIndex, channel: str, hits) -> Votes:
+    """Votes of an index channel (vectors or BM25), each carrying the indexed revision and retrieval hash."""
+    votes = []
+    for hit in hits:
+        record = snap.record(hit.lesson_id)
+        votes.append((hit.lesson_id, RankContribution(channel, hit.rank, hit.score,
+                                                      record.revision_id if record else None,
+                                                      record.retrieval_hash if record else None)))
+    return votes
+
+
+def split_by_coverage(snap: SemanticIndex, hits, query_terms, below: float):
+    """BM25 hits split into (complete, incomplete): a Lesson holding fewer than ``below`` of the
+    distinct analysed query terms is incomplete (``bm25_partial``); ranks restart at 1 in each part.
+    Incomplete hits get ``share`` = :func:`~gateway.retrieval.hybrid.fusion.partial_share` of their
+    matched terms (``docs/hybrid-search.md#partial-share``); the caller copies it onto the vote.
+
+    One shared generic word (``문제``, ``outage``) makes a BM25 hit as surely as the decisive
+    ones do; like partial full-text matches, such partial matches vote with less
+    weight (``docs/hybrid-search.md#lexical-channel``).
+    """
+    wanted = set(query_terms)
+    if not wanted or below <= 0:
+        return list(hits), []
+    complete, incomplete = [], []
+    for hit in hits:
+        have = len(wanted.intersection(snap.terms(hit.lesson_id)))
+        if have >= below * len(wanted):
+            complete.append(hit)
+        else:
+            incomplete.append((hit, partial_share(have, len(wanted), below)))
+    complete = [replace(h, rank=n) for n, h in enumerate(complete, 1)]
+    incomplete = [(replace(h, rank=n), share) for n, (h, share) in enumerate(incomplete, 1)]
+    return complete, incomplete
+
+
+def lexical_votes(snap: SemanticIndex, query_terms: Sequence[str], cap: int, allowed: np.ndarray | None,
+                  below: float) -> tuple[Votes, Votes, bool]:
+    """The ``bm25`` and ``bm25_partial`` votes of analysed ``query_terms`` (at most ``cap`` hits), and
+    whether the cap was hit (the list is ``partial``)."""
+    hits = snap.lexical_search(query_terms, cap, allowed=allowed)
+    complete, incomplete = split_by_coverage(snap, hits, query_terms, below)
+    shares = [share for _, share in incomplete]
+    partial = [(lesson_id, replace(vote, share=share)) for (lesson_id, vote), share
+               in zip(indexed_votes(snap, "bm25_partial", [h for h, _ in incomplete]), shares)]
+    return indexed_votes(snap, "bm25", complete), partial, len(hits) >= cap
+
+
+def quality_allowed(snap: SemanticIndex, allowed: np.ndarray | None, quality_floor: float) -> np.ndarray | None:
+    """``allowed`` narrowed to rows whose content quality is at least ``quality_floor`` (a semantic
+    channel's rows, docs/hybrid-search.md#content-quality); ``allowed`` itself when the floor is 0."""
+    if quality_floor <= 0 or len(snap) == 0:
+        return allowed
+    good = np.asarray(snap.quality_rows()) >= quality_floor
+    return good if allowed is None else (np.asarray(allowed, dtype=bool) & good)
+
+
+def semantic_votes(snap: SemanticIndex, facet: str, vector: np.ndarray, cap: int, allowed: np.ndarray | None,
+                   floor: float | None, standardized: bool, quality_floor: float = 0.0) -> tuple[Votes, bool]:
+    """The ``semantic:<facet>`` votes of a ``(dims,)`` query vector (cosine ≥ ``floor``, at most ``cap``,
+    content quality ≥ ``quality_floor``; z-scored per Lesson language when ``standardized``, the
+    partition statistics over rows above the quality floor), and whether the cap was hit."""
+    rows = quality_allowed(snap, allowed, quality_floor)
+    if standardized:
+        eligible = quality_allowed(snap, None, quality_floor)
+        hits = search_by_language(snap, facet, vector, cap, allowed=rows, min_score=floor, eligible=eligible)
+    else:
+        hits = snap.search(facet, vector, cap, allowed=rows, min_score=floor)
+    return indexed_votes(snap, f"semantic:{facet}", hits), len(hits) >= cap

@@ -1,0 +1,298 @@
+"""Legacy retrieval (``retrieval_mode=legacy``): full text, listing and lexical analogies.
+
+Contract: ``docs/retrieval.md#legacy-search``, ``docs/retrieval.md#title-weighting``,
+``docs/retrieval.md#filters-and-scopes``, ``docs/retrieval.md#listing``,
+``docs/retrieval.md#legacy-analogies``.
+
+Search (ranking version :data:`RANKING_VERSION`):
+
+1. The query becomes MediaWiki search terms (:mod:`gateway.retrieval.legacy.lexical`:
+   Korean stems as prefix terms). One search ANDs all terms.
+   When it yields fewer than :data:`FALLBACK_THRESHOLD` hits and the query has
+   several terms, up to :data:`FALLBACK_TERMS` single-term searches (longest
+   terms first) add Lessons matching only some terms, merged round-robin; they
+   are sent together, after the all-terms search and only when it needs them.
+   At most :data:`SEARCH_SCAN_LIMIT` candidate ids are kept (``partial`` when
+   more existed).
+2. Fresh snapshots of the candidates: the all-terms search reads its hits'
+   pages in the same MediaWiki request (``generator=search`` +
+   ``prop=revisions``; one round trip for up to 50 hits); the single-term
+   searches return each hit's latest revision id and sha1, so a revision this
+   process has read before is not read again (docs/read-path.md#revision-memory);
+   only the other fallback ids are read afterwards (batches of 50); vanished pages
+   drop out and the structured filters (and scope) are applied to the CURRENT
+   values — filters decide membership, never order.
+3. Score (0–1), computed from the fetched snapshot so the template's ``title``
+   field — which MediaWiki only sees as body text, the page title being the id
+   — is weighted high (``docs/retrieval.md#title-weighting``)::
+
+       score = 0.50 · (share of query terms found in the title field)
+             + 0.35 · (share of query terms found in the other text fields)
+             + 0.15 · 1 / (1 + MediaWiki rank)
+
+   The MediaWiki rank term keeps the backend's own order (CirrusSearch ranks
+   by relevance; the SQL backends return page-id order) as the smallest
+   contribution and a tiebreak. Order: score desc, MediaWiki rank, id.
+   ``min_score`` drops hits below it after scoring.
+4. Stable order → offset pagination → byte-cap fitting (in the tool).
+
+Listing (empty query): newest first by last edit through the repository's
+``list_recent`` walk, filters applied, at most :data:`LISTING_SCAN_LIMIT`
+Lessons examined per call; every listed Lesson scores 1.0 (``min_score`` has
+no effect on listings).
+
+Analogies (:data:`ANALOGY_RANKING_VERSION`): stored ``analogous_to`` relations
+in either direction score 1.0 (basis ``stored_relation``); lexical candidates
+come from single-term full-text searches of the source's
+:data:`ANALOGY_TERMS` most salient terms (title words weigh 3×), at most
+:data:`ANALOGY_SCAN_LIMIT` ids, and score the Jaccard similarity of their
+feature sets (words, Korean stems, Korean 2-/3-character n-grams) over the
+analogy projection (title and the seven claim/body fields), with
+``shared_terms``.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from gateway.domain.model import LessonPage, LessonSnapshot
+from gateway.domain.repository import LessonRepository
+from gateway.retrieval.legacy import lexical
+from gateway.retrieval.filters import SearchFilters
+
+__all__ = [
+    "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "search", "candidates", "fallback_terms",
+    "holds_fallback_term", "rank_candidates", "listing", "analogies",
+    "analogy_projection", "projection_hash",
+]
+
+RANKING_VERSION = "legacy-v1"
+ANALOGY_RANKING_VERSION = "legacy-analogy-v1"
+SEARCH_SCAN_LIMIT = 100
+FALLBACK_THRESHOLD = 20
+FALLBACK_TERMS = 6
+LISTING_SCAN_LIMIT = 200
+ANALOGY_TERMS = 6
+ANALOGY_PER_TERM = 20
+ANALOGY_SCAN_LIMIT = 60
+W_TITLE, W_BODY, W_RANK = 0.50, 0.35, 0.15
+
+#: Lesson fields that make up the analogy projection (title first).
+ANALOGY_FIELDS = ("title", "question", "attempt", "context", "observation", "interpretation",
+                  "reusable_lesson", "applicability")
+#: Text fields searched as "body" for the score (besides the title).
+BODY_FIELDS = ANALOGY_FIELDS[1:] + ("evidence",)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One result: the fresh snapshot, its 0–1 score, basis and (analogies) shared terms."""
+
+    snapshot: LessonSnapshot
+    score: float
+    basis: str
+    shared_terms: tuple[str, ...] = ()
+    resume: str | None = None  # listing only: repository cursor resuming AT this Lesson
+
+
+@dataclass(frozen=True)
+class RankedList:
+    """A bounded, ordered result list plus scan accounting."""
+
+    items: tuple[Ranked, ...]
+    scanned: int
+    scan_limit: int
+    partial: bool
+    next_resume: str | None = None  # listing only: continuation after the last examined Lesson
+
+
+# ------------------------------------------------------------------ search
+def candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limit: int = SEARCH_SCAN_LIMIT,
+               fallback: bool = True) -> tuple[list[str], bool, dict[str, LessonSnapshot]]:
+    """Step 1–2 of the search: candidate ids (search rank order), ``partial``, and their fresh
+    snapshots (an id without one is gone).
+
+    The all-terms search reads its hits' pages in the same request
+    (:meth:`LessonRepository.search_snapshots`). Only when it found fewer than
+    :data:`FALLBACK_THRESHOLD` Lessons (and ``fallback`` is true) are the single-term
+    searches of :func:`fallback_terms` sent, all at once
+    (:meth:`LessonRepository.search_full_text_many`); their hits come with the
+    snapshots the repository knows without reading the text again, and only the
+    other ids are read afterwards. ``fallback=False`` sends the all-terms search alone.
+    Raises the repository's errors (WikiUnavailable…).
+    """
+    first, snaps = repo.search_snapshots(lexical.mediawiki_query(terms), scan_limit)
+    ids = [h.id for h in first.hits]
+    read = set(ids)
+    partial = first.partial
+    if fallback and len(terms) > 1 and len(ids) < FALLBACK_THRESHOLD:
+        lists = []
+        for result, known in repo.search_full_text_many([t.syntax() for t in fallback_terms(terms)], scan_limit):
+            partial = partial or result.partial
+            lists.append([h.id for h in result.hits])
+            snaps = {**known, **snaps}
+        seen = set(ids)
+        for group in _round_robin(lists):
+            if group not in seen:
+                if len(ids) >= scan_limit:
+                    partial = True
+                    break
+                seen.add(group)
+                ids.append(group)
+    ids = ids[:scan_limit]
+    unread = [i for i in ids if i not in snaps and i not in read]
+    if unread:
+        snaps = {**snaps, **repo.get_snapshots(unread)}
+    return ids, partial, {i: snaps[i] for i in ids if i in snaps}
+
+
+def fallback_terms(terms: Sequence[lexical.QueryTerm]) -> list[lexical.QueryTerm]:
+    """The terms of the single-term searches: the :data:`FALLBACK_TERMS` longest (ties by text)."""
+    return sorted(terms, key=lambda t: (-len(t.text), t.text))[:FALLBACK_TERMS]
+
+
+def holds_fallback_term(terms: Sequence[lexical.QueryTerm], page: LessonPage) -> bool:
+    """Whether ``page``'s title or body fields hold one of :func:`fallback_terms` — a Lesson the
+    single-term searches could return, as far as the fields the score reads tell."""
+    words = _field_words(page, ("title",)) | _body_words(page)
+    return any(lexical.term_matches(t, words) for t in fallback_terms(terms))
+
+
+def _round_robin(lists: list[list[str]]) -> Iterable[str]:
+    for depth in range(max((len(x) for x in lists), default=0)):
+        for items in lists:
+            if depth < len(items):
+                yield items[depth]
+
+
+def _field_words(page: LessonPage, names: Iterable[str]) -> set[str]:
+    out: set[str] = set()
+    for name in names:
+        out.update(lexical.words(page.fields.get(name, "")))
+    return out
+
+
+def _body_words(page: LessonPage) -> set[str]:
+    out = _field_words(page, BODY_FIELDS)
+    for item in page.evidence:
+        out.update(lexical.words(item.get("citation", "") + " " + item.get("note", "")))
+    return out
+
+
+def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int) -> float:
+    """The legacy-v1 score of ``page`` at MediaWiki rank ``rank`` (see module doc)."""
+    title, body = _field_words(page, ("title",)), _body_words(page)
+    n = len(terms) or 1
+    in_title = sum(lexical.term_matches(t, title) for t in terms) / n
+    in_body = sum(lexical.term_matches(t, body) for t in terms) / n
+    return round(W_TITLE * in_title + W_BODY * in_body + W_RANK / (1 + rank), 6)
+
+
+def search(repo: LessonRepository, query: str, filters: SearchFilters, min_score: float = 0.0,
+           scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
+    """Full-text search → fresh snapshots → filters → legacy-v1 order (complete list, unpaged)."""
+    terms = lexical.query_terms(query)
+    if not terms:
+        return RankedList((), 0, scan_limit, False)
+    ids, partial, snaps = candidates(repo, terms, scan_limit)
+    return RankedList(rank_candidates(terms, ids, snaps, filters, min_score), len(ids), scan_limit, partial)
+
+
+def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snapshots: Mapping[str, LessonSnapshot],
+                    filters: SearchFilters, min_score: float = 0.0) -> tuple[Ranked, ...]:
+    """Step 3: candidates ``ids`` (search rank order) with their fresh ``snapshots`` scored by
+    :func:`relevance` at their position, filtered on the fresh page, ``min_score`` applied,
+    ordered by score desc, rank, id. Ids without a snapshot (gone) drop out."""
+    ranked = []
+    for rank, lesson_id in enumerate(ids):
+        snap = snapshots.get(lesson_id)
+        if snap is None or not filters.matches(snap.page):
+            continue
+        score = relevance(terms, snap.page, rank)
+        if score >= min_score:
+            ranked.append((score, rank, lesson_id, snap))
+    ranked.sort(key=lambda row: (-row[0], row[1], row[2]))
+    return tuple(Ranked(snap, score, "full_text") for score, _, _, snap in ranked)
+
+
+# ----------------------------------------------------------------- listing
+def listing(repo: LessonRepository, filters: SearchFilters, resume: str | None, want: int,
+            scan_limit: int = LISTING_SCAN_LIMIT) -> RankedList:
+    """Up to ``want`` Lessons newest first from repository cursor ``resume``, filters applied.
+
+    Each item carries the cursor that resumes AT it; ``next_resume`` continues
+    after the last Lesson examined (None at the end of the wiki).
+    """
+    found: list[Ranked] = []
+    scanned = 0
+    cursor = resume
+    partial = False
+    while len(found) < want:
+        if scanned >= scan_limit:
+            partial = True
+            break
+        page = repo.list_recent(cursor, min(50, scan_limit - scanned))
+        for index, snap in enumerate(page.snapshots):
+            scanned += 1
+            if filters.matches(snap.page):
+                found.append(Ranked(snap, 1.0, "listing", resume=page.item_cursors[index]))
+                if len(found) >= want:
+                    after = page.item_cursors[index + 1] if index + 1 < len(page.snapshots) else page.next_cursor
+                    return RankedList(tuple(found), scanned, scan_limit, False, after)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return RankedList(tuple(found), scanned, scan_limit, partial, cursor)
+
+
+# --------------------------------------------------------------- analogies
+def analogy_projection(page: LessonPage) -> str:
+    """The text compared for analogies: the values of ANALOGY_FIELDS, one per line, in a fixed order."""
+    return "\n".join(page.fields.get(name, "") for name in ANALOGY_FIELDS)
+
+
+def projection_hash(page: LessonPage) -> str:
+    """SHA-256 hex of the normalised analogy projection (bound into find_analogies cursors, docs/tools.md#cursors)."""
+    text = lexical.normalize(analogy_projection(page))
+    return hashlib.sha256(f"{ANALOGY_RANKING_VERSION}\n{text}".encode("utf-8")).hexdigest()
+
+
+def analogies(repo: LessonRepository, source: LessonSnapshot, stored_ids: Sequence[str], filters: SearchFilters,
+              min_score: float = 0.0) -> RankedList:
+    """Stored analogous_to partners (1.0) then lexical candidates by Jaccard (complete list, unpaged)."""
+    source_features = lexical.features(analogy_projection(source.page))
+    weighted = [(source.page.fields.get("title", ""), 3.0)]
+    weighted += [(source.page.fields.get(name, ""), 1.0) for name in ANALOGY_FIELDS[1:]]
+    terms = lexical.salient_terms(weighted, ANALOGY_TERMS)
+    stored = [i for i in dict.fromkeys(stored_ids) if i != source.id]
+    candidates: list[str] = []
+    partial = False
+    lists = []
+    for term in terms:
+        result = repo.search_full_text(term.syntax(), ANALOGY_PER_TERM)
+        partial = partial or result.partial
+        lists.append([h.id for h in result.hits])
+    for lesson_id in _round_robin(lists):
+        if lesson_id == source.id or lesson_id in stored or lesson_id in candidates:
+            continue
+        if len(candidates) >= ANALOGY_SCAN_LIMIT:
+            partial = True
+            break
+        candidates.append(lesson_id)
+    snaps = repo.get_snapshots(stored + candidates)
+    ranked: list[Ranked] = []
+    for lesson_id in stored + candidates:
+        snap = snaps.get(lesson_id)
+        if snap is None or not filters.matches(snap.page):
+            continue
+        other = lexical.features(analogy_projection(snap.page))
+        shared = tuple(lexical.shared_terms(source_features, other))
+        if lesson_id in stored:
+            ranked.append(Ranked(snap, 1.0, "stored_relation", shared))
+            continue
+        score = round(lexical.jaccard(source_features, other), 6)
+        if score > 0 and score >= min_score:
+            ranked.append(Ranked(snap, score, "lexical", shared))
+    ranked.sort(key=lambda r: (-r.score, r.basis != "stored_relation", r.snapshot.id))
+    return RankedList(tuple(ranked), len(stored) + len(candidates), len(stored) + ANALOGY_SCAN_LIMIT, partial)
