@@ -158,7 +158,7 @@ def create_app(
     * ``oauth`` — github mode's :class:`~gateway.auth.service.AuthService`
       (default: built from ``config`` when ``S3RM_MCP_WRITE_AUTH_MODE=github``;
       docs/transport.md#github-mode); its blueprint replaces the OAuth probe answers.
-    * ``specs`` — the tools to serve; defaults to the ten tools of
+    * ``specs`` — the tools to serve; defaults to the Lesson tools of
       :mod:`gateway.tools.registry` (tests pass variants with other handlers).
 
     Raises :class:`~gateway.tools.registry.SchemaLoadError` when a tool schema

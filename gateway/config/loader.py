@@ -138,7 +138,7 @@ class GatewayConfig:
     search_scope_principals: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     #: ``S3RM_CHATGPT_LESSON_URL``: the public URL of a Lesson page with ``{id}``; set, it turns on
-    #: ChatGPT's ``search`` and ``fetch`` tools (gateway/tools/chatgpt.py); empty (default) serves the ten tools
+    #: ChatGPT's ``search`` and ``fetch`` tools (gateway/tools/chatgpt.py); empty (default) serves the Lesson tools
     chatgpt_lesson_url: str = ""
     #: github mode's OAuth settings (:class:`~gateway.config.github.GithubSettings`), ``None`` otherwise
     github: GithubSettings | None = None

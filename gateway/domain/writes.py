@@ -1,4 +1,4 @@
-"""What the five MCP writes share, as pure functions and values: requests, plans, operations.
+"""What the MCP writes share, as pure functions and values: requests, plans, operations.
 
 No I/O here. Each write tool module ``gateway/tools/<tool>.py`` supplies a
 :class:`WriteOperation` — its marker ``tag``/``kind`` and three rules:

@@ -5,14 +5,14 @@ the transport extracts the credentials from the HTTP request, the dispatcher
 and the read tools ask these functions, so the rules sit below both.
 
 * ``token`` mode (default): reads, initialize and tools/list are public; the
-  five write tools need ``Authorization: Bearer <token>`` whose SHA-256 hex
+  write tools need ``Authorization: Bearer <token>`` whose SHA-256 hex
   digest equals ``S3RM_MCP_WRITE_TOKEN_SHA256`` (compared in constant time).
   No header → :class:`AuthError` 401; a wrong token (or an empty configured
   digest, i.e. writes disabled) → 403.
 * ``open`` mode: every tool is public; the principal is the client address.
 * ``github`` mode (docs/transport.md#github-mode): the transport has already
   verified the OAuth access token of every request and passes the caller as
-  ``Credentials.principal`` (kind ``github``); the five write tools need the
+  ``Credentials.principal`` (kind ``github``); the write tools need the
   scope ``mcp:write`` — without it :class:`AuthError` 403 ``insufficient_scope``.
 
 Search-scope ACL (docs/retrieval.md#filters-and-scopes):

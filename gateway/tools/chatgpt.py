@@ -1,6 +1,6 @@
 """ChatGPT's connector tools ``search`` and ``fetch`` (docs/transport.md#chatgpt-search-and-fetch).
 
-Served only when ``S3RM_CHATGPT_LESSON_URL`` is set (off by default: the ten
+Served only when ``S3RM_CHATGPT_LESSON_URL`` is set (off by default: the Lesson
 tools are the contract). Shapes from OpenAI's "Building MCP servers for
 ChatGPT and API integrations" (https://platform.openai.com/docs/mcp): each
 takes one string and answers one text content item holding JSON —

@@ -1,4 +1,4 @@
-"""Helpers shared by the five read tools: repository access, error mapping, cursors, page fitting.
+"""Helpers shared by the read tools: repository access, error mapping, cursors, page fitting.
 
 Error mapping (:func:`read_tool`): repository failures become specific
 :class:`~gateway.core.errors.ToolError` codes so a wiki problem is never a 500:

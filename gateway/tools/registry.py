@@ -1,6 +1,6 @@
-"""The ten MCP tools and their JSON Schemas (docs/tools.md#tool-list).
+"""The MCP tools and their JSON Schemas (docs/tools.md#tool-list).
 
-:data:`SPECS` holds the ten :class:`~gateway.tools.contract.ToolSpec` values, one
+:data:`SPECS` holds the :class:`~gateway.tools.contract.ToolSpec` values, one
 per tool module ``gateway/tools/<tool>.py``, in the order tools/list returns
 them; :data:`READ_TOOLS` / :data:`WRITE_TOOLS` follow from each spec's
 ``kind``. :meth:`ToolRegistry.load` attaches the generated, closed
@@ -37,15 +37,15 @@ from gateway.tools.schema_builders import Fields
 
 __all__ = ["FILE_ONLY_KEYS", "READ_TOOLS", "WRITE_TOOLS", "SPECS", "SchemaLoadError", "ToolEntry", "ToolRegistry", "load_specs", "published"]
 
-#: The ten tools in listing order: five reads, then five writes.
+#: The Lesson tools in listing order: the reads, then the writes.
 SPECS: tuple[ToolSpec, ...] = (
     search_lessons.SPEC, get_lesson.SPEC, audit_lessons.SPEC, find_related_lessons.SPEC, find_analogies.SPEC,
     create_lesson_draft.SPEC, link_lessons.SPEC, attach_evidence.SPEC, record_evidence_verification.SPEC,
     revise_lesson.SPEC,
 )
-#: The five read tools, public in token mode.
+#: The read tools, public in token mode.
 READ_TOOLS = tuple(spec.name for spec in SPECS if spec.kind == "read")
-#: The five write tools, which need the write token in token mode.
+#: The write tools, which need the write token in token mode.
 WRITE_TOOLS = tuple(spec.name for spec in SPECS if spec.kind == "write")
 
 
@@ -97,7 +97,7 @@ def published(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_specs() -> tuple[ToolSpec, ...]:
-    """The ten tool specs in listing order (:data:`SPECS`)."""
+    """The tool specs in listing order (:data:`SPECS`)."""
     return SPECS
 
 
@@ -138,7 +138,7 @@ class ToolRegistry:
     def load(cls, schema_dir: Path, specs: tuple[ToolSpec, ...] | None = None) -> "ToolRegistry":
         """Attach ``schema_dir/tools/<name>.{input,output}.schema.json`` to each spec.
 
-        ``specs`` defaults to :func:`load_specs` (the ten tools). Raises
+        ``specs`` defaults to :func:`load_specs` (the Lesson tools). Raises
         :class:`SchemaLoadError` naming the first bad file.
         """
         tools_dir = Path(schema_dir) / "tools"

@@ -1,4 +1,4 @@
-"""The one write pipeline: the shared handler of the five write tools (docs/tools.md#write-semantics).
+"""The one write pipeline: the shared handler of the write tools (docs/tools.md#write-semantics).
 
 Each write tool module supplies its :class:`~gateway.domain.writes.WriteOperation`
 (marker tag/kind, parse, plan and replay rules, answer shape, whether it

@@ -1,6 +1,6 @@
 """``GET /mcp/graph``: the knowledge-graph data the wiki's home page draws.
 
-This is a plain read-only JSON route, not an MCP tool (the ten tools stay
+This is a plain read-only JSON route, not an MCP tool (the Lesson tools stay
 ten). It lives under ``/mcp/…`` because production routes only that prefix to
 the gateway and everything else to MediaWiki (docs/browser.md#gateway-json).
 

@@ -21,7 +21,7 @@ __all__ = ["SCHEMA_DIALECT", "ID_BASE", "TOOL_NAMES", "render_tool_schemas", "sa
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 ID_BASE = "https://s3rm.invalid/schema/tools/"
-#: The ten tools in listing order (the registry's).
+#: The Lesson tools in listing order (the registry's).
 TOOL_NAMES = tuple(spec.name for spec in SPECS)
 _SPECS = {spec.name: spec for spec in SPECS}
 

@@ -1,6 +1,6 @@
 """Real MCP clients from PyPI and npm against ``s3rm serve`` on the real dev wiki (docs/transport.md#protocol-versions).
 
-Every client lists the ten tools, calls a read tool (``search_lessons``: a
+Every client lists the Lesson tools, calls a read tool (``search_lessons``: a
 successful result, so the client's own outputSchema validation of
 ``structuredContent`` runs), and with the shared token makes a real write
 (``create_lesson_draft``). The clients are pinned in
@@ -83,7 +83,7 @@ def run_json(argv: list, *, cwd: Path = CLIENTS, env: dict | None = None, timeou
 
 
 def assert_read_and_write(out: dict) -> None:
-    """The client saw the ten tools, a validated read result and a created Lesson."""
+    """The client saw the Lesson tools, a validated read result and a created Lesson."""
     assert out["tools"] == TOOLS
     read = out["read"]
     assert read.get("isError") in (False, None), read

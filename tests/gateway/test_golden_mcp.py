@@ -1,7 +1,7 @@
 """Behaviour-preservation test: fixed MCP requests, answers compared byte for byte with recorded files.
 
 A fixed sequence of JSON-RPC messages (``initialize``, ``tools/list`` and each
-of the ten tools with valid and invalid arguments, plus a write without the
+of the Lesson tools with valid and invalid arguments, plus a write without the
 token) is POSTed to ``/mcp`` of the real WSGI app (``create_app``: transport,
 dispatcher, registry over the generated ``schema/tools``, the real handlers)
 through Flask's test client. To make the answers deterministic the Lesson

@@ -2,7 +2,7 @@
 
 ``schema_dir_for_tests(tmp)`` returns the real generated ``schema/`` tree when
 all twenty tool schemas exist, otherwise writes minimal closed draft-2020-12
-schemas for the ten tools under ``tmp`` and returns that directory.
+schemas for the Lesson tools under ``tmp`` and returns that directory.
 ``minimal_schema_dir(tmp)`` always writes the minimal ones (transport tests use
 them so their test tools have known output shapes).
 """
@@ -67,7 +67,7 @@ def _output_schema(name: str) -> dict:
 
 
 def minimal_schema_dir(root: Path) -> Path:
-    """Write minimal closed schemas for the ten tools under ``root/tools`` and return ``root``."""
+    """Write minimal closed schemas for the Lesson tools under ``root/tools`` and return ``root``."""
     tools = root / "tools"
     tools.mkdir(parents=True, exist_ok=True)
     for name in ALL_TOOLS:

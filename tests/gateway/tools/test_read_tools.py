@@ -1,4 +1,4 @@
-"""The five read tools through the real dispatcher (schemas, byte cap).
+"""The read tools through the real dispatcher (schemas, byte cap).
 
 First part: domain rules on an in-memory repository (filters, ordering,
 cursors, verdicts, digests, truncation, relations, analogies). Second part

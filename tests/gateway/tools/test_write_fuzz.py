@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the five write tools through the real HTTP app and the REAL dev wiki.
+"""Property-based fuzzing of the write tools through the real HTTP app and the REAL dev wiki.
 
 Every example sends one tools/call over ``POST /mcp`` (Flask test client, the
 production app factory, token mode) with arguments derived from a valid call

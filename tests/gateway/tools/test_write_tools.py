@@ -1,4 +1,4 @@
-"""The five write tools on the REAL dev wiki (docs/tools.md#write-semantics).
+"""The write tools on the REAL dev wiki (docs/tools.md#write-semantics).
 
 Per tool: success; the same request twice → ``replayed`` and exactly one
 revision; the operation_id reused for another request → ``idempotency_conflict``;
