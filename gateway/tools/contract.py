@@ -27,7 +27,10 @@ from gateway.config import GatewayConfig
 from gateway.core.errors import ToolError
 from gateway.core.jsonio import compact_json, dump_model, encode_json
 from gateway.core.principal import Principal
+from gateway.domain.repository import LessonRepository
 from gateway.ops.metrics import Metrics
+from gateway.retrieval.hybrid.service import RetrievalService
+from gateway.tools.cursors import CursorKeyRing
 from gateway.tools.schema_builders import Fields
 
 __all__ = [
@@ -170,14 +173,14 @@ class ToolContext:
     """
 
     config: GatewayConfig
-    repository: Any
+    repository: LessonRepository | None
     principal: Principal
     clock: Callable[[], datetime]
     budget: OutputBudget
     metrics: Metrics
     tool_name: str = ""
-    retrieval: Any = None
-    cursor_ring: Any = None
+    retrieval: RetrievalService | None = None
+    cursor_ring: CursorKeyRing | None = None
 
 
 #: A tool handler: validated arguments + context → result object (validated against the output schema).
