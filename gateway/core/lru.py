@@ -2,13 +2,15 @@
 
 Used by the projection memo (:class:`gateway.retrieval.indexing.projection.ProjectionBuilder`) and
 the document-vector memo (:class:`gateway.retrieval.embedding.vector_memo.VectorMemo`): values are
-immutable for their key, so a hit is returned as stored.
+immutable for their key, so a hit is returned as stored. The eviction order is
+``cachetools.LRUCache``'s; this class adds the lock and the batch calls.
 """
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Generic, Hashable, Iterable, TypeVar
+
+from cachetools import LRUCache
 
 __all__ = ["BoundedLRU"]
 
@@ -24,16 +26,13 @@ class BoundedLRU(Generic[K, V]):
 
     def __init__(self, size: int):
         self._size = max(0, int(size))
-        self._items: OrderedDict[K, V] = OrderedDict()
+        self._items: LRUCache[K, V] = LRUCache(maxsize=max(1, self._size))
         self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
         """The value stored under ``key``, or None."""
         with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
+            return self._items.get(key)
 
     def get_many(self, keys: Iterable[K]) -> dict[K, V]:
         """The stored values among ``keys`` (one lock for all)."""
@@ -42,20 +41,16 @@ class BoundedLRU(Generic[K, V]):
             for key in keys:
                 value = self._items.get(key)
                 if value is not None:
-                    self._items.move_to_end(key)
                     out[key] = value
         return out
 
     def put_many(self, items: Iterable[tuple[K, V]]) -> None:
-        """Store every ``(key, value)`` as the most recent, then drop the oldest beyond ``size``."""
+        """Store every ``(key, value)`` as the most recent; the oldest beyond ``size`` go."""
         if not self._size:
             return
         with self._lock:
             for key, value in items:
                 self._items[key] = value
-                self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
 
     def put(self, key: K, value: V) -> None:
         """:meth:`put_many` of one entry."""
