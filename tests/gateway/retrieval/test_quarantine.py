@@ -19,7 +19,7 @@ from gateway.domain.codec import serialize_page
 from gateway.retrieval.analyzer import analyze
 from gateway.retrieval import refresher
 from gateway.retrieval.hybrid import RetrievalService
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from gateway.web.admin import RETRY_QUARANTINED
 from support.embedding import POISON, PickyProvider, settings_for
 from support.lessons import lesson

@@ -31,7 +31,7 @@ from gateway.retrieval.progress import BuildProgress
 from gateway.retrieval import vector_cache
 from gateway.retrieval.vector_cache import CACHE_FILE, VectorCache
 from gateway.web.health import readiness
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 
 READY_SECONDS = 120
 

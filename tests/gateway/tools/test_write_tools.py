@@ -677,7 +677,7 @@ def _memory_call(dispatcher, tool, **arguments):
 @pytest.mark.parametrize("maybe_applied", [True, False])
 def test_unconfirmed_save_is_retryable_and_the_retry_replays(maybe_applied):
     from gateway.domain.repository import WikiUnavailable
-    from gateway.wiki.memory import InMemoryRepository
+    from support.memory import InMemoryRepository
 
     class Flaky(InMemoryRepository):
         fail_next = True
@@ -701,7 +701,7 @@ def test_unconfirmed_save_is_retryable_and_the_retry_replays(maybe_applied):
 
 def test_permission_denied_is_reported_without_details():
     from gateway.domain.repository import PermissionDenied
-    from gateway.wiki.memory import InMemoryRepository
+    from support.memory import InMemoryRepository
 
     class ReadOnly(InMemoryRepository):
         def save_page(self, *args, **kwargs):

@@ -22,7 +22,7 @@ from gateway.domain.codec import parse_page, serialize_page
 from gateway.domain.repository import WikiUnavailable
 from gateway.domain.schema import load_schema
 from gateway.web.graph import DEFAULT_MAX_NODES, RELATIONS, create_graph_blueprint
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from sync.site.variants import CAPABILITIES, load_manifest, render_page
 from support.lessons import evidence, lesson, relation
 

@@ -62,7 +62,7 @@ def test_up_returns_once_a_legacy_search_answers_over_mcp():
     from gateway.app import create_app
     from gateway.config import GatewayConfig
     from gateway.domain.codec import serialize_page
-    from gateway.wiki.memory import InMemoryRepository
+    from support.memory import InMemoryRepository
     from support.lessons import lesson
     from support.services import AppServer
 
