@@ -3,7 +3,7 @@
 Tools receive a repository through their context and never see MediaWiki
 details (tokens, continuation, API error codes). Two implementations exist:
 ``gateway.wiki.repository.MediaWikiRepository`` (the real one) and
-``gateway.wiki.memory.InMemoryRepository`` (unit tests of domain rules only).
+``InMemoryRepository`` in ``tests/support/memory.py`` (unit tests of domain rules only).
 
 Every list operation is bounded and reports ``partial``/``scanned``/
 ``scan_limit`` so callers can tell an incomplete answer from an empty one.

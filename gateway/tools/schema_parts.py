@@ -260,10 +260,6 @@ class Fields:
             return string(help_text, f.max_length, min_length=min_len, **extra)
         return string(help_text, f.max_length, min_length=min_len)
 
-    def record_props(self, rec: RecordDef, names, direction: str = "out") -> dict[str, dict]:
-        """Field schemas for ``names`` of ``rec``, in the given order."""
-        return {n: self.field(rec, n, direction) for n in names}
-
     # groups -----------------------------------------------------------------
     def core_fields(self) -> list[str]:
         """Lesson fields a reader may select: everything except legacy fields (docs/data-contract.md#legacy-fields)."""

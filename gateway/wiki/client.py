@@ -292,19 +292,6 @@ class WikiClient:
         """True when siteinfo lists an installed extension called ``name``."""
         return any(ext.get("name") == name for ext in self.siteinfo().get("extensions", []))
 
-    def namespace_names(self, ns_id: int) -> set[str]:
-        """Every name MediaWiki may use for namespace ``ns_id``: canonical, local and aliases."""
-        info = self.siteinfo()
-        names = set()
-        ns = info.get("namespaces", {}).get(str(ns_id), {})
-        for key in ("name", "canonical"):
-            if ns.get(key):
-                names.add(ns[key])
-        for alias in info.get("namespacealiases", []):
-            if alias.get("id") == ns_id and alias.get("alias"):
-                names.add(alias["alias"])
-        return names
-
     # ----------------------------------------------------------- internals
     def _session(self) -> requests.Session:
         session = getattr(self._local, "session", None)

@@ -5,7 +5,7 @@ of the ten tools with valid and invalid arguments, plus a write without the
 token) is POSTed to ``/mcp`` of the real WSGI app (``create_app``: transport,
 dispatcher, registry over the generated ``schema/tools``, the real handlers)
 through Flask's test client. To make the answers deterministic the Lesson
-store is :class:`~gateway.wiki.memory.InMemoryRepository`, the tool clock and
+store is :class:`~support.memory.InMemoryRepository`, the tool clock and
 the repository clock are fixed, the seal keys and the cursor secret are fixed,
 cursor expiry uses the fixed clock, and the embedding provider is disabled.
 Later requests take ids, revision ids and digests from earlier answers, so
