@@ -119,7 +119,9 @@ def ensure_wiki() -> devwiki.DevWiki:
         try:
             return devwiki.up(WIKI_DIR, wikiserver.free_port(), install_packages=False, watch_pid=os.getpid(),
                               quiet=True)
-        except devwiki.ConfigError:  # already running (another run holds it): use it as it is
+        except devwiki.DevWikiError as exc:  # already running (another run holds it): use it as it is
+            if exc.exit_code != 2:  # not a configuration refusal
+                raise
             return devwiki.wiki_from_state(WIKI_DIR)
     return devwiki.start_test_wiki(WIKI_DIR, watch_pid=os.getpid())
 

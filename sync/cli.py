@@ -5,13 +5,18 @@ Each feature module contributes its own sub-commands through a
 adding a verb never means editing another verb's code.
 
 Exit codes: 0 success, 1 a check failed (drift, stale output, audit finding),
-2 usage or configuration error.
+2 usage or configuration error. A verb stops by raising
+:class:`~sync.errors.CliError`; :func:`main` alone prints it (after the verb's
+``error_prefix``) and returns its exit code, or the verb's
+``error_exit_code`` when the verb sets one.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+
+from sync.errors import CliError
 
 #: Modules that contribute sub-commands, in the order ``--help`` lists them.
 COMMAND_MODULES = (
@@ -58,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(handler(args) or 0)
+    except CliError as exc:
+        print(f"{getattr(args, 'error_prefix', 's3rm')}: {exc}", file=sys.stderr)
+        return getattr(args, "error_exit_code", None) or exc.exit_code
     except KeyboardInterrupt:
         return 130
 

@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gateway.web",),             # HTTP routes outside MCP: browser JSON, health probes, /metrics
     ("gateway.app",),             # create_app(config) wires everything
     ("gateway.serving", "gateway"),  # gunicorn settings, worker and wsgi (top of the gateway)
+    ("sync.errors",),             # the CLI's exception root and its one error type (CliError)
     ("sync.schema",),             # schema generation (walks the gateway.tools registry)
     ("sync.devstack",),           # development wiki and stack
     ("sync.site", "sync.ops"),    # push/diff/check and page sets; import, audit, evaluate, admin commands

@@ -14,6 +14,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
+from gateway.core.errors import GatewayError
 from gateway.domain.model import LessonSnapshot
 
 #: MediaWiki returns at most this many page contents per request (docs/retrieval.md#legacy-search).
@@ -22,7 +23,7 @@ SNAPSHOT_BATCH = 50
 PREFIX_SCAN_BATCHES = 10
 
 
-class RepositoryError(Exception):
+class RepositoryError(GatewayError):
     """Base class of repository failures. ``retryable`` tells callers whether a retry may help.
 
     The ONE error tree of MediaWiki failures, raised by

@@ -63,6 +63,7 @@ from typing import Any, Mapping
 
 import requests
 
+from gateway.core.errors import GatewayError
 from gateway.domain.repository import (
     AssertUserFailed,
     EditConflict,
@@ -142,7 +143,7 @@ def _unavailable(code: str, message: str, *, maybe_applied: bool = False) -> Wik
     return exc
 
 
-class _Retry(Exception):
+class _Retry(GatewayError):
     """Internal: the attempt failed in a way that a later attempt may fix."""
 
     def __init__(self, error: RepositoryError, delay: float | None = None):
@@ -151,7 +152,7 @@ class _Retry(Exception):
         self.delay = delay
 
 
-class _SessionLost(Exception):
+class _SessionLost(GatewayError):
     """Internal: MediaWiki no longer recognises our session (re-login and retry once)."""
 
     def __init__(self, error: RepositoryError):

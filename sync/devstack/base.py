@@ -1,7 +1,8 @@
-"""What every dev-wiki module shares: its two error types and three small helpers.
+"""What every dev-wiki module shares: its error type and three small helpers.
 
-Errors carry the CLI exit code (1: an operation failed, 2: bad configuration
-or usage) and a message for humans; the CLI prints them without a traceback.
+:class:`DevWikiError` carries the CLI exit code (1: an operation failed, 2: bad
+configuration or usage) and a message for humans; it is a
+:class:`~sync.errors.CliError`, so ``s3rm`` prints it without a traceback.
 """
 from __future__ import annotations
 
@@ -10,25 +11,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from gateway.domain.timestamps import format_ts
+from sync.errors import CliError
 
 
-class DevWikiError(Exception):
+class DevWikiError(CliError):
     """A dev-wiki operation failed; ``str(exc)`` is a message for humans.
 
     ``exit_code`` is what the CLI returns: 1 for a failed operation, 2 for bad
-    configuration or usage.
+    configuration or usage (port, directory, environment variable).
     """
-
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-class ConfigError(DevWikiError):
-    """Bad configuration (port, directory, environment variable); exit code 2."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, exit_code=2)
 
 
 def now_iso() -> str:

@@ -47,19 +47,18 @@ import os
 import shlex
 import shutil
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from gateway.domain.repository import RepositoryError
 from sync.devstack import accounts, packages, settings, wikiserver
 from sync.devstack.accounts import Credentials
-from sync.devstack.base import ConfigError, DevWikiError, now_iso, say, write_private
+from sync.devstack.base import DevWikiError, now_iso, say, write_private
 from sync.devstack.envfiles import DEV_DIR
 from sync.devstack.packages import check_php
 from sync.devstack.wikiserver import jobrunner_freshness, pending_jobs, siteinfo
 
-__all__ = ["DevWiki", "Credentials", "DevWikiError", "ConfigError", "Status", "up", "down", "reset", "status",
+__all__ = ["DevWiki", "Credentials", "DevWikiError", "Status", "up", "down", "reset", "status",
            "read_state", "wiki_from_state", "install", "ensure_template", "start_test_wiki", "resolve_port",
            "check_php", "siteinfo", "jobrunner_freshness", "pending_jobs", "register"]
 
@@ -155,7 +154,7 @@ class DevWiki:
 def resolve_port(port: int | str | None) -> int:
     """Return the port to use: ``port`` if given, else ``$S3RM_DEV_WIKI_PORT``, else 8081.
 
-    Raises :class:`ConfigError` for anything that is not an integer in 1..65535.
+    Raises :class:`DevWikiError` (exit code 2) for anything that is not an integer in 1..65535.
     """
     source = "--port"
     if port is None:
@@ -166,9 +165,9 @@ def resolve_port(port: int | str | None) -> int:
     try:
         value = int(port)
     except (TypeError, ValueError):
-        raise ConfigError(f"{source}={port!r} is not a port number (expected an integer 1-65535)") from None
+        raise DevWikiError(f"{source}={port!r} is not a port number (expected an integer 1-65535)", exit_code=2) from None
     if not 1 <= value <= 65535:
-        raise ConfigError(f"{source}={value} is out of range (expected 1-65535)")
+        raise DevWikiError(f"{source}={value} is out of range (expected 1-65535)", exit_code=2)
     return value
 
 
@@ -324,7 +323,7 @@ def up(wiki_dir: Path = DEFAULT_DIR, port: int | None = None, host: str = DEFAUL
     not running. ``port`` None means ``$S3RM_DEV_WIKI_PORT`` or 8081.
     ``install_packages`` lets it apt-get missing Debian packages;
     ``watch_pid`` makes the job runner stop the wiki when that process exits.
-    Raises :class:`ConfigError` (bad port, port busy, already running on
+    Raises :class:`DevWikiError` (exit code 2) (bad port, port busy, already running on
     another port) or :class:`DevWikiError` (anything else).
     """
     wiki_dir = Path(wiki_dir).resolve()
@@ -342,9 +341,9 @@ def up(wiki_dir: Path = DEFAULT_DIR, port: int | None = None, host: str = DEFAUL
                     "consider `s3rm dev wiki reset`", quiet)
         server_pid = wikiserver.server_pid(wiki_dir)
         if server_pid is not None and (state.get("port") != port or state.get("host") != host):
-            raise ConfigError(
+            raise DevWikiError(
                 f"the dev wiki in {wiki_dir} already runs on {state.get('host')}:{state.get('port')}; "
-                f"run `s3rm dev wiki down --dir {wiki_dir}` before switching to {host}:{port}")
+                f"run `s3rm dev wiki down --dir {wiki_dir}` before switching to {host}:{port}", exit_code=2)
         for sub in ("logs", "run"):
             (wiki_dir / sub).mkdir(exist_ok=True)
         settings.write_settings(wiki_dir, host, port)
@@ -398,13 +397,13 @@ def reset(wiki_dir: Path = DEFAULT_DIR, port: int | None = None, host: str = DEF
           quiet: bool = False) -> DevWiki:
     """``down``, delete ``wiki_dir`` and ``up`` again; returns the fresh wiki.
 
-    Refuses (:class:`ConfigError`) to delete a non-empty directory that is not a dev wiki.
+    Refuses (:class:`DevWikiError` (exit code 2)) to delete a non-empty directory that is not a dev wiki.
     """
     wiki_dir = Path(wiki_dir).resolve()
     port = resolve_port(port)
     if not _looks_like_devwiki(wiki_dir):
-        raise ConfigError(f"refusing to delete {wiki_dir}: it does not look like a dev wiki "
-                          f"(no {STATE_FILE} or {settings.SETTINGS_FILE})")
+        raise DevWikiError(f"refusing to delete {wiki_dir}: it does not look like a dev wiki "
+                          f"(no {STATE_FILE} or {settings.SETTINGS_FILE})", exit_code=2)
     down(wiki_dir, quiet=quiet)
     with _locked(wiki_dir):
         if wiki_dir.exists():
@@ -475,7 +474,7 @@ def ensure_template(template_dir: Path = DEFAULT_TEMPLATE_DIR, quiet: bool = Tru
                 return template_dir
         if template_dir.exists():
             if not _looks_like_devwiki(template_dir):
-                raise ConfigError(f"refusing to replace {template_dir}: it is not a dev wiki")
+                raise DevWikiError(f"refusing to replace {template_dir}: it is not a dev wiki", exit_code=2)
             shutil.rmtree(template_dir)
         install(template_dir, DEFAULT_HOST, 1, quiet=quiet)
         # warm the localisation cache so every copy starts fast
@@ -496,7 +495,7 @@ def start_test_wiki(target_dir: Path, template_dir: Path = DEFAULT_TEMPLATE_DIR,
     template_dir = ensure_template(template_dir)
     target_dir = Path(target_dir).resolve()
     if target_dir.exists() and any(target_dir.iterdir()):
-        raise ConfigError(f"{target_dir} is not empty")
+        raise DevWikiError(f"{target_dir} is not empty", exit_code=2)
     if target_dir.exists():
         target_dir.rmdir()
     with _locked(template_dir):
@@ -550,17 +549,6 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return 0 if st.healthy else 1
 
 
-def _wrap(fn: Any) -> Any:
-    def handler(args: argparse.Namespace) -> int:
-        try:
-            return fn(args)
-        except DevWikiError as exc:
-            print(f"s3rm dev wiki: error: {exc}", file=sys.stderr)
-            return exc.exit_code
-    handler.__doc__ = fn.__doc__
-    return handler
-
-
 def _dir_arg(value: str) -> Path:
     return Path(value).expanduser().resolve()
 
@@ -593,6 +581,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ):
         p = wsub.add_parser(name, help=help_, description=help_)
         common(p, serve)
-        p.set_defaults(handler=_wrap(fn))
+        p.set_defaults(handler=fn, error_prefix="s3rm dev wiki: error")
 
 

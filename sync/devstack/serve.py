@@ -11,6 +11,8 @@ import os
 import sys
 from pathlib import Path
 
+from sync.errors import CliError
+
 __all__ = ["register", "gunicorn_argv", "GUNICORN_CONF"]
 
 #: The gunicorn configuration file shipped with the gateway.
@@ -35,8 +37,7 @@ def _serve(args: argparse.Namespace) -> int:
         config = GatewayConfig.from_env(env)
         ToolRegistry.load(config.schema_dir)
     except (ConfigError, SchemaLoadError) as exc:
-        print(f"s3rm serve: {exc}", file=sys.stderr)
-        return 2
+        raise CliError(f"{exc}", 2)
     if args.check:
         print(f"s3rm serve: configuration OK; would run: {' '.join(gunicorn_argv())}")
         return 0
@@ -56,4 +57,4 @@ def register(subparsers) -> None:
     parser.add_argument("--bind", help="HOST:PORT to listen on (overrides S3RM_BIND)")
     parser.add_argument("--threads", type=int, help="worker threads (overrides S3RM_GUNICORN_THREADS)")
     parser.add_argument("--check", action="store_true", help="validate configuration and schemas, then exit")
-    parser.set_defaults(handler=_serve)
+    parser.set_defaults(handler=_serve, error_prefix="s3rm serve")

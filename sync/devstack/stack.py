@@ -55,6 +55,7 @@ from pathlib import Path
 from gateway.domain.schema import REPO_ROOT
 from sync.devstack import devwiki, postgres, procs
 from sync.devstack.envfiles import DEV_DIR, DEV_SECRETS_FILE, DEV_STACK_ENV_FILE, seal_settings
+from sync.errors import CliError
 
 SECRETS_FILE = DEV_SECRETS_FILE
 #: The dev gateway's state directory (its disposable vector cache).
@@ -64,7 +65,7 @@ CORPUS = REPO_ROOT / "data" / "cloud-incidents" / "cloud_incidents.csv"
 HOST = "127.0.0.1"
 
 
-class StackError(Exception):
+class StackError(CliError):
     """A step of the stack failed; the message names the step and where its log is."""
 
 
@@ -385,21 +386,13 @@ def status(args: argparse.Namespace) -> int:
     return 0 if ok and wiki.healthy else 1
 
 
-def _guard(fn):
-    def run(args):
-        try:
-            return fn(args)
-        except (StackError, devwiki.DevWikiError) as exc:
-            print(f"s3rm stack: {exc}", file=sys.stderr)
-            return 1
-    return run
-
-
 def register(subparsers) -> None:
     """Add ``stack up|down|status``."""
     parser = subparsers.add_parser("stack", help="the whole development system on loopback (wiki, data, "
                                                  "embedding server, gateway)")
     sub = parser.add_subparsers(dest="stack_command", metavar="ACTION", required=True)
+    # every failure (a StackError or the dev wiki's DevWikiError) prints "s3rm stack: …" and exits 1
+    parser.set_defaults(error_prefix="s3rm stack", error_exit_code=1)
     p_up = sub.add_parser("up", help="bring everything up with the real data set (safe to run twice)")
     p_up.add_argument("--no-import", action="store_true", help="skip importing the cloud-incidents corpus")
     p_up.add_argument("--wait-semantic", action="store_true",
@@ -410,6 +403,6 @@ def register(subparsers) -> None:
     p_up.add_argument("--backend", choices=("memory", "pgvector"), default="memory",
                       help="semantic index: in-process (default) or a local PostgreSQL + pgvector "
                            "(S3RM_DEV_PG_PORT, default 8083; docs/operations.md#pgvector-backend)")
-    p_up.set_defaults(handler=_guard(up))
-    sub.add_parser("down", help="stop gateway, embedding server and wiki").set_defaults(handler=_guard(down))
-    sub.add_parser("status", help="show what runs").set_defaults(handler=_guard(status))
+    p_up.set_defaults(handler=up)
+    sub.add_parser("down", help="stop gateway, embedding server and wiki").set_defaults(handler=down)
+    sub.add_parser("status", help="show what runs").set_defaults(handler=status)

@@ -30,7 +30,7 @@ from gateway.domain.schema import REPO_ROOT
 from gateway.wiki.client import WikiClient
 from sync.devstack import procs
 from sync.devstack.accounts import DB_NAME
-from sync.devstack.base import ConfigError, DevWikiError, tail
+from sync.devstack.base import DevWikiError, tail
 from sync.devstack.packages import MW_ROOT, php_env
 
 #: ``PHP_CLI_SERVER_WORKERS`` of the built-in server (concurrent requests).
@@ -100,22 +100,22 @@ def _port_in_use(host: str, port: int) -> bool:
         except OSError as exc:
             if exc.errno in (errno.EADDRINUSE, errno.EACCES):
                 return True
-            raise ConfigError(f"cannot use {host}:{port}: {exc.strerror}") from None
+            raise DevWikiError(f"cannot use {host}:{port}: {exc.strerror}", exit_code=2) from None
     return False
 
 
 def start_server(wiki_dir: Path, host: str, port: int, port_env: str) -> int:
     """Start ``php -S host:port`` for ``wiki_dir`` with the router; return its pid.
 
-    Raises :class:`ConfigError` when the port is taken (naming ``--port`` and ``port_env``).
+    Raises :class:`DevWikiError` (exit code 2) when the port is taken (naming ``--port`` and ``port_env``).
     """
     shutil.copyfile(ROUTER_FILE, wiki_dir / "router.php")
     (wiki_dir / "s3rm-assets").mkdir(exist_ok=True)
     shutil.copyfile(LOGO_FILE, wiki_dir / "s3rm-assets" / "s3rm-logo.svg")
     if _port_in_use(host, port):
-        raise ConfigError(
+        raise DevWikiError(
             f"port {host}:{port} is already in use by another program; "
-            f"choose another with --port or {port_env}")
+            f"choose another with --port or {port_env}", exit_code=2)
     env = php_env(wiki_dir)
     env["PHP_CLI_SERVER_WORKERS"] = str(SERVER_WORKERS)
     files = paths(wiki_dir)

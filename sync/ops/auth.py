@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
+
+from sync.errors import CliError
 
 __all__ = ["register"]
 
@@ -36,11 +37,9 @@ def _open():
     try:
         config = load_config(os.environ)
     except ConfigError as exc:
-        print(f"s3rm auth: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise CliError(str(exc), 2) from exc
     if config.github is None:
-        print("s3rm auth: needs github mode (S3RM_MCP_WRITE_AUTH_MODE=github and its settings)", file=sys.stderr)
-        raise SystemExit(2)
+        raise CliError("needs github mode (S3RM_MCP_WRITE_AUTH_MODE=github and its settings)", 2)
     return config.github, open_auth_store(config)
 
 
@@ -60,16 +59,13 @@ def cmd_pin(args: argparse.Namespace) -> int:
     settings, store = _open()
     login = args.login.strip().lower()
     if login not in settings.pending_logins:
-        print(f"s3rm auth: {login!r} is not a login in S3RM_GITHUB_READ_USERS / S3RM_GITHUB_WRITE_USERS",
-              file=sys.stderr)
-        return 2
+        raise CliError(f"{login!r} is not a login in S3RM_GITHUB_READ_USERS / S3RM_GITHUB_WRITE_USERS", 2)
     user_id = args.id
     if user_id is None:
         try:
             user_id = github.lookup_user(settings, login, os.environ.get("S3RM_GITHUB_LOOKUP_TOKEN", ""))
         except github.UpstreamError as exc:
-            print(f"s3rm auth: {exc}", file=sys.stderr)
-            return 1
+            raise CliError(str(exc), 1) from exc
     store.pin_login(login, str(user_id), int(time.time()))
     print(f"pinned {login} to GitHub id {user_id}; better: list the id itself in the setting")
     return 0
@@ -100,6 +96,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("auth", help="github mode: cut a user off, pin allowlisted logins to ids, state size",
                               description=__doc__.split("\n\n")[0])
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
+    p.set_defaults(error_prefix="s3rm auth")
     revoke = verbs.add_parser("revoke", help="revoke every sign-in of a GitHub user")
     revoke.add_argument("--user", required=True, help="GitHub login or numeric id")
     revoke.set_defaults(handler=cmd_revoke)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
+from sync.errors import CliError
 from sync.ops.collect.checkpoint import Checkpoint, CheckpointError, namespace
 from sync.ops.collect.chunks import FileStats
 from sync.ops.collect.code import code_candidates
@@ -120,25 +121,20 @@ def format_summary(summary: RunSummary) -> str:
     return "\n".join(lines)
 
 
-def _fail(message: str) -> int:
-    print(f"s3rm collect-candidates: {message}", file=sys.stderr)
-    return 2
-
-
 def cmd_collect(args: argparse.Namespace) -> int:
     """Handler of ``s3rm collect-candidates`` (module docstring); returns the exit code."""
     roots = {kind: Path(getattr(args, attr)) for attr, kind, _, _ in SOURCES if getattr(args, attr)}
     if not roots:
-        return _fail("name at least one source: --code-root, --docs-root or --slack-export")
+        raise CliError("name at least one source: --code-root, --docs-root or --slack-export", 2)
     for kind, root in roots.items():
         if kind != "slack" and not root.is_dir():
-            return _fail(f"{root}: not a directory")
+            raise CliError(f"{root}: not a directory", 2)
         if kind == "slack" and not root.exists():
-            return _fail(f"{root}: no such file or directory")
+            raise CliError(f"{root}: no such file or directory", 2)
     try:
         checkpoint = Checkpoint.load(Path(args.checkpoint) if args.checkpoint else None)
     except CheckpointError as exc:
-        return _fail(str(exc))
+        raise CliError(str(exc), 2) from exc
     progress = args.progress if args.progress is not None else sys.stderr.isatty()
     to_stdout = args.output == "-"
     target = Path(args.output)
@@ -156,11 +152,12 @@ def cmd_collect(args: argparse.Namespace) -> int:
             tmp = None
         checkpoint.save()
     except SlackExportError as exc:
-        return _fail(str(exc))
+        raise CliError(str(exc), 2) from exc
     except NotADirectoryError as exc:
-        return _fail(f"{exc}: not a directory")
+        raise CliError(f"{exc}: not a directory", 2) from exc
     except OSError as exc:
-        return _fail(f"cannot write the output or checkpoint ({type(exc).__name__}: {exc.filename or target})")
+        raise CliError(f"cannot write the output or checkpoint ({type(exc).__name__}: {exc.filename or target})",
+                       2) from exc
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
@@ -188,4 +185,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bars.add_argument("--progress", dest="progress", action="store_true", default=None,
                       help="show progress bars on stderr even when it is not a terminal")
     bars.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress bars")
-    p.set_defaults(handler=cmd_collect)
+    p.set_defaults(handler=cmd_collect, error_prefix="s3rm collect-candidates")

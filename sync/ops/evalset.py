@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from sync.errors import S3rmError
+
 #: Query groups, in report order.
 GROUPS = ("en_paraphrase", "ko", "ko_ko", "mixed", "exact")
 #: Retrieval modes search_lessons accepts.
@@ -40,7 +42,7 @@ class QueryCase:
         return self.retrieval_mode in (None, mode)
 
 
-class QueryFileError(Exception):
+class QueryFileError(S3rmError):
     """The query file is invalid. ``problems`` is a list of ``(line, message)``; messages never quote the query."""
 
     def __init__(self, problems: list[tuple[int, str]]):

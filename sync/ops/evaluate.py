@@ -67,11 +67,11 @@ arguments, unreadable or invalid query file).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from sync.errors import CliError
 from sync.ops.evalmetrics import MAX_LISTED, QueryOutcome, format_report, summarize
 from sync.ops.evalset import MODES, QueryCase, QueryFileError, dangling_ids, load_queries
 from sync.ops.mcpsearch import DEFAULT_MCP_URL, McpSearch, SearchError, describe_failure, resolve_mcp_url
@@ -186,32 +186,26 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``s3rm evaluate``; returns the exit code (module docstring)."""
     import anyio
 
-    err = sys.stderr
     try:
         cases = load_queries(args.query_file)
     except QueryFileError as exc:
-        print(f"s3rm evaluate: invalid query file: {exc}", file=err)
-        return 2
+        raise CliError(f"invalid query file: {exc}", 2)
     except (OSError, UnicodeDecodeError) as exc:
-        print(f"s3rm evaluate: cannot read the query file ({type(exc).__name__})", file=err)
-        return 2
+        raise CliError(f"cannot read the query file ({type(exc).__name__})", 2)
     url = resolve_mcp_url(args.mcp_url)
     try:
         report, missing = anyio.run(lambda: evaluate_async(url, cases, args.modes, args.k, timeout=args.timeout))
     except Exception as exc:  # noqa: BLE001 - every failure is reported without details that could carry text
-        print(f"s3rm evaluate: gateway error: {describe_failure(exc, url)}", file=err)
-        return 1
+        raise CliError(f"gateway error: {describe_failure(exc, url)}", 1)
     if missing:
         shown = ", ".join(f"line {n} {kind} id {i}" for n, kind, i in missing[:MAX_LISTED])
         more = f" (and {len(missing) - MAX_LISTED} more)" if len(missing) > MAX_LISTED else ""
-        print(f"s3rm evaluate: {len(missing)} id(s) not in the corpus — fix the query file or the corpus: "
-              f"{shown}{more}", file=err)
-        return 1
+        raise CliError(f"{len(missing)} id(s) not in the corpus — fix the query file or the corpus: "
+                       f"{shown}{more}", 1)
     print(format_report(report, args.output))
     errors = sum(len(m["errors"]) for m in report["modes"].values())
     if errors:
-        print(f"s3rm evaluate: {errors} search call(s) failed (see \"errors\" in the report)", file=err)
-        return 1
+        raise CliError(f"{errors} search call(s) failed (see \"errors\" in the report)", 1)
     return 0
 
 
@@ -236,4 +230,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(1-20, default 10)")
     p.add_argument("--output", choices=("json", "text"), default="json", help="report format (default json)")
     p.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout per call in seconds (default 60)")
-    p.set_defaults(handler=cmd_evaluate)
+    p.set_defaults(handler=cmd_evaluate, error_prefix="s3rm evaluate")

@@ -50,6 +50,8 @@ from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
 from sync.devstack.envfiles import DEV_ENV_FILE, lookup
+from sync.errors import S3rmError
+from sync.errors import CliError
 from sync.ops.importers import synthetic_lessons
 from sync.ops.importers.cloud_incidents import ImportRecord, read_records
 
@@ -60,7 +62,7 @@ ENV_NAMES = ("S3RM_WIKI_API_URL", "S3RM_IMPORT_USERNAME", "S3RM_IMPORT_PASSWORD"
 SOURCES = {"cloud-incidents": read_records, "synthetic-lessons": synthetic_lessons.read_records}
 
 
-class ImportConfigError(Exception):
+class ImportConfigError(S3rmError):
     """Credentials or the API URL are missing (the message says where to set them)."""
 
 
@@ -204,13 +206,11 @@ def _run(args: argparse.Namespace) -> int:
     try:
         api_url, username, password = resolve_import_settings()
     except ImportConfigError as exc:
-        print(f"s3rm import: {exc}", file=sys.stderr)
-        return 2
+        raise CliError(f"{exc}", 2)
     try:
         records, mapping_failures = SOURCES[args.source](Path(args.path))
     except OSError as exc:
-        print(f"s3rm import: cannot read {args.path}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        raise CliError(f"cannot read {args.path}: {exc.strerror or exc}", 2)
     if args.limit:
         records = records[: args.limit]
     repo = MediaWikiRepository(WikiClient(api_url, username, password, timeout=30.0))
@@ -218,8 +218,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         report = importer.run(records, workers=args.workers, progress=None if args.quiet else _bar)
     except RepositoryError as exc:
-        print(f"s3rm import: the wiki failed: {exc}", file=sys.stderr)
-        return 1
+        raise CliError(f"the wiki failed: {exc}", 1)
     report.failed.extend(mapping_failures)
     print(f"import {args.source}: created {len(report.created)}, updated {len(report.updated)}, "
           f"unchanged {len(report.unchanged)}, kept {len(report.kept)} (revised in the wiki since the import), failed {len(report.failed)}")
@@ -239,4 +238,4 @@ def register(subparsers) -> None:
     parser.add_argument("--workers", type=int, default=4, help="parallel saves (default 4)")
     parser.add_argument("--limit", type=int, default=0, help="import only the first N records")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.set_defaults(handler=_run)
+    parser.set_defaults(handler=_run, error_prefix="s3rm import")

@@ -38,6 +38,7 @@ import sys
 import time
 
 from sync.devstack.envfiles import DEV_STACK_ENV_FILE, read_env_file
+from sync.errors import CliError
 
 #: A PostgreSQL memory size as ``maintenance_work_mem`` takes it (``--hnsw-memory``).
 HNSW_MEMORY = re.compile(r"[1-9][0-9]{0,6}(kB|MB|GB|TB)")
@@ -54,8 +55,7 @@ def _store(args: argparse.Namespace):
 
     dsn = _dsn(args)
     if not dsn:
-        print("s3rm index: no store: pass --dsn or set S3RM_PG_DSN", file=sys.stderr)
-        raise SystemExit(2)
+        raise CliError("no store: pass --dsn or set S3RM_PG_DSN", 2)
     return PgStore(dsn)
 
 
@@ -94,8 +94,7 @@ def _refusable(action, report):
         try:
             result = action(store, args)
         except StoreError as exc:
-            print(f"s3rm index: {exc}", file=sys.stderr)
-            return 1
+            raise CliError(str(exc), 1) from exc
         finally:
             store.close()
         print(report(result, args))
@@ -133,29 +132,23 @@ def cmd_build(args: argparse.Namespace) -> int:
     from gateway.wiki.repository import repository_factory
 
     if not args.label.replace("-", "").isalnum():
-        print("s3rm index: --label takes letters, digits and '-'", file=sys.stderr)
-        return 2
+        raise CliError("--label takes letters, digits and '-'", 2)
     if (args.hnsw_memory is not None or args.hnsw_workers is not None) and not args.hnsw:
-        print("s3rm index: --hnsw-memory and --hnsw-workers apply to --hnsw builds only", file=sys.stderr)
-        return 2
+        raise CliError("--hnsw-memory and --hnsw-workers apply to --hnsw builds only", 2)
     if args.hnsw_memory is not None and not HNSW_MEMORY.fullmatch(args.hnsw_memory):
-        print(f"s3rm index: --hnsw-memory takes a PostgreSQL size such as 512MB or 2GB, "
-              f"not {args.hnsw_memory!r}", file=sys.stderr)
-        return 2
+        raise CliError(f"--hnsw-memory takes a PostgreSQL size such as 512MB or 2GB, "
+                       f"not {args.hnsw_memory!r}", 2)
     if args.hnsw_workers is not None and not 0 <= args.hnsw_workers <= 64:
-        print("s3rm index: --hnsw-workers takes 0 to 64", file=sys.stderr)
-        return 2
+        raise CliError("--hnsw-workers takes 0 to 64", 2)
     # the build's follower keeps its checkpoint in memory: a gateway's checkpoint file is never moved
     env = dict(os.environ, S3RM_INDEX_BACKEND="pgvector", S3RM_PG_DSN=_dsn(args) or "",
                S3RM_SEMANTIC_CHECKPOINT_FILE="")
     try:
         config = load_config(env)
     except ConfigError as exc:
-        print(f"s3rm index: {exc}", file=sys.stderr)
-        return 2
+        raise CliError(str(exc), 2) from exc
     if not config.retrieval.enabled:
-        print("s3rm index: building needs an embedding provider (S3RM_EMBEDDING_PROVIDER)", file=sys.stderr)
-        return 2
+        raise CliError("building needs an embedding provider (S3RM_EMBEDDING_PROVIDER)", 2)
     store = _store(args)
     try:
         factory = backend.refresher_factory(config.retrieval, store)
@@ -163,8 +156,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         report = build_generation(service, store, args.label, timeout=args.timeout, hnsw=args.hnsw,
                                   hnsw_memory=args.hnsw_memory, hnsw_workers=args.hnsw_workers)
     except StoreError as exc:
-        print(f"s3rm index: {exc}", file=sys.stderr)
-        return 1
+        raise CliError(str(exc), 1) from exc
     finally:
         store.close()
     tail = ("no change tail (no follower)" if report.tail_examined is None else
@@ -194,8 +186,7 @@ def cmd_shadow(args: argparse.Namespace) -> int:
         else:
             print(_report_text(lifecycle.shadow_report(store, args.report)))
     except (StoreError, ValueError) as exc:
-        print(f"s3rm index: {exc}", file=sys.stderr)
-        return 1
+        raise CliError(str(exc), 1) from exc
     finally:
         store.close()
     return 0
@@ -219,16 +210,14 @@ def _offline_shadow(args: argparse.Namespace) -> int:
     generation = args.queries
     queries = [q.strip() for q in sys.stdin if q.strip()][:1000]
     if not queries:
-        print("s3rm index: shadow --queries reads queries from stdin (one per line)", file=sys.stderr)
-        return 2
+        raise CliError("shadow --queries reads queries from stdin (one per line)", 2)
     config = load_config(dict(os.environ))
     provider = build_provider(config.retrieval)
     store = _store(args)
     try:
         active, _, _ = store.alias()
         if active is None or store.generation(generation) is None:
-            print("s3rm index: needs an active generation and a known candidate", file=sys.stderr)
-            return 1
+            raise CliError("needs an active generation and a known candidate", 1)
         overlaps, lat = [], {active: [], generation: []}
         for query in queries:
             vec = provider.begin_queries(query, ("whole",)).result()["whole"]
@@ -264,12 +253,10 @@ def cmd_retry_quarantined(args: argparse.Namespace) -> int:
     try:
         resp = requests.post(url, headers=headers, timeout=10)
     except requests.RequestException as exc:
-        print(f"s3rm index retry-quarantined: {url} unreachable ({type(exc).__name__})", file=sys.stderr)
-        return 1
+        raise CliError(f"{url} unreachable ({type(exc).__name__})", 1)
     if resp.status_code != 200:
-        print(f"s3rm index retry-quarantined: {url} answered HTTP {resp.status_code} "
-              "(from another host set S3RM_METRICS_TOKEN)", file=sys.stderr)
-        return 1
+        raise CliError(f"{url} answered HTTP {resp.status_code} "
+                       "(from another host set S3RM_METRICS_TOKEN)", 1)
     body = resp.json()
     print(f"queued={body.get('queued')} semantic={body.get('semantic')}")
     return 0
@@ -282,6 +269,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "in the shared PostgreSQL + pgvector store (docs/operations.md).")
     p.add_argument("--dsn", help="postgresql:// URL (default: $S3RM_PG_DSN, else .dev/stack.env)")
     verbs = p.add_subparsers(dest="index_command", metavar="VERB", required=True)
+    p.set_defaults(error_prefix="s3rm index")
     verbs.add_parser("list", help="generations, states, lease holders and the alias").set_defaults(handler=cmd_list)
     b = verbs.add_parser("build", help="full build of <generation>.<label> while the active one serves")
     b.add_argument("--label", required=True, help="suffix of the new generation's name (letters, digits, '-')")
@@ -315,4 +303,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         handler=cmd_rotate)
     q = verbs.add_parser("retry-quarantined", help="a running gateway embeds its quarantined Lessons once more")
     q.add_argument("--url", help="the gateway's MCP URL (default: $S3RM_MCP_URL, else the dev stack's)")
-    q.set_defaults(handler=cmd_retry_quarantined)
+    q.set_defaults(handler=cmd_retry_quarantined, error_prefix="s3rm index retry-quarantined")

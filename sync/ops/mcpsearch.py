@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from sync.devstack.envfiles import DEV_STACK_ENV_FILE, read_env_file
+from sync.errors import S3rmError
 
 __all__ = ["DEFAULT_MCP_URL", "McpSearch", "SearchError", "describe_failure", "resolve_mcp_url"]
 
@@ -27,7 +28,7 @@ def resolve_mcp_url(explicit: str | None = None) -> str:
             or read_env_file(DEV_STACK_ENV_FILE).get("S3RM_MCP_URL") or DEFAULT_MCP_URL)
 
 
-class SearchError(Exception):
+class SearchError(S3rmError):
     """The gateway could not be used (transport failure, refused call, malformed result).
 
     ``str(exc)`` is safe to print: it names the URL, an HTTP status, an error

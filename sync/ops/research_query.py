@@ -34,6 +34,7 @@ from typing import Any
 
 from gateway.config import ConfigError
 from gateway.retrieval.fusion import RANKING_VERSION
+from sync.errors import CliError
 from sync.ops.mcpsearch import DEFAULT_MCP_URL, describe_failure, resolve_mcp_url
 from sync.ops.research.citations import CheckedAnswer, build_messages, check_citations
 from sync.ops.research.endpoints import EndpointError, chat, rerank
@@ -175,35 +176,30 @@ def format_text(report: ResearchReport) -> str:
     return "\n".join(lines)
 
 
-def _fail(message: str, code: int = 2) -> int:
-    print(f"s3rm research-query: {message}", file=sys.stderr)
-    return code
-
-
 def cmd_research_query(args: argparse.Namespace) -> int:
-    """Handler of ``s3rm research-query`` (module docstring); returns the exit code."""
+    """Handler of ``s3rm research-query`` (module docstring); returns the exit code or raises CliError."""
     query = args.query
     if not query.strip() or len(query) > MAX_QUERY_CHARS:
-        return _fail(f"QUERY must be non-blank and at most {MAX_QUERY_CHARS} characters")
+        raise CliError(f"QUERY must be non-blank and at most {MAX_QUERY_CHARS} characters", 2)
     if not 1 <= args.limit <= MAX_LIMIT:
-        return _fail(f"--limit must be between 1 and {MAX_LIMIT}")
+        raise CliError(f"--limit must be between 1 and {MAX_LIMIT}", 2)
     try:
         settings = load_research_settings(os.environ)
     except ConfigError as exc:
-        return _fail(f"configuration: {exc}")
+        raise CliError(f"configuration: {exc}", 2) from exc
     if args.rerank and settings.rerank is None:
-        return _fail("--rerank needs S3RM_RESEARCH_RERANK_URL (an OpenAI-compatible rerank endpoint)")
+        raise CliError("--rerank needs S3RM_RESEARCH_RERANK_URL (an OpenAI-compatible rerank endpoint)", 2)
     if args.synthesize and settings.llm is None:
-        return _fail("--synthesize needs S3RM_RESEARCH_LLM_URL and S3RM_RESEARCH_LLM_MODEL "
-                     "(an OpenAI-compatible chat endpoint)")
+        raise CliError("--synthesize needs S3RM_RESEARCH_LLM_URL and S3RM_RESEARCH_LLM_MODEL "
+                       "(an OpenAI-compatible chat endpoint)", 2)
     url = resolve_mcp_url(args.mcp_url)
     try:
         report = run_research(url, query, settings=settings, limit=args.limit, scope=args.scope,
                               do_rerank=args.rerank, do_synthesize=args.synthesize, timeout=args.timeout)
     except VersionMismatch as exc:
-        return _fail(str(exc), 1)
+        raise CliError(str(exc), 1) from exc
     except Exception as exc:  # noqa: BLE001 - reported without details that could carry text
-        return _fail(f"gateway error: {describe_failure(exc, url)}", 1)
+        raise CliError(f"gateway error: {describe_failure(exc, url)}", 1) from exc
     if args.output == "json":
         print(json.dumps(to_json(report), ensure_ascii=False, indent=2))
     else:
@@ -241,4 +237,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--mcp-url", help="MCP endpoint (default: $S3RM_MCP_URL, else the running dev stack's "
                                       f"gateway from .dev/stack.env, else {DEFAULT_MCP_URL})")
     p.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout per MCP call in seconds (default 60)")
-    p.set_defaults(handler=cmd_research_query)
+    p.set_defaults(handler=cmd_research_query, error_prefix="s3rm research-query")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.domain.schema import Schema, SchemaError, parse_schema, schema_dir
+from sync.errors import CliError
 from sync.schema.pages import PAGE_DIRS, WikiCapabilities, page_relpath, render_schema_pages
 from sync.schema.toolschemas import render_tool_schemas
 
@@ -121,8 +122,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         schema = read_schema(source)
     except (OSError, SchemaError, tomllib.TOMLDecodeError, KeyError) as exc:
-        print(f"s3rm schema generate: cannot load {source}: {exc}", file=sys.stderr)
-        return 2
+        raise CliError(f"cannot load {source}: {exc}", 2)
     root = source.parent
     expected = render_generated_files(schema)
     if args.check:
@@ -151,4 +151,4 @@ def register(subparsers) -> None:
     gen.add_argument("--check", action="store_true", help="write nothing; exit 1 when output is stale")
     gen.add_argument("--schema", metavar="PATH",
                      help="schema source file or folder (default: $S3RM_SCHEMA_DIR or <repo>/schema)")
-    gen.set_defaults(handler=run)
+    gen.set_defaults(handler=run, error_prefix="s3rm schema generate")

@@ -52,6 +52,7 @@ from typing import Callable, Iterable, TextIO
 
 from gateway.domain.repository import EditConflict, PermissionDenied, RepositoryError, WikiUnavailable
 from sync.devstack import envfiles
+from sync.errors import CliError
 from sync.site.pageset import DesiredPage, build_page_set
 from sync.site.wikisite import (
     EXTENSION_NAMESPACES,
@@ -334,8 +335,8 @@ def exit_code(exc: SyncError | RepositoryError) -> int:
 
 
 def _handler(command: Callable[[argparse.Namespace, TextIO, TextIO], int]) -> Callable[[argparse.Namespace], int]:
-    """Wrap a command: streams looked up at call time, SyncError or wiki error → message + exit code
-    (no traceback)."""
+    """Wrap a command: streams looked up at call time, SyncError or wiki error → :class:`CliError`
+    with the failure's exit code (``main`` prints it, no traceback)."""
     def run(args: argparse.Namespace) -> int:
         try:
             return command(args, sys.stdout, sys.stderr)
@@ -343,8 +344,7 @@ def _handler(command: Callable[[argparse.Namespace, TextIO, TextIO], int]) -> Ca
             sys.stdout.flush()
             hint = " (the page changed after it was read; run `s3rm sync diff`, then push again)" \
                 if isinstance(exc, EditConflict) else ""
-            sys.stderr.write(f"sync: error: {exc}{hint}\n")
-            return exit_code(exc)
+            raise CliError(f"{exc}{hint}", exit_code(exc)) from exc
     return run
 
 
@@ -375,4 +375,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("check", help="exit 1 and name the pages when the wiki drifted from the repository")
     common(p)
     p.set_defaults(handler=_handler(cmd_check))
-    sync.set_defaults(handler=lambda args: (sync.print_help(), 2)[1])
+    sync.set_defaults(handler=lambda args: (sync.print_help(), 2)[1], error_prefix="sync: error")

@@ -46,6 +46,7 @@ from gateway.domain.repository import LoginFailed, PermissionDenied, RepositoryE
 from gateway.wiki.client import WikiClient
 from gateway.wiki.edit import conditional_save
 from sync.devstack.envfiles import DEV_ENV_FILE, lookup
+from sync.errors import S3rmError
 
 API_URL_ENV = "S3RM_WIKI_API_URL"
 USERNAME_ENV = "S3RM_SYNC_USERNAME"
@@ -107,7 +108,7 @@ _TITLE_SPACES = re.compile("[ _\u00a0\u1680\u180e\u2000-\u200a\u2028\u2029\u202f
 # errors
 
 
-class SyncError(Exception):
+class SyncError(S3rmError):
     """A sync operation failed; ``str(exc)`` is the message for humans.
 
     ``exit_code`` is what the CLI returns: 1 for a failed operation, 2 for
@@ -123,7 +124,7 @@ class SyncConfigError(SyncError):
     exit_code = 2
 
 
-class MissingRightsError(PermissionDenied):
+class MissingRightsError(PermissionDenied, S3rmError):
     """The sync account lacks rights needed for some pages (exit 2).
 
     A :class:`~gateway.domain.repository.PermissionDenied` of the one wiki

@@ -21,13 +21,15 @@ import os
 import tempfile
 from pathlib import Path
 
+from sync.errors import S3rmError
+
 __all__ = ["CheckpointError", "Checkpoint", "FILE_NAME", "namespace"]
 
 FILE_NAME = "collect-candidates.checkpoint.json"
 _HEX64 = set("0123456789abcdef")
 
 
-class CheckpointError(Exception):
+class CheckpointError(S3rmError):
     """The checkpoint file exists but is not one this command wrote (message names the file only)."""
 
 

@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
+from sync.errors import S3rmError
 from sync.ops.collect.chunks import MAX_TITLE_CHARS, Candidate, FileStats, markers_in, shorten, split_lines
 from sync.ops.collect.secrets import mask_text
 
@@ -48,7 +49,7 @@ _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}\.json$")
 _MAX_JSON_BYTES = 50_000_000
 
 
-class SlackExportError(Exception):
+class SlackExportError(S3rmError):
     """The path is not a readable Slack export (message names the file and the problem only)."""
 
 

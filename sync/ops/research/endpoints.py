@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 from urllib.parse import urlsplit
 
+from sync.errors import S3rmError
 from sync.ops.research.settings import Endpoint
 
 __all__ = ["EndpointError", "rerank", "chat", "MAX_RESPONSE_BYTES"]
@@ -35,7 +36,7 @@ __all__ = ["EndpointError", "rerank", "chat", "MAX_RESPONSE_BYTES"]
 MAX_RESPONSE_BYTES = 2_000_000
 
 
-class EndpointError(Exception):
+class EndpointError(S3rmError):
     """A rerank or chat call failed; ``str()`` is safe to print (no content, no key)."""
 
 

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 from gateway.retrieval.fusion import (
     RANKING_VERSION, DEFAULT_RANKING, SEARCH, Calibration, FusionCandidate, RankContribution, fuse,
 )
+from sync.errors import S3rmError
 from sync.ops.mcpsearch import McpSearch
 
 __all__ = ["FACETS", "DEPTH", "RESULT_FIELDS", "FacetRun", "ResearchHit", "search_facets", "fuse_facets",
@@ -49,7 +50,7 @@ RESULT_FIELDS = ["id", "title", "reusable_lesson", "applicability", "record_orig
 _NO_VECTORS = Calibration(semantic_floor=0.0, redundancy_floor=1.0, near_identical=1.0, same_topic=1.0)
 
 
-class VersionMismatch(Exception):
+class VersionMismatch(S3rmError):
     """The gateway ranked with another ranking version than the fusion code here."""
 
 
