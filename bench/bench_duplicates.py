@@ -66,7 +66,7 @@ from gateway.retrieval.fusion import Calibration, RankingConfig  # noqa: E402
 from gateway.retrieval.index import IndexEntry, IndexSnapshot  # noqa: E402
 from gateway.retrieval.projection import ProjectionBuilder  # noqa: E402
 from gateway.retrieval.semantic_state import record_of  # noqa: E402
-from sync.ops.importer import SOURCES, build_new_page  # noqa: E402
+from s3rm.importing import SOURCES, build_new_page  # noqa: E402
 
 PAIRS_FILE = REPO / "eval" / "duplicate_pairs.jsonl"
 CORPORA = (("cloud-incidents", REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"),

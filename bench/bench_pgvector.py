@@ -70,8 +70,8 @@ sys.path.insert(0, str(REPO))
 from gateway.config.profiles import INDEX_FACETS  # noqa: E402
 from gateway.retrieval.index import IndexEntry, IndexRecord, IndexSnapshot  # noqa: E402
 from gateway.retrieval.pgvector.store import PgStore  # noqa: E402
-from sync.devstack.postgres import PgCluster  # noqa: E402
-from sync.devstack.wikiserver import free_port  # noqa: E402
+from s3rm.devstack.postgres import PgCluster  # noqa: E402
+from s3rm.devstack.wikiserver import free_port  # noqa: E402
 
 TOP_K = 20
 BATCH = 5000

@@ -89,9 +89,9 @@ from gateway.retrieval.projection import ProjectionBuilder  # noqa: E402
 from gateway.config.retrieval import RetrievalSettings  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
-from sync.devstack import devwiki, wikiserver  # noqa: E402
-from sync.ops.evalmetrics import id_recall_at_k, mrr_at_k, ndcg_at_k, outranked_by, recall_at_k  # noqa: E402
-from sync.ops.evalset import GROUPS, QueryCase, load_queries  # noqa: E402
+from s3rm.devstack import devwiki, wikiserver  # noqa: E402
+from s3rm.evaluate.metrics import id_recall_at_k, mrr_at_k, ndcg_at_k, outranked_by, recall_at_k  # noqa: E402
+from s3rm.evaluate.queryset import GROUPS, QueryCase, load_queries  # noqa: E402
 from support.noise import NOISE_FILE, is_noise  # noqa: E402
 
 WIKI_DIR = REPO / ".dev" / "bench-wiki"
@@ -128,7 +128,7 @@ def ensure_wiki() -> devwiki.DevWiki:
 
 def import_corpora(wiki: devwiki.DevWiki) -> None:
     """Import both corpora through the importer (a re-run makes 0 edits)."""
-    from sync.ops.importer import SOURCES, Importer
+    from s3rm.importing import SOURCES, Importer
 
     repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.importer.username, wiki.importer.password))
     for source, path in CORPORA:

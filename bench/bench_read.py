@@ -67,7 +67,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from gateway.config import GatewayConfig  # noqa: E402
 from stage_metrics import read_stages  # noqa: E402
-from sync.devstack.wikiserver import free_port  # noqa: E402
+from s3rm.devstack.wikiserver import free_port  # noqa: E402
 from gateway.domain.model import LessonPage  # noqa: E402
 from gateway.ops.metrics import Metrics  # noqa: E402
 from gateway.tools.base import OutputBudget, ToolContext, utc_now
@@ -103,7 +103,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def seed(client: WikiClient, count: int) -> list[str]:
     """Write up to ``count`` incident Lessons that are missing; return their ids."""
-    from sync.ops.importers.cloud_incidents import read_records
+    from s3rm.importing.cloud_incidents import read_records
     records, _ = read_records(CORPUS)
     records = records[:count]
     repo = MediaWikiRepository(client)
@@ -210,7 +210,7 @@ def wait_semantic_ready(url: str, timeout: float) -> bool:
 def running_wiki(wiki_dir: Path):
     """The dev wiki in ``wiki_dir``, started on a free port (stopping when this process exits) if it is not up;
     a directory that holds no wiki yet becomes a copy of the test-wiki template."""
-    from sync.devstack import devwiki, wikiserver
+    from s3rm.devstack import devwiki, wikiserver
     from gateway.domain.repository import RepositoryError
 
     if not (wiki_dir / "state.json").exists():

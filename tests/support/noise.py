@@ -15,8 +15,8 @@ from pathlib import Path
 
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
-from sync.ops.importer import SOURCES, Importer, ImportReport
-from sync.ops.importers.cloud_incidents import ImportRecord
+from s3rm.importing import SOURCES, Importer, ImportReport
+from s3rm.importing.cloud_incidents import ImportRecord
 
 NOISE_FILE = Path(__file__).resolve().parents[2] / "data" / "noise" / "lessons.jsonl"
 #: The importer source whose format the file follows.

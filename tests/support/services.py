@@ -39,8 +39,8 @@ from urllib.parse import urlsplit
 import requests
 from werkzeug.serving import make_server
 
-from sync.devstack.serve import gunicorn_argv
-from sync.devstack.wikiserver import free_port
+from s3rm.devstack.serve import gunicorn_argv
+from s3rm.devstack.wikiserver import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",

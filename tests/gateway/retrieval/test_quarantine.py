@@ -24,7 +24,7 @@ from gateway.web.admin import RETRY_QUARANTINED
 from support.embedding import POISON, PickyProvider, settings_for
 from support.lessons import lesson
 from support.services import AppServer, wait_until
-from sync.ops.index import cmd_retry_quarantined
+from s3rm.index import cmd_retry_quarantined
 
 WAIT = 120
 

@@ -25,7 +25,7 @@ from gateway.domain.digests import evidence_digest
 from gateway.domain.markers import parse_summary
 from gateway.domain.seals import verify_seal
 from gateway.domain.timestamps import parse_ts
-from sync.ops.audit import audit
+from s3rm.audit import audit
 from support.write_harness import KEYS, WriteHarness, claim_args, evidence_args, lesson_fields, unique
 
 
@@ -625,7 +625,7 @@ def test_audit_cli_reports_tied_verification_times_and_exits_1(h, monkeypatch, c
     from datetime import datetime, timezone
 
     from gateway.domain.timestamps import next_updated_at
-    from sync.ops.audit import main
+    from s3rm.audit import main
 
     a = h.create()
     snap = h.repo.get_snapshot(a["id"])

@@ -21,7 +21,7 @@ from gateway.domain.schema import REPO_ROOT, load_schema
 from gateway.retrieval.fusion import RANKING_VERSION
 from gateway.tools.schema_parts import DUPLICATE_STATUSES
 from gateway.tools.schema_parts import LIMITS
-from sync.devstack import stack
+from s3rm.devstack import stack
 
 HELP = sorted((REPO_ROOT / "schema" / "pages" / "help").glob("*.wiki"))
 README = REPO_ROOT / "README.md"

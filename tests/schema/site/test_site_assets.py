@@ -23,7 +23,7 @@ from gateway.domain.repository import WikiUnavailable
 from gateway.domain.schema import load_schema
 from gateway.web.graph import DEFAULT_MAX_NODES, RELATIONS, create_graph_blueprint
 from support.memory import InMemoryRepository
-from sync.site.variants import CAPABILITIES, load_manifest, render_page
+from s3rm.site.variants import CAPABILITIES, load_manifest, render_page
 from support.lessons import evidence, lesson, relation
 
 ROOT = Path(__file__).resolve().parents[3]
