@@ -10,7 +10,7 @@ HNSW sees embedding-like structure rather than uniform noise. It is loaded into
   built from columns: one facet matrix is generated at a time, so the process
   holds the snapshot plus one matrix), and
 * one generation of the shared store in a throw-away PostgreSQL 18 + pgvector
-  cluster (:mod:`sync.devstack.postgres`: shared_buffers 128 MB, fsync off;
+  cluster (:mod:`s3rm.devstack.postgres`: shared_buffers 128 MB, fsync off;
   ``halfvec`` vectors written through :meth:`PgStore.write` in fenced batches
   of 5,000 — the leader's own path) in vector layout ``--layout`` (2, the
   default: one table per facet, vectors stored PLAIN inside the heap row; 1:

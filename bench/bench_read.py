@@ -243,7 +243,7 @@ def start_gateway(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     url = f"http://127.0.0.1:{port}/mcp"
     genv = {**os.environ, **env, "S3RM_BIND": f"127.0.0.1:{port}", "S3RM_MCP_PUBLIC_URL": url}
     # the production entry point: `s3rm serve` = gunicorn -c gateway/serving/gunicorn.conf.py gateway.serving.wsgi:app
-    proc = subprocess.Popen([sys.executable, "-m", "sync.cli", "serve"], cwd=REPO, env=genv,
+    proc = subprocess.Popen([sys.executable, "-m", "s3rm", "serve"], cwd=REPO, env=genv,
                             stdout=subprocess.DEVNULL, stderr=open(REPO / ".dev" / "bench-read-gateway.log", "wb"))
     deadline = time.monotonic() + 120  # a loaded shared machine starts gunicorn slowly
     while time.monotonic() < deadline:

@@ -161,7 +161,7 @@ def stack_section(runs: int) -> dict:
 
     def up() -> float:
         started = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "sync.cli", "stack", "up", "--wait-semantic"], cwd=REPO,
+        out = subprocess.run([sys.executable, "-m", "s3rm", "stack", "up", "--wait-semantic"], cwd=REPO,
                              capture_output=True, text=True)
         seconds = time.perf_counter() - started
         if out.returncode != 0 or "hybrid_v1 searches answer" not in out.stdout or \
@@ -171,7 +171,7 @@ def stack_section(runs: int) -> dict:
 
     restarted, running = [], []
     for _ in range(runs):
-        subprocess.run([sys.executable, "-m", "sync.cli", "stack", "down"], cwd=REPO, capture_output=True, check=True)
+        subprocess.run([sys.executable, "-m", "s3rm", "stack", "down"], cwd=REPO, capture_output=True, check=True)
         restarted.append(up())
     port = stack._port("S3RM_DEV_GATEWAY_PORT", 8080)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:

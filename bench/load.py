@@ -48,7 +48,7 @@ Phases (each prints one block):
    prints the first, maximum and last samples and the growth.
 
 Seeds ``--seed`` imported Lessons from the vendored cloud-incident corpus
-(``data/cloud-incidents``) through :class:`sync.ops.importer.Importer` first.
+(``data/cloud-incidents``) through :class:`s3rm.importing.Importer` first.
 Query text and Lesson content are never printed.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ adding a verb never means editing another verb's code.
 
 Exit codes: 0 success, 1 a check failed (drift, stale output, audit finding),
 2 usage or configuration error. A verb stops by raising
-:class:`~sync.errors.CliError`; :func:`main` alone prints it (after the verb's
+:class:`~s3rm.errors.CliError`; :func:`main` alone prints it (after the verb's
 ``error_prefix``) and returns its exit code, or the verb's
 ``error_exit_code`` when the verb sets one.
 """
@@ -20,18 +20,18 @@ from s3rm.errors import CliError
 
 #: Modules that contribute sub-commands, in the order ``--help`` lists them.
 COMMAND_MODULES = (
-    "sync.schema.generate",
-    "sync.devstack.devwiki",
-    "sync.site.push",
-    "sync.devstack.serve",
-    "sync.ops.evaluate",
-    "sync.ops.importer",
-    "sync.ops.audit",
-    "sync.devstack.stack",
-    "sync.ops.collect_candidates",
-    "sync.ops.research_query",
-    "sync.ops.index",
-    "sync.ops.auth",
+    "s3rm.schema.generate",
+    "s3rm.devstack.devwiki",
+    "s3rm.site.push",
+    "s3rm.devstack.serve",
+    "s3rm.evaluate",
+    "s3rm.importing",
+    "s3rm.audit",
+    "s3rm.devstack.stack",
+    "s3rm.collect",
+    "s3rm.research",
+    "s3rm.index",
+    "s3rm.auth",
 )
 
 

@@ -1,7 +1,7 @@
 """The exception root of the ``s3rm`` command and its one error type for verbs.
 
 Every exception class of the CLI derives from :class:`S3rmError`. A verb that
-must stop raises :class:`CliError` (or a subclass); :func:`sync.cli.main`
+must stop raises :class:`CliError` (or a subclass); :func:`s3rm.cli.main`
 catches it in one place, prints ``<verb prefix>: <message>`` on stderr and
 returns its exit code: 1 an operation failed, 2 usage or configuration error.
 The verb prefix is the ``error_prefix`` its parser sets (default ``s3rm``).

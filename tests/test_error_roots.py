@@ -2,7 +2,7 @@
 
 The gateway's classes (and the shared save rules in ``hooks_spec``) derive from
 :class:`gateway.core.errors.GatewayError`, the ``s3rm`` command's from
-:class:`sync.errors.S3rmError`; a verb stops with :class:`sync.errors.CliError`.
+:class:`s3rm.errors.S3rmError`; a verb stops with :class:`s3rm.errors.CliError`.
 The test imports every module of the product packages and checks each
 exception class defined there.
 """
@@ -18,7 +18,7 @@ from s3rm.errors import CliError, S3rmError
 
 REPO = Path(__file__).resolve().parents[1]
 #: package → the root every exception class defined in it derives from
-ROOTS = {"gateway": GatewayError, "hooks_spec": GatewayError, "sync": S3rmError}
+ROOTS = {"gateway": GatewayError, "hooks_spec": GatewayError, "s3rm": S3rmError}
 
 
 def _module_names(package: str) -> list[str]:
@@ -55,7 +55,7 @@ def test_every_exception_class_derives_from_its_sides_root(package):
 def test_one_config_error_and_one_cli_error_type():
     configs = [c for package in ROOTS for c in exception_classes(package) if c.__name__ == "ConfigError"]
     assert [f"{c.__module__}.{c.__name__}" for c in configs] == ["gateway.config.values.ConfigError"]
-    clis = [c for c in exception_classes("sync") if c.__name__ == "CliError"]
+    clis = [c for c in exception_classes("s3rm") if c.__name__ == "CliError"]
     assert clis == [CliError] and issubclass(CliError, S3rmError)
 
 

@@ -292,7 +292,7 @@ def audit(client, *, since: datetime, limit: int, keys: Mapping[str, str], agent
 def settings(environ: Mapping[str, str], api_url: str | None = None,
              dev: Mapping[str, str] | None = None) -> dict[str, str]:
     """The settings the audit runs with: ``environ`` first, then the running dev stack's
-    (:func:`sync.devstack.envfiles.dev_stack_settings`, or ``dev``), so ``s3rm audit`` checks
+    (:func:`s3rm.devstack.envfiles.dev_stack_settings`, or ``dev``), so ``s3rm audit`` checks
     seals with the keys the stack's gateway signs with.
 
     Wiki settings fall back name by name. The seal settings come as a pair, from ``environ``
@@ -400,12 +400,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m sync.ops.audit``."""
+    """``python -m s3rm.audit``."""
     parser = argparse.ArgumentParser(prog="s3rm")
     register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["audit", *(argv if argv is not None else sys.argv[1:])])
     return args.handler(args)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,10 +1,13 @@
 """``s3rm collect-candidates``: bounded, read-only candidates from code, docs and a Slack export.
 
-Contract: docs/research-tools.md#collect-candidates.
+Contract: docs/research-tools.md#collect-candidates. Modules: :mod:`.secrets`
+(masking), :mod:`.chunks` (the candidate value and size caps), :mod:`.code`,
+:mod:`.docs`, :mod:`.slack` (the three sources), :mod:`.checkpoint`
+(incremental runs).
 
 Reads up to three sources (``--code-root``, ``--docs-root``,
-``--slack-export``), masks secrets (:mod:`sync.ops.collect.secrets`), cuts
-everything into bounded candidates (:mod:`sync.ops.collect.chunks`) and writes
+``--slack-export``), masks secrets (:mod:`s3rm.collect.secrets`), cuts
+everything into bounded candidates (:mod:`s3rm.collect.chunks`) and writes
 the new and changed ones as JSON Lines to ``--output`` (``-`` = stdout). With
 ``--checkpoint DIR`` a second run writes only candidates that are new or whose
 masked content changed. It never talks to the wiki or the gateway: no Lesson

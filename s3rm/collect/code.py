@@ -5,14 +5,14 @@ Contract: docs/research-tools.md#code-source.
 Files come from ``git ls-files`` (tracked files only) when ``root`` is a git
 checkout, else from a sorted walk that skips hidden directories. Skipped, and
 counted per reason: symlinks and non-files (``not_file``), files larger than
-:data:`~sync.ops.collect.chunks.MAX_FILE_BYTES` (``huge``), binaries (a NUL
+:data:`~s3rm.collect.chunks.MAX_FILE_BYTES` (``huge``), binaries (a NUL
 byte in the first 8 KiB, or not UTF-8: ``binary``), vendored paths (a
 directory named in :data:`VENDORED_DIRS`, or git's ``linguist-vendored``
 attribute: ``vendored``) and generated files (lock files, minified assets,
 protobuf output, a ``generated … do not edit`` marker in the first lines, or
 ``linguist-generated``: ``generated``).
 
-Each kept file is masked as a whole (:func:`sync.ops.collect.secrets.mask_text`)
+Each kept file is masked as a whole (:func:`s3rm.collect.secrets.mask_text`)
 and then cut into parts of at most ``MAX_LINES`` lines / ``MAX_BODY_CHARS``
 characters. Locator ``{"path", "lines": [first, last]}``; key
 ``code:<path>#<part>``.

@@ -3,7 +3,7 @@
 Contract: docs/research-tools.md#docs-source.
 
 Files under ``root`` with an extension in :data:`DOC_EXTENSIONS` (sorted walk,
-hidden directories and :data:`~sync.ops.collect.code.VENDORED_DIRS` skipped;
+hidden directories and :data:`~s3rm.collect.code.VENDORED_DIRS` skipped;
 huge, binary and non-UTF-8 files skipped as for code). Each file is masked as
 a whole, then split into sections:
 

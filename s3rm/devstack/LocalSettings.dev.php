@@ -1,10 +1,10 @@
 <?php
 // Template of the dev wiki's settings (S3RM.php in the wiki directory), rendered
-// by sync/devstack/settings.py on every `s3rm dev wiki up`. Edit this file, not
+// by s3rm/devstack/settings.py on every `s3rm dev wiki up`. Edit this file, not
 // the rendered copy. Placeholders (an upper-case name between double at signs)
 // are filled from schema/lesson.toml and the wiki's address. The blocks between "s3rm shared" markers must equal
 // the same blocks of deploy/mediawiki/LocalSettings.php once rendered
-// (tests/sync/devstack/test_localsettings.py).
+// (tests/s3rm/devstack/test_localsettings.py).
 if ( !defined( 'MEDIAWIKI' ) ) {
 	exit;
 }

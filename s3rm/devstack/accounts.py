@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from s3rm.devstack import packages
-from s3rm.devstack.errors import say
+from s3rm.devstack.console import say
 
 #: The SQLite database name ``install.php`` is given (``data/<name>.sqlite``).
 DB_NAME = "s3rm"

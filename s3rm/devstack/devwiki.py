@@ -8,17 +8,17 @@ writes ``LocalSettings.php`` into the project directory and every PHP process
 is pointed at it through the ``MW_CONFIG_FILE`` environment variable (which
 MediaWiki 1.39 reads in ``wfDetectLocalSettingsFile()``).
 
-The pieces live beside this module: :mod:`~sync.devstack.packages` (Debian
-packages, PHP, maintenance scripts), :mod:`~sync.devstack.settings` (the
+The pieces live beside this module: :mod:`~s3rm.devstack.packages` (Debian
+packages, PHP, maintenance scripts), :mod:`~s3rm.devstack.settings` (the
 settings template file rendered from ``schema/lesson.toml``),
-:mod:`~sync.devstack.accounts` (users and bot passwords),
-:mod:`~sync.devstack.wikiserver` and :mod:`~sync.devstack.jobrunner` (the two
+:mod:`~s3rm.devstack.accounts` (users and bot passwords),
+:mod:`~s3rm.devstack.wikiserver` and :mod:`~s3rm.devstack.jobrunner` (the two
 processes). This module keeps the wiki directory's state and the operations.
 
 Layout of a wiki directory::
 
     LocalSettings.php       written by maintenance/install.php, + one include line
-    S3RM.php                sync/devstack/LocalSettings.dev.php rendered, on every ``up``
+    S3RM.php                s3rm/devstack/LocalSettings.dev.php rendered, on every ``up``
     data/                   SQLite databases (WAL mode)
     logs/server.log         php -S access/error log
     logs/jobrunner.log      job runner log
@@ -28,7 +28,7 @@ Layout of a wiki directory::
     state.json              URLs, ports, accounts and passwords (mode 600)
     env                     ``export`` lines for the gateway/sync (mode 600)
 
-Accounts (bot passwords, see :data:`sync.devstack.accounts.ACCOUNT_SPECS`): ``S3Admin@sync`` (site
+Accounts (bot passwords, see :data:`s3rm.devstack.accounts.ACCOUNT_SPECS`): ``S3Admin@sync`` (site
 JS/CSS and interface pages), ``S3Agent@gateway`` and ``S3Import@import``
 (read, create and edit ordinary pages only).
 
@@ -53,7 +53,9 @@ from typing import Any, Iterator, Mapping
 from gateway.domain.repository import RepositoryError
 from s3rm.devstack import accounts, packages, settings, wikiserver
 from s3rm.devstack.accounts import Credentials
-from s3rm.devstack.errors import DevWikiError, now_iso, say, write_private
+from s3rm.devstack.console import say
+from s3rm.devstack.errors import DevWikiError
+from s3rm.devstack.statefiles import now_iso, write_private
 from s3rm.devstack.envfiles import DEV_DIR
 from s3rm.devstack.packages import check_php
 from s3rm.devstack.wikiserver import jobrunner_freshness, pending_jobs, siteinfo

@@ -1,11 +1,11 @@
-"""The dev wiki's job runner: ``python -m sync.devstack.jobrunner jobrunner --dir DIR``.
+"""The dev wiki's job runner: ``python -m s3rm.devstack.jobrunner jobrunner --dir DIR``.
 
 MediaWiki runs no jobs during web requests on the dev wiki (``$wgJobRunRate =
 0``); this loop runs ``maintenance/runJobs.php`` every few seconds and records
 each run in ``jobrunner-state.json``, which the gateway's ``/readyz`` reads
 (``S3RM_JOBRUNNER_STATE_FILE``). After each run it merges the SQLite search
-index when saves have fragmented it (:mod:`sync.devstack.searchindex`). Started by ``s3rm dev wiki up``
-(:func:`sync.devstack.wikiserver.start_jobrunner`).
+index when saves have fragmented it (:mod:`s3rm.devstack.searchindex`). Started by ``s3rm dev wiki up``
+(:func:`s3rm.devstack.wikiserver.start_jobrunner`).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from s3rm.devstack.errors import now_iso
+from s3rm.devstack.statefiles import now_iso
 from s3rm.devstack.packages import MW_ROOT, php_env
 from s3rm.devstack.procs import lower_cpu_priority
 from s3rm.devstack.searchindex import database, merge_if_fragmented
@@ -29,7 +29,7 @@ from s3rm.devstack.wikiserver import JOBRUNNER_STATE_FILE, stop_server
 #: Seconds between two runs of ``runJobs.php``.
 JOBRUNNER_INTERVAL_S = 2.0
 #: Niceness of the job runner and so of each ``runJobs.php`` run and search-index merge (the wiki
-#: server keeps the default); applied with :func:`sync.devstack.procs.lower_cpu_priority`.
+#: server keeps the default); applied with :func:`s3rm.devstack.procs.lower_cpu_priority`.
 JOB_NICENESS = 10
 
 
@@ -116,7 +116,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sync.devstack.jobrunner")
+    parser = argparse.ArgumentParser(prog="python -m s3rm.devstack.jobrunner")
     sub = parser.add_subparsers(dest="cmd", required=True)
     jr = sub.add_parser("jobrunner", help="(internal) the job-runner loop started by `up`")
     jr.add_argument("--dir", type=Path, required=True)

@@ -15,7 +15,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from s3rm.devstack.errors import DevWikiError, say
+from s3rm.devstack.console import say
+from s3rm.devstack.errors import DevWikiError
 
 #: Where Debian's mediawiki package puts the code (read-only for us).
 MW_ROOT = Path("/usr/share/mediawiki")

@@ -25,7 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from s3rm.devstack.errors import DevWikiError, tail
+from s3rm.devstack.console import tail
+from s3rm.devstack.errors import DevWikiError
 
 __all__ = ["PgCluster", "SYSTEM_USER", "binaries"]
 
@@ -67,7 +68,7 @@ def _open_path(path: Path) -> None:
 class PgCluster:
     """One local cluster: ``data_dir`` (created by :meth:`init`), ``port`` on 127.0.0.1.
 
-    Every method raises :class:`~sync.devstack.base.DevWikiError` with the log
+    Every method raises :class:`~s3rm.devstack.errors.DevWikiError` with the log
     tail when PostgreSQL fails.
     """
 

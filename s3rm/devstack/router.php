@@ -1,6 +1,6 @@
 <?php
 // Router for the dev wiki's `php -S` (copied into the wiki directory by
-// sync/devstack/wikiserver.py). Returning false lets the built-in server serve
+// s3rm/devstack/wikiserver.py). Returning false lets the built-in server serve
 // the static file or PHP entry point itself; the web installer and maintenance
 // directory are not served. The logo is the copy wikiserver.py puts beside this file
 // (of deploy/mediawiki/assets/s3rm-logo.svg, the file the production image copies).

@@ -6,7 +6,7 @@ merges segments only 16 at a time, so an imported wiki answers each search by
 reading every segment: on 398 imported Lessons one single-term search took
 50 ms of SQL before a merge and 9 ms after it (each API search runs its query
 twice: the hits, then ``totalhits``). FTS3's ``optimize`` command merges all
-segments into one. The dev job runner (:mod:`sync.devstack.jobrunner`) calls
+segments into one. The dev job runner (:mod:`s3rm.devstack.jobrunner`) calls
 :func:`merge_if_fragmented` after each ``runJobs.php`` run. Production's
 MariaDB has no FTS3 segments and no such step.
 """

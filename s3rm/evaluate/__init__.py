@@ -14,10 +14,10 @@ Contract: docs/retrieval.md#evaluation. The evaluator is an ordinary MCP client 
    ``expected_ids`` or ``analogous_ids`` entry is not in it: a vanished gold
    answer is a broken instrument, not a quality result.
 3. **Search** every query in every requested mode (sequentially, so latencies
-   are comparable) and print bounded metrics (:func:`sync.ops.evalmetrics.summarize`).
+   are comparable) and print bounded metrics (:func:`s3rm.evaluate.metrics.summarize`).
 
-The query file is read by :mod:`sync.ops.evalset`, the metrics are computed by
-:mod:`sync.ops.evalmetrics`; the MCP client is :mod:`sync.ops.mcpsearch` (shared with research-query); this module runs the cases and is the CLI.
+The query file is read by :mod:`s3rm.evaluate.queryset`, the metrics are computed by
+:mod:`s3rm.evaluate.metrics`; the MCP client is :mod:`s3rm.mcpsearch` (shared with research-query); this module runs the cases and is the CLI.
 
 Query file line (closed object)::
 

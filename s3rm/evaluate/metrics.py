@@ -1,6 +1,6 @@
 """The ``s3rm evaluate`` metrics and report: recall, MRR, nDCG, latency percentiles and the quality shares.
 
-Definitions: the ``sync/ops/evaluate.py`` module documentation (metrics).
+Definitions: the ``s3rm/evaluate/__init__.py`` module documentation (metrics).
 Pure functions over :class:`QueryOutcome` values; no network.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from s3rm.evaluate.queryset import GROUPS, QueryCase
 TOOL = "search_lessons"
 #: Bounded lists in the report.
 MAX_LISTED = 50
-#: What the cloud-incident importer writes when the source is silent (sync/ops/importers/cloud_incidents.py).
+#: What the cloud-incident importer writes when the source is silent (s3rm/importing/cloud_incidents.py).
 NOT_RECORDED = "not recorded in the source data"
 
 

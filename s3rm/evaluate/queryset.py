@@ -1,6 +1,6 @@
 """The ``s3rm evaluate`` query file: its closed line format, privacy heuristics and the gold check.
 
-Format and rules: the ``sync/ops/evaluate.py`` module documentation (query
+Format and rules: the ``s3rm/evaluate/__init__.py`` module documentation (query
 file line, privacy). Pure: reads one file, no network.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``s3rm import SOURCE PATH``: load a corpus as ``imported`` (or ``synthetic``) Lessons.
 
-Records come from a mapper (``sync.ops.importers.cloud_incidents``, or
-``sync.ops.importers.synthetic_lessons`` for the Lessons written for the retrieval
+Records come from a mapper (``s3rm.importing.cloud_incidents``, or
+``s3rm.importing.synthetic_lessons`` for the Lessons written for the retrieval
 evaluation, which keep ``record_origin=synthetic``); this module
 writes them through the same pieces the gateway uses — the page codec, the
 hooks_spec checker (every rule a save hook would enforce) and

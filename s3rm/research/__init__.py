@@ -1,16 +1,19 @@
 """``s3rm research-query``: facet-parallel search of the memory, optional rerank and cited synthesis.
 
-Contract: docs/research-tools.md#research-query.
+Contract: docs/research-tools.md#research-query. Modules: :mod:`.settings` (the
+opt-in endpoints), :mod:`.facets` (parallel facet searches over MCP and their
+fusion), :mod:`.endpoints` (the rerank and chat calls), :mod:`.citations` (the
+citation check of a synthesis).
 
 1. Three ``search_lessons`` calls in parallel over one MCP session, one per
-   facet (:mod:`sync.ops.research.facets`), fused with the gateway's own
+   facet (:mod:`s3rm.research.facets`), fused with the gateway's own
    ``rrf_v7`` code into at most :data:`POOL` candidates.
 2. ``--rerank``: the candidates are reordered by the OpenAI-compatible rerank
-   endpoint (:func:`sync.ops.research.endpoints.rerank`).
+   endpoint (:func:`s3rm.research.endpoints.rerank`).
 3. The best ``--limit`` results are printed with the facets (and ranks) that
    found them, their reusable lesson and citations.
 4. ``--synthesize``: the chat endpoint gets these results only; the answer's
-   ``[Lesson:id]`` citations are checked (:mod:`sync.ops.research.citations`):
+   ``[Lesson:id]`` citations are checked (:mod:`s3rm.research.citations`):
    ids outside the results are removed and reported, and an answer left with
    no valid citation is refused.
 

@@ -4,7 +4,7 @@ Contract: docs/research-tools.md#research-query, docs/retrieval.md#facet-selecto
 docs/retrieval.md#fusion.
 
 :func:`search_facets` opens ONE MCP session (official SDK,
-:class:`sync.ops.mcpsearch.McpSearch`) and sends one ``search_lessons`` call
+:class:`s3rm.mcpsearch.McpSearch`) and sends one ``search_lessons`` call
 per facet (``situation``, ``approach``, ``mechanism``) concurrently, each with
 ``retrieval_mode=hybrid_v1``, ``facet=<facet>`` and :data:`DEPTH` results.
 
@@ -82,8 +82,8 @@ async def search_facets(url: str, query: str, *, scope: str | None = None, timeo
                         facets: Sequence[str] = FACETS) -> list[FacetRun]:
     """Run one ``search_lessons`` per facet concurrently over one MCP session.
 
-    Raises :class:`sync.ops.mcpsearch.SearchError` (tool error) or the transport's exceptions
-    (see :func:`sync.ops.mcpsearch.describe_failure`).
+    Raises :class:`s3rm.mcpsearch.SearchError` (tool error) or the transport's exceptions
+    (see :func:`s3rm.mcpsearch.describe_failure`).
     """
     import anyio
 

@@ -4,9 +4,9 @@ From ``schema/lesson.toml`` (or PATH / ``$S3RM_SCHEMA_DIR/lesson.toml``) this
 writes, next to the source file:
 
 * ``Properties/<name>.wiki``, ``Templates/<name>.wiki``, ``Forms/<name>.wiki`` —
-  the FULL variant (SMW + Page Forms) of :func:`sync.schema.pages.render_schema_pages`;
+  the FULL variant (SMW + Page Forms) of :func:`s3rm.schema.pages.render_schema_pages`;
 * ``tools/<tool>.input.schema.json`` / ``tools/<tool>.output.schema.json`` —
-  :func:`sync.schema.toolschemas.render_tool_schemas`.
+  :func:`s3rm.schema.toolschemas.render_tool_schemas`.
 
 Output is deterministic: sorted, UTF-8, LF line ends, one trailing newline;
 JSON with ``indent=2, ensure_ascii=False`` in the builders' stable key order.

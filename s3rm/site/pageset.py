@@ -2,7 +2,7 @@
 
 :func:`build_page_set` assembles, for one wiki's capabilities:
 
-1. the **schema pages** from the generator (:func:`sync.schema.pages.render_schema_pages`):
+1. the **schema pages** from the generator (:func:`s3rm.schema.pages.render_schema_pages`):
    templates always; ``Property:`` pages only with Semantic MediaWiki and
    ``Form:`` pages only with Page Forms (the generator picks the variant that
    renders cleanly on that wiki);
@@ -10,12 +10,12 @@
    (``MediaWiki:Common.js``, ``MediaWiki:Common.css``, the home page, the help
    pages), each with its ``s3rm:if`` variant blocks selected for the wiki and
    its ``%%S3RM_MCP_URL%%`` placeholder filled from ``S3RM_MCP_PUBLIC_URL``
-   (see :mod:`sync.site.variants`);
+   (see :mod:`s3rm.site.variants`);
 3. ``MediaWiki:Mainpage``, whose text is the home page's title (연구 메모리),
    so the wiki's main-page link points at it.
 
 Every title is canonical English (``Template:``, ``Property:``, ``Form:``,
-``MediaWiki:``, ``Help:``); :mod:`sync.site.wikisite` maps them onto the wiki's
+``MediaWiki:``, ``Help:``); :mod:`s3rm.site.wikisite` maps them onto the wiki's
 localized namespaces. Each page has a ``kind`` which fixes its edit summary.
 
 Pure apart from reading the source files; no network.
@@ -134,7 +134,7 @@ def build_page_set(capabilities: Iterable[str], *, root: Path | None = None, sch
     """Every page sync keeps, in push order: schema pages, hand-written pages, ``MediaWiki:Mainpage``.
 
     Args:
-        capabilities: names from :data:`sync.site.variants.CAPABILITIES` the wiki has.
+        capabilities: names from :data:`s3rm.site.variants.CAPABILITIES` the wiki has.
         root: the schema folder (default ``S3RM_SCHEMA_DIR`` or ``<repo>/schema``).
         schema: the loaded schema source (default: ``<root>/lesson.toml``).
         placeholders: values for ``%%NAME%%`` tokens (default: :func:`placeholder_values`).

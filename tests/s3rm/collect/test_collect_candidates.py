@@ -114,7 +114,7 @@ def make_checkout(tmp: Path, s: dict[str, str]) -> Path:
     repo = tmp / "checkout"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(repo)], check=True)
     (repo / "deploy" / "planted.env").write_text(planted_text(s) + "\n", encoding="utf-8")
-    (repo / "sync" / "planted_settings.py").write_text(
+    (repo / "s3rm" / "planted_settings.py").write_text(
         f'"""Settings."""\nAPI_TOKEN = "{s["github_token"]}"\nDSN = "mysql://root:{s["url_password"]}@localhost/x"\n',
         encoding="utf-8")
     (repo / "vendor").mkdir()
@@ -183,7 +183,7 @@ def slack_export(tmp: Path, s: dict[str, str]) -> Path:
 
 def run(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "sync.cli", "collect-candidates", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "s3rm", "collect-candidates", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -230,7 +230,7 @@ def test_full_run_on_repository_docs_and_slack_masks_everything_and_second_run_e
     by_source = {src: [r for r in rows if r["source"] == src] for src in ("code", "docs", "slack")}
     # code: the repository's own tracked files, not vendored/binary/huge ones
     code_paths = {r["locator"]["path"] for r in by_source["code"]}
-    assert {"sync/cli.py", "gateway/app.py", "README.md", "deploy/planted.env", "sync/planted_settings.py"} <= code_paths
+    assert {"s3rm/cli.py", "gateway/app.py", "README.md", "deploy/planted.env", "s3rm/planted_settings.py"} <= code_paths
     assert not code_paths & {"vendor/lib.py", "image.bin", "big.txt"}
     assert not any(p.startswith("schema/tools/") for p in code_paths)  # generated ("do not edit" marker)
     assert "code: " in first.stderr and "skipped: " in first.stderr and "binary 1" in first.stderr
@@ -270,7 +270,7 @@ def test_full_run_on_repository_docs_and_slack_masks_everything_and_second_run_e
     setup = docs / "guide" / "setup.md"
     setup.write_text(setup.read_text().replace("Warm the cache before traffic.", "Warm the cache first."))
     (docs / "new.md").write_text("# New\n\nfresh page\n")
-    (repo / "sync" / "planted_settings.py").write_text('"""Settings."""\nAPI_TOKEN = None\n')
+    (repo / "s3rm" / "planted_settings.py").write_text('"""Settings."""\nAPI_TOKEN = None\n')
     day2 = json.loads((slack / "general" / "2025-12-01.json").read_text())
     day2.append({"type": "message", "user": "U02", "text": "confirmed", "ts": "1764546900.000800",
                  "thread_ts": "1764460100.000200"})
@@ -283,7 +283,7 @@ def test_full_run_on_repository_docs_and_slack_masks_everything_and_second_run_e
     assert changed == {
         ("docs", "guide/setup.md", "Setup > Cache", "changed"),
         ("docs", "new.md", "New", "new"),
-        ("code", "sync/planted_settings.py", None, "changed"),
+        ("code", "s3rm/planted_settings.py", None, "changed"),
         ("slack", None, "1764460100.000200", "changed"),
     }
     assert_no_secret(out3.read_text() + third.stderr, s, "third run")

@@ -1,4 +1,4 @@
-"""The development MediaWiki (sync/devstack/devwiki.py) against a real wiki (``dev_wiki``).
+"""The development MediaWiki (s3rm/devstack/devwiki.py) against a real wiki (``dev_wiki``).
 
 Tests that use ``dev_wiki`` get the ``wiki`` marker from tests/conftest.py.
 """
@@ -122,7 +122,7 @@ def test_sync_account_edits_site_js_and_css(dev_wiki: devwiki.DevWiki) -> None:
 
 def test_lesson_namespace_is_3000_content_and_case_sensitive(dev_wiki: devwiki.DevWiki) -> None:
     schema = load_schema()
-    assert schema.namespace_id == 3000  # the served id is the schema source's (sync/devstack/settings.py)
+    assert schema.namespace_id == 3000  # the served id is the schema source's (s3rm/devstack/settings.py)
     info = devwiki.siteinfo(dev_wiki.api_url)
     ns = {n["id"]: n for n in info["namespaces"].values()}
     assert ns[schema.namespace_id]["canonical"] == schema.namespace == "Lesson"
@@ -215,7 +215,7 @@ def test_job_runner_merges_the_fragmented_search_index(module_wiki: devwiki.DevW
         _edit(agent, title, f"{word} probe text")
     db = searchindex.database(dev_wiki.dir)
 
-    # the next runJobs round merges them (sync/devstack/jobrunner.py)
+    # the next runJobs round merges them (s3rm/devstack/jobrunner.py)
     assert _wait_for(lambda: searchindex.segment_count(db) <= searchindex.SEGMENT_LIMIT, timeout=30, interval=0.5)
     found = agent.api("query", list="search", srsearch=word, srwhat="text", srnamespace=3000, srlimit=50,
                       formatversion="2")["query"]["search"]
@@ -289,7 +289,7 @@ def test_env_names_are_variables_the_tools_read(dev_wiki: devwiki.DevWiki) -> No
 
     from gateway.domain.schema import REPO_ROOT as repo
     readers = [p for p in (repo / "gateway").rglob("*.py")] + [
-        p for p in (repo / "sync").rglob("*.py") if p.name != "devwiki.py"
+        p for p in (repo / "s3rm").rglob("*.py") if p.name != "devwiki.py"
     ]
     known = set()
     for path in readers:

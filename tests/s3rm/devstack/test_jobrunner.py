@@ -1,4 +1,4 @@
-"""The dev job runner's CPU priority (sync/devstack/procs.py ``lower_cpu_priority``,
+"""The dev job runner's CPU priority (s3rm/devstack/procs.py ``lower_cpu_priority``,
 docs/operations.md#job-priority).
 
 That the runner drains the queue and merges the search index on a real wiki is tested in
@@ -16,7 +16,7 @@ from s3rm.devstack.jobrunner import JOB_NICENESS
 from s3rm.devstack.procs import AUTOGROUP_FILE
 
 REPO = Path(__file__).resolve().parents[3]
-PROBE = ("import os; from sync.devstack.procs import lower_cpu_priority; lower_cpu_priority({n}); "
+PROBE = ("import os; from s3rm.devstack.procs import lower_cpu_priority; lower_cpu_priority({n}); "
          "print(os.nice(0)); f = '/proc/self/autogroup'; print(open(f).read().strip() if os.path.exists(f) else '')")
 
 

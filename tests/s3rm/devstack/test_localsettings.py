@@ -1,10 +1,10 @@
 """The dev wiki's settings template and production's LocalSettings agree, and both follow schema/lesson.toml.
 
-``sync/devstack/LocalSettings.dev.php`` is rendered by ``sync/devstack/settings.py``
+``s3rm/devstack/LocalSettings.dev.php`` is rendered by ``s3rm/devstack/settings.py``
 with the Lesson namespace id and name from the schema source; the blocks between
 ``s3rm shared`` markers must be byte-identical to the same blocks of
 ``deploy/mediawiki/LocalSettings.php``. The real dev wiki serving the rendered
-file is checked in tests/sync/devstack/test_devwiki.py (namespace id, case, content flag).
+file is checked in tests/s3rm/devstack/test_devwiki.py (namespace id, case, content flag).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_shared_blocks_are_identical_in_dev_and_production() -> None:
     assert set(dev) == {"lesson-namespace", "editing", "skin", "rights"}
     assert set(prod) == set(dev)
     for name in dev:
-        assert prod[name] == dev[name], f"block {name!r} differs; edit sync/devstack/LocalSettings.dev.php " \
+        assert prod[name] == dev[name], f"block {name!r} differs; edit s3rm/devstack/LocalSettings.dev.php " \
                                         f"and copy the rendered block into {DEPLOY.relative_to(REPO_ROOT)}"
 
 

@@ -1,4 +1,4 @@
-"""The project's own PostgreSQL + pgvector cluster (sync/devstack/postgres.py) really runs pgvector."""
+"""The project's own PostgreSQL + pgvector cluster (s3rm/devstack/postgres.py) really runs pgvector."""
 from __future__ import annotations
 
 import psycopg

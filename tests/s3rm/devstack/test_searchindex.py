@@ -1,4 +1,4 @@
-"""The SQLite search-index merge (sync/devstack/searchindex.py) on a real FTS3 table.
+"""The SQLite search-index merge (s3rm/devstack/searchindex.py) on a real FTS3 table.
 
 The dev wiki's job runner calling it is tested in test_devwiki.py
 (``test_job_runner_merges_the_fragmented_search_index``).

@@ -1,4 +1,4 @@
-"""The dev stack's gateway environment and its two embedding servers (sync/devstack/stack.py,
+"""The dev stack's gateway environment and its two embedding servers (s3rm/devstack/stack.py,
 docs/hybrid-search.md#document-server). That ``s3rm stack up`` brings the whole system up is the
 README's first command; these check the wiring it relies on."""
 from __future__ import annotations

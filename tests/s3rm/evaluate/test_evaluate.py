@@ -1,4 +1,4 @@
-"""Tests of ``s3rm evaluate`` (sync/ops/evaluate.py, evalset.py, evalmetrics.py) and the committed query file (eval/).
+"""Tests of ``s3rm evaluate`` (s3rm/evaluate/__init__.py, evalset.py, evalmetrics.py) and the committed query file (eval/).
 
 * Metric functions against hand-computed values (recall is any-of, nDCG is binary).
 * The committed query file: ≥ 60 lines, ≥ 15 per group, every expected and
@@ -11,7 +11,7 @@
   backed by a small in-memory slice of the imported corpus: dangling ids exit
   1, a clean run exits 0 with a complete report, tool errors exit 1.
 * On the real stack (``@pytest.mark.wiki``): a few cloud incidents imported by
-  ``sync.ops.importer`` into the ``dev_wiki`` fixture as the import account, the
+  ``s3rm.importing`` into the ``dev_wiki`` fixture as the import account, the
   gateway under gunicorn (``s3rm serve``), ``s3rm evaluate`` over both modes.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``s3rm index build`` argument checks (sync/ops/index.py): refused before any store or wiki is touched."""
+"""``s3rm index build`` argument checks (s3rm/index/__init__.py): refused before any store or wiki is touched."""
 from __future__ import annotations
 
 import pytest

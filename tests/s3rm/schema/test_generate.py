@@ -1,4 +1,4 @@
-"""Tests of the schema generator (sync/schema/generate.py, sync/schema/pages, sync/schema/toolschemas.py).
+"""Tests of the schema generator (s3rm/schema/generate.py, s3rm/schema/pages, s3rm/schema/toolschemas.py).
 
 Contract: docs/data-contract.md#schema-source (one source, committed output,
 staleness check), docs/data-contract.md#templates,

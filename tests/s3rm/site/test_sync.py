@@ -1,4 +1,4 @@
-"""``s3rm sync push|diff|check`` (sync/site/push.py, sync/site/pageset.py, sync/site/wikisite.py).
+"""``s3rm sync push|diff|check`` (s3rm/site/push.py, s3rm/site/pageset.py, s3rm/site/wikisite.py).
 
 Offline: settings precedence, title identity across languages, capability
 detection, the save normalisation and the page set itself.

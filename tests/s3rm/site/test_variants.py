@@ -1,4 +1,4 @@
-"""Unit tests of ``sync.site.variants``: variant blocks, placeholders, the page manifest."""
+"""Unit tests of ``s3rm.site.variants``: variant blocks, placeholders, the page manifest."""
 from __future__ import annotations
 
 from pathlib import Path

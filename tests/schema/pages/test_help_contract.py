@@ -4,7 +4,7 @@ Wherever they state a default retrieval mode, a ranking version, a tool limit, a
 configuration default, a duplicate-check status or which verification bases a
 tool accepts, the value is read here from the code or the published schemas and
 compared, so a statement cannot go stale silently. Default modes differ between
-the development stack (``sync/devstack/stack.py`` ``gateway_env``) and production
+the development stack (``s3rm/devstack/stack.py`` ``gateway_env``) and production
 (the configuration's own default, which compose.yaml keeps); a page that names a
 default must name both, in one phrase (:func:`_default_phrase`).
 """
