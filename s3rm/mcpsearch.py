@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from s3rm.devstack.envfiles import DEV_STACK_ENV_FILE, read_env_file
+from s3rm.settings import DEV_STACK_ENV_FILE, read_env_file
 from s3rm.errors import S3rmError
 
 __all__ = ["DEFAULT_MCP_URL", "McpSearch", "SearchError", "describe_failure", "resolve_mcp_url"]

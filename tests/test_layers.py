@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gateway.app",),             # create_app(config) wires everything
     ("gateway.serving", "gateway"),  # gunicorn settings, worker and wsgi (top of the gateway)
     ("s3rm.errors",),             # the CLI's exception root and its one error type (CliError)
+    ("s3rm.settings",),           # the CLI's one settings reader (environment, then the .dev files)
     ("s3rm.schema",),             # schema generation (walks the gateway.tools registry)
     ("s3rm.devstack",),           # development wiki and stack
     ("s3rm.mcpsearch",),          # the MCP search client the admin commands share

@@ -299,7 +299,7 @@ def settings(environ: Mapping[str, str], api_url: str | None = None,
     when it sets ``S3RM_REVISION_HMAC_KEYS``, else from the dev stack only when the audited
     wiki is the dev stack's (another wiki's seals need that wiki's gateway keys).
     """
-    from s3rm.devstack.envfiles import SEAL_SETTINGS, dev_stack_settings
+    from s3rm.settings import SEAL_SETTINGS, dev_stack_settings
 
     dev = dev_stack_settings() if dev is None else dev
     env = {k: v for k, v in dev.items() if k not in SEAL_SETTINGS}

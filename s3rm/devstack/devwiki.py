@@ -56,7 +56,7 @@ from s3rm.devstack.accounts import Credentials
 from s3rm.devstack.console import say
 from s3rm.devstack.errors import DevWikiError
 from s3rm.devstack.statefiles import now_iso, write_private
-from s3rm.devstack.envfiles import DEV_DIR
+from s3rm.settings import DEV_DIR
 from s3rm.devstack.packages import check_php
 from s3rm.devstack.wikiserver import jobrunner_freshness, pending_jobs, siteinfo
 

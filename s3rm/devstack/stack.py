@@ -54,7 +54,7 @@ from pathlib import Path
 
 from gateway.domain.schema import REPO_ROOT
 from s3rm.devstack import devwiki, postgres, procs
-from s3rm.devstack.envfiles import DEV_DIR, DEV_SECRETS_FILE, DEV_STACK_ENV_FILE, seal_settings
+from s3rm.settings import DEV_DIR, DEV_SECRETS_FILE, DEV_STACK_ENV_FILE, seal_settings
 from s3rm.errors import CliError
 
 SECRETS_FILE = DEV_SECRETS_FILE

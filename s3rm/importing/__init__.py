@@ -49,7 +49,7 @@ from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
-from s3rm.devstack.envfiles import DEV_ENV_FILE, lookup
+from s3rm.settings import DEV_ENV_FILE, lookup
 from s3rm.errors import S3rmError
 from s3rm.errors import CliError
 from s3rm.importing import synthetic_lessons

@@ -37,7 +37,7 @@ import statistics
 import sys
 import time
 
-from s3rm.devstack.envfiles import DEV_STACK_ENV_FILE, read_env_file
+from s3rm.settings import DEV_STACK_ENV_FILE, read_env_file
 from s3rm.errors import CliError
 
 #: A PostgreSQL memory size as ``maintenance_work_mem`` takes it (``--hnsw-memory``).

@@ -30,7 +30,7 @@ from typing import Callable, Iterable, Mapping
 from gateway.domain.schema import Schema, SchemaError, load_schema, schema_dir
 from s3rm.site import variants
 from s3rm.schema.pages import WikiCapabilities, render_schema_pages
-from s3rm.devstack.envfiles import DEV_STACK_ENV_FILE, read_env_file
+from s3rm.settings import DEV_STACK_ENV_FILE, read_env_file
 from s3rm.site.wikisite import SyncConfigError, SyncError
 
 #: Environment variable holding the public MCP URL the home page advertises.

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
 from gateway.domain.repository import EditConflict, PermissionDenied, RepositoryError, WikiUnavailable
-from s3rm.devstack import envfiles
+from s3rm import settings as envfiles
 from s3rm.errors import CliError
 from s3rm.site.pageset import DesiredPage, build_page_set
 from s3rm.site.wikisite import (

@@ -45,7 +45,7 @@ from typing import Iterable, Mapping
 from gateway.domain.repository import LoginFailed, PermissionDenied, RepositoryError, WikiApiError, WikiUnavailable
 from gateway.wiki.client import WikiClient
 from gateway.wiki.edit import conditional_save
-from s3rm.devstack.envfiles import DEV_ENV_FILE, lookup
+from s3rm.settings import DEV_ENV_FILE, lookup
 from s3rm.errors import S3rmError
 
 API_URL_ENV = "S3RM_WIKI_API_URL"

@@ -19,7 +19,8 @@ from gateway.domain.codec import parse_page, serialize_page
 from gateway.wiki.client import WikiClient
 from support.services import Gateway, call_tool, tool_payload
 from support.write_harness import claim_args, evidence_args, lesson_fields, unique
-from s3rm.devstack import envfiles, stack
+from s3rm import settings as envfiles
+from s3rm.devstack import stack
 from s3rm.audit import main, settings
 
 

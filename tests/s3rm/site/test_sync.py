@@ -24,7 +24,7 @@ from gateway.domain.repository import EditConflict, PermissionDenied, WikiUnavai
 from gateway.domain.schema import load_schema
 from gateway.wiki.client import WikiClient
 from s3rm import cli
-from s3rm.devstack import envfiles
+from s3rm import settings as envfiles
 from s3rm.site import pageset, push, wikisite
 from s3rm.site.wikisite import ConnectionSettings, SiteInfo, TitleKey
 
