@@ -9,23 +9,21 @@ without leaking query text or server messages (:class:`SearchError`,
 from __future__ import annotations
 
 import json
-import os
 import re
 from typing import Any
 
-from s3rm.settings import DEV_STACK_ENV_FILE, read_env_file
+from s3rm.settings import SETTINGS, CliSettings
 from s3rm.errors import S3rmError
 
 __all__ = ["DEFAULT_MCP_URL", "McpSearch", "SearchError", "describe_failure", "resolve_mcp_url"]
 
-DEFAULT_MCP_URL = "http://127.0.0.1:8080/mcp"
+DEFAULT_MCP_URL = SETTINGS["S3RM_MCP_URL"].default
 
 
 def resolve_mcp_url(explicit: str | None = None) -> str:
     """The MCP endpoint: ``explicit``, else ``$S3RM_MCP_URL``, else the running dev stack's
     (``.dev/stack.env``), else :data:`DEFAULT_MCP_URL`."""
-    return (explicit or os.environ.get("S3RM_MCP_URL")
-            or read_env_file(DEV_STACK_ENV_FILE).get("S3RM_MCP_URL") or DEFAULT_MCP_URL)
+    return explicit or CliSettings().mcp_url
 
 
 class SearchError(S3rmError):

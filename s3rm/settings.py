@@ -1,4 +1,12 @@
-"""Where the development wiki and stack record their settings, and the reader of those files.
+"""The one reader of the ``s3rm`` command's own settings, and where the dev wiki and stack record theirs.
+
+Every ``S3RM_*`` variable the CLI reads for itself is declared once in
+:data:`SETTINGS` with its default and, where one applies, the ``.dev`` file it
+falls back to; :class:`CliSettings` reads them: a non-empty environment value
+wins, then a non-empty value in that file, then the default. The gateway's own
+variables are read by :func:`gateway.config.load_config` (``serve``, ``audit``,
+``auth`` and ``index`` hand it the environment) and ``S3RM_RESEARCH_*`` by
+:mod:`s3rm.research.settings`.
 
 ``s3rm dev wiki up`` writes the dev wiki's URL and bot passwords to
 ``.dev/wiki/env`` (mode 600); ``s3rm stack up`` writes the gateway's public MCP
@@ -11,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -97,3 +106,111 @@ def dev_stack_settings(dev_dir: Path | None = None) -> dict[str, str]:
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         pass
     return values
+
+
+# ------------------------------------------------------------ the CLI's own settings
+#: ``Setting.fallback`` naming ``.dev/wiki/env`` (:data:`DEV_ENV_FILE`)
+WIKI = "wiki"
+#: ``Setting.fallback`` naming ``.dev/stack.env`` (:data:`DEV_STACK_ENV_FILE`)
+STACK = "stack"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One ``S3RM_*`` variable the CLI reads: its default and the ``.dev`` file it falls back to ("": none)."""
+
+    name: str
+    default: str = ""
+    fallback: str = ""
+    help: str = ""
+
+
+#: Every ``S3RM_*`` variable the ``s3rm`` command reads for itself, by name.
+SETTINGS: dict[str, Setting] = {s.name: s for s in (
+    Setting("S3RM_MCP_URL", "http://127.0.0.1:8080/mcp", STACK,
+            "MCP endpoint of evaluate, research-query and index retry-quarantined"),
+    Setting("S3RM_MCP_PUBLIC_URL", "", STACK, "public MCP URL the synced pages show"),
+    Setting("S3RM_PG_DSN", "", STACK, "the shared pgvector store of s3rm index"),
+    Setting("S3RM_METRICS_TOKEN", "", "", "bearer token of s3rm index retry-quarantined"),
+    Setting("S3RM_GITHUB_LOOKUP_TOKEN", "", "", "GitHub token s3rm auth pin looks a login's id up with"),
+    Setting("S3RM_WIKI_API_URL", "", WIKI, "the wiki's api.php URL (sync, import)"),
+    Setting("S3RM_SYNC_USERNAME", "", WIKI, "the sync account (interface-admin)"),
+    Setting("S3RM_SYNC_PASSWORD", "", WIKI, "the sync account's bot password"),
+    Setting("S3RM_IMPORT_USERNAME", "", WIKI, "the import account"),
+    Setting("S3RM_IMPORT_PASSWORD", "", WIKI, "the import account's bot password"),
+    Setting("S3RM_DEV_WIKI_PORT", "8081", "", "port of the dev wiki"),
+    Setting("S3RM_DEV_GATEWAY_PORT", "8080", "", "port of the dev stack's gateway"),
+    Setting("S3RM_DEV_EMBEDDING_PORT", "8082", "", "port of the dev stack's embedding server"),
+    Setting("S3RM_DEV_EMBEDDING_DOCUMENT_PORT", "8084", "", "port of the dev stack's document embedding server"),
+    Setting("S3RM_DEV_PG_PORT", "8083", "", "port of the dev stack's PostgreSQL"),
+)}
+
+
+#: "the ``.dev`` file as it is now" for :class:`CliSettings` (``None`` means no file)
+_DEV_FILE = object()
+
+
+class CliSettings:
+    """The CLI's settings over ``environ`` (default ``os.environ``) and the ``.dev`` files.
+
+    ``wiki_file`` and ``stack_file`` default to :data:`DEV_ENV_FILE` and
+    :data:`DEV_STACK_ENV_FILE` as they are when the object is made; ``None``
+    turns a fallback off. Files are read once, on first use.
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None, *,
+                 wiki_file: Path | None | object = _DEV_FILE, stack_file: Path | None | object = _DEV_FILE) -> None:
+        self.environ = os.environ if environ is None else environ
+        self._files: dict[str, Path | None] = {WIKI: DEV_ENV_FILE if wiki_file is _DEV_FILE else wiki_file,
+                                               STACK: DEV_STACK_ENV_FILE if stack_file is _DEV_FILE else stack_file}
+        self._read: dict[str, dict[str, str]] = {}
+
+    def _file_values(self, fallback: str) -> dict[str, str]:
+        if fallback not in self._read:
+            path = self._files.get(fallback)
+            self._read[fallback] = read_env_file(path) if path else {}
+        return self._read[fallback]
+
+    def value(self, name: str) -> str:
+        """``name``'s non-empty environment value, else its fallback file's, else its default."""
+        setting = SETTINGS[name]
+        if self.environ.get(name):
+            return self.environ[name]
+        if setting.fallback and self._file_values(setting.fallback).get(name):
+            return self._file_values(setting.fallback)[name]
+        return setting.default
+
+    def port(self, name: str) -> int:
+        """``name`` as an integer (:meth:`value`); raises ValueError when it is not one."""
+        return int(self.value(name))
+
+    def lookup(self, names: Iterable[str]) -> tuple[dict[str, str], tuple[str, ...]]:
+        """:func:`lookup` of ``names`` (all with the same fallback file), without defaults."""
+        files = {SETTINGS[n].fallback for n in names}
+        assert len(files) == 1, f"{sorted(names)} fall back to different files"
+        return lookup(names, self.environ, self._files.get(files.pop()))
+
+    @property
+    def mcp_url(self) -> str:
+        """The MCP endpoint (``S3RM_MCP_URL``, the running dev stack's, else the loopback default)."""
+        return self.value("S3RM_MCP_URL")
+
+    @property
+    def pg_dsn(self) -> str:
+        """The pgvector store (``S3RM_PG_DSN``, else the running dev stack's); "" when none."""
+        return self.value("S3RM_PG_DSN")
+
+    @property
+    def public_mcp_url(self) -> str:
+        """The public MCP URL for the synced pages (``S3RM_MCP_PUBLIC_URL``, else the dev stack's), stripped."""
+        return self.value("S3RM_MCP_PUBLIC_URL").strip()
+
+    @property
+    def metrics_token(self) -> str:
+        """The bearer token of the gateway's admin routes (``S3RM_METRICS_TOKEN``); "" when unset."""
+        return self.value("S3RM_METRICS_TOKEN")
+
+    @property
+    def github_lookup_token(self) -> str:
+        """The token ``s3rm auth pin`` looks GitHub ids up with (``S3RM_GITHUB_LOOKUP_TOKEN``)."""
+        return self.value("S3RM_GITHUB_LOOKUP_TOKEN")

@@ -292,7 +292,7 @@ def audit(client, *, since: datetime, limit: int, keys: Mapping[str, str], agent
 def settings(environ: Mapping[str, str], api_url: str | None = None,
              dev: Mapping[str, str] | None = None) -> dict[str, str]:
     """The settings the audit runs with: ``environ`` first, then the running dev stack's
-    (:func:`s3rm.devstack.envfiles.dev_stack_settings`, or ``dev``), so ``s3rm audit`` checks
+    (:func:`s3rm.settings.dev_stack_settings`, or ``dev``), so ``s3rm audit`` checks
     seals with the keys the stack's gateway signs with.
 
     Wiki settings fall back name by name. The seal settings come as a pair, from ``environ``

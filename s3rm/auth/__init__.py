@@ -26,6 +26,7 @@ import os
 import time
 
 from s3rm.errors import CliError
+from s3rm.settings import CliSettings
 
 __all__ = ["register"]
 
@@ -63,7 +64,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
     user_id = args.id
     if user_id is None:
         try:
-            user_id = github.lookup_user(settings, login, os.environ.get("S3RM_GITHUB_LOOKUP_TOKEN", ""))
+            user_id = github.lookup_user(settings, login, CliSettings().github_lookup_token)
         except github.UpstreamError as exc:
             raise CliError(str(exc), 1) from exc
     store.pin_login(login, str(user_id), int(time.time()))

@@ -56,7 +56,7 @@ from s3rm.devstack.accounts import Credentials
 from s3rm.devstack.console import say
 from s3rm.devstack.errors import DevWikiError
 from s3rm.devstack.statefiles import now_iso, write_private
-from s3rm.settings import DEV_DIR
+from s3rm.settings import DEV_DIR, CliSettings
 from s3rm.devstack.packages import check_php
 from s3rm.devstack.wikiserver import jobrunner_freshness, pending_jobs, siteinfo
 
@@ -160,7 +160,7 @@ def resolve_port(port: int | str | None) -> int:
     """
     source = "--port"
     if port is None:
-        env = os.environ.get(PORT_ENV, "").strip()
+        env = CliSettings().value(PORT_ENV).strip()
         if not env:
             return DEFAULT_PORT
         port, source = env, PORT_ENV

@@ -54,7 +54,7 @@ from pathlib import Path
 
 from gateway.domain.schema import REPO_ROOT
 from s3rm.devstack import devwiki, postgres, procs
-from s3rm.settings import DEV_DIR, DEV_SECRETS_FILE, DEV_STACK_ENV_FILE, seal_settings
+from s3rm.settings import DEV_DIR, DEV_SECRETS_FILE, DEV_STACK_ENV_FILE, CliSettings, seal_settings
 from s3rm.errors import CliError
 
 SECRETS_FILE = DEV_SECRETS_FILE
@@ -69,9 +69,9 @@ class StackError(CliError):
     """A step of the stack failed; the message names the step and where its log is."""
 
 
-def _port(env: str, default: int) -> int:
+def _port(env: str) -> int:
     try:
-        return int(os.environ.get(env) or default)
+        return CliSettings().port(env)
     except ValueError:
         raise StackError(f"{env} must be a port number") from None
 
@@ -136,7 +136,7 @@ def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, s
 
 def _document_port(embedding_port: int) -> int | None:
     """``S3RM_DEV_EMBEDDING_DOCUMENT_PORT`` (8084), or None when it is the query server's port (one server)."""
-    port = _port("S3RM_DEV_EMBEDDING_DOCUMENT_PORT", 8084)
+    port = _port("S3RM_DEV_EMBEDDING_DOCUMENT_PORT")
     return None if port == embedding_port else port
 
 
@@ -280,9 +280,9 @@ def _legacy_search_answers(base: str, token: str) -> None:
 
 def up(args: argparse.Namespace) -> int:
     """Bring the whole dev stack up (see module doc); returns an exit code."""
-    wiki_port = _port("S3RM_DEV_WIKI_PORT", 8081)
-    gateway_port = _port("S3RM_DEV_GATEWAY_PORT", 8080)
-    embedding_port = _port("S3RM_DEV_EMBEDDING_PORT", 8082)
+    wiki_port = _port("S3RM_DEV_WIKI_PORT")
+    gateway_port = _port("S3RM_DEV_GATEWAY_PORT")
+    embedding_port = _port("S3RM_DEV_EMBEDDING_PORT")
     document_port = _document_port(embedding_port)
     _say("dev wiki")
     wiki = devwiki.up(devwiki.DEFAULT_DIR, port=wiki_port)
@@ -348,7 +348,7 @@ Stop everything with: s3rm stack down
 
 def _pg_cluster() -> postgres.PgCluster:
     """The dev stack's PostgreSQL + pgvector cluster in ``.dev/postgres`` on ``S3RM_DEV_PG_PORT`` (8083)."""
-    return postgres.PgCluster(DEV_DIR / "postgres" / "data", _port("S3RM_DEV_PG_PORT", 8083))
+    return postgres.PgCluster(DEV_DIR / "postgres" / "data", _port("S3RM_DEV_PG_PORT"))
 
 
 def down(args: argparse.Namespace) -> int:
@@ -366,14 +366,14 @@ def down(args: argparse.Namespace) -> int:
 def status(args: argparse.Namespace) -> int:
     """Print what runs; exit 1 when a part is down."""
     ok = True
-    one_server = _document_port(_port("S3RM_DEV_EMBEDDING_PORT", 8082)) is None
+    one_server = _document_port(_port("S3RM_DEV_EMBEDDING_PORT")) is None
     for name, marker in SERVICES:
         if name == "embedding-documents" and one_server:
             continue  # the query server embeds Lesson texts too
         pid = procs.running(_paths(name)[0], marker)
         ok &= pid is not None
         print(f"{name:19s}: {'running (pid %d)' % pid if pid else 'stopped'}")
-    port = _port("S3RM_DEV_GATEWAY_PORT", 8080)
+    port = _port("S3RM_DEV_GATEWAY_PORT")
     try:
         body = _wait_http(f"http://{HOST}:{port}/readyz", 2, ok=lambda s, b: True)
         print(f"{'readyz':19s}: {json.dumps(body, ensure_ascii=False)}")

@@ -49,7 +49,7 @@ from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
-from s3rm.settings import DEV_ENV_FILE, lookup
+from s3rm.settings import DEV_ENV_FILE, CliSettings
 from s3rm.errors import S3rmError
 from s3rm.errors import CliError
 from s3rm.importing import synthetic_lessons
@@ -89,7 +89,7 @@ def resolve_import_settings(environ=None, env_file: Path | None = DEV_ENV_FILE) 
     Raises:
         ImportConfigError: a value is found nowhere.
     """
-    found, _ = lookup(ENV_NAMES, environ, env_file)
+    found, _ = CliSettings(environ, wiki_file=env_file).lookup(ENV_NAMES)
     missing = [n for n in ENV_NAMES if n not in found]
     if missing:
         raise ImportConfigError(

@@ -37,7 +37,7 @@ import statistics
 import sys
 import time
 
-from s3rm.settings import DEV_STACK_ENV_FILE, read_env_file
+from s3rm.settings import CliSettings
 from s3rm.errors import CliError
 
 #: A PostgreSQL memory size as ``maintenance_work_mem`` takes it (``--hnsw-memory``).
@@ -47,7 +47,7 @@ __all__ = ["register"]
 
 
 def _dsn(args: argparse.Namespace) -> str | None:
-    return args.dsn or os.environ.get("S3RM_PG_DSN") or read_env_file(DEV_STACK_ENV_FILE).get("S3RM_PG_DSN")
+    return args.dsn or CliSettings().pg_dsn or None
 
 
 def _store(args: argparse.Namespace):
@@ -248,7 +248,7 @@ def cmd_retry_quarantined(args: argparse.Namespace) -> int:
 
     base = resolve_mcp_url(args.url)
     url = (base[: -len("/mcp")] if base.endswith("/mcp") else base.rstrip("/")) + RETRY_QUARANTINED
-    token = os.environ.get("S3RM_METRICS_TOKEN", "")
+    token = CliSettings().metrics_token
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         resp = requests.post(url, headers=headers, timeout=10)

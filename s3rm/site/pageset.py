@@ -22,7 +22,6 @@ Pure apart from reading the source files; no network.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -30,7 +29,7 @@ from typing import Callable, Iterable, Mapping
 from gateway.domain.schema import Schema, SchemaError, load_schema, schema_dir
 from s3rm.site import variants
 from s3rm.schema.pages import WikiCapabilities, render_schema_pages
-from s3rm.settings import DEV_STACK_ENV_FILE, read_env_file
+from s3rm.settings import CliSettings
 from s3rm.site.wikisite import SyncConfigError, SyncError
 
 #: Environment variable holding the public MCP URL the home page advertises.
@@ -189,11 +188,10 @@ def placeholder_values(environ: Mapping[str, str] | None = None) -> dict[str, st
     Raises:
         SyncError: the URL is not a plain ``http(s)://host[:port]/path`` or an absolute path.
     """
-    if environ is None:
-        environ = os.environ
-        if not environ.get(MCP_URL_ENV, "").strip():  # the dev stack's value, when one runs here
-            environ = {**read_env_file(DEV_STACK_ENV_FILE), **environ}
-    url = environ.get(MCP_URL_ENV, "").strip()
+    if environ is None:  # the environment, else the dev stack's value when one runs here
+        url = CliSettings().public_mcp_url
+    else:
+        url = environ.get(MCP_URL_ENV, "").strip()
     if not url:
         return {}
     try:

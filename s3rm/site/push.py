@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
 from gateway.domain.repository import EditConflict, PermissionDenied, RepositoryError, WikiUnavailable
-from s3rm import settings as envfiles
+from s3rm import settings as cli_settings
 from s3rm.errors import CliError
 from s3rm.site.pageset import DesiredPage, build_page_set
 from s3rm.site.wikisite import (
@@ -267,7 +267,7 @@ def open_session(args: argparse.Namespace, err: TextIO) -> Session:
     Raises:
         SyncError: settings, connection, sources or reads failed.
     """
-    settings = resolve_settings(args.api_url, env_file=envfiles.DEV_ENV_FILE)
+    settings = resolve_settings(args.api_url, env_file=cli_settings.DEV_ENV_FILE)
     if settings.from_env_file:
         err.write(f"sync: {', '.join(settings.from_env_file)} not set; using the values in {settings.env_file}\n")
     wiki = connect(settings)

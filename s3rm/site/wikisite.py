@@ -45,7 +45,7 @@ from typing import Iterable, Mapping
 from gateway.domain.repository import LoginFailed, PermissionDenied, RepositoryError, WikiApiError, WikiUnavailable
 from gateway.wiki.client import WikiClient
 from gateway.wiki.edit import conditional_save
-from s3rm.settings import DEV_ENV_FILE, lookup
+from s3rm.settings import DEV_ENV_FILE, CliSettings
 from s3rm.errors import S3rmError
 
 API_URL_ENV = "S3RM_WIKI_API_URL"
@@ -188,7 +188,7 @@ def resolve_settings(api_url: str | None = None, environ: Mapping[str, str] | No
     Raises:
         SyncConfigError: a value is found nowhere (the message says where to set it).
     """
-    values, from_file = lookup((API_URL_ENV, USERNAME_ENV, PASSWORD_ENV), environ, env_file)
+    values, from_file = CliSettings(environ, wiki_file=env_file).lookup((API_URL_ENV, USERNAME_ENV, PASSWORD_ENV))
     if api_url:
         values[API_URL_ENV] = api_url
         from_file = tuple(n for n in from_file if n != API_URL_ENV)

@@ -19,7 +19,7 @@ from gateway.domain.codec import parse_page, serialize_page
 from gateway.wiki.client import WikiClient
 from support.services import Gateway, call_tool, tool_payload
 from support.write_harness import claim_args, evidence_args, lesson_fields, unique
-from s3rm import settings as envfiles
+from s3rm import settings as cli_settings
 from s3rm.devstack import stack
 from s3rm.audit import main, settings
 
@@ -30,7 +30,7 @@ def dev_stack(dev_wiki, tmp_path, monkeypatch):
     (tmp_path / "wiki").mkdir()
     (tmp_path / "wiki" / "env").write_text(
         "".join(f"export {k}={shlex.quote(v)}\n" for k, v in dev_wiki.env().items()))
-    monkeypatch.setattr(envfiles, "DEV_DIR", tmp_path)
+    monkeypatch.setattr(cli_settings, "DEV_DIR", tmp_path)
     monkeypatch.setattr(stack, "SECRETS_FILE", tmp_path / "secrets.json")
     monkeypatch.setattr(stack, "TOKEN_FILE", tmp_path / "mcp-write-token")
     for name in [k for k in os.environ if k.startswith("S3RM_")]:
@@ -131,7 +131,7 @@ def dev_wiki_now(dev_wiki) -> str:
 
 
 # ---------------------------------------------------------------- the documented schedule
-REPO = envfiles.REPO_ROOT
+REPO = cli_settings.REPO_ROOT
 
 
 def _audit_args(argv: list[str]):

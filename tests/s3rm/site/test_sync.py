@@ -24,7 +24,7 @@ from gateway.domain.repository import EditConflict, PermissionDenied, WikiUnavai
 from gateway.domain.schema import load_schema
 from gateway.wiki.client import WikiClient
 from s3rm import cli
-from s3rm import settings as envfiles
+from s3rm import settings as cli_settings
 from s3rm.site import pageset, push, wikisite
 from s3rm.site.wikisite import ConnectionSettings, SiteInfo, TitleKey
 
@@ -159,7 +159,7 @@ def apply_environment(mp: pytest.MonkeyPatch, dev_wiki) -> None:
     for name, value in admin_environment(dev_wiki).items():
         mp.setenv(name, value)
     mp.delenv("S3RM_SCHEMA_DIR", raising=False)
-    mp.setattr(envfiles, "DEV_ENV_FILE", Path("/nonexistent/s3rm-env"))
+    mp.setattr(cli_settings, "DEV_ENV_FILE", Path("/nonexistent/s3rm-env"))
 
 
 @pytest.fixture
