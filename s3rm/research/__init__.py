@@ -1,9 +1,9 @@
 """``s3rm research-query``: facet-parallel search of the memory, optional rerank and cited synthesis.
 
-Contract: docs/research-tools.md#research-query. Modules: :mod:`.settings` (the
-opt-in endpoints), :mod:`.facets` (parallel facet searches over MCP and their
-fusion), :mod:`.endpoints` (the rerank and chat calls), :mod:`.citations` (the
-citation check of a synthesis).
+Contract: docs/research-tools.md#research-query. Modules: :mod:`.facets`
+(parallel facet searches over MCP and their fusion), :mod:`.endpoints` (the
+rerank and chat calls), :mod:`.citations` (the citation check of a synthesis);
+its endpoint settings: :meth:`s3rm.settings.CliSettings.research`.
 
 1. Three ``search_lessons`` calls in parallel over one MCP session, one per
    facet (:mod:`s3rm.research.facets`), fused with the gateway's own
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -42,7 +41,7 @@ from s3rm.mcpsearch import DEFAULT_MCP_URL, describe_failure, resolve_mcp_url
 from s3rm.research.citations import CheckedAnswer, build_messages, check_citations
 from s3rm.research.endpoints import EndpointError, chat, rerank
 from s3rm.research.facets import DEPTH, FacetRun, ResearchHit, VersionMismatch, fuse_facets, search_facets
-from s3rm.research.settings import ResearchSettings, load_research_settings
+from s3rm.settings import CliSettings, ResearchSettings
 
 __all__ = ["ResearchReport", "run_research", "format_text", "to_json", "register", "POOL", "MAX_LIMIT"]
 
@@ -187,7 +186,7 @@ def cmd_research_query(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= MAX_LIMIT:
         raise CliError(f"--limit must be between 1 and {MAX_LIMIT}", 2)
     try:
-        settings = load_research_settings(os.environ)
+        settings = CliSettings().research()
     except ConfigError as exc:
         raise CliError(f"configuration: {exc}", 2) from exc
     if args.rerank and settings.rerank is None:

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 from s3rm.errors import S3rmError
-from s3rm.research.settings import Endpoint
+from s3rm.settings import Endpoint
 
 __all__ = ["EndpointError", "rerank", "chat", "MAX_RESPONSE_BYTES"]
 
