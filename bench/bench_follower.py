@@ -50,7 +50,7 @@ from support.services import Gateway, call_tool, tool_payload  # noqa: E402
 
 from gateway.domain.codec import serialize_page  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
-from sync.devstack import devwiki  # noqa: E402
+from s3rm.devstack import devwiki  # noqa: E402
 
 TOPICS = ["disk alarm muted on the night shift", "retry storm after a DNS timeout",
           "cache without eviction grew until the pod was killed", "certificate expired on a Sunday",
@@ -118,8 +118,8 @@ def run_memory(env: dict, admin: WikiClient, args) -> tuple[list[float], int, st
 
 def run_pgvector(env: dict, admin: WikiClient, args) -> tuple[list[float], int, str]:
     """Two gateways on one fresh PostgreSQL: the leader follows, the other one is searched."""
-    from sync.devstack import postgres
-    from sync.devstack.wikiserver import free_port
+    from s3rm.devstack import postgres
+    from s3rm.devstack.wikiserver import free_port
 
     root = Path(tempfile.mkdtemp(prefix="s3rm-pg-bench-"))  # not under a 700 folder: the server user walks it
     root.chmod(0o711)

@@ -48,7 +48,7 @@ sys.path.insert(0, str(REPO))
 import requests  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from sync.devstack import devwiki  # noqa: E402
+from s3rm.devstack import devwiki  # noqa: E402
 from support import browser as bh  # noqa: E402
 
 TARGET_MS = 1500.0

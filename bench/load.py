@@ -48,7 +48,7 @@ Phases (each prints one block):
    prints the first, maximum and last samples and the growth.
 
 Seeds ``--seed`` imported Lessons from the vendored cloud-incident corpus
-(``data/cloud-incidents``) through :class:`sync.ops.importer.Importer` first.
+(``data/cloud-incidents``) through :class:`s3rm.importing.Importer` first.
 Query text and Lesson content are never printed.
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ from stage_metrics import read_stages, stage_means  # noqa: E402
 
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
-from sync.devstack import devwiki  # noqa: E402
+from s3rm.devstack import devwiki  # noqa: E402
 
 CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"
 QUERIES = ["network outage", "DNS", "configuration change", "storage latency", "authentication", "power",
@@ -294,8 +294,8 @@ def _settle(url: str, wiki_dir: Path | None, limit: float = 180.0) -> str:
     no queued job and the gateway at ``url`` has no index refresh queued or running (``/metrics``
     ``semantic.pending`` and ``semantic.refreshing``), then 5 s more. Work that yields to reads
     during a burst finishes here, not inside the next quiet phase. Returns what to print."""
-    from sync.devstack.base import DevWikiError
-    from sync.devstack.wikiserver import pending_jobs
+    from s3rm.devstack.errors import DevWikiError
+    from s3rm.devstack.wikiserver import pending_jobs
 
     started = time.monotonic()
     metrics = url.replace("/mcp", "/metrics")
@@ -453,8 +453,8 @@ def build_reads(gw: Gateway, ids: list[str], concurrency: int, limit_seconds: fl
 # -------------------------------------------------------------------- main
 def seed(wiki: devwiki.DevWiki, count: int, start: int = 0) -> list[str]:
     """Import up to ``count`` cloud-incident Lessons from record ``start`` on (idempotent); returns their ids."""
-    from sync.ops.importer import Importer
-    from sync.ops.importers.cloud_incidents import read_records
+    from s3rm.importing import Importer
+    from s3rm.importing.cloud_incidents import read_records
 
     records, _ = read_records(CORPUS)
     records = records[start:start + count]
@@ -490,8 +490,8 @@ def pgvector_scaling(env: dict, ids: list[str], levels: list[int], seconds: floa
     """
     import shutil
 
-    from sync.devstack import postgres
-    from sync.devstack.wikiserver import free_port
+    from s3rm.devstack import postgres
+    from s3rm.devstack.wikiserver import free_port
 
     root = Path(tempfile.mkdtemp(prefix="s3rm-load-pg-"))  # not under a 700 folder: the server user walks it
     root.chmod(0o711)

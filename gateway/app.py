@@ -127,7 +127,6 @@ def create_app(
     repository_factory: RepositoryFactory | None = None,
     wiki_probe: Callable[[], bool] | None = None,
     clock: Callable[[], datetime] = utc_now,
-    metrics: Metrics | None = None,
     admission_status: Callable[[], str] | None = None,
     semantic_status: Callable[[], str] | None = None,
     specs: tuple[ToolSpec, ...] | None = None,
@@ -165,7 +164,7 @@ def create_app(
     is missing or invalid.
     """
     require_process_schema(config.schema_dir)
-    metrics = metrics or Metrics()
+    metrics = Metrics()
     registry = ToolRegistry.load(config.schema_dir, specs)
     if config.chatgpt_lesson_url:
         registry = registry.with_builtin(chatgpt.SPECS, config.schema_dir)

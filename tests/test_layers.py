@@ -1,4 +1,4 @@
-"""The import layers of gateway/, hooks_spec/ and sync/, declared once and checked on every module.
+"""The import layers of gateway/, hooks_spec/ and s3rm/, declared once and checked on every module.
 
 :data:`LAYERS` is the one declaration of the layer order (bottom first; README's
 layout table describes the same packages). The test parses every module with
@@ -7,7 +7,7 @@ layout table describes the same packages). The test parses every module with
 
 * a module that no layer claims (declare a new package here first),
 * an edge that points up the order (a lower layer importing a higher one),
-* any import of ``sync`` from ``gateway`` (the gateway never needs the CLI), and
+* any import of ``s3rm`` from ``gateway`` (the gateway never needs the CLI), and
 * any import cycle between modules, also inside one layer.
 
 Third-party and standard-library imports are ignored. Three checks on names sit
@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("gateway", "hooks_spec", "sync")
+PACKAGES = ("gateway", "hooks_spec", "s3rm")
 
 #: The layer order, bottom to top. Each entry lists the module prefixes of one layer;
 #: a module belongs to the layer of its longest matching prefix and may import only
@@ -54,10 +54,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gateway.web",),             # HTTP routes outside MCP: browser JSON, health probes, /metrics
     ("gateway.app",),             # create_app(config) wires everything
     ("gateway.serving", "gateway"),  # gunicorn settings, worker and wsgi (top of the gateway)
-    ("sync.schema",),             # schema generation (walks the gateway.tools registry)
-    ("sync.devstack",),           # development wiki and stack
-    ("sync.site", "sync.ops"),    # push/diff/check and page sets; import, audit, evaluate, admin commands
-    ("sync.cli", "sync"),         # the s3rm entry point (verbs = admin verbs)
+    ("s3rm.errors",),             # the CLI's exception root and its one error type (CliError)
+    ("s3rm.settings",),           # the CLI's one settings reader (environment, then the .dev files)
+    ("s3rm.schema",),             # schema generation (walks the gateway.tools registry)
+    ("s3rm.devstack",),           # development wiki and stack
+    ("s3rm.mcpsearch",),          # the MCP search client the admin commands share
+    ("s3rm.site", "s3rm.importing", "s3rm.audit", "s3rm.evaluate", "s3rm.research", "s3rm.collect",
+     "s3rm.index", "s3rm.auth"),  # push/diff/check and page sets; one package per admin command
+    ("s3rm.cli", "s3rm"),         # the s3rm entry point (verbs = admin verbs)
 )
 
 
@@ -176,9 +180,9 @@ def test_imports_point_down_the_layers():
     assert not upward, "upward imports:\n" + "\n".join(upward)
 
 
-def test_gateway_never_imports_sync():
+def test_gateway_never_imports_s3rm():
     edges = sorted(f"{s} imports {t}" for s, ts in GRAPH.items() if s.split(".")[0] == "gateway"
-                   for t in ts if t.split(".")[0] == "sync")
+                   for t in ts if t.split(".")[0] == "s3rm")
     assert not edges, "\n".join(edges)
 
 
@@ -250,8 +254,8 @@ def misplaced_imports(modules: dict[str, Path]) -> list[str]:
 
 #: Module names that say where code was put, not what it is.
 VAGUE_NAMES = frozenset({"common", "parts", "base", "utils", "misc"})
-#: Packages held to :data:`VAGUE_NAMES` (the admin CLI package gets its new names in its own step).
-NAMED_PACKAGES = ("gateway", "hooks_spec")
+#: Packages held to :data:`VAGUE_NAMES`: all of them.
+NAMED_PACKAGES = PACKAGES
 #: Modules at most at the top of ``gateway/retrieval/`` beside its subpackages (``__init__`` not counted).
 RETRIEVAL_TOP_LEVEL_MAX = 8
 
@@ -291,7 +295,7 @@ def test_cycles_and_upward_edges_are_found():
     assert _cycles({"a": {"b"}, "b": set()}) == []
     assert layer_of("gateway.ops.gate") < layer_of("gateway.tools.dispatcher")
     assert layer_of("gateway.serving.wsgi") > layer_of("gateway.app")
-    assert layer_of("sync.devstack.stack") > layer_of("gateway.serving.wsgi")
+    assert layer_of("s3rm.devstack.stack") > layer_of("gateway.serving.wsgi")
     assert layer_of("unknown.module") is None
 
 

@@ -59,7 +59,7 @@ $wgMessageCacheType = CACHE_ACCEL;
 
 # --------------------------------------------------- Lesson namespace
 # The blocks between "s3rm shared" markers equal the dev wiki's settings template
-# (sync/devstack/LocalSettings.dev.php) rendered from schema/lesson.toml; a test checks it.
+# (s3rm/devstack/LocalSettings.dev.php) rendered from schema/lesson.toml; a test checks it.
 # >>> s3rm shared: lesson-namespace
 # The Lesson namespace (id and name from schema/lesson.toml): content, searched by
 # default; Lesson ids are lower-case and never capitalised.

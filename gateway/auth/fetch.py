@@ -38,6 +38,8 @@ import time
 from typing import Any, Callable, Iterable
 from urllib.parse import urlsplit
 
+from gateway.core.errors import GatewayError
+
 __all__ = ["DENIED_NETWORKS", "FetchError", "MetadataFetcher", "address_allowed", "fetch_json", "Resolver"]
 
 #: ``resolve(host, port) -> [address, ...]`` (strings); defaults to :func:`socket.getaddrinfo`.
@@ -58,7 +60,7 @@ DENIED_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
 ))
 
 
-class FetchError(Exception):
+class FetchError(GatewayError):
     """A metadata document could not be fetched safely; ``reason`` is a short code (module doc)."""
 
     def __init__(self, reason: str, message: str):

@@ -27,6 +27,7 @@ from urllib.parse import quote, urlencode
 import requests
 
 from gateway.config.github import SCOPE_READ, SCOPE_WRITE, GithubSettings
+from gateway.core.errors import GatewayError
 
 __all__ = ["GithubUser", "UpstreamError", "authorize_url", "granted_scopes", "login", "lookup_user", "recheck"]
 
@@ -34,7 +35,7 @@ _HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "20
             "User-Agent": "s3rm-gateway"}
 
 
-class UpstreamError(Exception):
+class UpstreamError(GatewayError):
     """GitHub did not complete the login (message is safe to show; no token or code in it)."""
 
 

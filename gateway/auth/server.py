@@ -76,6 +76,7 @@ from gateway.auth.store import AuthStore, Family, digest
 from gateway.auth.tokens import KeyRing, mint_access_token, token_family
 from gateway.auth.vault import Vault
 from gateway.config.github import SCOPE_READ, SCOPE_WRITE, GithubSettings
+from gateway.core.errors import GatewayError
 
 __all__ = ["GatewayAuthorizationServer", "GrantUser", "InvalidTargetError", "METADATA_LIMITS", "OAuthClient",
            "SCOPES", "StoredRequest", "TemporarilyUnavailable", "audit", "clean_metadata", "redirect_matches",
@@ -114,7 +115,7 @@ METADATA_LIMITS: dict[str, tuple[str, int, int]] = {
 }
 
 
-class TemporarilyUnavailable(OAuth2Error):
+class TemporarilyUnavailable(OAuth2Error, GatewayError):
     """RFC 6749 ``temporarily_unavailable`` (HTTP 503 with ``Retry-After``): try again shortly."""
 
     error = "temporarily_unavailable"
@@ -148,7 +149,7 @@ def clean_metadata(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class InvalidTargetError(OAuth2Error):
+class InvalidTargetError(OAuth2Error, GatewayError):
     """RFC 8707 ``invalid_target``: the requested resource is not this server's MCP endpoint."""
 
     error = "invalid_target"

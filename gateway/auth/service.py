@@ -17,6 +17,7 @@ from gateway.auth.store import AuthStore, SqliteAuthStore
 from gateway.auth.tokens import KeyRing, TokenInvalid, verify_access_token
 from gateway.config import GatewayConfig
 from gateway.config.github import SCOPE_READ, GithubSettings
+from gateway.core.errors import GatewayError
 from gateway.core.principal import Principal
 
 __all__ = ["AuthService", "Unauthenticated", "open_auth_store"]
@@ -43,7 +44,7 @@ def open_auth_store(config: GatewayConfig) -> AuthStore:
     return SqliteAuthStore(settings.state_db)
 
 
-class Unauthenticated(Exception):
+class Unauthenticated(GatewayError):
     """No acceptable access token: ``error`` is ``None`` (none sent) or ``invalid_token``; ``message`` says why."""
 
     def __init__(self, error: str | None, message: str):

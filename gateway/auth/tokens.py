@@ -25,13 +25,14 @@ from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, KeySet
 
 from gateway.auth.store import AuthStore, SigningKey
+from gateway.core.errors import GatewayError
 
 __all__ = ["AccessClaims", "KeyRing", "TokenInvalid", "mint_access_token", "token_family", "verify_access_token"]
 
 _ALG = "ES256"
 
 
-class TokenInvalid(Exception):
+class TokenInvalid(GatewayError):
     """An access token is not acceptable; ``reason`` is ``malformed``, ``signature``, ``expired``,
     ``issuer``, ``audience`` or ``revoked``."""
 

@@ -150,11 +150,6 @@ class GatewayConfig:
         return load_config(os.environ if environ is None else environ)
 
     # ------------------------------------------------------------- helpers
-    @property
-    def writes_enabled(self) -> bool:
-        """True when a write can succeed at all: open or github mode, or token mode with a digest set."""
-        return self.write_auth_mode in ("open", "github") or bool(self.write_token_sha256)
-
     def __repr__(self) -> str:
         """Show every setting except secrets, which appear as ``<redacted>`` (or ``''`` when unset)."""
         return redacted_repr(self, _SECRET_FIELDS)

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from gateway.core.errors import GatewayError
+
 __all__ = [
     "EmbeddingProfile",
     "ProfileMismatch",
@@ -71,7 +73,7 @@ INDEX_STRUCTURE: Mapping[str, Any] = MappingProxyType({
 })
 
 
-class ProfileMismatch(Exception):
+class ProfileMismatch(GatewayError):
     """What a provider serves does not match the pinned profile (model id or dimensions).
 
     Raised by :meth:`EmbeddingProfile.check_served`; it fails semantic

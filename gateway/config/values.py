@@ -15,6 +15,8 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from gateway.core.errors import GatewayError
+
 __all__ = [
     "ConfigError",
     "Getter",
@@ -43,7 +45,7 @@ _MAX_SCOPES = 16
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
 
 
-class ConfigError(ValueError):
+class ConfigError(GatewayError, ValueError):
     """A configuration value is missing or invalid.
 
     ``variable`` names the environment variable; the message never contains the

@@ -1,6 +1,7 @@
 """Error types and codes shared by every layer (docs/tools.md#error-codes, docs/transport.md#http-rules).
 
-Two kinds of failure reach a client:
+Every exception class of the gateway derives from :class:`GatewayError`. Two
+kinds of failure reach a client:
 
 * a tool failure — :class:`ToolError`, answered by the dispatcher as an
   ``isError`` tool result whose text is :func:`error_payload`
@@ -29,6 +30,7 @@ __all__ = [
     "UNAUTHORIZED",
     "HEADER_MISMATCH",
     "UNSUPPORTED_PROTOCOL_VERSION",
+    "GatewayError",
     "JsonRpcError",
     "StoreUnavailable",
     "ToolError",
@@ -46,8 +48,17 @@ HEADER_MISMATCH = -32020
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
+# ---------------------------------------------------------------- the root
+class GatewayError(Exception):
+    """The root of every exception class the gateway defines (``except GatewayError`` catches them all).
+
+    Classes that a caller also catches as a built-in type keep that base too
+    (for example ``ConfigError`` is also a ``ValueError``).
+    """
+
+
 # ---------------------------------------------------------------- store errors
-class StoreUnavailable(Exception):
+class StoreUnavailable(GatewayError):
     """A state store the gateway needs (github mode's authorization state) cannot be reached now.
 
     Raised in place of the driver's connection errors (``sqlite3.DatabaseError``,
@@ -81,7 +92,7 @@ def error_payload(
     return {"error": err}
 
 
-class ToolError(Exception):
+class ToolError(GatewayError):
     """An expected tool failure, reported to the client as an ``isError`` result.
 
     ``code`` is a short snake_case error code (e.g. ``not_found``,
@@ -105,7 +116,7 @@ class ToolError(Exception):
 
 
 # ------------------------------------------------------------------ JSON-RPC errors
-class JsonRpcError(Exception):
+class JsonRpcError(GatewayError):
     """A protocol-level failure answered with a JSON-RPC error object.
 
     ``http_status`` is the HTTP status of the response carrying it; ``data`` is

@@ -43,11 +43,12 @@ import unicodedata
 import mwparserfromhell
 from mwparserfromhell.nodes import Template, Text, Comment
 
+from gateway.core.errors import GatewayError
 from gateway.domain.model import LessonPage
 from gateway.domain.schema import Schema, load_schema
 
 
-class PageFormatError(ValueError):
+class PageFormatError(GatewayError, ValueError):
     """The wikitext is not a well-formed Lesson page (message says what is wrong)."""
 
 

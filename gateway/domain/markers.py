@@ -48,6 +48,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, replace
 
+from gateway.core.errors import GatewayError
 from gateway.domain.schema import load_schema
 
 __all__ = ["SUMMARY_LIMIT", "TAGS", "S3W_KINDS", "Marker", "MarkerError", "parse_summary", "format_marker",
@@ -91,7 +92,7 @@ _TOKEN = re.compile(r"\[S3[WVRU]")
 _TAIL = re.compile(r"\[(?P<tag>S3[WVRU]) v1 (?P<body>[^\[\]]*)\]\Z")
 
 
-class MarkerError(ValueError):
+class MarkerError(GatewayError, ValueError):
     """The summary uses the reserved marker syntax but carries no single well-formed marker."""
 
 

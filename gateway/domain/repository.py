@@ -3,7 +3,7 @@
 Tools receive a repository through their context and never see MediaWiki
 details (tokens, continuation, API error codes). Two implementations exist:
 ``gateway.wiki.repository.MediaWikiRepository`` (the real one) and
-``gateway.wiki.memory.InMemoryRepository`` (unit tests of domain rules only).
+``InMemoryRepository`` in ``tests/support/memory.py`` (unit tests of domain rules only).
 
 Every list operation is bounded and reports ``partial``/``scanned``/
 ``scan_limit`` so callers can tell an incomplete answer from an empty one.
@@ -14,6 +14,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
+from gateway.core.errors import GatewayError
 from gateway.domain.model import LessonSnapshot
 
 #: MediaWiki returns at most this many page contents per request (docs/retrieval.md#legacy-search).
@@ -22,7 +23,7 @@ SNAPSHOT_BATCH = 50
 PREFIX_SCAN_BATCHES = 10
 
 
-class RepositoryError(Exception):
+class RepositoryError(GatewayError):
     """Base class of repository failures. ``retryable`` tells callers whether a retry may help.
 
     The ONE error tree of MediaWiki failures, raised by

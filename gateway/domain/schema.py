@@ -22,6 +22,7 @@ from pathlib import Path
 
 from gateway.config.loader import process_schema_dir
 from gateway.config.values import ConfigError
+from gateway.core.errors import GatewayError
 
 #: Repository root (the folder holding ``schema/``) for an editable install.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +34,7 @@ SETTABLE = frozenset({"client", "server", "origin", "legacy"})
 RECORD_KINDS = ("lesson", "evidence", "verification", "relation")
 
 
-class SchemaError(ValueError):
+class SchemaError(GatewayError, ValueError):
     """The schema source is malformed (unknown type, missing enum, bad key)."""
 
 

@@ -37,6 +37,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from gateway.core.errors import GatewayError
 from gateway.domain.digests import canonical_json, content_digest
 from gateway.domain.markers import KID_PATTERN, Marker
 from gateway.domain.model import LessonPage
@@ -44,7 +45,7 @@ from gateway.domain.model import LessonPage
 __all__ = ["SealError", "SealCheck", "basis_digest", "body_digest", "make_seal", "verify_seal"]
 
 
-class SealError(ValueError):
+class SealError(GatewayError, ValueError):
     """A seal cannot be made (no usable active key)."""
 
 

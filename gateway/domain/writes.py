@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Collection, Mapping, NamedTuple, Sequence
 
+from gateway.core.errors import GatewayError
 from gateway.domain.codec import serialize_page
 from gateway.domain.idempotency import request_digest
 from gateway.domain.markers import Marker, build_summary
@@ -69,7 +70,7 @@ OPERATION_ID_PATTERN = load_schema().patterns["operation_id"]
 _OP = _re.compile(OPERATION_ID_PATTERN)
 
 
-class WriteRefused(Exception):
+class WriteRefused(GatewayError):
     """A write that must not happen; nothing was written.
 
     ``code`` (``invalid_argument``, ``rule_violation``, ``not_found``,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from gateway.config import GatewayConfig
 from gateway.config.github import SCOPE_WRITE
-from gateway.core.errors import ToolError
+from gateway.core.errors import GatewayError, ToolError
 from gateway.core.principal import Principal
 
 __all__ = [
@@ -58,7 +58,7 @@ class Credentials:
     principal: Principal | None = None
 
 
-class AuthError(Exception):
+class AuthError(GatewayError):
     """A write call is not authorised. ``status`` is 401 (no credentials) or 403 (wrong credentials)."""
 
     def __init__(self, status: int, reason: str, message: str):

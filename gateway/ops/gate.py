@@ -36,6 +36,8 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from gateway.core.errors import GatewayError
+
 __all__ = ["BoundedGate", "GateRejected", "QUEUE_FULL", "QUEUE_TIMEOUT"]
 
 #: Refusal reasons (also the ``data.code`` of an admission 429/503).
@@ -43,7 +45,7 @@ QUEUE_FULL = "queue_full"
 QUEUE_TIMEOUT = "queue_timeout"
 
 
-class GateRejected(Exception):
+class GateRejected(GatewayError):
     """The gate refused a caller; ``gate`` names the gate, ``reason`` is ``queue_full`` | ``queue_timeout``."""
 
     def __init__(self, gate: str, reason: str) -> None:

@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from mcp_types import Tool
 
+from gateway.core.errors import GatewayError
 from gateway.tools import (
     attach_evidence,
     audit_lessons,
@@ -53,7 +54,7 @@ WRITE_TOOLS = tuple(spec.name for spec in SPECS if spec.kind == "write")
 _FORMATS = Draft202012Validator.FORMAT_CHECKER
 
 
-class SchemaLoadError(RuntimeError):
+class SchemaLoadError(GatewayError, RuntimeError):
     """A tool's schema file is missing, not JSON, not a valid draft-2020-12 schema, or not closed.
 
     The message names the file; the server refuses to start rather than serve

@@ -2,7 +2,7 @@
 
 Each tool module ``gateway/tools/<tool>.py`` writes its own ``input_schema(F)``
 and ``output_schema(F)`` with these helpers; ``s3rm schema generate``
-(:mod:`sync.schema.toolschemas`) walks the tool registry and writes them to
+(:mod:`s3rm.schema.toolschemas`) walks the tool registry and writes them to
 ``schema/tools/<tool>.input.schema.json`` and ``…output.schema.json``, which
 the registry loads at start-up (docs/tools.md#tool-list).
 
@@ -12,7 +12,7 @@ Every string length, enum and id pattern that also exists in
 and value patterns from its ``[limits]`` and ``[patterns]`` tables
 (docs/tools.md#output-limits), so none is typed twice.
 
-Conventions (all enforced by tests/sync/schema/test_generate.py):
+Conventions (all enforced by tests/s3rm/schema/test_generate.py):
 
 * every object is closed (``additionalProperties: false``) and lists ``required``;
 * every property carries a ``description``;
@@ -259,10 +259,6 @@ class Fields:
                 extra = {}
             return string(help_text, f.max_length, min_length=min_len, **extra)
         return string(help_text, f.max_length, min_length=min_len)
-
-    def record_props(self, rec: RecordDef, names, direction: str = "out") -> dict[str, dict]:
-        """Field schemas for ``names`` of ``rec``, in the given order."""
-        return {n: self.field(rec, n, direction) for n in names}
 
     # groups -----------------------------------------------------------------
     def core_fields(self) -> list[str]:

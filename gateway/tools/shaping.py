@@ -26,12 +26,14 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from gateway.core.errors import GatewayError
+
 __all__ = ["ItemTooLarge", "Conformer", "conformer", "marker", "resolve", "truncate_text", "one_line"]
 
 _FORMATS = Draft202012Validator.FORMAT_CHECKER
 
 
-class ItemTooLarge(Exception):
+class ItemTooLarge(GatewayError):
     """A value exceeds its schema's maxLength and truncation was not allowed (``field`` names it)."""
 
     def __init__(self, field: str):

@@ -1,7 +1,7 @@
 """The ONE MediaWiki Action API client: thread-safe, ``requests``, bot-password login.
 
 The gateway and every ``s3rm`` command that talks to a wiki (``sync
-push|diff|check`` through ``sync/site/wikisite.py``, ``import``, ``audit``,
+push|diff|check`` through ``s3rm/site/wikisite.py``, ``import``, ``audit``,
 the dev wiki's readiness check) use this class, its error tree
 (:mod:`gateway.domain.repository`) and one edit policy
 (:func:`gateway.wiki.edit.conditional_save`).
@@ -63,6 +63,7 @@ from typing import Any, Mapping
 
 import requests
 
+from gateway.core.errors import GatewayError
 from gateway.domain.repository import (
     AssertUserFailed,
     EditConflict,
@@ -142,7 +143,7 @@ def _unavailable(code: str, message: str, *, maybe_applied: bool = False) -> Wik
     return exc
 
 
-class _Retry(Exception):
+class _Retry(GatewayError):
     """Internal: the attempt failed in a way that a later attempt may fix."""
 
     def __init__(self, error: RepositoryError, delay: float | None = None):
@@ -151,7 +152,7 @@ class _Retry(Exception):
         self.delay = delay
 
 
-class _SessionLost(Exception):
+class _SessionLost(GatewayError):
     """Internal: MediaWiki no longer recognises our session (re-login and retry once)."""
 
     def __init__(self, error: RepositoryError):
@@ -291,19 +292,6 @@ class WikiClient:
     def has_extension(self, name: str) -> bool:
         """True when siteinfo lists an installed extension called ``name``."""
         return any(ext.get("name") == name for ext in self.siteinfo().get("extensions", []))
-
-    def namespace_names(self, ns_id: int) -> set[str]:
-        """Every name MediaWiki may use for namespace ``ns_id``: canonical, local and aliases."""
-        info = self.siteinfo()
-        names = set()
-        ns = info.get("namespaces", {}).get(str(ns_id), {})
-        for key in ("name", "canonical"):
-            if ns.get(key):
-                names.add(ns[key])
-        for alias in info.get("namespacealiases", []):
-            if alias.get("id") == ns_id and alias.get("alias"):
-                names.add(alias["alias"])
-        return names
 
     # ----------------------------------------------------------- internals
     def _session(self) -> requests.Session:

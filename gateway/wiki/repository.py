@@ -482,14 +482,6 @@ class MediaWikiRepository(LessonRepository):
                     found.add(lesson_id)
         return found
 
-    def latest_revision_id(self, lesson_id: str) -> int | None:
-        """The page's latest revision id, None when it does not exist (``prop=info``)."""
-        data = self.client.get({"action": "query", "prop": "info", "titles": self.title(lesson_id)})
-        for page in data.get("query", {}).get("pages", []):
-            if not page.get("missing") and page.get("lastrevid"):
-                return int(page["lastrevid"])
-        return None
-
     # ------------------------------------------------------------- write
     def save_page(self, lesson_id: str, wikitext: str, summary: str, *,
                   base_revision_id: int | None) -> SaveResult:

@@ -491,7 +491,7 @@ def test_gateway_image_layout_installs_and_serves_without_the_checkout(tmp_path)
     """What deploy/gateway/Dockerfile copies is enough: a non-editable install plus S3RM_SCHEMA_DIR builds the app."""
     dockerfile = (REPO / "deploy/gateway/Dockerfile").read_text()
     copied = re.findall(r"^COPY (\S+) ", dockerfile, re.M)
-    assert {"pyproject.toml", "gateway", "sync", "hooks_spec", "schema"} <= set(copied)
+    assert {"pyproject.toml", "gateway", "s3rm", "hooks_spec", "schema"} <= set(copied)
     ignored = (REPO / ".dockerignore").read_text().split()
     assert not set(copied) & set(ignored), "the build context must contain what the Dockerfile copies"
     app_dir = tmp_path / "app"
@@ -592,7 +592,7 @@ def test_the_audit_service_runs_s3rm_audit_with_the_gateways_wiki_account_and_se
     command the audit CLI parses and whose settings are the gateway's (else every seal is an HS44)."""
     import argparse
 
-    from sync.ops.audit import register
+    from s3rm.audit import register
 
     services = _resolved(env_file, profiles="audit")["services"]
     svc, gateway = services["audit"], services["mcp-http"]

@@ -5,7 +5,7 @@ of the Lesson tools with valid and invalid arguments, plus a write without the
 token) is POSTed to ``/mcp`` of the real WSGI app (``create_app``: transport,
 dispatcher, registry over the generated ``schema/tools``, the real handlers)
 through Flask's test client. To make the answers deterministic the Lesson
-store is :class:`~gateway.wiki.memory.InMemoryRepository`, the tool clock and
+store is :class:`~support.memory.InMemoryRepository`, the tool clock and
 the repository clock are fixed, the seal keys and the cursor secret are fixed,
 cursor expiry uses the fixed clock, and the embedding provider is disabled.
 Later requests take ids, revision ids and digests from earlier answers, so
@@ -40,7 +40,7 @@ from gateway.app import create_app
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig, load_config
 from gateway.tools import cursors
 from gateway.retrieval.hybrid.service import RetrievalService
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 
 GOLDEN_DIR = Path(__file__).parent / "golden" / "mcp"
 RECORD = os.environ.get("S3RM_GOLDEN_RECORD") == "1"

@@ -195,7 +195,7 @@ def test_request_digest_ignores_order_of_sets_and_absent_optionals():
 
 
 def test_replay_scan_is_bounded():
-    from gateway.wiki.memory import InMemoryRepository
+    from support.memory import InMemoryRepository
 
     repo = InMemoryRepository()
     marker = markers.Marker(tag="S3W", parent=0, op="op-12345678", kind="create", digest="a" * 32)

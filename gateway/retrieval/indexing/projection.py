@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
+from gateway.core.errors import GatewayError
 from gateway.core.lru import BoundedLRU
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.schema import Schema, load_schema
@@ -93,7 +94,7 @@ V1_LAYOUT: Mapping[str, tuple[str, ...]] = MappingProxyType({
 METADATA_FIELDS = ("confidence", "record_origin", "author", "review_state", "created_at", "updated_at")
 
 
-class ProjectionError(ValueError):
+class ProjectionError(GatewayError, ValueError):
     """The schema's facet layout differs from the projection version's frozen layout."""
 
 

@@ -47,6 +47,7 @@ import socket
 from dataclasses import dataclass
 
 from gateway.config.profiles import INDEX_FACETS
+from gateway.core.errors import GatewayError
 
 __all__ = ["CHANGE_DELETED", "CHANGE_HEAD_SQL", "DDL", "EVENT_KINDS", "FencingError", "GenerationInfo", "HALFVEC_MAX_DIMS", "LAYOUT",
            "PLAIN_MAX_BYTES", "RECORD_COLUMNS", "RECORD_TYPES", "SCHEMA_LOCK", "STATES", "StoreError",
@@ -107,7 +108,7 @@ CHANGE_DELETED = len(RECORD_COLUMNS)
 RECORD_TYPES = ("text", "int8", "bytea", "bytea", "int8", "int8", "text", "text", "text", "int2", "text[]", "float4")
 
 
-class StoreError(Exception):
+class StoreError(GatewayError):
     """The store refused an operation (unknown generation, bad state); ``str`` says why."""
 
 

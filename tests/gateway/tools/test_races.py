@@ -28,7 +28,7 @@ from gateway.domain.markers import parse_summary
 from gateway.domain.repository import EditConflict
 from gateway.domain.timestamps import next_updated_at, parse_ts
 from gateway.wiki import edit
-from sync.ops.audit import audit
+from s3rm.audit import audit
 from support.write_harness import KEYS, WriteHarness, evidence_args, unique
 
 pytestmark = pytest.mark.wiki

@@ -15,7 +15,7 @@ from gateway.domain.codec import serialize_page
 from gateway.domain.markers import Marker, build_summary
 from gateway.domain.digests import content_digest, evidence_digest
 from gateway.domain.repository import WikiUnavailable
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from support.lessons import evidence, lesson, relation, verification
 from support.read_harness import Harness
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.domain.codec import serialize_page
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from support.lessons import evidence, lesson, relation, verification
 from support.read_harness import Harness
 

@@ -25,7 +25,7 @@ from gateway.domain.digests import evidence_digest
 from gateway.domain.markers import parse_summary
 from gateway.domain.seals import verify_seal
 from gateway.domain.timestamps import parse_ts
-from sync.ops.audit import audit
+from s3rm.audit import audit
 from support.write_harness import KEYS, WriteHarness, claim_args, evidence_args, lesson_fields, unique
 
 
@@ -625,7 +625,7 @@ def test_audit_cli_reports_tied_verification_times_and_exits_1(h, monkeypatch, c
     from datetime import datetime, timezone
 
     from gateway.domain.timestamps import next_updated_at
-    from sync.ops.audit import main
+    from s3rm.audit import main
 
     a = h.create()
     snap = h.repo.get_snapshot(a["id"])
@@ -677,7 +677,7 @@ def _memory_call(dispatcher, tool, **arguments):
 @pytest.mark.parametrize("maybe_applied", [True, False])
 def test_unconfirmed_save_is_retryable_and_the_retry_replays(maybe_applied):
     from gateway.domain.repository import WikiUnavailable
-    from gateway.wiki.memory import InMemoryRepository
+    from support.memory import InMemoryRepository
 
     class Flaky(InMemoryRepository):
         fail_next = True
@@ -701,7 +701,7 @@ def test_unconfirmed_save_is_retryable_and_the_retry_replays(maybe_applied):
 
 def test_permission_denied_is_reported_without_details():
     from gateway.domain.repository import PermissionDenied
-    from gateway.wiki.memory import InMemoryRepository
+    from support.memory import InMemoryRepository
 
     class ReadOnly(InMemoryRepository):
         def save_page(self, *args, **kwargs):

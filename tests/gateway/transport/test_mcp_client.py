@@ -120,11 +120,11 @@ def test_http_rules_hold_under_gunicorn(gateway):
 def test_serve_check_validates_configuration(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("S3RM_")}
     env["S3RM_SCHEMA_DIR"] = str(schema_dir_for_tests(tmp_path / "schema"))
-    ok = subprocess.run([sys.executable, "-m", "sync.cli", "serve", "--check"], cwd=REPO, env=env,
+    ok = subprocess.run([sys.executable, "-m", "s3rm", "serve", "--check"], cwd=REPO, env=env,
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert "gunicorn" in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "sync.cli", "serve", "--check"], cwd=REPO,
+    bad = subprocess.run([sys.executable, "-m", "s3rm", "serve", "--check"], cwd=REPO,
                          env=dict(env, S3RM_MCP_ALLOWED_ORIGINS="https://*.example.org"),
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "S3RM_MCP_ALLOWED_ORIGINS" in bad.stderr

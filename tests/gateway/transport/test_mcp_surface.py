@@ -17,7 +17,7 @@ from test_transport import HEADERS, rpc
 from gateway.app import create_app
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
 from gateway.domain.codec import serialize_page
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}

@@ -26,7 +26,7 @@ from gateway.domain.repository import (
     WikiUnavailable,
 )
 from gateway.wiki.client import WikiClient, error_from_api
-from gateway.wiki.memory import InMemoryRepository
+from support.memory import InMemoryRepository
 from gateway.wiki.repository import MediaWikiRepository
 from support.lessons import agent_client, ensure_relation_template, lesson, relation, write_pages
 

@@ -4,7 +4,7 @@ Wherever they state a default retrieval mode, a ranking version, a tool limit, a
 configuration default, a duplicate-check status or which verification bases a
 tool accepts, the value is read here from the code or the published schemas and
 compared, so a statement cannot go stale silently. Default modes differ between
-the development stack (``sync/devstack/stack.py`` ``gateway_env``) and production
+the development stack (``s3rm/devstack/stack.py`` ``gateway_env``) and production
 (the configuration's own default, which compose.yaml keeps); a page that names a
 default must name both, in one phrase (:func:`_default_phrase`).
 """
@@ -21,7 +21,7 @@ from gateway.domain.schema import REPO_ROOT, load_schema
 from gateway.retrieval.hybrid.fusion import RANKING_VERSION
 from gateway.tools.schema_builders import DUPLICATE_STATUSES
 from gateway.tools.schema_builders import LIMITS
-from sync.devstack import stack
+from s3rm.devstack import stack
 
 HELP = sorted((REPO_ROOT / "schema" / "pages" / "help").glob("*.wiki"))
 README = REPO_ROOT / "README.md"

@@ -6,7 +6,7 @@ here under gunicorn (``s3rm serve``'s command line) with the wiki's agent
 credentials, the job-runner state file and the wiki's origin in
 ``S3RM_MCP_ALLOWED_ORIGINS`` (wiki and gateway differ in port, so every
 search and graph request is a real cross-origin request); 60 cloud-incident
-records imported with :class:`sync.ops.importer.Importer`, three Korean synthetic
+records imported with :class:`s3rm.importing.Importer`, three Korean synthetic
 Lessons (one with a verification record) and 40 relations appended as
 ``{{Lesson relation}}`` records (see ``tests/support/browser.py``). The
 embedding provider is disabled, so search answers in ``legacy`` and the page

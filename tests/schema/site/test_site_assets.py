@@ -23,8 +23,8 @@ from gateway.domain.repository import WikiUnavailable
 from gateway.domain.schema import load_schema
 from gateway.web.graphdata import DEFAULT_MAX_NODES, RELATIONS
 from gateway.web.graph import create_graph_blueprint
-from gateway.wiki.memory import InMemoryRepository
-from sync.site.variants import CAPABILITIES, load_manifest, render_page
+from support.memory import InMemoryRepository
+from s3rm.site.variants import CAPABILITIES, load_manifest, render_page
 from support.lessons import evidence, lesson, relation
 
 ROOT = Path(__file__).resolve().parents[3]

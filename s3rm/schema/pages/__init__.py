@@ -1,0 +1,73 @@
+"""Wiki pages generated from ``schema/lesson.toml``: properties, templates, forms.
+
+Public API (used by ``s3rm schema generate`` and ``sync push``)::
+
+    pages = render_schema_pages(load_schema(), WikiCapabilities(smw=False, page_forms=False))
+    # {"Template:Lesson": "<includeonly>…", …}   canonical English titles → wikitext
+
+Variants (``docs/data-contract.md#wiki-capabilities``: the dev wiki has neither SMW nor Page Forms):
+
+* ``smw`` off — no ``#set`` / ``#subobject`` in templates, no ``Property:`` pages
+  (the namespace would not exist; ``[[Has type::…]]`` would become a red link);
+* ``page_forms`` off — no ``Form:`` page and no ``S3RM label …`` mapping
+  templates (only forms use them).
+
+The files committed under ``schema/`` are the full variant. Returned wikitext
+has no trailing newline (MediaWiki trims it on save), is NFC-normalised and
+uses LF line ends, so it compares equal to what the wiki stores.
+"""
+from __future__ import annotations
+
+import unicodedata
+
+from gateway.domain.schema import Schema
+
+from .wikitext import WikiCapabilities, banner_template
+from .forms import BROWSER_FILLED, render_form_pages
+from .properties import render_property_pages
+from .templates import render_template_pages
+
+__all__ = ["WikiCapabilities", "render_schema_pages", "page_relpath", "title_for_relpath", "PAGE_DIRS",
+           "BROWSER_FILLED", "banner_template"]
+
+#: Canonical namespace → folder under schema/.
+PAGE_DIRS = {"Property": "Properties", "Template": "Templates", "Form": "Forms"}
+
+
+def render_schema_pages(schema: Schema, capabilities: WikiCapabilities) -> dict[str, str]:
+    """Canonical page title → wikitext for a wiki with the given capabilities, sorted by title.
+
+    Raises SchemaError when the schema is inconsistent (e.g. a property with two types).
+    """
+    pages: dict[str, str] = {}
+    if capabilities.smw:
+        pages.update(render_property_pages(schema))
+    pages.update(render_template_pages(schema, capabilities))
+    if capabilities.page_forms:
+        pages.update(render_form_pages(schema))
+    return {title: _normalise(text) for title, text in sorted(pages.items())}
+
+
+def _normalise(text: str) -> str:
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n"))
+    return "\n".join(line.rstrip() for line in text.split("\n")).rstrip()
+
+
+def page_relpath(title: str) -> str:
+    """``"Template:Lesson evidence"`` → ``"Templates/Lesson evidence.wiki"`` (relative to schema/).
+
+    Raises ValueError for titles outside Property/Template/Form or containing "/".
+    """
+    ns, sep, name = title.partition(":")
+    if not sep or ns not in PAGE_DIRS or not name or "/" in name:
+        raise ValueError(f"not a generated schema page title: {title!r}")
+    return f"{PAGE_DIRS[ns]}/{name}.wiki"
+
+
+def title_for_relpath(relpath: str) -> str:
+    """Inverse of :func:`page_relpath`; raises ValueError for other paths."""
+    folder, sep, filename = relpath.partition("/")
+    inverse = {v: k for k, v in PAGE_DIRS.items()}
+    if not sep or folder not in inverse or not filename.endswith(".wiki") or "/" in filename:
+        raise ValueError(f"not a generated schema page path: {relpath!r}")
+    return f"{inverse[folder]}:{filename[:-len('.wiki')]}"

@@ -1,0 +1,222 @@
+"""The full set of pages ``sync push`` keeps in the wiki, built from the repository.
+
+:func:`build_page_set` assembles, for one wiki's capabilities:
+
+1. the **schema pages** from the generator (:func:`s3rm.schema.pages.render_schema_pages`):
+   templates always; ``Property:`` pages only with Semantic MediaWiki and
+   ``Form:`` pages only with Page Forms (the generator picks the variant that
+   renders cleanly on that wiki);
+2. the **hand-written pages** listed in ``schema/pages/manifest.toml``
+   (``MediaWiki:Common.js``, ``MediaWiki:Common.css``, the home page, the help
+   pages), each with its ``s3rm:if`` variant blocks selected for the wiki and
+   its ``%%S3RM_MCP_URL%%`` placeholder filled from ``S3RM_MCP_PUBLIC_URL``
+   (see :mod:`s3rm.site.variants`);
+3. ``MediaWiki:Mainpage``, whose text is the home page's title (연구 메모리),
+   so the wiki's main-page link points at it.
+
+Every title is canonical English (``Template:``, ``Property:``, ``Form:``,
+``MediaWiki:``, ``Help:``); :mod:`s3rm.site.wikisite` maps them onto the wiki's
+localized namespaces. Each page has a ``kind`` which fixes its edit summary.
+
+Pure apart from reading the source files; no network.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+from gateway.domain.schema import Schema, SchemaError, load_schema, schema_dir
+from s3rm.site import variants
+from s3rm.schema.pages import WikiCapabilities, render_schema_pages
+from s3rm.settings import CliSettings
+from s3rm.site.wikisite import SyncConfigError, SyncError
+
+#: Environment variable holding the public MCP URL the home page advertises.
+MCP_URL_ENV = "S3RM_MCP_PUBLIC_URL"
+MAIN_PAGE_MESSAGE = "MediaWiki:Mainpage"
+
+#: Edit summary per page kind (fixed, so the history shows what sync did).
+SUMMARIES: Mapping[str, str] = {
+    "property": "S3RM sync: schema property",
+    "template": "S3RM sync: template",
+    "form": "S3RM sync: form",
+    "site-script": "S3RM sync: site script",
+    "site-style": "S3RM sync: site stylesheet",
+    "interface": "S3RM sync: interface message",
+    "home": "S3RM sync: home page",
+    "help": "S3RM sync: help page",
+    "page": "S3RM sync: page",
+}
+
+
+@dataclass(frozen=True)
+class DesiredPage:
+    """One page as the repository wants it.
+
+    Attributes:
+        title: canonical English title, e.g. ``Template:Lesson``.
+        text: the full text to save (before MediaWiki's save normalisation).
+        kind: one of :data:`SUMMARIES`' keys.
+        source: where the text comes from (for messages), e.g. ``schema/pages/home.wiki``.
+    """
+
+    title: str
+    text: str
+    kind: str
+    source: str = ""
+
+    @property
+    def namespace(self) -> str:
+        """Canonical namespace name the title asks for (``""`` for the main namespace)."""
+        return canonical_namespace(self.title)
+
+    @property
+    def summary(self) -> str:
+        """The fixed edit summary of this page's kind."""
+        return SUMMARIES[self.kind]
+
+
+#: Canonical namespace names our titles may use (core + the extension namespaces).
+KNOWN_NAMESPACES = frozenset({
+    "Talk", "User", "User talk", "Project", "Project talk", "File", "File talk", "MediaWiki",
+    "MediaWiki talk", "Template", "Template talk", "Help", "Help talk", "Category", "Category talk",
+    "Property", "Property talk", "Concept", "Form", "Form talk", "Lesson", "Lesson talk",
+})
+
+
+def canonical_namespace(title: str) -> str:
+    """The canonical namespace a title addresses (``Property:X`` → ``Property``; ``연구 메모리`` → ``""``)."""
+    prefix, sep, _ = title.partition(":")
+    prefix = " ".join(prefix.replace("_", " ").split())
+    if sep:
+        for name in KNOWN_NAMESPACES:
+            if name.casefold() == prefix.casefold():
+                return name
+    return ""
+
+
+def kind_of(title: str, *, main_page: bool = False) -> str:
+    """The page kind of ``title`` (decides the edit summary)."""
+    if main_page:
+        return "home"
+    ns = canonical_namespace(title)
+    lower = title.lower()
+    if ns == "MediaWiki":
+        if lower.endswith(".js"):
+            return "site-script"
+        if lower.endswith(".css"):
+            return "site-style"
+        return "interface"
+    return {"Property": "property", "Template": "template", "Form": "form", "Help": "help"}.get(ns, "page")
+
+
+SchemaRenderer = Callable[[Schema, frozenset[str]], Mapping[str, str]]
+
+
+def generated_schema_pages(schema: Schema, capabilities: frozenset[str]) -> Mapping[str, str]:
+    """Title → wikitext of the generated schema pages for ``capabilities`` (``smw``, ``pageforms``).
+
+    Raises:
+        SyncError: the schema source is inconsistent.
+    """
+    caps = WikiCapabilities(smw="smw" in capabilities, page_forms="pageforms" in capabilities)
+    try:
+        return render_schema_pages(schema, caps)
+    except SchemaError as exc:
+        raise SyncError(f"cannot generate the schema pages: {exc}") from None
+
+
+def build_page_set(capabilities: Iterable[str], *, root: Path | None = None, schema: Schema | None = None,
+                   placeholders: Mapping[str, str] | None = None,
+                   render_schema: SchemaRenderer | None = None) -> list[DesiredPage]:
+    """Every page sync keeps, in push order: schema pages, hand-written pages, ``MediaWiki:Mainpage``.
+
+    Args:
+        capabilities: names from :data:`s3rm.site.variants.CAPABILITIES` the wiki has.
+        root: the schema folder (default ``S3RM_SCHEMA_DIR`` or ``<repo>/schema``).
+        schema: the loaded schema source (default: ``<root>/lesson.toml``).
+        placeholders: values for ``%%NAME%%`` tokens (default: :func:`placeholder_values`).
+        render_schema: generator override (tests); default :func:`generated_schema_pages`.
+
+    Raises:
+        SyncError: a source is missing or malformed, or two sources claim one title.
+    """
+    caps = frozenset(capabilities)
+    root = Path(root) if root else schema_dir()
+    if schema is None:
+        try:
+            schema = load_schema(root / "lesson.toml")
+        except (SchemaError, OSError) as exc:
+            raise SyncError(f"cannot load the schema source {root / 'lesson.toml'}: {exc}") from None
+    values = placeholder_values() if placeholders is None else placeholders
+    pages: list[DesiredPage] = []
+    for title, text in sorted((render_schema or generated_schema_pages)(schema, caps).items(),
+                              key=lambda item: (_schema_order(item[0]), item[0])):
+        pages.append(DesiredPage(title, text, kind_of(title), "generated from schema/lesson.toml"))
+    try:
+        manifest = variants.load_manifest(root)
+    except FileNotFoundError:
+        manifest = []
+    except (ValueError, OSError) as exc:
+        raise SyncError(f"cannot read the page manifest: {exc}") from None
+    main_title = None
+    for source in manifest:
+        rel = _relative(source.path, root)
+        try:
+            text = variants.render_page(source.read(), caps, values)
+        except variants.VariantError as exc:
+            raise SyncError(f"{rel}: {exc}") from None
+        except OSError as exc:
+            raise SyncError(f"cannot read {rel}: {exc}") from None
+        pages.append(DesiredPage(source.title, text, kind_of(source.title, main_page=source.main_page), rel))
+        if source.main_page:
+            main_title = source.title
+    if main_title:
+        pages.append(DesiredPage(MAIN_PAGE_MESSAGE, main_title, "interface",
+                                 "the manifest's main_page entry"))
+    _reject_duplicates(pages)
+    return pages
+
+
+def placeholder_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Placeholder values from the environment (``S3RM_MCP_URL`` ← ``S3RM_MCP_PUBLIC_URL``).
+
+    With no ``environ`` given and the variable unset, the dev stack's
+    ``.dev/stack.env`` (written by ``s3rm stack up``) supplies it.
+
+    Raises:
+        SyncError: the URL is not a plain ``http(s)://host[:port]/path`` or an absolute path.
+    """
+    if environ is None:  # the environment, else the dev stack's value when one runs here
+        url = CliSettings().public_mcp_url
+    else:
+        url = environ.get(MCP_URL_ENV, "").strip()
+    if not url:
+        return {}
+    try:
+        variants.substitute_placeholders("%%S3RM_MCP_URL%%", {"S3RM_MCP_URL": url})
+    except variants.VariantError as exc:
+        raise SyncConfigError(f"{MCP_URL_ENV}={url!r}: {exc}") from None
+    return {"S3RM_MCP_URL": url}
+
+
+def _schema_order(title: str) -> int:
+    return {"Property": 0, "Template": 1, "Form": 2}.get(canonical_namespace(title), 3)
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(Path("schema") / Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _reject_duplicates(pages: list[DesiredPage]) -> None:
+    seen: dict[str, DesiredPage] = {}
+    for page in pages:
+        folded = " ".join(page.title.replace("_", " ").split())
+        folded = folded[:1].upper() + folded[1:]
+        if folded in seen:
+            raise SyncError(f"two sources write {page.title}: {seen[folded].source} and {page.source}")
+        seen[folded] = page

@@ -1,0 +1,60 @@
+"""The dev job runner's CPU priority (s3rm/devstack/procs.py ``lower_cpu_priority``,
+docs/operations.md#job-priority).
+
+That the runner drains the queue and merges the search index on a real wiki is tested in
+test_devwiki.py.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from s3rm.devstack.jobrunner import JOB_NICENESS
+from s3rm.devstack.procs import AUTOGROUP_FILE
+
+REPO = Path(__file__).resolve().parents[3]
+PROBE = ("import os; from s3rm.devstack.procs import lower_cpu_priority; lower_cpu_priority({n}); "
+         "print(os.nice(0)); f = '/proc/self/autogroup'; print(open(f).read().strip() if os.path.exists(f) else '')")
+
+
+def _probe(niceness: int, *, new_session: bool) -> tuple[int, str]:
+    child = subprocess.run([sys.executable, "-c", PROBE.format(n=niceness)], capture_output=True, text=True,
+                           check=True, cwd=REPO, start_new_session=new_session)
+    nice, autogroup = (child.stdout.splitlines() + [""])[:2]
+    return int(nice), autogroup
+
+
+def test_a_background_session_runs_at_a_lower_priority_and_so_does_its_autogroup() -> None:
+    runner = os.nice(0)
+    nice, autogroup = _probe(JOB_NICENESS, new_session=True)
+    assert JOB_NICENESS > 0 and nice == min(19, runner + JOB_NICENESS)
+    if AUTOGROUP_FILE.exists():  # autogroup kernels: the whole session yields, not just its nice value
+        assert autogroup.endswith(f"nice {JOB_NICENESS}"), autogroup
+    assert os.nice(0) == runner  # only the child was lowered
+
+
+def test_a_process_in_someone_elses_session_leaves_that_sessions_autogroup_alone() -> None:
+    before = AUTOGROUP_FILE.read_text().strip() if AUTOGROUP_FILE.exists() else ""
+    nice, autogroup = _probe(5, new_session=False)
+    assert nice == min(19, os.nice(0) + 5)
+    assert autogroup == before  # this test session's autogroup keeps its nice value
+
+
+def test_a_helper_started_as_background_work_runs_lowered(tmp_path) -> None:
+    """procs.start(niceness=…) — how the dev stack starts its document embedding server."""
+    from s3rm.devstack import procs
+
+    log = tmp_path / "probe.log"
+    pid = procs.start([sys.executable, "-c", PROBE.replace("lower_cpu_priority({n}); ", "")],
+                      pid_file=tmp_path / "probe.pid", log_file=log, cwd=REPO, niceness=7)
+    for _ in range(100):
+        if len(log.read_text().splitlines()) >= 2 or not Path(f"/proc/{pid}").exists():
+            break
+        time.sleep(0.05)
+    nice, autogroup = (log.read_text().splitlines() + ["", ""])[:2]
+    assert int(nice) == min(19, os.nice(0) + 7)
+    if AUTOGROUP_FILE.exists():
+        assert autogroup.endswith("nice 7"), autogroup
