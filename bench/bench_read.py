@@ -329,8 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     cases = [("search_lessons", {"query": q, **LEGACY}) for q in SEARCHES]
     cases += [("get_lesson", {"id": i}) for i in ids[:: max(1, len(ids) // 6)][:6]]
     recorded = [record_calls(env, tool, a) for tool, a in cases]
-    # the all-terms search alone answers a query when legacy sent nothing else (docs/retrieval.md#legacy-search)
-    alone = {a["query"]: len(calls) == 1 for (tool, a), calls in zip(cases, recorded) if tool == "search_lessons"}
+    # the all-terms search alone answers a query when legacy sent no other search (docs/retrieval.md#legacy-search);
+    # the page's standing read (prop=linkshere or ask) is not a search
+    alone = {a["query"]: sum(c.get("generator") == "search" or c.get("list") == "search" for c in calls) == 1
+             for (tool, a), calls in zip(cases, recorded) if tool == "search_lessons"}
 
     proc = base_proc = endpoint = None
     url = args.gateway
