@@ -64,6 +64,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -315,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     base.add_argument("--baseline-rev", help="like --baseline-tree, for a revision of this repository "
                                              "(exported into .dev/bench-read-baseline/)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench stops its gateways and servers too
     baseline = baseline_tree(args.baseline_tree, args.baseline_rev)
     if baseline is not None:
         if args.gateway:
