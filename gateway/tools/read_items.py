@@ -15,17 +15,18 @@ Shapes follow the generated output schemas (``schema/tools/*.output.schema.json`
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+import threading
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from gateway.domain.digests import evidence_digest
 from gateway.domain.model import LessonPage
 from gateway.domain.model import LessonSnapshot
-from gateway.domain.repository import LessonRepository, RelationEdge
+from gateway.domain.repository import LessonRepository, RelationEdge, SNAPSHOT_BATCH
 from gateway.domain.schema import Schema
 from gateway.domain.verdicts import AMBIGUOUS, claim_fields_of, current_verdicts
 
 __all__ = ["citation_item", "citation_items", "verification_item", "relation_item", "symmetric_relations",
-           "unmirrored", "standing_of", "standings", "CORRECTIONS", "VERDICT_VALUES"]
+           "unmirrored", "standing_of", "standings", "IncomingAhead", "CORRECTIONS", "VERDICT_VALUES"]
 
 #: Relation types that correct the Lesson they point at (docs/tools.md#standing).
 CORRECTIONS = ("supersedes", "contradicts")
@@ -118,3 +119,53 @@ def relation_item(edge: RelationEdge, direction: str, symmetric: frozenset[str])
     if edge.note:
         item["note"] = edge.note
     return item
+
+
+class IncomingAhead:
+    """The incoming corrections of a search's likely hits, read while the search still ranks.
+
+    Called once on the request thread (as ``RetrievalService.search_lessons(beside=…)``) with
+    candidate ids in preliminary order: it claims the first :data:`SNAPSHOT_BATCH` of them and
+    returns the read (one batched :meth:`~LessonRepository.find_incoming_edges` call) for a worker
+    to run. :meth:`covering` hands that read to :func:`standings` when it covers the whole page, so
+    the page sends no read of its own after the ranking; otherwise (not claimed, page not covered,
+    cut short at its limit, failed) it gives None and the page reads its incoming relations itself,
+    as without it (docs/tools.md#standing).
+    """
+
+    def __init__(self, repository: LessonRepository):
+        self._repository = repository
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._targets: frozenset[str] | None = None
+        self._closed = False
+        self._found: Mapping[str, list[RelationEdge]] | None = None
+
+    def __call__(self, ids: Sequence[str]) -> Callable[[], None] | None:
+        """Claim the first :data:`SNAPSHOT_BATCH` of ``ids``; the read to run, or None once the page has asked."""
+        with self._lock:
+            if self._closed or self._targets is not None:
+                return None
+            targets = list(dict.fromkeys(ids))[:SNAPSHOT_BATCH]
+            self._targets = frozenset(targets)
+        return lambda: self._read(targets)
+
+    def _read(self, targets: list[str]) -> None:
+        try:
+            found, cut = self._repository.find_incoming_edges(targets, CORRECTIONS)
+            self._found = None if cut else found
+        except Exception:  # the page then reads for itself and fails as it would have
+            self._found = None
+        finally:
+            self._done.set()
+
+    def covering(self, lesson_ids: Iterable[str]) -> Mapping[str, list[RelationEdge]] | None:
+        """The read when it covers every id of ``lesson_ids`` (waiting for it if it still runs), else None."""
+        with self._lock:
+            self._closed = True
+            targets = self._targets
+        wanted = set(lesson_ids)
+        if targets is None or not wanted or not wanted <= targets:
+            return None
+        self._done.wait()
+        return self._found

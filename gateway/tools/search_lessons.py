@@ -42,7 +42,7 @@ from gateway.tools.read_path import (
     DEFAULT_LIMIT, fit_page, Pager, rank_page, read_tool, repository, retrieval_state, scope_filters
 )
 from gateway.retrieval.hybrid.fusion import best_votes, is_exact_query
-from gateway.tools.read_items import citation_items, CORRECTIONS, standings
+from gateway.tools.read_items import citation_items, CORRECTIONS, IncomingAhead, standings
 from gateway.tools.schema_builders import (
     array, citation_item_schema, cursor, enum, Fields, integer, LIMITS, min_score, next_cursor, obj,
     OPTIONAL_RETRIEVAL_PROPS, page_limit, retrieval_mode_in, retrieval_props, revision_id, scan_props, scope_in,
@@ -186,17 +186,21 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
                 return pager.cursor({"rc": items[n].resume})
             return pager.cursor({"rc": ranked.next_resume}) if ranked.next_resume else None
     else:
+        ahead = IncomingAhead(repo)  # the page's standing read, sent while hybrid still ranks
         ranked, ranking_version, pager, offset, modes = rank_page(
             ctx, modes, pager, arguments.get("cursor"),
             hybrid_pager=lambda mode, version, generation: Pager(ctx, NAME, {
                 **request, "effective_mode": mode, "ranking_version": version, "generation": generation}),
             legacy_version=legacy.RANKING_VERSION,
             run_hybrid=lambda continuing: ctx.retrieval.search_lessons(
-                repo, query=query, filters=filters, min_score=min_score, continuation=continuing, facet=facet),
+                repo, query=query, filters=filters, min_score=min_score, continuation=continuing, facet=facet,
+                beside=None if exclude_superseded else ahead),
             run_legacy=lambda: legacy.search(repo, query, filters, min_score))
         items, incoming = (_without_superseded(repo, ranked.items) if exclude_superseded
                            else (list(ranked.items), None))
         window = items[offset:offset + limit]
+        if incoming is None:
+            incoming = ahead.covering(r.snapshot.id for r in window)
 
         def next_cursor(n: int) -> str | None:
             return pager.next_offset(offset, n, len(items))

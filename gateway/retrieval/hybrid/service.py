@@ -111,9 +111,10 @@ log = logging.getLogger("s3rm.hybrid")
 #: The source vectors find_analogies compares (cross-problem similarity and the whole Lesson).
 ANALOGY_FACETS = ("situation", "mechanism", WHOLE)
 
-#: Full-text workers: the largest ``S3RM_ADMISSION_SEMANTIC_CONCURRENCY``, so no admitted hybrid
-#: search waits for one (threads start only when needed).
-FULL_TEXT_WORKERS = 64
+#: Full-text workers: twice the largest ``S3RM_ADMISSION_SEMANTIC_CONCURRENCY`` (each admitted
+#: hybrid search runs its full-text search and at most one caller read ``beside`` it), so none
+#: waits for one (threads start only when needed).
+FULL_TEXT_WORKERS = 128
 
 HYBRID_MODE = "hybrid_v1"
 LEGACY_MODE = "legacy"
@@ -354,7 +355,7 @@ class RetrievalService:
     # ------------------------------------------------------- search_lessons
     def search_lessons(self, repository: Any, *, query: str, filters: SearchFilters | None = None,
                        min_score: float | None = None, continuation: bool = False,
-                       facet: str | None = None) -> HybridList:
+                       facet: str | None = None, beside: Callable[[list[str]], Any] | None = None) -> HybridList:
         """The bounded hybrid result list of ``search_lessons`` (module docstring steps 1–7).
 
         The full-text channel ranks as legacy does (:func:`gateway.retrieval.legacy.search.rank_candidates`:
@@ -366,8 +367,10 @@ class RetrievalService:
         ``facet`` (``situation``, ``approach`` or ``mechanism``) narrows the request to ONE
         channel: the query against that facet only — no full text, no other facet; the service
         score is then relative to a first rank in that channel (docs/retrieval.md#facet-selector).
-        Raises SemanticFallback (first page) or ToolError ``semantic_unavailable`` (continuation);
-        ``ValueError`` for an unknown facet.
+        ``beside(ids)``, when given, is called on this thread with the read-ahead ids (likely hits,
+        in preliminary order) and may return a callable, which then runs on a worker while the
+        full-text search runs; its result and errors are the caller's (docs/hybrid-search.md#read-ahead). Raises SemanticFallback (first page) or
+        ToolError ``semantic_unavailable`` (continuation); ``ValueError`` for an unknown facet.
         """
         if facet is not None and facet not in FACETS:
             raise ValueError(f"unknown facet {facet!r}")
@@ -416,7 +419,7 @@ class RetrievalService:
                 partial |= capped
             self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
             if full_text is not None:
-                ahead, prefetched = self._read_ahead(repository, channel_hits, cfg)
+                ahead, prefetched = self._read_ahead(repository, channel_hits, cfg, beside)
                 try:
                     all_terms = full_text.result()
                 except CancelledError:  # the service stopped meanwhile: this request still gets its answer
@@ -512,7 +515,8 @@ class RetrievalService:
             return done
 
     def _read_ahead(self, repository: Any, channel_hits: Mapping[str, list[tuple[str, RankContribution]]],
-                    cfg: RankingConfig) -> tuple[list[str], dict[str, LessonSnapshot]]:
+                    cfg: RankingConfig, beside: Callable[[list[str]], Any] | None = None
+                    ) -> tuple[list[str], dict[str, LessonSnapshot]]:
         """Fresh snapshots of the in-process channels' first ``scan_limit`` candidates, read while
         the full-text search is still running (docs/hybrid-search.md#read-ahead).
 
@@ -523,6 +527,12 @@ class RetrievalService:
         (docs/hybrid-search.md#partial-full-text).
         """
         ids = preliminary_order(_votes_by_lesson(channel_hits), cfg)[: cfg.scan_limit]
+        job = beside(list(ids)) if beside is not None and ids else None
+        if job is not None:
+            try:
+                self._pool.submit(job)
+            except RuntimeError:  # stop() shut the pool down: run it here, the caller waits for it anyway
+                job()
         t0 = time.monotonic()
         out = repository.get_snapshots(ids) if ids else {}
         self._observe("hybrid_stage_seconds", time.monotonic() - t0, stage="read_ahead")
