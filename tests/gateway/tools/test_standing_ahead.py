@@ -12,6 +12,7 @@ import pytest
 
 from gateway.domain.codec import serialize_page
 from gateway.retrieval.hybrid.service import RetrievalService
+from gateway.tools import read_items
 from gateway.tools.read_items import CORRECTIONS, IncomingAhead
 from support.memory import InMemoryRepository
 from support.embedding import PickyProvider, settings_for
@@ -86,6 +87,15 @@ def test_no_read_is_handed_over_when_it_cannot_stand_for_the_page(repo):
     repo.find_incoming_edges = lambda ids, relations, limit=500: ({i: [] for i in ids}, True)
     cut(["a"])()
     assert cut.covering(["a"]) is None  # more linking pages than its limit
+
+
+def test_a_claimed_read_that_never_runs_does_not_hold_the_page(repo, monkeypatch):
+    """A read claimed but never run (the service's pool stopped before it started) lets the page read itself."""
+    monkeypatch.setattr(read_items, "AHEAD_WAIT_SECONDS", 0.01)
+    ahead = IncomingAhead(repo)
+    assert ahead(["a", "c"]) is not None  # claimed; the job is dropped, as a cancelled pool future would be
+    assert ahead.covering(["a"]) is None
+    assert repo.reads == []
 
 
 def test_the_page_waits_for_a_read_still_running(repo):
