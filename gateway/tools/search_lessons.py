@@ -41,7 +41,7 @@ from gateway.tools.policy import describe
 from gateway.tools.read_path import (
     DEFAULT_LIMIT, fit_page, Pager, rank_page, read_tool, repository, retrieval_state, scope_filters
 )
-from gateway.retrieval.hybrid.fusion import best_votes, is_exact_query
+from gateway.retrieval.hybrid.fusion import best_votes, is_identifier_query
 from gateway.tools.read_items import citation_items, CORRECTIONS, IncomingAhead, standings
 from gateway.tools.schema_builders import (
     array, citation_item_schema, cursor, enum, Fields, integer, LIMITS, min_score, next_cursor, obj,
@@ -249,13 +249,14 @@ def _hint(query: str, window: Sequence[Any], partial: bool, base: dict[str, Any]
         if base.get("requested_mode") == "hybrid_v1" and base.get("effective_mode") != "hybrid_v1":
             return ("No match in full text, and the semantic index is not serving yet (semantic_status): "
                     "retry shortly, or rephrase.")
-        if is_exact_query(query):
+        if is_identifier_query(query):
             return ("No exact match for this identifier-like query: if it is a Lesson id, try get_lesson; "
                     "else search its words or the title.")
         return ("Nothing matched: rephrase, try the title's words or the other language (Korean/English) "
                 "before concluding that no Lesson exists.")
     if partial:
-        return "The scan stopped at scan_limit: results beyond it were not examined; narrow with filters."
+        return ("The scan stopped at scan_limit: results beyond it were not examined; a more specific "
+                "query or filters narrow it.")
     return None
 
 

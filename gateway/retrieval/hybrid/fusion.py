@@ -71,6 +71,7 @@ __all__ = [
     "basis_of",
     "verified_coverage",
     "is_exact_query",
+    "is_identifier_query",
     "exact_match",
 ]
 
@@ -344,6 +345,11 @@ _IDENTIFIER = re.compile(r"\w*(?:[A-Za-z]\d|\d[A-Za-z]|[a-z][A-Z]|[_\-.:/\\#@=]\
 
 def _norm(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def is_identifier_query(query: str) -> bool:
+    """True for a query holding an identifier-like token (the first test of :func:`is_exact_query`)."""
+    return bool(_IDENTIFIER.search(unicodedata.normalize("NFKC", query)))
 
 
 def is_exact_query(query: str) -> bool:

@@ -74,4 +74,6 @@ def test_hints_on_empty_pages_and_none_on_a_full_page(h):
     assert "hint" not in h.call("search_lessons", query="cache warmup")
     assert "other language" in h.call("search_lessons", query="zebra crossings")["hint"]
     assert "get_lesson" in h.call("search_lessons", query="ERR_CONN_RESET_0x7f")["hint"]
+    korean = h.call("search_lessons", query="결제 실패 알림 오발송", retrieval_mode="legacy")["hint"]
+    assert "other language" in korean and "get_lesson" not in korean  # a phrase is not an identifier
     assert "hint" not in h.call("search_lessons")  # a listing is never a search that found nothing
