@@ -37,7 +37,6 @@ and latencies only — never input text (docs/retrieval.md#privacy).
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import logging
 import random
@@ -300,15 +299,8 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         return np.vstack([known[key] for key in keys]).astype(np.float32, copy=False)
 
     def _memo_key(self, formatted: str, fields: Mapping[str, Any]) -> bytes:
-        """The memo key of one document input: its text, plus its request fields when they are not the default.
-
-        The fields are framed by bytes no UTF-8 text holds (0xFF, 0x00), so no default-form text can
-        share a key with a text sent in another form.
-        """
-        if fields == self.profile.document_request_fields:
-            return VectorMemo.key(formatted)
-        framed = b"\xff" + json.dumps(dict(fields), sort_keys=True).encode("utf-8") + b"\x00"
-        return hashlib.sha256(framed + formatted.encode("utf-8")).digest()
+        """The memo key of one document input: its text, plus its request fields when they are not the default."""
+        return VectorMemo.key(formatted, None if fields == self.profile.document_request_fields else fields)
 
     @staticmethod
     def _by_fields(rows: list[int], fields: list[Mapping[str, Any]]) -> list[list[int]]:

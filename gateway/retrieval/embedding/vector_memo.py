@@ -10,7 +10,8 @@ embeds each text once. Only digests and vectors are held, never text.
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+import json
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -32,9 +33,16 @@ class VectorMemo:
         self._items: BoundedLRU[bytes, np.ndarray] = BoundedLRU(size)
 
     @staticmethod
-    def key(text: str) -> bytes:
-        """The memo key of one exact input text."""
-        return hashlib.sha256(text.encode("utf-8")).digest()
+    def key(text: str, form: Mapping[str, Any] | None = None) -> bytes:
+        """The memo key of one exact input text, sent in the default form or with request fields ``form``.
+
+        ``form`` is framed by bytes no UTF-8 text holds (0xFF, 0x00), so no default-form text
+        shares a key with a text sent in another form.
+        """
+        if form is None:
+            return hashlib.sha256(text.encode("utf-8")).digest()
+        framed = b"\xff" + json.dumps(dict(form), sort_keys=True).encode("utf-8") + b"\x00"
+        return hashlib.sha256(framed + text.encode("utf-8")).digest()
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """The remembered vectors among ``keys`` (each hit becomes the most recent)."""

@@ -348,8 +348,9 @@ def _norm(text: str) -> str:
 
 
 def is_identifier_query(query: str) -> bool:
-    """True for a query holding an identifier-like token (the first test of :func:`is_exact_query`)."""
-    return bool(_IDENTIFIER.search(unicodedata.normalize("NFKC", query)))
+    """True for a query of 4 or more characters holding an identifier-like token (see :func:`is_exact_query`)."""
+    q = unicodedata.normalize("NFKC", query).strip()
+    return len(q) >= 4 and bool(_IDENTIFIER.search(q))
 
 
 def is_exact_query(query: str) -> bool:
@@ -365,9 +366,7 @@ def is_exact_query(query: str) -> bool:
         return False
     if len(q) >= 2 and q[0] == q[-1] == '"':
         return True
-    if _IDENTIFIER.search(q):
-        return True
-    return len(q.split()) >= 3
+    return is_identifier_query(q) or len(q.split()) >= 3
 
 
 def exact_match(query: str, texts: Iterable[str]) -> bool:
