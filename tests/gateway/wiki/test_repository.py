@@ -124,11 +124,17 @@ def test_retries_maxlag_and_5xx_then_gives_up(flaky):
     _Flaky.script[:] = [(200, {"error": {"code": "maxlag", "info": "lagged", "lag": 2}}, {"Retry-After": "1"}),
                         (503, {}, {}), (200, {"query": {"ok": 1}}, {})]
     assert c.get({"action": "query"}) == {"query": {"ok": 1}}
-    assert len(sleeps) == 2 and 0.7 <= sleeps[0] <= 1.3
+    assert len(sleeps) == 2 and 0.7 <= sleeps[0] <= 1.3      # the wiki's Retry-After, with jitter
+    assert 0.75 * 0.02 <= sleeps[1] <= 1.25 * 0.02            # the second wait of the exponential backoff
     _Flaky.script[:] = [(502, {}, {})] * 5
     with pytest.raises(WikiUnavailable) as info:
         c.get({"action": "query"})
     assert info.value.wiki_code == "http-502" and info.value.retryable
+    assert len(sleeps) == 5 and len(_Flaky.script) == 1       # max_retries=3: four attempts, three waits
+    assert all(0.75 * base <= slept <= 1.25 * base for slept, base in zip(sleeps[2:], (0.01, 0.02, 0.04)))
+    _Flaky.script[:] = [(200, {"error": {"code": "maxlag", "info": "lagged", "lag": 30}}, {})]
+    assert c.get({"action": "query"}) == {"query": {}}
+    assert len(sleeps) == 6 and 0.75 * 8.0 <= sleeps[5] <= 1.25 * 8.0  # maxlag's lag, capped at max_backoff
 
 
 # ------------------------------------------------------------------ repository contract, both implementations
