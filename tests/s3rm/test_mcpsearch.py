@@ -5,69 +5,43 @@ Against a real HTTP server on 127.0.0.1 that answers from a script; each refusal
 """
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import anyio
 import httpx
 import pytest
 
 from s3rm.mcpsearch import _retry_transport
+from support.scripted_http import ScriptedServer
 
-
-class _Scripted(BaseHTTPRequestHandler):
-    """Answers each POST with the next status of ``statuses`` (then 200), echoing the body."""
-
-    statuses: list[int] = []
-    bodies: list[bytes] = []
-
-    def do_POST(self):  # noqa: N802 (http.server API)
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        self.bodies.append(body)
-        status = self.statuses.pop(0) if self.statuses else 200
-        self.send_response(status)
-        if status != 200:
-            self.send_header("Retry-After", "0")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+REQUEST = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
 
 
 @pytest.fixture
-def scripted():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    server.shutdown()
-    server.server_close()
+def server():
+    with ScriptedServer(default=(200, {"jsonrpc": "2.0", "id": 1, "result": {}}, {})) as scripted:
+        yield scripted
 
 
-def _post(url: str, statuses: list[int]) -> tuple[httpx.Response, list[bytes]]:
-    _Scripted.statuses[:] = statuses
-    _Scripted.bodies.clear()
+def _post(server: ScriptedServer, statuses: list[int]) -> httpx.Response:
+    server.script[:] = [(status, {}, {"Retry-After": "0"}) for status in statuses]
 
     async def send() -> httpx.Response:
         async with httpx.AsyncClient(transport=_retry_transport()) as client:
-            return await client.post(url, content=b'{"jsonrpc":"2.0"}')
+            return await client.post(server.url + "/mcp", content=REQUEST)
 
-    return anyio.run(send), list(_Scripted.bodies)
-
-
-def test_refusals_are_retried_with_the_same_request_until_one_is_answered(scripted):
-    response, bodies = _post(scripted, [503, 429])
-    assert response.status_code == 200 and response.content == b'{"jsonrpc":"2.0"}'
-    assert bodies == [b'{"jsonrpc":"2.0"}'] * 3
+    return anyio.run(send)
 
 
-def test_the_third_refusal_is_the_answer(scripted):
-    response, bodies = _post(scripted, [429, 429, 429, 429])
-    assert response.status_code == 429 and len(bodies) == 3
+def test_refusals_are_retried_with_the_same_request_until_one_is_answered(server):
+    response = _post(server, [503, 429])
+    assert response.status_code == 200 and response.json()["result"] == {}
+    assert server.bodies == [REQUEST] * 3
 
 
-def test_other_errors_are_not_retried(scripted):
-    response, bodies = _post(scripted, [500])
-    assert response.status_code == 500 and len(bodies) == 1
+def test_the_third_refusal_is_the_answer(server):
+    response = _post(server, [429, 429, 429, 429])
+    assert response.status_code == 429 and len(server.bodies) == 3
+
+
+def test_other_errors_are_not_retried(server):
+    response = _post(server, [500])
+    assert response.status_code == 500 and len(server.bodies) == 1
