@@ -43,23 +43,32 @@ _RETRY_STATUSES = (429, 503)
 
 
 def _retry_transport():
-    """An httpx transport that retries 429/503 (``Retry-After`` ≤ 10 s, 3 attempts): search is read-only."""
+    """An httpx transport that retries 429/503 (``Retry-After`` ≤ 10 s, 3 attempts; tenacity): search is read-only.
+
+    httpx, not requests: the MCP SDK's Streamable HTTP client takes an ``httpx.AsyncClient``; the CLI's
+    other HTTP calls use requests (s3rm/index, s3rm/devstack, gateway/wiki/client.py).
+    """
     import anyio
     import httpx
+    from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt
+
+    def server_wait(state: RetryCallState) -> float:
+        try:
+            wait = float(state.outcome.result().headers.get("retry-after", "1"))
+        except ValueError:
+            wait = 1.0
+        return min(max(wait, 0.1), 10.0)
+
+    async def close_refused(state: RetryCallState) -> None:
+        await state.outcome.result().aclose()
 
     class RetryTransport(httpx.AsyncHTTPTransport):
         async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            for attempt in range(3):
-                response = await super().handle_async_request(request)
-                if response.status_code not in _RETRY_STATUSES or attempt == 2:
-                    return response
-                try:
-                    wait = float(response.headers.get("retry-after", "1"))
-                except ValueError:
-                    wait = 1.0
-                await response.aclose()
-                await anyio.sleep(min(max(wait, 0.1), 10.0))
-            return response  # pragma: no cover - loop always returns
+            retrying = AsyncRetrying(
+                retry=retry_if_result(lambda response: response.status_code in _RETRY_STATUSES),
+                stop=stop_after_attempt(3), wait=server_wait, sleep=anyio.sleep, before_sleep=close_refused,
+                retry_error_callback=lambda state: state.outcome.result())  # the third refusal is the answer
+            return await retrying(super().handle_async_request, request)
 
     return RetryTransport()
 

@@ -1,18 +1,18 @@
-"""The import layers of gateway/, hooks_spec/ and s3rm/, declared once and checked on every module.
+"""The import layers of gateway/, hooks_spec/ and s3rm/ (import-linter), and the checks on names beside them.
 
-:data:`LAYERS` is the one declaration of the layer order (bottom first; README's
-layout table describes the same packages). The test parses every module with
-``ast`` and collects every import it contains — top-level, function-local and
-``TYPE_CHECKING`` ones alike, since each is a dependency — then fails on
+The layer order is declared once, in ``.importlinter`` at the repository root (README's layout
+table describes the same packages); import-linter checks it — every import counts, top-level,
+function-local and ``TYPE_CHECKING`` ones alike — with three contracts:
 
-* a module that no layer claims (declare a new package here first),
-* an edge that points up the order (a lower layer importing a higher one),
-* any import of ``s3rm`` from ``gateway`` (the gateway never needs the CLI), and
-* any import cycle between modules, also inside one layer.
+* imports point down the layers (a lower layer never imports a higher one),
+* the gateway never imports ``s3rm``,
+* no import cycle between sibling modules or packages (so none between any two modules).
 
-Third-party and standard-library imports are ignored. Three checks on names sit
-beside the layers:
+``lint-imports`` from the repository root runs the same contracts. Third-party and
+standard-library imports are outside the graph. Beside the contracts this module checks what
+import-linter does not:
 
+* every module sits in a declared layer (a new package is declared in ``.importlinter`` first);
 * every ``from X import name`` takes ``name`` from the module that defines it
   (no re-exports; a package ``__init__`` that lists ``name`` in its ``__all__``
   is a deliberate API and counts as defining it);
@@ -23,46 +23,17 @@ beside the layers:
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
+import grimp
 import pytest
+from importlinter import api as importlinter_api
+from importlinter.application.use_cases import lint_imports
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("gateway", "hooks_spec", "s3rm")
-
-#: The layer order, bottom to top. Each entry lists the module prefixes of one layer;
-#: a module belongs to the layer of its longest matching prefix and may import only
-#: from its own layer or lower ones.
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("gateway.core",),            # errors and codes, JSON encoding + the JSON response helper, Principal
-    ("gateway.config",),          # the one configuration object (load_config), embedding profiles
-    ("gateway.domain",),          # domain rules over plain data, schema source loader, page codec
-    ("hooks_spec",),              # the save rules as data + the checker (gateway and auditor share it)
-    ("gateway.ops",),             # metrics, the bounded-queue gate, admission, rate limits, access rules
-    ("gateway.wiki",),            # the MediaWiki Action API client and the Lesson repository over it
-    ("gateway.retrieval.language",),   # Hangul and query-language detection (imports nothing of the gateway)
-    ("gateway.retrieval.embedding",),  # the embedding client: errors, gate and breaker, vector memo and cache
-    ("gateway.retrieval.index",),      # the in-process index: records, segments, BM25, snapshot, backend, analyzer
-    ("gateway.retrieval.filters",),    # search filters and scopes, the index pre-filter
-    ("gateway.retrieval.legacy",),     # legacy search over MediaWiki full text and its query terms
-    ("gateway.retrieval.indexing",),   # projection, quality, semantic state, refresher, change follower, progress
-    ("gateway.retrieval.hybrid",),     # the retrieval service, fusion, channels, cross-language, shadow, duplicates
-    ("gateway.retrieval.pgvector", "gateway.retrieval"),  # the shared pgvector backend (top of retrieval)
-    ("gateway.tools",),           # one module per tool, contract, read path, cursors, shaping, registry, dispatcher
-    ("gateway.auth",),            # github mode: OAuth authorization server, GitHub upstream, token checks
-    ("gateway.transport",),       # MCP Streamable HTTP: JSON-RPC, headers, protocol versions
-    ("gateway.web",),             # HTTP routes outside MCP: browser JSON, health probes, /metrics
-    ("gateway.app",),             # create_app(config) wires everything
-    ("gateway.serving", "gateway"),  # gunicorn settings, worker and wsgi (top of the gateway)
-    ("s3rm.errors",),             # the CLI's exception root and its one error type (CliError)
-    ("s3rm.settings",),           # the CLI's one settings reader (environment, then the .dev files)
-    ("s3rm.schema",),             # schema generation (walks the gateway.tools registry)
-    ("s3rm.devstack",),           # development wiki and stack
-    ("s3rm.mcpsearch",),          # the MCP search client the admin commands share
-    ("s3rm.site", "s3rm.importing", "s3rm.audit", "s3rm.evaluate", "s3rm.research", "s3rm.collect",
-     "s3rm.index", "s3rm.auth"),  # push/diff/check and page sets; one package per admin command
-    ("s3rm.cli", "s3rm"),         # the s3rm entry point (verbs = admin verbs)
-)
+CONTRACTS = REPO / ".importlinter"
 
 
 def _modules() -> dict[str, Path]:
@@ -81,114 +52,44 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _resolve(name: str) -> str | None:
-    """The known module ``name`` refers to (its longest known prefix), or ``None`` for outside code."""
-    while name:
-        if name in MODULES:
-            return name
-        name = name.rpartition(".")[0]
+def layers(config: Path = CONTRACTS) -> list[list[str]]:
+    """The layers contract of ``config``, top first: each layer's modules (``a : b`` or ``a | b``)."""
+    contracts = importlinter_api.read_configuration(str(config))["contracts_options"]
+    (layered,) = [c for c in contracts if c["type"] == "layers"]
+    return [[name.strip() for name in line.replace("|", ":").split(":")] for line in layered["layers"]]
+
+
+def layer_of(module: str, declared: list[list[str]]) -> int | None:
+    """Index (top first) of the layer holding ``module`` or one of its packages; ``None``: undeclared."""
+    for index, names in enumerate(declared):
+        if any(module == name or module.startswith(name + ".") for name in names):
+            return index
     return None
 
 
-def imports_of(module: str, path: Path) -> set[str]:
-    """Every known module ``module`` imports anywhere in its body (relative imports resolved)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                parts = parts[: len(parts) - (node.level - 1)]
-                base = ".".join(parts + ([base] if base else []))
-            # ``from pkg import mod`` imports the module pkg.mod; ``from mod import name`` the module mod
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
-        else:
-            continue
-        found.update(t for t in map(_resolve, targets) if t is not None)
-    found.discard(module)
-    return found
+def broken_contracts(config: Path) -> list[str]:
+    """The ids of ``config``'s contracts that the code breaks (import-linter without its cache; the
+    report of each goes to stdout, which pytest shows when a test fails)."""
+    ids = [c["id"] for c in importlinter_api.read_configuration(str(config))["contracts_options"]]
+    return sorted(i for i in ids if not lint_imports(str(config), limit_to_contracts=(i,), cache_dir=None,
+                                                     no_logo=True))
 
 
-GRAPH = {module: imports_of(module, path) for module, path in MODULES.items()}
-
-
-def layer_of(module: str) -> int | None:
-    """Index in :data:`LAYERS` of the longest prefix matching ``module`` (``None``: undeclared)."""
-    best: tuple[int, int] | None = None
-    for index, prefixes in enumerate(LAYERS):
-        for prefix in prefixes:
-            if module == prefix or module.startswith(prefix + "."):
-                if best is None or len(prefix) > best[0]:
-                    best = (len(prefix), index)
-    return None if best is None else best[1]
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    components: list[list[str]] = []
-    counter = 0
-
-    def visit(node: str) -> None:
-        nonlocal counter
-        index[node] = low[node] = counter
-        counter += 1
-        stack.append(node)
-        on_stack.add(node)
-        for target in sorted(graph.get(node, ())):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                item = stack.pop()
-                on_stack.discard(item)
-                component.append(item)
-                if item == node:
-                    break
-            if len(component) > 1:
-                components.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return components
+def test_the_import_contracts_hold():
+    origins = {package: importlib.util.find_spec(package).origin for package in PACKAGES}
+    assert all(Path(origin).is_relative_to(REPO) for origin in origins.values()), \
+        f"import-linter would read another checkout: {origins}"  # run with PYTHONPATH=<this checkout>
+    assert lint_imports(str(CONTRACTS), cache_dir=None, no_logo=True), "broken contracts: see the report above"
 
 
 def test_every_module_is_in_a_declared_layer():
-    undeclared = sorted(m for m in MODULES if layer_of(m) is None)
-    assert not undeclared, f"declare the layer of these modules in tests/test_layers.py LAYERS: {undeclared}"
-
-
-def test_imports_point_down_the_layers():
-    upward = sorted(
-        f"{source} (layer {LAYERS[layer_of(source)][0]}) imports {target} (layer {LAYERS[layer_of(target)][0]})"
-        for source, targets in GRAPH.items()
-        for target in targets
-        if layer_of(source) is not None and layer_of(target) is not None and layer_of(target) > layer_of(source)
-    )
-    assert not upward, "upward imports:\n" + "\n".join(upward)
-
-
-def test_gateway_never_imports_s3rm():
-    edges = sorted(f"{s} imports {t}" for s, ts in GRAPH.items() if s.split(".")[0] == "gateway"
-                   for t in ts if t.split(".")[0] == "s3rm")
-    assert not edges, "\n".join(edges)
-
-
-def test_no_import_cycles():
-    cycles = _cycles(GRAPH)
-    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+    """A package ``__init__`` above every layer (``gateway``, ``gateway.retrieval``, ``s3rm``) imports nothing
+    of ours, so leaving it out of the layers hides no edge."""
+    declared = layers()
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    outside = sorted(m for m in MODULES if layer_of(m, declared) is None)
+    undeclared = [m for m in outside if MODULES[m].name != "__init__.py" or graph.find_modules_directly_imported_by(m)]
+    assert not undeclared, f"declare the layer of these modules in .importlinter: {undeclared}"
 
 
 # ------------------------------------------------------------- names and where they come from
@@ -276,27 +177,29 @@ def test_no_module_or_package_is_named_like_a_drawer():
 
 
 # ------------------------------------------------------------- the checker itself
-def test_the_parser_sees_local_relative_and_type_checking_imports(tmp_path, monkeypatch):
-    source = tmp_path / "gateway" / "ops" / "example.py"
-    source.parent.mkdir(parents=True)
-    source.write_text(
-        "from typing import TYPE_CHECKING\n"
-        "from . import gate\n"
-        "if TYPE_CHECKING:\n    from gateway.tools import dispatcher\n"
-        "def f():\n    import gateway.app\n",
-        encoding="utf-8",
-    )
-    monkeypatch.setitem(MODULES, "gateway.ops.example", source)
-    assert imports_of("gateway.ops.example", source) == {"gateway.ops.gate", "gateway.tools.dispatcher", "gateway.app"}
-
-
-def test_cycles_and_upward_edges_are_found():
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert _cycles({"a": {"b"}, "b": set()}) == []
-    assert layer_of("gateway.ops.gate") < layer_of("gateway.tools.dispatcher")
-    assert layer_of("gateway.serving.wsgi") > layer_of("gateway.app")
-    assert layer_of("s3rm.devstack.stack") > layer_of("gateway.serving.wsgi")
-    assert layer_of("unknown.module") is None
+def test_import_linter_sees_local_relative_and_type_checking_imports_and_cycles(tmp_path, monkeypatch):
+    """The contract types .importlinter uses, on a throwaway package: an upward import inside a function
+    and one under ``TYPE_CHECKING`` break the layers, and they close a cycle."""
+    package = tmp_path / "layered"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "high.py").write_text("from . import low\n", encoding="utf-8")
+    (package / "low.py").write_text("VALUE = 1\n", encoding="utf-8")
+    config = tmp_path / "contracts.ini"
+    config.write_text(
+        "[importlinter]\nroot_packages =\n    layered\n"
+        "[importlinter:contract:layers]\nname = layers\ntype = layers\nlayers =\n    layered.high\n    layered.low\n"
+        "[importlinter:contract:acyclic]\nname = acyclic\ntype = acyclic_siblings\nancestors =\n    layered\n",
+        encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert broken_contracts(config) == []
+    assert layers(config) == [["layered.high"], ["layered.low"]]
+    assert layer_of("layered.low", layers(config)) == 1 and layer_of("other", layers(config)) is None
+    (package / "low.py").write_text("def f():\n    import layered.high\n", encoding="utf-8")
+    assert broken_contracts(config) == ["acyclic", "layers"]
+    (package / "low.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from layered import high\n",
+                                    encoding="utf-8")
+    assert broken_contracts(config) == ["acyclic", "layers"]
 
 
 def test_the_name_check_sees_re_exports_and_accepts_package_apis(tmp_path):
@@ -314,6 +217,9 @@ def test_the_name_check_sees_re_exports_and_accepts_package_apis(tmp_path):
     assert found == ["VALUE from pkg.shim", "api from pkg.shim", "os from pkg.defs"]
 
 
-@pytest.mark.parametrize("module", ["gateway.core", "gateway.config", "gateway.ops.gate", "gateway.retrieval.language"])
-def test_the_bottom_layers_import_nothing_above_them(module):
-    assert all(layer_of(t) <= layer_of(module) for t in GRAPH[module])
+def test_the_declared_order_puts_the_gateway_below_the_cli_and_core_at_the_bottom():
+    declared = layers()
+    assert layer_of("gateway.core.errors", declared) == len(declared) - 1
+    assert layer_of("gateway.ops.gate", declared) > layer_of("gateway.tools.dispatcher", declared)
+    assert layer_of("gateway.serving.wsgi", declared) < layer_of("gateway.app", declared)
+    assert layer_of("s3rm.devstack.stack", declared) < layer_of("gateway.serving.wsgi", declared)

@@ -4,4 +4,4 @@ the bounded-queue gate (:mod:`gateway.ops.gate`), admission classes
 and write/scope authorisation (:mod:`gateway.ops.access`).
 
 Layer: above ``gateway/core``, ``gateway/config``, ``gateway/domain`` and ``hooks_spec``;
-below the wiki client, retrieval and tools, which use them (tests/test_layers.py)."""
+below the wiki client, retrieval and tools, which use them (.importlinter)."""

@@ -1,15 +1,14 @@
-"""Opaque, HMAC-signed pagination cursors (v1 envelope; v2 with a shared key ring).
+"""Opaque, signed, expiring pagination cursors (itsdangerous; one key or a shared key ring).
 
 Contract: docs/tools.md#cursors (what a cursor binds) and
 docs/retrieval.md#fallback (an issued hybrid cursor never switches order).
 
-Format (what ``next_cursor`` holds)::
+Format (what ``next_cursor`` holds): an itsdangerous ``URLSafeSerializer`` token,
+``payload "." signature`` — the payload is base64url of the envelope's compact JSON
+(zlib-compressed and prefixed with ``.`` when that is shorter), the signature
+base64url HMAC-SHA256 under salt :data:`CURSOR_SALT`. The envelope is::
 
-    base64url(envelope_json) "." base64url(HMAC-SHA256(key, b"s3rm-cursor.v1." + envelope_json))
-
-``envelope_json`` is canonical JSON (sorted keys, compact) of::
-
-    {"v": 1, "t": "<tool or sub-list>", "fp": "<request fingerprint>", "p": <position>, "x": <expiry, unix s>}
+    {"v": 3, "t": "<tool or sub-list>", "fp": "<request fingerprint>", "p": <position>, "x": <expiry, unix s>}
 
 * ``fp`` — :func:`fingerprint`: SHA-256 hex over the canonical JSON of
   everything that decides the ordering and membership of the result list:
@@ -21,62 +20,52 @@ Format (what ``next_cursor`` holds)::
   repository continuation); cursors advance only by what a page returned.
 * ``x`` — expiry; a cursor older than :data:`CURSOR_TTL_SECONDS` is refused.
 
-The key is ``S3RM_CURSOR_SECRET`` (or a per-process random key when unset, so
-cursors then die with the process). Base64url without padding keeps cursors
-URL- and JSON-safe. Everything wrong with a cursor — not base64/JSON, bad MAC,
-other version/tool/request, expired — raises :class:`~gateway.core.errors.ToolError`
-``invalid_cursor`` whose message tells the caller to restart from the first page.
-Cursors are not encrypted: the position is visible but cannot be altered.
+Keys: ``S3RM_CURSOR_SECRET`` (or a per-process random key when unset, so cursors
+then die with the process), plus, with several gateways on one shared store
+(docs/operations.md#pgvector-backend), a key ring ``{kid: secret}`` from the
+store's ``s3rm_cursor_key`` table. itsdangerous signs with the newest key (the
+highest kid when there is a ring; the envelope then names it as ``"k"``) and
+verifies with every key, so rotation never breaks issued cursors. A
+:class:`CursorKeyRing` picks up a key added by ``s3rm index rotate-cursor-key``
+without a restart: a cursor naming a key id this process does not know reloads
+the ring from the store (at most once per ``min_reload_seconds``), and the ring
+reloads anyway every ``max_age_seconds`` so every gateway soon signs with the
+newest key.
 
-**v2** (several gateways on one shared store, docs/operations.md#pgvector-backend):
-the codec gets a key ring ``{kid: secret}`` (from the store's
-``s3rm_cursor_key`` table, the same on every gateway); the envelope adds
-``"k": kid`` and ``"v": 2``, the MAC context is ``b"s3rm-cursor.v2."``, the newest
-kid signs and every kid in the ring verifies (rotation without breaking issued
-cursors). The generation stays bound through ``fp``, the expiry through ``x``.
-A :class:`CursorKeyRing` picks up a key added by ``s3rm index
-rotate-cursor-key`` without a restart: a cursor with a key id this process
-does not know reloads the ring from the store (at most once per
-``min_reload_seconds``), and the ring reloads anyway every
-``max_age_seconds`` so every gateway soon signs with the newest key.
+Everything wrong with a cursor — malformed, bad signature, issued in the
+envelope versions 1 and 2 of the hand-written format this one replaced, other
+tool or request, expired — raises :class:`~gateway.core.errors.ToolError`
+``invalid_cursor`` whose message tells the caller to restart from the first
+page. Cursors are not encrypted: the position is visible but cannot be altered.
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-import hmac
 import json
 import logging
 import threading
 import time
 from typing import Any, Callable
 
+from itsdangerous import BadData, BadPayload, BadSignature, URLSafeSerializer
+
 from gateway.core.errors import ToolError
 
-__all__ = ["CURSOR_TTL_SECONDS", "CURSOR_VERSION", "CURSOR_VERSION_SHARED", "CursorCodec", "CursorKeyRing",
+__all__ = ["CURSOR_SALT", "CURSOR_TTL_SECONDS", "CURSOR_VERSION", "CursorCodec", "CursorKeyRing",
            "fingerprint", "invalid_cursor"]
 
-CURSOR_VERSION = 1
-#: The envelope version of cursors signed with a shared key ring.
-CURSOR_VERSION_SHARED = 2
+#: The envelope version (1 and 2 were the hand-written HMAC format; their cursors are refused).
+CURSOR_VERSION = 3
+#: The itsdangerous salt: a cursor signature is valid for cursors only, never for another signed value.
+CURSOR_SALT = "s3rm-cursor"
 #: How long an issued cursor stays valid.
 CURSOR_TTL_SECONDS = 6 * 3600
-_MAC_CONTEXT = b"s3rm-cursor.v1."
-_MAC_CONTEXT_V2 = b"s3rm-cursor.v2."
 _MAX_LENGTH = 4096
+_MIN_KEY_BYTES = 16
 
 
 def _canonical(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
-
-
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def fingerprint(request: dict[str, Any]) -> str:
@@ -89,8 +78,12 @@ def invalid_cursor(reason: str) -> ToolError:
     return ToolError("invalid_cursor", f"{reason} Restart from the first page: repeat the call without a cursor.")
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class CursorKeyRing:
-    """The process-wide v2 key ring ``{kid: secret}``, reloaded from the shared store when needed.
+    """The process-wide key ring ``{kid: secret}``, reloaded from the shared store when needed.
 
     Args:
         load: ``() -> {kid: secret}`` (``PgStore.cursor_keys``); may raise (the ring then keeps its keys).
@@ -143,15 +136,17 @@ class CursorKeyRing:
 
 
 class CursorCodec:
-    """Issues and checks cursors with one HMAC key (v1) or a shared key ring (v2).
+    """Issues and checks cursors with the process key and, when given, a shared key ring.
 
     Args:
-        secret: v1 HMAC key (``GatewayConfig.cursor_secret``), at least 16 bytes.
+        secret: the process key (``GatewayConfig.cursor_secret``), at least 16 bytes unless a ring is given.
         ttl_seconds: lifetime of issued cursors.
         clock: ``() -> unix seconds`` (tests inject one).
-        keys: optional v2 key ring ``{kid: secret}`` (each at least 16 bytes) or a
-            :class:`CursorKeyRing`; when given, cursors are issued as v2 with the newest kid,
-            and v2 cursors of any kid verify (a ring looks an unknown kid up in the store).
+        keys: optional key ring ``{kid: secret}`` (each at least 16 bytes) or a
+            :class:`CursorKeyRing`; when given, cursors are signed with the newest kid, and
+            cursors signed with any kid verify (a ring looks an unknown kid up in the store).
+
+    Raises ValueError for a key shorter than 16 bytes.
     """
 
     def __init__(self, secret: bytes, ttl_seconds: int = CURSOR_TTL_SECONDS,
@@ -160,58 +155,45 @@ class CursorCodec:
         self._ring = keys if isinstance(keys, CursorKeyRing) else None
         if self._ring is not None:
             keys = self._ring.keys()
-        if len(secret) < 16 and not keys:
+        if len(secret) < _MIN_KEY_BYTES and not keys:
             raise ValueError("cursor secret must be at least 16 bytes")
-        if keys and any(len(k) < 16 for k in keys.values()):
+        if keys and any(len(k) < _MIN_KEY_BYTES for k in keys.values()):
             raise ValueError("cursor keys must be at least 16 bytes")
         self._secret = secret
-        self._keys = dict(keys or {})
         self._ttl = ttl_seconds
         self._clock = clock
+        self._use(dict(keys or {}))
 
-    def _mac(self, body: bytes, kid: int | None = None) -> bytes:
-        if kid is None:
-            return hmac.new(self._secret, _MAC_CONTEXT + body, hashlib.sha256).digest()
-        return hmac.new(self._keys[kid], _MAC_CONTEXT_V2 + body, hashlib.sha256).digest()
+    def _use(self, keys: dict[int, bytes]) -> None:
+        """Sign with the newest ring key (else the process key); verify with all of them."""
+        self._keys = keys
+        secrets = [self._secret] if len(self._secret) >= _MIN_KEY_BYTES else []
+        secrets += [keys[kid] for kid in sorted(keys)]  # itsdangerous signs with the last, verifies with each
+        # The expiry stays in the envelope instead of itsdangerous' timed serializer, which stamps
+        # the issue time and refuses a stamp from the future: one second of clock skew between two
+        # gateways sharing the ring would refuse fresh cursors as expired.
+        self._serializer = URLSafeSerializer(secrets, salt=CURSOR_SALT, serializer_kwargs={"sort_keys": True},
+                                             signer_kwargs={"digest_method": hashlib.sha256,
+                                                            "key_derivation": "hmac"})
 
     def encode(self, tool: str, fp: str, position: Any) -> str:
-        """A signed cursor for ``position`` in the list identified by ``tool`` and fingerprint ``fp``."""
+        """A signed cursor for ``position`` in the list identified by ``tool`` and fingerprint ``fp``.
+
+        Raises ValueError when the cursor would be longer than 4096 characters."""
         envelope = {"v": CURSOR_VERSION, "t": tool, "fp": fp, "p": position, "x": int(self._clock()) + self._ttl}
-        kid = max(self._keys) if self._keys else None
-        if kid is not None:
-            envelope.update(v=CURSOR_VERSION_SHARED, k=kid)
-        body = _canonical(envelope)
-        token = f"{_b64(body)}.{_b64(self._mac(body, kid))}"
+        if self._keys:
+            envelope["k"] = max(self._keys)
+        token = self._serializer.dumps(envelope)
         if len(token) > _MAX_LENGTH:
             raise ValueError("cursor position is too large")
         return token
 
     def decode(self, token: str, tool: str, fp: str) -> Any:
         """The position stored in ``token``; raises ToolError ``invalid_cursor`` when it is not valid here."""
-        if not isinstance(token, str) or len(token) > _MAX_LENGTH or token.count(".") != 1:
+        if not isinstance(token, str) or len(token) > _MAX_LENGTH:
             raise invalid_cursor("The cursor is malformed.")
-        body_part, mac_part = token.split(".")
-        try:
-            body, mac = _unb64(body_part), _unb64(mac_part)
-        except (binascii.Error, ValueError):
-            raise invalid_cursor("The cursor is malformed.") from None
-        try:
-            envelope = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            envelope = None
-        kid = envelope.get("k") if isinstance(envelope, dict) and envelope.get("v") == CURSOR_VERSION_SHARED else None
-        if (kid is not None and isinstance(kid, int) and not isinstance(kid, bool) and kid not in self._keys
-                and self._ring is not None and self._ring.lookup(kid) is not None):
-            self._keys = self._ring.keys()  # a key rotated in after this process loaded its ring
-        if kid is not None and (not isinstance(kid, int) or kid not in self._keys):
-            raise invalid_cursor("The cursor was not issued by this server or was altered.")
-        if kid is None and len(self._secret) < 16:
-            raise invalid_cursor("The cursor was not issued by this server or was altered.")
-        if not hmac.compare_digest(mac, self._mac(body, kid)):
-            raise invalid_cursor("The cursor was not issued by this server or was altered.")
-        if envelope is None:
-            raise invalid_cursor("The cursor is malformed.")
-        if not isinstance(envelope, dict) or envelope.get("v") not in (CURSOR_VERSION, CURSOR_VERSION_SHARED):
+        envelope = self._verified(token)
+        if not isinstance(envelope, dict) or envelope.get("v") != CURSOR_VERSION:
             raise invalid_cursor("The cursor has an unsupported version.")
         if envelope.get("t") != tool:
             raise invalid_cursor("The cursor belongs to another tool or list.")
@@ -219,6 +201,37 @@ class CursorCodec:
             raise invalid_cursor("The cursor was issued for a different request (query, filters, fields, "
                                  "scope, mode, ranking or index generation changed).")
         expiry = envelope.get("x")
-        if not isinstance(expiry, int) or expiry < self._clock():
+        if not _is_int(expiry) or expiry < self._clock():
             raise invalid_cursor("The cursor has expired.")
         return envelope.get("p")
+
+    def _verified(self, token: str) -> Any:
+        """The envelope of a token signed with one of our keys; ``invalid_cursor`` otherwise."""
+        try:
+            return self._serializer.loads(token)
+        except BadSignature as exc:
+            claimed = self._claimed(exc.payload)
+        except BadData:  # signed by us, yet not base64/JSON: never issued that way
+            raise invalid_cursor("The cursor is malformed.") from None
+        if claimed is None:
+            raise invalid_cursor("The cursor is malformed.")
+        if isinstance(claimed, dict) and claimed.get("v") in (1, 2):
+            raise invalid_cursor("The cursor has an unsupported version.")  # the hand-written format
+        kid = claimed.get("k") if isinstance(claimed, dict) else None
+        if (self._ring is not None and _is_int(kid) and kid not in self._keys
+                and self._ring.lookup(kid) is not None):
+            self._use(self._ring.keys())  # a key rotated in after this process loaded its ring
+            try:
+                return self._serializer.loads(token)
+            except BadData:
+                pass
+        raise invalid_cursor("The cursor was not issued by this server or was altered.")
+
+    def _claimed(self, payload: bytes | None) -> Any:
+        """What an unverified payload claims (read only to choose the message or reload the ring), or None."""
+        if payload is None:
+            return None
+        try:
+            return self._serializer.load_payload(payload)
+        except BadPayload:
+            return None

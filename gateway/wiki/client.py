@@ -32,7 +32,7 @@ when credentials are configured, ``assert=user``. Behaviour:
   ``assertuserfailed``/``assertbotfailed``/``notloggedin`` or ``badtoken``
   (session lost, e.g. the wiki's session store was cleared) triggers ONE
   re-login for all threads that saw the same session and is then retried once.
-* **Retries** — bounded (``max_retries``) with exponential backoff and jitter,
+* **Retries** — tenacity, bounded (``max_retries``) with exponential backoff and jitter,
   honouring ``Retry-After`` and the ``lag`` of ``maxlag`` errors, on
   ``maxlag``, ``ratelimited``, ``readonly``, database errors, HTTP 5xx/429,
   timeouts and connection errors. A POST that is not idempotent is retried
@@ -62,6 +62,7 @@ import time
 from typing import Any, Mapping
 
 import requests
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from gateway.core.errors import GatewayError
 from gateway.domain.repository import (
@@ -373,31 +374,45 @@ class WikiClient:
         if not login and assert_user and self._needs_login():
             self._relogin(seen_gen=None)
         relogged = False
-        max_retries = self.max_retries if retries is None else retries
-        attempt = 0
-        while True:
-            cookies, gen = self._cookie_snapshot()
-            try:
-                body = self._prepare(params, token, assert_user)
-                return self._attempt(method, action, body, cookies, timeout or self.timeout, idempotent)
-            except _SessionLost as lost:
-                if relogged or login or not self.authenticated:
-                    raise lost.error from None
-                relogged = True
-                log.info("wiki session lost during %s (%s); logging in again", action, lost.error.wiki_code)
-                self._relogin(seen_gen=gen)
-                if lost.error.wiki_code == "badtoken":
-                    with self._state_lock:
-                        self._csrf = None
-            except _Retry as retry:
-                if attempt >= max_retries:
-                    raise retry.error from None
-                delay = retry.delay if retry.delay is not None else self.backoff * (2 ** attempt)
-                delay = min(self.max_backoff, delay) * (0.75 + random.random() / 2)
-                log.info("wiki %s attempt %d failed (%s); retrying in %.2fs", action, attempt + 1,
-                         retry.error.wiki_code, delay)
-                attempt += 1
-                self._sleep(delay)
+
+        def attempt() -> dict[str, Any]:
+            """One attempt; a lost session is logged in again and the request repeated, once per call."""
+            nonlocal relogged
+            while True:
+                cookies, gen = self._cookie_snapshot()
+                try:
+                    body = self._prepare(params, token, assert_user)
+                    return self._attempt(method, action, body, cookies, timeout or self.timeout, idempotent)
+                except _SessionLost as lost:
+                    if relogged or login or not self.authenticated:
+                        raise lost.error from None
+                    relogged = True
+                    log.info("wiki session lost during %s (%s); logging in again", action, lost.error.wiki_code)
+                    self._relogin(seen_gen=gen)
+                    if lost.error.wiki_code == "badtoken":
+                        with self._state_lock:
+                            self._csrf = None
+
+        def before_sleep(state: RetryCallState) -> None:
+            log.info("wiki %s attempt %d failed (%s); retrying in %.2fs", action, state.attempt_number,
+                     state.outcome.exception().error.wiki_code, state.next_action.sleep)
+
+        retrying = Retrying(
+            retry=retry_if_exception_type(_Retry),
+            stop=stop_after_attempt(1 + (self.max_retries if retries is None else retries)),
+            wait=self._wait, sleep=self._sleep, before_sleep=before_sleep, reraise=True)
+        try:
+            return retrying(attempt)
+        except _Retry as retry:
+            raise retry.error from None
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Seconds before the next attempt: the wiki's ``Retry-After`` (or a maxlag error's ``lag``)
+        when it sent one, else exponential from ``backoff``; capped at ``max_backoff``, then ±25 % jitter."""
+        asked = state.outcome.exception().delay
+        exponential = wait_exponential(multiplier=self.backoff, max=self.max_backoff)
+        delay = exponential(state) if asked is None else min(self.max_backoff, asked)
+        return delay * (0.75 + random.random() / 2)
 
     def _attempt(self, method: str, action: str, body: dict[str, str], cookies: dict[str, str],
                  timeout: float, idempotent: bool) -> dict[str, Any]:

@@ -48,9 +48,9 @@ import secrets
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
+
+import requests
 
 from gateway.domain.schema import REPO_ROOT
 from s3rm.devstack import devwiki, postgres, procs
@@ -153,13 +153,10 @@ def _wait_http(url: str, timeout: float, *, ok=lambda status, body: status == 20
     last = "no answer"
     while time.monotonic() < deadline:
         try:
-            req = urllib.request.Request(url, data=data, headers=headers or {})
-            with urllib.request.urlopen(req, timeout=5) as resp:
-                body = resp.read()
-                status = resp.status
-        except urllib.error.HTTPError as exc:
-            status, body = exc.code, exc.read()
-        except (urllib.error.URLError, OSError) as exc:
+            resp = requests.request("GET" if data is None else "POST", url, data=data, headers=headers or {},
+                                    timeout=5)
+            status, body = resp.status_code, resp.content
+        except requests.RequestException as exc:
             status, body, last = 0, b"", str(exc)
         if status:
             try:

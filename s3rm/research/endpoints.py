@@ -41,18 +41,17 @@ class EndpointError(S3rmError):
 
 
 def _post(kind: str, endpoint: Endpoint, body: dict[str, Any], timeout: float) -> Any:
-    import httpx
+    import requests
 
     host = urlsplit(endpoint.url).netloc
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
     try:
-        with httpx.Client(timeout=timeout, follow_redirects=False) as client:
-            response = client.post(endpoint.url, json=body, headers=headers)
-    except httpx.TimeoutException:
+        response = requests.post(endpoint.url, json=body, headers=headers, timeout=timeout, allow_redirects=False)
+    except requests.Timeout:
         raise EndpointError(f"{kind} endpoint {host} timed out after {timeout:g} s") from None
-    except httpx.HTTPError as exc:
+    except requests.RequestException as exc:
         raise EndpointError(f"{kind} endpoint {host} failed ({type(exc).__name__})") from None
     if response.status_code != 200:
         raise EndpointError(f"{kind} endpoint {host} answered HTTP {response.status_code}")

@@ -107,6 +107,7 @@ async def search_facets(url: str, query: str, *, scope: str | None = None, timeo
                 tg.start_soon(one, run)
         # the gateway's semantic admission class is small (2 slots by default) and never queues: a
         # facet it turned away comes back as a legacy page while the index is usable; ask again, in turn
+        # (not tenacity: each round re-asks only the facets still refused, and none of them raised)
         for attempt in range(RETRIES):
             refused = [r for r in runs if r.effective_mode != "hybrid_v1" and r.semantic_status in USABLE]
             if not refused:

@@ -387,6 +387,8 @@ class OpenAICompatibleProvider(EmbeddingProvider):
     @staticmethod
     def _retry_or_raise(exc: EmbeddingError, index: int, attempts: list[int], todo: deque, retries: int) -> None:
         """Queue batch ``index`` again after a backoff, or raise ``exc`` when it may not be retried."""
+        # Not tenacity: a failed batch goes back into the in-flight window while the others keep running;
+        # tenacity retries one blocking call, which would hold the window until that batch succeeds.
         if not exc.retryable or isinstance(exc, CircuitOpen) or attempts[index] >= retries:
             raise exc
         attempts[index] += 1

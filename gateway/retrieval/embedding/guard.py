@@ -54,6 +54,9 @@ class EmbeddingGate(BoundedGate):
 
 
 # ----------------------------------------------------------- circuit breaker
+# Ours, not pybreaker's: pybreaker wraps one whole call under its lock (calls through a breaker would run
+# one at a time; ours is asked before a gate slot is taken and told when the pooled HTTP call ends), has no
+# way to hand back a half-open trial that was never sent (abandon), and reads a clock tests cannot set.
 class CircuitBreaker:
     """Consecutive-failure breaker: ``closed`` → ``open`` → ``half_open`` → ``closed``.
 

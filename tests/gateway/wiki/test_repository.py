@@ -8,9 +8,7 @@ answers like an overloaded MediaWiki.
 """
 from __future__ import annotations
 
-import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -27,6 +25,7 @@ from gateway.domain.repository import (
 )
 from gateway.wiki.client import WikiClient, error_from_api
 from support.memory import InMemoryRepository
+from support.scripted_http import ScriptedServer
 from gateway.wiki.repository import MediaWikiRepository
 from support.lessons import agent_client, ensure_relation_template, lesson, relation, write_pages
 
@@ -92,43 +91,29 @@ def test_client_is_shared_safely_by_threads(client):
 
 
 # ------------------------------------------------------------------ retries against a real HTTP server
-class _Flaky(BaseHTTPRequestHandler):
-    script: list = []
-
-    def do_GET(self):  # noqa: N802 (http.server API)
-        status, body, headers = self.script.pop(0) if self.script else (200, {"query": {}}, {})
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        for k, v in {"Content-Type": "application/json", **headers}.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def flaky():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/api.php"
-    server.shutdown()
+    with ScriptedServer(default=(200, {"query": {}}, {})) as server:
+        yield server
 
 
 def test_retries_maxlag_and_5xx_then_gives_up(flaky):
     sleeps = []
-    c = WikiClient(flaky, max_retries=3, backoff=0.01, sleep=sleeps.append)
-    _Flaky.script[:] = [(200, {"error": {"code": "maxlag", "info": "lagged", "lag": 2}}, {"Retry-After": "1"}),
+    c = WikiClient(flaky.url + "/api.php", max_retries=3, backoff=0.01, sleep=sleeps.append)
+    flaky.script[:] = [(200, {"error": {"code": "maxlag", "info": "lagged", "lag": 2}}, {"Retry-After": "1"}),
                         (503, {}, {}), (200, {"query": {"ok": 1}}, {})]
     assert c.get({"action": "query"}) == {"query": {"ok": 1}}
-    assert len(sleeps) == 2 and 0.7 <= sleeps[0] <= 1.3
-    _Flaky.script[:] = [(502, {}, {})] * 5
+    assert len(sleeps) == 2 and 0.7 <= sleeps[0] <= 1.3      # the wiki's Retry-After, with jitter
+    assert 0.75 * 0.02 <= sleeps[1] <= 1.25 * 0.02            # the second wait of the exponential backoff
+    flaky.script[:] = [(502, {}, {})] * 5
     with pytest.raises(WikiUnavailable) as info:
         c.get({"action": "query"})
     assert info.value.wiki_code == "http-502" and info.value.retryable
+    assert len(sleeps) == 5 and len(flaky.script) == 1       # max_retries=3: four attempts, three waits
+    assert all(0.75 * base <= slept <= 1.25 * base for slept, base in zip(sleeps[2:], (0.01, 0.02, 0.04)))
+    flaky.script[:] = [(200, {"error": {"code": "maxlag", "info": "lagged", "lag": 30}}, {})]
+    assert c.get({"action": "query"}) == {"query": {}}
+    assert len(sleeps) == 6 and 0.75 * 8.0 <= sleeps[5] <= 1.25 * 8.0  # maxlag's lag, capped at max_backoff
 
 
 # ------------------------------------------------------------------ repository contract, both implementations
