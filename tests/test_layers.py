@@ -43,10 +43,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gateway.retrieval.language",),   # Hangul and query-language detection (imports nothing of the gateway)
     ("gateway.retrieval.embedding",),  # the embedding client: errors, gate and breaker, vector memo and cache
     ("gateway.retrieval.index",),      # the in-process index: records, segments, BM25, snapshot, backend, analyzer
-    ("gateway.retrieval.filters",),    # search filters and scopes, the index pre-filter
+    ("gateway.retrieval.filters", "gateway.retrieval.request"),  # filters and scopes, the index pre-filter;
+                                       # the parsed search and analogies requests
     ("gateway.retrieval.legacy",),     # legacy search over MediaWiki full text and its query terms
     ("gateway.retrieval.indexing",),   # projection, quality, semantic state, refresher, change follower, progress
-    ("gateway.retrieval.hybrid",),     # the retrieval service, fusion, channels, cross-language, shadow, duplicates
+    ("gateway.retrieval.hybrid",),     # the retrieval service, its search and analogy pipelines, fusion, channels,
+                                       # cross-language, shadow, duplicates
     ("gateway.retrieval.pgvector", "gateway.retrieval"),  # the shared pgvector backend (top of retrieval)
     ("gateway.tools",),           # one module per tool, contract, read path, cursors, shaping, registry, dispatcher
     ("gateway.auth",),            # github mode: OAuth authorization server, GitHub upstream, token checks
