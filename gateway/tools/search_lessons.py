@@ -157,7 +157,8 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     modes = retrieval_state(request.mode, ctx)
     bound = {  # what the cursor fingerprint binds (docs/tools.md#cursors)
         "query": query, "filters": request.filters.canonical(), "fields": list(fields) if fields else None,
-        "min_score": request.min_score, "effective_mode": modes["effective_mode"], "ranking_version": legacy.RANKING_VERSION,
+        "min_score": request.min_score, "effective_mode": modes["effective_mode"],
+        "ranking_version": legacy.RANKING_VERSION,
         "generation": GENERATION, "scope": scope, "listing": listing, "schema": load_schema().meta["schema_version"],
         **({"facet": facet} if facet else {}), **({"exclude_superseded": True} if exclude_superseded else {}),
     }

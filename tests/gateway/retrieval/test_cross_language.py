@@ -183,5 +183,6 @@ def test_a_korean_question_ranks_the_english_lesson_in_the_top_five_above_every_
 
 def test_a_noise_lesson_stays_findable_by_an_exact_phrase_it_holds(service):
     repo, svc = service
-    ranked = [r.snapshot.id for r in svc.search_lessons(repo, SearchRequest(query="lorem ipsum dolor sit amet")).results]
+    nonsense = SearchRequest(query="lorem ipsum dolor sit amet")
+    ranked = [r.snapshot.id for r in svc.search_lessons(repo, nonsense).results]
     assert ranked[:1] == ["noise-lorem-ipsum"], ranked[:5]

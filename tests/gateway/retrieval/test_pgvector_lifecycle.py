@@ -148,7 +148,8 @@ def test_build_tail_shadow_cutover_fresh_rollback_and_retirement(world, capsys):
     embedded = gateway.health()["embedded_total"]
     assert main(["index", "--dsn", dsn, "rollback"]) == 0
     _until(lambda: gateway.generation == g1, what="the gateway to serve g1 again")
-    top = gateway.search_lessons(repo, SearchRequest(query="retry storm after the failover overloaded the replica")).results
+    storm = SearchRequest(query="retry storm after the failover overloaded the replica")
+    top = gateway.search_lessons(repo, storm).results
     assert top and top[0].snapshot.id == ids[2]
     _until(lambda: gateway.refresher.wait_idle(0.1) and gateway.semantic_status() == "ready", what="reconcile")
     assert gateway.health()["embedded_total"] == embedded  # previous was fresh: the reconcile embedded nothing
