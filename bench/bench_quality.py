@@ -81,12 +81,13 @@ import bm25s  # noqa: E402
 
 from embedding_cache import CachingProvider  # noqa: E402
 from gateway.retrieval.legacy import search as legacy  # noqa: E402
-from gateway.retrieval.filters import SearchFilters  # noqa: E402
 from gateway.retrieval.hybrid.fusion import RankingConfig  # noqa: E402
-from gateway.retrieval.hybrid.service import RetrievalService, SemanticFallback  # noqa: E402
+from gateway.retrieval.hybrid.results import SemanticFallback  # noqa: E402
+from gateway.retrieval.hybrid.service import RetrievalService  # noqa: E402
 from gateway.config.profiles import WHOLE, get_profile  # noqa: E402
 from gateway.retrieval.indexing.projection import ProjectionBuilder  # noqa: E402
 from gateway.config.retrieval import RetrievalSettings  # noqa: E402
+from gateway.retrieval.request import AnalogyRequest, SearchRequest  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
 from s3rm.devstack import devwiki, wikiserver  # noqa: E402
@@ -369,10 +370,17 @@ class ExplainingService(RetrievalService):
 
     last_votes: dict = {}
 
-    def _finish(self, repository, snap, channel_hits, **kwargs):
-        self.last_votes = {channel: [(lesson_id, vote.rank) for lesson_id, vote in hits]
-                           for channel, hits in channel_hits.items()}
-        return super()._finish(repository, snap, channel_hits, **kwargs)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        stages = self.search_pipeline.stages  # the shared tail both pipelines call
+        finish = stages.finish
+
+        def remembering(repository, snap, channel_hits, **options):
+            self.last_votes = {channel: [(lesson_id, vote.rank) for lesson_id, vote in hits]
+                               for channel, hits in channel_hits.items()}
+            return finish(repository, snap, channel_hits, **options)
+
+        stages.finish = remembering
 
 
 def _gold_rank(ranked: Sequence[str], expected: Sequence[str]) -> str:
@@ -431,9 +439,10 @@ def collect_half(half: str, repo, service: RetrievalService, baseline: Baseline,
     for case in cases:
         lists = baseline.search(case.query)
         service.last_votes = {}
-        lists["legacy"] = [r.snapshot.id for r in legacy.search(repo, case.query, SearchFilters(), 0.0).items]
+        request = SearchRequest(query=case.query)
+        lists["legacy"] = [r.snapshot.id for r in legacy.search(repo, request).items]
         try:
-            lists["hybrid"] = [r.snapshot.id for r in service.search_lessons(repo, query=case.query).results]
+            lists["hybrid"] = [r.snapshot.id for r in service.search_lessons(repo, request).results]
         except SemanticFallback as exc:
             fallbacks[exc.cause] += 1
             lists["hybrid"] = lists["legacy"]
@@ -441,10 +450,10 @@ def collect_half(half: str, repo, service: RetrievalService, baseline: Baseline,
         if case.analogous_ids:
             source = repo.get_snapshot(case.expected_ids[0])
             analog["rrf"].append(id_recall_at_k(baseline.analogies(source.id), case.analogous_ids, 10))
-            lg = legacy.analogies(repo, source, (), SearchFilters(), 0.0)
+            lg = legacy.analogies(repo, AnalogyRequest(source=source))
             analog["legacy"].append(id_recall_at_k([r.snapshot.id for r in lg.items], case.analogous_ids, 10))
             try:
-                hy = [r.snapshot.id for r in service.find_analogies(repo, source=source, stored_ids=()).results]
+                hy = [r.snapshot.id for r in service.find_analogies(repo, AnalogyRequest(source=source)).results]
             except SemanticFallback as exc:
                 fallbacks["analogies_" + exc.cause] += 1
                 hy = [r.snapshot.id for r in lg.items]

@@ -19,21 +19,18 @@ from __future__ import annotations
 from typing import Any
 
 
-from gateway.core.errors import ToolError
 from gateway.retrieval.legacy import search as legacy
 from gateway.tools.shaping import conformer
 from gateway.tools.contract import ToolContext, tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.read_path import (
-    DEFAULT_LIMIT, fit_page, Pager, rank_page, read_tool, repository, retrieval_state, scope_filters
-)
+from gateway.retrieval.request import AnalogyRequest
+from gateway.tools.read_path import fit_page, Pager, rank_page, read_tool, repository, retrieval_state
 from gateway.tools.schema_builders import (
     array, cursor, enum, Fields, LIMITS, min_score, next_cursor, obj, OPTIONAL_RETRIEVAL_PROPS, page_limit,
     retrieval_mode_in, retrieval_props, revision_id, scan_props, scope_in, scope_out, score, standing_out,
     STANDING_MAX, string
 )
 from gateway.tools.read_items import standings
-from gateway.domain.repository import snapshot_edges
 
 __all__ = ["NAME", "SPEC"]
 
@@ -43,39 +40,31 @@ GENERATION = "legacy"
 
 @read_tool
 def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    """Run ``find_analogies`` (see module doc)."""
+    """Run ``find_analogies`` (see module doc): the arguments, the source Lesson and its stored partners
+    become one :class:`~gateway.retrieval.request.AnalogyRequest`, which legacy or hybrid ranking receives."""
     repo = repository(ctx)
-    source_id = arguments["id"]
-    limit = int(arguments.get("limit", DEFAULT_LIMIT))
-    min_score = float(arguments.get("min_score", 0.0))
-    scope = arguments.get("scope")
-    filters = scope_filters(arguments, ctx)
-    modes = retrieval_state(arguments, ctx)
-    source = repo.get_snapshot(source_id)
-    if source is None:
-        raise ToolError("not_found", f"No Lesson with id {source_id!r}; use search_lessons to find ids.")
-    request = {
+    request = AnalogyRequest.from_arguments(arguments, ctx.config, ctx.principal, repo)
+    source, source_id, limit, scope = request.source, request.source.id, request.limit, request.scope
+    modes = retrieval_state(request.mode, ctx)
+    bound = {  # what the cursor fingerprint binds (docs/tools.md#cursors)
         "source_id": source_id, "source_revision_id": source.revision_id,
-        "source_projection_hash": legacy.projection_hash(source.page), "min_score": min_score, "scope": scope,
-        "filters": filters.canonical(), "effective_mode": modes["effective_mode"],
+        "source_projection_hash": legacy.projection_hash(source.page), "min_score": request.min_score,
+        "scope": scope, "filters": request.filters.canonical(), "effective_mode": modes["effective_mode"],
         "ranking_version": legacy.ANALOGY_RANKING_VERSION, "generation": GENERATION,
     }
-    pager = Pager(ctx, NAME, request)
-    edges = repo.find_relation_edges(source_id, outgoing=False, incoming=True, limit=500)
-    stored = [e.target for e in snapshot_edges(source) if e.relation == "analogous_to"]
-    stored += [e.source for e in edges.incoming if e.relation == "analogous_to"]
+    pager = Pager(ctx, NAME, bound)
+    edges = request.partners
     retrieval = ctx.retrieval
     # hybrid_v1 (docs/tools.md#cursors): the hybrid fingerprint also binds the generation's projection hash of the source
     ranked, ranking_version, pager, offset, modes = rank_page(
-        ctx, modes, pager, arguments.get("cursor"),
+        ctx, modes, pager, request.cursor,
         hybrid_pager=lambda mode, version, generation: Pager(ctx, NAME, {
-            **request, "effective_mode": mode, "ranking_version": version, "generation": generation,
+            **bound, "effective_mode": mode, "ranking_version": version, "generation": generation,
             **({"semantic_projection_hash": retrieval.projection(source_id, source).retrieval_hash}
                if mode == "hybrid_v1" else {})}),
         legacy_version=legacy.ANALOGY_RANKING_VERSION,
-        run_hybrid=lambda continuing: retrieval.find_analogies(
-            repo, source=source, stored_ids=stored, filters=filters, min_score=min_score, continuation=continuing),
-        run_legacy=lambda: legacy.analogies(repo, source, stored, filters, min_score))
+        run_hybrid=lambda continuing: retrieval.find_analogies(repo, request, continuation=continuing),
+        run_legacy=lambda: legacy.analogies(repo, request))
     fix = conformer(str(ctx.config.schema_dir), NAME, "results", "[]")
     page = ranked.items[offset:offset + limit]
     corrections = standings(repo, {r.snapshot.id: r.snapshot for r in page}, STANDING_MAX)

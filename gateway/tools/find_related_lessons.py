@@ -25,7 +25,8 @@ from gateway.domain.schema import load_schema
 from gateway.tools.shaping import conformer
 from gateway.tools.contract import ToolContext, tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.read_path import DEFAULT_LIMIT, fit_page, Pager, read_tool, repository
+from gateway.retrieval.request import DEFAULT_LIMIT
+from gateway.tools.read_path import fit_page, Pager, read_tool, repository
 from gateway.tools.read_items import standings, symmetric_relations, unmirrored
 from gateway.tools.schema_builders import (
     array, cursor, DIRECTIONS, enum, Fields, LIMITS, next_cursor, obj, page_limit, scan_props, standing_out,

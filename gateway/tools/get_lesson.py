@@ -36,7 +36,8 @@ from gateway.tools.shaping import conformer, ItemTooLarge, truncate_text
 from gateway.tools.contract import ToolContext, tool_spec, WholeRead
 from gateway.tools.policy import describe
 from gateway.tools.readability import short_field_chars
-from gateway.tools.read_path import DEFAULT_LIMIT, Pager, read_tool, repository
+from gateway.retrieval.request import DEFAULT_LIMIT
+from gateway.tools.read_path import Pager, read_tool, repository
 from gateway.tools.read_items import (
     citation_items, CORRECTIONS, relation_item, standing_of, symmetric_relations, unmirrored, verification_item
 )

@@ -23,15 +23,12 @@ from gateway.core.errors import ToolError
 from gateway.domain.codec import PageFormatError
 from gateway.domain.repository import PermissionDenied, RepositoryError, WikiUnavailable
 from gateway.tools.cursors import CursorCodec, fingerprint, invalid_cursor
-from gateway.retrieval.filters import SearchFilters, resolve_scope
 from gateway.tools.search_mode import choose_mode
 from gateway.tools.contract import OutputBudget, ToolContext
-from gateway.ops.access import check_scope_access
 
-__all__ = ["read_tool", "repository", "Pager", "fit_page", "retrieval_state", "scope_filters", "DEFAULT_LIMIT"]
+__all__ = ["read_tool", "repository", "Pager", "fit_page", "retrieval_state"]
 
 T = TypeVar("T")
-DEFAULT_LIMIT = 5
 
 
 def read_tool(handler: Callable[[dict[str, Any], ToolContext], dict[str, Any]]):
@@ -122,15 +119,15 @@ def fit_page(budget: OutputBudget, items: Sequence[T], build: Callable[[Sequence
     return best, 1
 
 
-def retrieval_state(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    """``requested_mode``/``effective_mode``/``semantic_status`` of a legacy answer.
+def retrieval_state(requested: str, ctx: ToolContext) -> dict[str, Any]:
+    """``requested_mode``/``effective_mode``/``semantic_status`` of a legacy answer to a request for mode
+    ``requested`` (:attr:`gateway.retrieval.request.SearchRequest.mode`).
 
     ``semantic_status`` is the hybrid layer's current state (``disabled`` without
     one); handlers that serve ``hybrid_v1`` override the mode and status with
     :func:`gateway.tools.search_mode.choose_mode`. ``semantic_quarantined`` is added when
     Lessons are quarantined (docs/hybrid-search.md#quarantine).
     """
-    requested = arguments.get("retrieval_mode") or ctx.config.retrieval_default_mode
     retrieval = getattr(ctx, "retrieval", None)
     status = retrieval.semantic_status() if retrieval is not None else "disabled"
     out: dict[str, Any] = {"requested_mode": requested, "effective_mode": "legacy", "semantic_status": status}
@@ -178,11 +175,3 @@ def rank_page(ctx: ToolContext, modes: dict[str, str], pager: "Pager", cursor: A
         modes.update(ctx.retrieval.freshness())  # docs/hybrid-search.md#freshness
         return choice.hybrid, choice.hybrid.ranking_version, choice.pager, choice.offset, modes
     return run_legacy(), legacy_version, choice.pager, choice.offset, modes
-
-
-def scope_filters(arguments: dict[str, Any], ctx: ToolContext) -> SearchFilters:
-    """Filters of the requested ``scope`` after its ACL check (``scope_requires_authentication``,
-    ``scope_forbidden``, ``unknown_scope``); no constraint without a scope."""
-    scope = arguments.get("scope")
-    check_scope_access(scope, ctx.principal, ctx.config)
-    return resolve_scope(scope, ctx.config.search_scopes)

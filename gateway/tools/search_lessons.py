@@ -34,13 +34,11 @@ from gateway.domain.model import LessonSnapshot
 from gateway.domain.schema import load_schema
 from gateway.retrieval.legacy import search as legacy
 from gateway.tools.cursors import invalid_cursor
-from gateway.retrieval.filters import SearchFilters
+from gateway.retrieval.request import SearchRequest
 from gateway.tools.shaping import conformer, one_line, truncate_text
 from gateway.tools.contract import ToolContext, tool_spec
 from gateway.tools.policy import describe
-from gateway.tools.read_path import (
-    DEFAULT_LIMIT, fit_page, Pager, rank_page, read_tool, repository, retrieval_state, scope_filters
-)
+from gateway.tools.read_path import fit_page, Pager, rank_page, read_tool, repository, retrieval_state
 from gateway.retrieval.hybrid.fusion import best_votes, is_identifier_query
 from gateway.tools.read_items import citation_items, CORRECTIONS, IncomingAhead, standings
 from gateway.tools.schema_builders import (
@@ -148,35 +146,32 @@ class _Hits:
 
 @read_tool
 def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    """Run ``search_lessons`` (see module doc)."""
+    """Run ``search_lessons`` (see module doc): the arguments become one
+    :class:`~gateway.retrieval.request.SearchRequest`, which legacy or hybrid ranking receives."""
     repo = repository(ctx)
-    query = arguments.get("query", "") or ""
-    limit = int(arguments.get("limit", DEFAULT_LIMIT))
+    request = SearchRequest.from_arguments(arguments, ctx.config, ctx.principal)
+    query, limit, scope, facet, listing = request.query, request.limit, request.scope, request.facet, request.listing
     fields = tuple(arguments["fields"]) if arguments.get("fields") else None
-    scope = arguments.get("scope")
-    filters = SearchFilters.from_mapping(arguments.get("filters")).intersect(scope_filters(arguments, ctx))
-    min_score = float(arguments.get("min_score", 0.0))
-    facet = arguments.get("facet")
     explain = bool(arguments.get("explain"))
     exclude_superseded = bool(arguments.get("exclude_superseded"))
-    modes = retrieval_state(arguments, ctx)
-    listing = not query.strip()
-    request = {
-        "query": query, "filters": filters.canonical(), "fields": list(fields) if fields else None,
-        "min_score": min_score, "effective_mode": modes["effective_mode"], "ranking_version": legacy.RANKING_VERSION,
+    modes = retrieval_state(request.mode, ctx)
+    bound = {  # what the cursor fingerprint binds (docs/tools.md#cursors)
+        "query": query, "filters": request.filters.canonical(), "fields": list(fields) if fields else None,
+        "min_score": request.min_score, "effective_mode": modes["effective_mode"],
+        "ranking_version": legacy.RANKING_VERSION,
         "generation": GENERATION, "scope": scope, "listing": listing, "schema": load_schema().meta["schema_version"],
         **({"facet": facet} if facet else {}), **({"exclude_superseded": True} if exclude_superseded else {}),
     }
-    pager = Pager(ctx, NAME, request)
+    pager = Pager(ctx, NAME, bound)
     ranking_version = legacy.RANKING_VERSION
     hits = _Hits(ctx, fields)
 
     if listing:
-        position = pager.position(arguments.get("cursor"), {"rc": None})
+        position = pager.position(request.cursor, {"rc": None})
         resume = position.get("rc") if isinstance(position, dict) else 0
         if resume is not None and not isinstance(resume, str):
             raise invalid_cursor("The cursor is malformed.")
-        ranked = legacy.listing(repo, filters, resume, limit + 1)
+        ranked = legacy.listing(repo, request, resume, limit + 1)
         items, incoming = (_without_superseded(repo, ranked.items) if exclude_superseded
                            else (list(ranked.items), None))
         window = items[:limit]
@@ -188,14 +183,13 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     else:
         ahead = IncomingAhead(repo)  # the page's standing read, sent while hybrid still ranks
         ranked, ranking_version, pager, offset, modes = rank_page(
-            ctx, modes, pager, arguments.get("cursor"),
+            ctx, modes, pager, request.cursor,
             hybrid_pager=lambda mode, version, generation: Pager(ctx, NAME, {
-                **request, "effective_mode": mode, "ranking_version": version, "generation": generation}),
+                **bound, "effective_mode": mode, "ranking_version": version, "generation": generation}),
             legacy_version=legacy.RANKING_VERSION,
             run_hybrid=lambda continuing: ctx.retrieval.search_lessons(
-                repo, query=query, filters=filters, min_score=min_score, continuation=continuing, facet=facet,
-                beside=None if exclude_superseded else ahead),
-            run_legacy=lambda: legacy.search(repo, query, filters, min_score))
+                repo, request, continuation=continuing, beside=None if exclude_superseded else ahead),
+            run_legacy=lambda: legacy.search(repo, request))
         items, incoming = (_without_superseded(repo, ranked.items) if exclude_superseded
                            else (list(ranked.items), None))
         window = items[offset:offset + limit]

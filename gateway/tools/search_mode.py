@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from gateway.core.errors import ToolError
 from gateway.ops.admission import semantic_permit
-from gateway.retrieval.hybrid.service import HYBRID_MODE, LEGACY_MODE, HybridList, SemanticFallback
+from gateway.retrieval.hybrid.results import HybridList, SemanticFallback
+from gateway.retrieval.request import HYBRID_MODE, LEGACY_MODE
 
 if TYPE_CHECKING:
     from gateway.retrieval.hybrid.service import RetrievalService

@@ -60,6 +60,7 @@ from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import LessonRepository
 from gateway.retrieval.legacy import lexical
 from gateway.retrieval.filters import SearchFilters
+from gateway.retrieval.request import AnalogyRequest, SearchRequest
 
 __all__ = [
     "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "search", "candidates", "fallback_terms",
@@ -189,14 +190,15 @@ def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int) -
     return round(W_TITLE * in_title + W_BODY * in_body + W_RANK / (1 + rank), 6)
 
 
-def search(repo: LessonRepository, query: str, filters: SearchFilters, min_score: float = 0.0,
-           scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
-    """Full-text search → fresh snapshots → filters → legacy-v1 order (complete list, unpaged)."""
-    terms = lexical.query_terms(query)
+def search(repo: LessonRepository, request: SearchRequest, scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
+    """Full-text search of ``request.query`` → fresh snapshots → ``request.filters`` → legacy-v1 order,
+    ``request.min_score`` applied (complete list, unpaged)."""
+    terms = lexical.query_terms(request.query)
     if not terms:
         return RankedList((), 0, scan_limit, False)
     ids, partial, snaps = candidates(repo, terms, scan_limit)
-    return RankedList(rank_candidates(terms, ids, snaps, filters, min_score), len(ids), scan_limit, partial)
+    ranked = rank_candidates(terms, ids, snaps, request.filters, request.min_score)
+    return RankedList(ranked, len(ids), scan_limit, partial)
 
 
 def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snapshots: Mapping[str, LessonSnapshot],
@@ -217,9 +219,9 @@ def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snap
 
 
 # ----------------------------------------------------------------- listing
-def listing(repo: LessonRepository, filters: SearchFilters, resume: str | None, want: int,
+def listing(repo: LessonRepository, request: SearchRequest, resume: str | None, want: int,
             scan_limit: int = LISTING_SCAN_LIMIT) -> RankedList:
-    """Up to ``want`` Lessons newest first from repository cursor ``resume``, filters applied.
+    """Up to ``want`` Lessons newest first from repository cursor ``resume``, ``request.filters`` applied.
 
     Each item carries the cursor that resumes AT it; ``next_resume`` continues
     after the last Lesson examined (None at the end of the wiki).
@@ -235,7 +237,7 @@ def listing(repo: LessonRepository, filters: SearchFilters, resume: str | None, 
         page = repo.list_recent(cursor, min(50, scan_limit - scanned))
         for index, snap in enumerate(page.snapshots):
             scanned += 1
-            if filters.matches(snap.page):
+            if request.filters.matches(snap.page):
                 found.append(Ranked(snap, 1.0, "listing", resume=page.item_cursors[index]))
                 if len(found) >= want:
                     after = page.item_cursors[index + 1] if index + 1 < len(page.snapshots) else page.next_cursor
@@ -258,14 +260,15 @@ def projection_hash(page: LessonPage) -> str:
     return hashlib.sha256(f"{ANALOGY_RANKING_VERSION}\n{text}".encode("utf-8")).hexdigest()
 
 
-def analogies(repo: LessonRepository, source: LessonSnapshot, stored_ids: Sequence[str], filters: SearchFilters,
-              min_score: float = 0.0) -> RankedList:
-    """Stored analogous_to partners (1.0) then lexical candidates by Jaccard (complete list, unpaged)."""
+def analogies(repo: LessonRepository, request: AnalogyRequest) -> RankedList:
+    """Stored analogous_to partners of ``request.source`` (``request.stored_ids``, 1.0) then lexical
+    candidates by Jaccard, ``request.filters`` and ``request.min_score`` applied (complete list, unpaged)."""
+    source, filters, min_score = request.source, request.filters, request.min_score
     source_features = lexical.features(analogy_projection(source.page))
     weighted = [(source.page.fields.get("title", ""), 3.0)]
     weighted += [(source.page.fields.get(name, ""), 1.0) for name in ANALOGY_FIELDS[1:]]
     terms = lexical.salient_terms(weighted, ANALOGY_TERMS)
-    stored = [i for i in dict.fromkeys(stored_ids) if i != source.id]
+    stored = [i for i in dict.fromkeys(request.stored_ids) if i != source.id]
     candidates: list[str] = []
     partial = False
     lists = []

