@@ -114,8 +114,28 @@ function p.subobject( frame )
 	return frame:callParserFunction( '#subobject', call )
 end
 
+-- JSON text in ASCII only: spaces and every non-ASCII character as \u escapes,
+-- so nothing between here and a reader (typography rules such as a no-break
+-- space before ";", Unicode normalisation of API output) can change it.
+local function asciiJson( value )
+	local out = {}
+	for cp in mw.ustring.gcodepoint( mw.text.jsonEncode( value ) ) do
+		if cp == 32 then
+			out[#out + 1] = '\\u0020'
+		elseif cp < 128 then
+			out[#out + 1] = string.char( cp )
+		elseif cp < 0x10000 then
+			out[#out + 1] = string.format( '\\u%04x', cp )
+		else
+			cp = cp - 0x10000
+			out[#out + 1] = string.format( '\\u%04x\\u%04x', 0xD800 + math.floor( cp / 0x400 ), 0xDC00 + cp % 0x400 )
+		end
+	end
+	return table.concat( out )
+end
+
 function p.show( frame )
-	return mw.text.nowiki( mw.text.jsonEncode( p.arguments( frame.args ) ) )
+	return mw.text.nowiki( asciiJson( p.arguments( frame.args ) ) )
 end
 
 return p
