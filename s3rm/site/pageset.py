@@ -82,7 +82,7 @@ class DesiredPage:
 KNOWN_NAMESPACES = frozenset({
     "Talk", "User", "User talk", "Project", "Project talk", "File", "File talk", "MediaWiki",
     "MediaWiki talk", "Template", "Template talk", "Help", "Help talk", "Category", "Category talk",
-    "Property", "Property talk", "Concept", "Form", "Form talk", "Lesson", "Lesson talk",
+    "Property", "Property talk", "Concept", "Form", "Form talk", "Module", "Module talk", "Lesson", "Lesson talk",
 })
 
 
