@@ -10,6 +10,9 @@ the one function ``arguments``):
   the codec tests (``| { } [ ] & < >``, line breaks, HTML, signatures, …),
   written by the page codec, arrives decoded; ``&`` is handed on as ``&amp;``,
   which SMW's SQL store turns back into ``&``;
+* ``test_any_value_reaches_the_annotation_decoded`` — the same for arbitrary
+  text (tests/support/codec_cases.py: any Unicode, wikitext syntax, control
+  characters, combining marks), 20 values per page parse;
 * ``test_decoding_matches_the_page_codec`` — references typed by hand (hex,
   named, out of range, malformed) decode exactly as ``codec.decode_value``;
 * ``test_url_list_keep_and_empty_values`` — the other modes;
@@ -25,7 +28,9 @@ import json
 import time
 
 import pytest
-from support.codec_cases import CONSTRUCTS, SCHEMA
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.codec_cases import CONSTRUCTS, SCHEMA, field_text
 
 from gateway.domain.codec import decode_value, encode_value, serialize_page
 from gateway.domain.model import LessonPage
@@ -66,6 +71,13 @@ def test_values_reach_the_annotation_decoded(site) -> None:
     got = shown(site, args)
     want = [f"P{i:02d}=" + value.replace("&", "&amp;") for i, (_, value) in enumerate(cases) if value]
     assert got == want
+
+
+@settings(max_examples=10)
+@given(values=st.lists(field_text(), min_size=20, max_size=20))
+def test_any_value_reaches_the_annotation_decoded(site, values: list[str]) -> None:
+    got = shown(site, [(f"P{i:02d}", "text:" + encode_value(v)) for i, v in enumerate(values)])
+    assert got == [f"P{i:02d}=" + v.replace("&", "&amp;") for i, v in enumerate(values) if v]
 
 
 def test_decoding_matches_the_page_codec(site) -> None:
