@@ -23,6 +23,8 @@ What each template does (``docs/data-contract.md#templates``,
 
 Parameter values arrive entity-encoded by the page codec (gateway/domain/codec.py),
 so ``{{{field|}}}`` is inert text anywhere; every reference has an empty default.
+With Scribunto the SMW calls go through ``Module:S3RM values`` (:func:`smw_set`),
+which hands SMW the decoded values (``docs/browser.md#values-in-smw``).
 """
 from __future__ import annotations
 
