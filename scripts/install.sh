@@ -4,7 +4,8 @@
 # what is missing. Needs root for apt-get on a fresh machine.
 
 # Debian packages CI needs. Add yours here (one list, installed in one go).
-DEBIAN_PACKAGES="mediawiki php-cli php-sqlite3 php-intl php-mbstring php-xml chromium chromium-driver"
+# lua5.1: the Lua binary Scribunto's standalone engine runs (Module:S3RM values, docs/browser.md#values-in-smw).
+DEBIAN_PACKAGES="mediawiki php-cli php-sqlite3 php-intl php-mbstring php-xml lua5.1 chromium chromium-driver"
 
 install_debian_packages() {
   local wanted=(${DEBIAN_PACKAGES}) missing=() p

@@ -75,6 +75,14 @@ $wgCapitalLinkOverrides[NS_LESSON_TALK] = false;
 
 # ---------------------------------------------------------- extensions
 wfLoadExtension( 'ParserFunctions' );
+# >>> s3rm shared: scribunto
+# Scribunto runs Module:S3RM values, through which the Lesson templates hand values to
+# Semantic MediaWiki decoded (docs/browser.md#values-in-smw). The standalone engine runs
+# Debian's lua5.1 binary (installed by scripts/install.sh and the production image).
+wfLoadExtension( 'Scribunto' );
+$wgScribuntoDefaultEngine = 'luastandalone';
+$wgScribuntoEngineConf['luastandalone']['luaPath'] = '/usr/bin/lua5.1';
+# <<< s3rm shared: scribunto
 # SMW's setup marker (.smw.json) lives on a volume shared by mediawiki and jobrunner, so a
 # recreated container (or the job runner, which never runs update.php) sees a set-up store.
 $smwgConfigFileDir = '/var/lib/s3rm/smw';

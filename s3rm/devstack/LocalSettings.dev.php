@@ -26,6 +26,14 @@ $wgCapitalLinkOverrides[NS_LESSON_TALK] = false;
 # <<< s3rm shared: lesson-namespace
 
 wfLoadExtension( 'ParserFunctions' );
+# >>> s3rm shared: scribunto
+# Scribunto runs Module:S3RM values, through which the Lesson templates hand values to
+# Semantic MediaWiki decoded (docs/browser.md#values-in-smw). The standalone engine runs
+# Debian's lua5.1 binary (installed by scripts/install.sh and the production image).
+wfLoadExtension( 'Scribunto' );
+$wgScribuntoDefaultEngine = 'luastandalone';
+$wgScribuntoEngineConf['luastandalone']['luaPath'] = '/usr/bin/lua5.1';
+# <<< s3rm shared: scribunto
 
 // Vector is loaded by the installer's LocalSettings.php; the router serves the logo.
 # >>> s3rm shared: skin

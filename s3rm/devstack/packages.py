@@ -21,7 +21,7 @@ from s3rm.devstack.errors import DevWikiError
 #: Where Debian's mediawiki package puts the code (read-only for us).
 MW_ROOT = Path("/usr/share/mediawiki")
 #: Debian packages the dev wiki needs (CI installs the same list, see .ci/run).
-DEBIAN_PACKAGES = ("mediawiki", "php-cli", "php-sqlite3", "php-intl", "php-mbstring", "php-xml")
+DEBIAN_PACKAGES = ("mediawiki", "php-cli", "php-sqlite3", "php-intl", "php-mbstring", "php-xml", "lua5.1")
 #: PHP modules (``php -m`` names) that must be loaded.
 PHP_MODULES = ("pdo_sqlite", "intl", "mbstring", "xml")
 

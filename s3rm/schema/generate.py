@@ -3,8 +3,8 @@
 From ``schema/lesson.toml`` (or PATH / ``$S3RM_SCHEMA_DIR/lesson.toml``) this
 writes, next to the source file:
 
-* ``Properties/<name>.wiki``, ``Templates/<name>.wiki``, ``Forms/<name>.wiki`` —
-  the FULL variant (SMW + Page Forms) of :func:`s3rm.schema.pages.render_schema_pages`;
+* ``Properties/<name>.wiki``, ``Templates/<name>.wiki``, ``Forms/<name>.wiki``, ``Modules/<name>.lua`` —
+  the FULL variant (SMW + Page Forms + Scribunto) of :func:`s3rm.schema.pages.render_schema_pages`;
 * ``tools/<tool>.input.schema.json`` / ``tools/<tool>.output.schema.json`` —
   :func:`s3rm.schema.toolschemas.render_tool_schemas`.
 

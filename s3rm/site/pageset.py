@@ -39,6 +39,7 @@ MAIN_PAGE_MESSAGE = "MediaWiki:Mainpage"
 #: Edit summary per page kind (fixed, so the history shows what sync did).
 SUMMARIES: Mapping[str, str] = {
     "property": "S3RM sync: schema property",
+    "module": "S3RM sync: Lua module",
     "template": "S3RM sync: template",
     "form": "S3RM sync: form",
     "site-script": "S3RM sync: site script",
@@ -81,7 +82,7 @@ class DesiredPage:
 KNOWN_NAMESPACES = frozenset({
     "Talk", "User", "User talk", "Project", "Project talk", "File", "File talk", "MediaWiki",
     "MediaWiki talk", "Template", "Template talk", "Help", "Help talk", "Category", "Category talk",
-    "Property", "Property talk", "Concept", "Form", "Form talk", "Lesson", "Lesson talk",
+    "Property", "Property talk", "Concept", "Form", "Form talk", "Module", "Module talk", "Lesson", "Lesson talk",
 })
 
 
@@ -108,19 +109,21 @@ def kind_of(title: str, *, main_page: bool = False) -> str:
         if lower.endswith(".css"):
             return "site-style"
         return "interface"
-    return {"Property": "property", "Template": "template", "Form": "form", "Help": "help"}.get(ns, "page")
+    return {"Property": "property", "Template": "template", "Form": "form", "Module": "module",
+            "Help": "help"}.get(ns, "page")
 
 
 SchemaRenderer = Callable[[Schema, frozenset[str]], Mapping[str, str]]
 
 
 def generated_schema_pages(schema: Schema, capabilities: frozenset[str]) -> Mapping[str, str]:
-    """Title → wikitext of the generated schema pages for ``capabilities`` (``smw``, ``pageforms``).
+    """Title → wikitext of the generated schema pages for ``capabilities`` (``smw``, ``pageforms``, ``scribunto``).
 
     Raises:
         SyncError: the schema source is inconsistent.
     """
-    caps = WikiCapabilities(smw="smw" in capabilities, page_forms="pageforms" in capabilities)
+    caps = WikiCapabilities(smw="smw" in capabilities, page_forms="pageforms" in capabilities,
+                            scribunto="scribunto" in capabilities)
     try:
         return render_schema_pages(schema, caps)
     except SchemaError as exc:
@@ -202,7 +205,8 @@ def placeholder_values(environ: Mapping[str, str] | None = None) -> dict[str, st
 
 
 def _schema_order(title: str) -> int:
-    return {"Property": 0, "Template": 1, "Form": 2}.get(canonical_namespace(title), 3)
+    # a module before the templates that invoke it
+    return {"Property": 0, "Module": 1, "Template": 2, "Form": 3}.get(canonical_namespace(title), 4)
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -278,6 +278,9 @@ def open_session(args: argparse.Namespace, err: TextIO) -> Session:
               if cap not in info.capabilities and ns in ("Property", "Form")]
     if absent:
         err.write("sync: " + "; ".join(absent) + " (pages use the variant for this wiki)\n")
+    if "smw" in info.capabilities and "scribunto" not in info.capabilities:
+        err.write("sync: Scribunto is not installed: the templates use plain #set/#subobject, so Semantic MediaWiki "
+                  "stores values with the page's character references (docs/browser.md#values-in-smw)\n")
     root = Path(args.schema_dir) if getattr(args, "schema_dir", None) else None
     pages = build_page_set(info.capabilities, root=root)
     return Session(wiki, plan_sync(wiki, pages))

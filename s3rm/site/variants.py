@@ -58,6 +58,7 @@ __all__ = [
 CAPABILITIES: Mapping[str, str] = {
     "smw": "Semantic MediaWiki is installed (#ask, the ask API)",
     "pageforms": "Page Forms is installed (#forminput, Special:FormEdit)",
+    "scribunto": "Scribunto is installed (#invoke, Module: pages)",
 }
 
 #: Placeholders sync fills, with where the value comes from.

@@ -59,6 +59,7 @@ USER_AGENT = "s3rm-sync/0.1 (S3 Research Memory; https://github.com/)"
 #: Extension names (as siteinfo lists them, compared case- and space-insensitively).
 SMW_EXTENSIONS = frozenset({"semanticmediawiki"})
 PAGEFORMS_EXTENSIONS = frozenset({"pageforms", "semanticforms"})
+SCRIBUNTO_EXTENSIONS = frozenset({"scribunto"})
 
 #: Namespaces that only exist when an extension defines them: canonical name →
 #: (capability name, human name of the extension).
@@ -66,6 +67,7 @@ EXTENSION_NAMESPACES: Mapping[str, tuple[str, str]] = {
     "Property": ("smw", "Semantic MediaWiki"),
     "Concept": ("smw", "Semantic MediaWiki"),
     "Form": ("pageforms", "Page Forms"),
+    "Module": ("scribunto", "Scribunto"),
 }
 
 #: Which group grants a right by default (used in error messages only).
@@ -267,7 +269,7 @@ class SiteInfo:
         generator: e.g. ``"MediaWiki 1.39.17"``; ``lang``: content language code.
         extensions: installed extension names as siteinfo lists them.
         namespaces: id → :class:`Namespace`.
-        smw / pageforms: Semantic MediaWiki / Page Forms installed.
+        smw / pageforms / scribunto: Semantic MediaWiki / Page Forms / Scribunto installed.
     """
 
     generator: str
@@ -276,6 +278,7 @@ class SiteInfo:
     namespaces: Mapping[int, Namespace]
     smw: bool
     pageforms: bool
+    scribunto: bool = False
 
     @classmethod
     def from_query(cls, query: Mapping) -> "SiteInfo":
@@ -299,18 +302,21 @@ class SiteInfo:
             generator=general.get("generator", ""), lang=general.get("lang", ""),
             extensions=ext_names, namespaces=namespaces,
             smw=bool(folded & SMW_EXTENSIONS), pageforms=bool(folded & PAGEFORMS_EXTENSIONS),
+            scribunto=bool(folded & SCRIBUNTO_EXTENSIONS),
         )
 
     @property
     def capabilities(self) -> frozenset[str]:
-        """Capability names in the vocabulary of ``s3rm.site.variants`` (``smw``, ``pageforms``)."""
-        return frozenset(name for name, present in (("smw", self.smw), ("pageforms", self.pageforms)) if present)
+        """Capability names in the vocabulary of ``s3rm.site.variants`` (``smw``, ``pageforms``, ``scribunto``)."""
+        return frozenset(name for name, present in (("smw", self.smw), ("pageforms", self.pageforms),
+                                                    ("scribunto", self.scribunto)) if present)
 
     def describe(self) -> str:
-        """One line: version, language and the two extensions."""
+        """One line: version, language and the three extensions."""
         yes = {True: "yes", False: "no"}
         return (f"{self.generator or 'MediaWiki'}, content language {self.lang or '?'}; "
-                f"Semantic MediaWiki: {yes[self.smw]}; Page Forms: {yes[self.pageforms]}")
+                f"Semantic MediaWiki: {yes[self.smw]}; Page Forms: {yes[self.pageforms]}; "
+                f"Scribunto: {yes[self.scribunto]}")
 
     def namespace_for_prefix(self, prefix: str) -> Namespace | None:
         """The namespace whose canonical, localized or alias name is ``prefix``, else None."""

@@ -290,7 +290,7 @@ def test_localsettings_lesson_namespace_korean_and_extensions():
     assert "define( 'NS_LESSON', 3000 );" in ls
     assert "$wgCapitalLinkOverrides[NS_LESSON] = false;" in ls
     assert "$wgLanguageCode = 'ko';" in ls
-    for ext in ("SemanticMediaWiki", "PageForms"):
+    for ext in ("SemanticMediaWiki", "PageForms", "Scribunto"):
         assert f"wfLoadExtension( '{ext}' );" in ls
     assert "enableSemantics(" in ls and "$wgEnableBotPasswords = true;" in ls
     assert "$wgJobRunRate = 0;" in ls
@@ -302,6 +302,15 @@ def test_localsettings_smw_and_page_forms_settings_production_needs():
     assert "$smwgEnabledQueryDependencyLinksStore = true;" in ls
     assert "$wgPageFormsMaxLocalAutocompleteValues = 0;" in ls
     assert ls.index("$smwgEnabledQueryDependencyLinksStore") > ls.index("enableSemantics(")
+
+
+def test_production_image_runs_the_values_module():
+    """docs/browser.md#values-in-smw: Scribunto's standalone engine on the lua5.1 the image installs."""
+    ls = (REPO / "deploy/mediawiki/LocalSettings.php").read_text()
+    assert "$wgScribuntoDefaultEngine = 'luastandalone';" in ls
+    assert "$wgScribuntoEngineConf['luastandalone']['luaPath'] = '/usr/bin/lua5.1';" in ls
+    dockerfile = (REPO / "deploy/mediawiki/Dockerfile").read_text()
+    assert re.search(r"apt-get install [^\n]*\blua5\.1\b", dockerfile)
 
 
 # --------------------------------------------------------- scripts, for real

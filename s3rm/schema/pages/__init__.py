@@ -10,7 +10,9 @@ Variants (``docs/data-contract.md#wiki-capabilities``: the dev wiki has neither 
 * ``smw`` off — no ``#set`` / ``#subobject`` in templates, no ``Property:`` pages
   (the namespace would not exist; ``[[Has type::…]]`` would become a red link);
 * ``page_forms`` off — no ``Form:`` page and no ``S3RM label …`` mapping
-  templates (only forms use them).
+  templates (only forms use them);
+* ``scribunto`` off — no ``Module:S3RM values``; SMW annotations are plain
+  ``#set`` / ``#subobject`` calls (``docs/browser.md#values-in-smw``).
 
 The files committed under ``schema/`` are the full variant. Returned wikitext
 has no trailing newline (MediaWiki trims it on save), is NFC-normalised and
@@ -19,19 +21,28 @@ uses LF line ends, so it compares equal to what the wiki stores.
 from __future__ import annotations
 
 import unicodedata
+from pathlib import Path
 
 from gateway.domain.schema import Schema
 
 from .wikitext import WikiCapabilities, banner_template
 from .forms import BROWSER_FILLED, render_form_pages
 from .properties import render_property_pages
-from .templates import render_template_pages
+from .templates import VALUES_MODULE, render_template_pages
 
 __all__ = ["WikiCapabilities", "render_schema_pages", "page_relpath", "title_for_relpath", "PAGE_DIRS",
            "BROWSER_FILLED", "banner_template"]
 
 #: Canonical namespace → folder under schema/.
-PAGE_DIRS = {"Property": "Properties", "Template": "Templates", "Form": "Forms"}
+PAGE_DIRS = {"Property": "Properties", "Template": "Templates", "Form": "Forms", "Module": "Modules"}
+#: File name ending per folder (Lua modules are ``.lua``, everything else ``.wiki``).
+_SUFFIX = {"Modules": ".lua"}
+
+
+def render_module_pages() -> dict[str, str]:
+    """``Module:S3RM values`` → its Lua source (``s3rm/schema/pages/values.lua``)."""
+    source = (Path(__file__).with_name("values.lua")).read_text(encoding="utf-8")
+    return {f"Module:{VALUES_MODULE}": source}
 
 
 def render_schema_pages(schema: Schema, capabilities: WikiCapabilities) -> dict[str, str]:
@@ -45,6 +56,8 @@ def render_schema_pages(schema: Schema, capabilities: WikiCapabilities) -> dict[
     pages.update(render_template_pages(schema, capabilities))
     if capabilities.page_forms:
         pages.update(render_form_pages(schema))
+    if capabilities.scribunto:
+        pages.update(render_module_pages())
     return {title: _normalise(text) for title, text in sorted(pages.items())}
 
 
@@ -56,18 +69,21 @@ def _normalise(text: str) -> str:
 def page_relpath(title: str) -> str:
     """``"Template:Lesson evidence"`` → ``"Templates/Lesson evidence.wiki"`` (relative to schema/).
 
-    Raises ValueError for titles outside Property/Template/Form or containing "/".
+    ``Module:`` pages end in ``.lua``. Raises ValueError for titles outside
+    Property/Template/Form/Module or containing "/".
     """
     ns, sep, name = title.partition(":")
     if not sep or ns not in PAGE_DIRS or not name or "/" in name:
         raise ValueError(f"not a generated schema page title: {title!r}")
-    return f"{PAGE_DIRS[ns]}/{name}.wiki"
+    folder = PAGE_DIRS[ns]
+    return f"{folder}/{name}{_SUFFIX.get(folder, '.wiki')}"
 
 
 def title_for_relpath(relpath: str) -> str:
     """Inverse of :func:`page_relpath`; raises ValueError for other paths."""
     folder, sep, filename = relpath.partition("/")
     inverse = {v: k for k, v in PAGE_DIRS.items()}
-    if not sep or folder not in inverse or not filename.endswith(".wiki") or "/" in filename:
+    suffix = _SUFFIX.get(folder, ".wiki")
+    if not sep or folder not in inverse or not filename.endswith(suffix) or "/" in filename:
         raise ValueError(f"not a generated schema page path: {relpath!r}")
-    return f"{inverse[folder]}:{filename[:-len('.wiki')]}"
+    return f"{inverse[folder]}:{filename[:-len(suffix)]}"

@@ -23,6 +23,8 @@ What each template does (``docs/data-contract.md#templates``,
 
 Parameter values arrive entity-encoded by the page codec (gateway/domain/codec.py),
 so ``{{{field|}}}`` is inert text anywhere; every reference has an empty default.
+With Scribunto the SMW calls go through ``Module:S3RM values`` (:func:`smw_set`),
+which hands SMW the decoded values (``docs/browser.md#values-in-smw``).
 """
 from __future__ import annotations
 
@@ -41,6 +43,27 @@ def _smw_value(schema: Schema, f: FieldDef) -> str:
     return value
 
 
+#: Name of the Lua module that hands values to SMW decoded (``docs/browser.md#values-in-smw``).
+VALUES_MODULE = "S3RM values"
+
+
+def value_mode(f: FieldDef) -> str:
+    """How ``Module:S3RM values`` hands ``f`` to SMW: ``text``, ``url``, ``list`` or ``keep``.
+
+    Free text (SMW type Text, not an enum) is decoded; a URL is decoded when it
+    stays a plain URL; enum lists, enums, dates and page names go as written
+    (their valid values hold no character the codec encodes, and SMW reports an
+    invalid one with the text it was given).
+    """
+    if f.type == "enum_list":
+        return "list"
+    if f.smw_type == "URL":
+        return "url"
+    if f.smw_type == "Text" and f.type != "enum":
+        return "text"
+    return "keep"
+
+
 def _smw_assignments(schema: Schema, rec: RecordDef) -> list[str]:
     out = []
     for f in rec.fields:
@@ -50,13 +73,27 @@ def _smw_assignments(schema: Schema, rec: RecordDef) -> list[str]:
     return out
 
 
-def smw_set(schema: Schema, rec: RecordDef) -> str:
-    """``{{#set:…}}`` storing every field of ``rec`` on the page."""
+def _module_assignments(schema: Schema, rec: RecordDef) -> list[str]:
+    return [f"{f.property}={value_mode(f)}:{_smw_value(schema, f)}" for f in rec.fields]
+
+
+def smw_set(schema: Schema, rec: RecordDef, caps: WikiCapabilities) -> str:
+    """The call storing every field of ``rec`` on the page.
+
+    With Scribunto: ``{{#invoke:S3RM values|set|…}}`` (values reach SMW decoded);
+    without: ``{{#set:…}}`` with the parameters' wikitext.
+    """
+    if caps.scribunto:
+        return ("{{#invoke:" + VALUES_MODULE + "|set\n|"
+                + "\n|".join(_module_assignments(schema, rec)) + "\n}}")
     return "{{#set:" + "\n|".join(_smw_assignments(schema, rec)) + "\n}}"
 
 
-def smw_subobject(schema: Schema, rec: RecordDef, name_expr: str) -> str:
-    """Named ``{{#subobject:name|…}}`` storing every field of ``rec``."""
+def smw_subobject(schema: Schema, rec: RecordDef, name_expr: str, caps: WikiCapabilities) -> str:
+    """The named subobject call storing every field of ``rec`` (module or ``#subobject``, as :func:`smw_set`)."""
+    if caps.scribunto:
+        return ("{{#invoke:" + VALUES_MODULE + "|subobject|" + name_expr + "\n|"
+                + "\n|".join(_module_assignments(schema, rec)) + "\n}}")
     return "{{#subobject:" + name_expr + "\n|" + "\n|".join(_smw_assignments(schema, rec)) + "\n}}"
 
 
@@ -140,7 +177,7 @@ def lesson_template(schema: Schema, caps: WikiCapabilities) -> str:
                '[{{fullurl:{{FULLPAGENAME}}|action=history}} 고친 내역 보기]</span>')
     parts = ["<includeonly>"]
     if caps.smw:
-        parts.append(smw_set(schema, rec))
+        parts.append(smw_set(schema, rec, caps))
     if caps.page_forms:
         # the page's own default form: the "edit with form" tab and action=formedit open Form:Lesson
         parts.append("{{#default_form:" + schema.meta.get("form", rec.template) + "}}")
@@ -172,7 +209,7 @@ def _record_card(schema: Schema, rec: RecordDef, caps: WikiCapabilities, kind: s
     """
     parts = ["<includeonly>"]
     if caps.smw:
-        parts.append(smw_subobject(schema, rec, f"{rec.subobject_prefix}-{record_anchor}"))
+        parts.append(smw_subobject(schema, rec, f"{rec.subobject_prefix}-{record_anchor}", caps))
     parts.append(
         f'<div class="s3rm-record s3rm-{kind}" id="{rec.subobject_prefix}-{record_anchor}" '
         f'data-evidence-id="{evidence_anchor}">\n'
@@ -241,7 +278,8 @@ def relation_template(schema: Schema, caps: WikiCapabilities) -> str:
     note = rec.field("note")
     parts = ["<includeonly>"]
     if caps.smw:
-        parts.append(smw_subobject(schema, rec, f"{rec.subobject_prefix}-{enum_class_switch(e, param('relation'))}-{anchor('to')}"))
+        parts.append(smw_subobject(schema, rec, f"{rec.subobject_prefix}-{enum_class_switch(e, param('relation'))}-{anchor('to')}",
+                                  caps))
     parts.append(
         f'<div class="s3rm-record s3rm-relation s3rm-relation-{enum_class_switch(e, param("relation"))}">'
         f'<span class="s3rm-record-kind">{wt(rec.label)}</span> '

@@ -22,15 +22,19 @@ class WikiCapabilities:
 
     ``smw``: Semantic MediaWiki (``#set``, ``#subobject``, ``#ask``, Property: pages).
     ``page_forms``: Page Forms (Form: pages, ``#forminput``).
+    ``scribunto``: Scribunto (``#invoke``, Module: pages); with SMW the templates
+    hand values to SMW decoded through ``Module:S3RM values``
+    (``docs/browser.md#values-in-smw``).
     """
 
     smw: bool
     page_forms: bool
+    scribunto: bool = False
 
     @classmethod
     def full(cls) -> "WikiCapabilities":
-        """SMW and Page Forms (production; the variant committed under schema/)."""
-        return cls(smw=True, page_forms=True)
+        """SMW, Page Forms and Scribunto (production; the variant committed under schema/)."""
+        return cls(smw=True, page_forms=True, scribunto=True)
 
     @classmethod
     def plain(cls) -> "WikiCapabilities":
@@ -45,7 +49,7 @@ class WikiCapabilities:
         "SemanticMediaWiki" and "Page Forms"/"PageForms" all count.
         """
         norm = {str(n).replace(" ", "").replace("_", "").lower() for n in names}
-        return cls(smw="semanticmediawiki" in norm, page_forms="pageforms" in norm)
+        return cls(smw="semanticmediawiki" in norm, page_forms="pageforms" in norm, scribunto="scribunto" in norm)
 
     @property
     def variant(self) -> str:

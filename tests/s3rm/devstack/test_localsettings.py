@@ -26,7 +26,7 @@ DEPLOY = REPO_ROOT / "deploy" / "mediawiki" / "LocalSettings.php"
 def test_shared_blocks_are_identical_in_dev_and_production() -> None:
     dev = settings.shared_blocks(settings.render_settings("127.0.0.1", 8081))
     prod = settings.shared_blocks(DEPLOY.read_text(encoding="utf-8"))
-    assert set(dev) == {"lesson-namespace", "editing", "skin", "rights"}
+    assert set(dev) == {"lesson-namespace", "scribunto", "editing", "skin", "rights"}
     assert set(prod) == set(dev)
     for name in dev:
         assert prod[name] == dev[name], f"block {name!r} differs; edit s3rm/devstack/LocalSettings.dev.php " \

@@ -21,6 +21,7 @@ from gateway.domain.schema import load_schema, schema_dir
 from s3rm.cli import main as cli_main
 from s3rm.schema.generate import GENERATED_DIRS, render_generated_files
 from s3rm.schema.pages import WikiCapabilities, page_relpath, render_schema_pages, title_for_relpath
+from s3rm.schema.pages.templates import value_mode
 from gateway.tools.schema_builders import DEF_NAME, desc, hoist_defs, obj, string
 from s3rm.schema.toolschemas import TOOL_NAMES, render_tool_schemas
 
@@ -28,7 +29,7 @@ SCHEMA = load_schema()
 FULL = render_schema_pages(SCHEMA, WikiCapabilities.full())
 PLAIN = render_schema_pages(SCHEMA, WikiCapabilities.plain())
 TOOLS = render_tool_schemas(SCHEMA)
-SMW_OR_PF_CALLS = ("{{#set", "{{#subobject", "{{#ask", "{{#forminput", "{{{for template", "[[Has type::")
+SMW_OR_PF_CALLS = ("{{#set", "{{#subobject", "{{#ask", "{{#forminput", "{{{for template", "[[Has type::", "{{#invoke")
 
 
 # --------------------------------------------------------------------------- generate / --check
@@ -102,10 +103,11 @@ def test_full_variant_has_every_page_kind():
     for name in ("Lesson", "Lesson evidence", "Lesson evidence verification", "Lesson relation", "S3RM synced"):
         assert f"Template:{name}" in FULL
     assert "Form:Lesson" in FULL
-    assert "{{#set:" in FULL["Template:Lesson"]
-    assert "{{#subobject:evidence-" in FULL["Template:Lesson evidence"]
-    assert "{{#subobject:verification-" in FULL["Template:Lesson evidence verification"]
-    assert "{{#subobject:relation-" in FULL["Template:Lesson relation"]
+    assert "Module:S3RM values" in FULL
+    assert "{{#invoke:S3RM values|set\n" in FULL["Template:Lesson"]
+    assert "{{#invoke:S3RM values|subobject|evidence-" in FULL["Template:Lesson evidence"]
+    assert "{{#invoke:S3RM values|subobject|verification-" in FULL["Template:Lesson evidence verification"]
+    assert "{{#invoke:S3RM values|subobject|relation-" in FULL["Template:Lesson relation"]
 
 
 def test_plain_variant_has_no_smw_or_page_forms_calls():
@@ -125,6 +127,38 @@ def test_mixed_variants():
     assert WikiCapabilities.from_extension_names(["Semantic MediaWiki", "ParserFunctions"]) == \
         WikiCapabilities(smw=True, page_forms=False)
     assert WikiCapabilities.from_extension_names(["PageForms"]).page_forms
+    assert WikiCapabilities.from_extension_names(["Scribunto"]).scribunto
+
+
+def test_smw_values_go_through_the_module_only_with_scribunto():
+    """docs/browser.md#values-in-smw: with Scribunto every SMW annotation is the module's; without, plain #set."""
+    for title, text in FULL.items():
+        assert "{{#set" not in text and "{{#subobject" not in text, title
+    smw_only = render_schema_pages(SCHEMA, WikiCapabilities(smw=True, page_forms=False))
+    assert "Module:S3RM values" not in smw_only and "{{#invoke" not in smw_only["Template:Lesson"]
+    assert "{{#set:" in smw_only["Template:Lesson"]
+    assert "{{#subobject:relation-" in smw_only["Template:Lesson relation"]
+    plain_lua = render_schema_pages(SCHEMA, WikiCapabilities(smw=False, page_forms=False, scribunto=True))
+    assert "Module:S3RM values" in plain_lua and "{{#invoke" not in plain_lua["Template:Lesson"]
+
+
+def test_module_modes_follow_the_field_types():
+    """Free text decoded, URL decoded when it stays a URL, lists/enums/dates/pages as written."""
+    lesson = FULL["Template:Lesson"]
+    assert "|Lesson title=text:{{{title|}}}\n" in lesson
+    assert "|Confidence=keep:{{{confidence|}}}\n" in lesson
+    assert "|Created at=keep:{{{created_at|}}}\n" in lesson
+    evidence = FULL["Template:Lesson evidence"]
+    assert "|Evidence URL=url:{{{url|}}}\n" in evidence
+    assert "|Evidence citation=text:{{{citation|}}}\n" in evidence
+    verification = FULL["Template:Lesson evidence verification"]
+    assert "=list:{{{claim_fields|}}}\n" in verification
+    relation = FULL["Template:Lesson relation"]
+    assert "|Relation to=keep:{{#if:{{{to|}}}|Lesson:{{{to|}}}}}\n" in relation
+    assert "|Relation note=text:{{{note|}}}\n" in relation
+    for rec in SCHEMA.records:
+        for f in rec.fields:
+            assert value_mode(f) in ("text", "url", "list", "keep"), f.name
 
 
 def test_templates_never_reference_a_parameter_without_default():
@@ -139,6 +173,8 @@ def test_every_synced_page_carries_the_banner():
     for title, text in FULL.items():
         if title == "Template:S3RM synced":
             assert "s3rm-synced-banner" in text
+        elif title.startswith("Module:"):
+            assert text.startswith("-- S3RM synced:"), title  # Lua cannot show the banner template
         else:
             assert "{{S3RM synced}}" in text, title
 
@@ -148,7 +184,7 @@ def test_every_synced_page_carries_the_banner():
 def _view(text: str) -> str:
     """The part of a template that renders on Lesson pages, minus SMW storage calls."""
     inc = "".join(re.findall(r"<includeonly>(.*?)</includeonly>", text, re.S))
-    return re.sub(r"\{\{#(?:set|subobject):.*?\n\}\}", "", inc, flags=re.S)
+    return re.sub(r"\{\{#(?:set:|subobject:|invoke:S3RM values\|).*?\n\}\}", "", inc, flags=re.S)
 
 
 def test_property_pages():
@@ -180,8 +216,8 @@ def test_lesson_template_layout_and_hidden_legacy_fields():
     assert positions == sorted(positions), "fields follow schema order"
     assert "s3rm-badge s3rm-confidence-" in view
     assert "{{fullurl:{{FULLPAGENAME}}|action=history}}" in view
-    for f in SCHEMA.lesson.fields:
-        assert f"{f.property}={{{{{{{f.name}|}}}}}}" in text  # #set of every property
+    for f in SCHEMA.lesson.fields:  # every property stored, through the module
+        assert f"{f.property}={value_mode(f)}:{{{{{{{f.name}|}}}}}}" in text
 
 
 def test_evidence_template_digest_placeholder_and_optional_url():

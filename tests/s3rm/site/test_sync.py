@@ -29,7 +29,7 @@ from s3rm.site import pageset, push, wikisite
 from s3rm.site.wikisite import ConnectionSettings, SiteInfo, TitleKey
 
 MCP_URL = "http://127.0.0.1:8080/mcp"
-CORE_NAMESPACES = {"Template": 10, "MediaWiki": 8, "Help": 12, "Category": 14, "": 0}
+CORE_NAMESPACES = {"Template": 10, "MediaWiki": 8, "Help": 12, "Category": 14, "Module": 828, "": 0}
 
 
 # ---------------------------------------------------------------- offline
@@ -61,6 +61,15 @@ def test_titles_match_by_namespace_id_not_localized_name() -> None:
     assert info.display(info.key("Help:S3 연구 메모리")) == "도움말:S3 연구 메모리"
 
 
+def test_module_pages_are_pushed_before_the_templates_that_invoke_them() -> None:
+    pages = pageset.build_page_set({"smw", "scribunto"}, placeholders={"S3RM_MCP_URL": "https://x/mcp"})
+    titles = [p.title for p in pages]
+    module = titles.index("Module:S3RM values")
+    assert module < titles.index("Template:Lesson") and titles.index("Property:Confidence") < module
+    assert pages[module].kind == "module" and pages[module].summary == "S3RM sync: Lua module"
+    assert "Module:S3RM values" not in {p.title for p in pageset.build_page_set({"smw"}, placeholders={})}
+
+
 def test_capabilities_come_from_extension_names() -> None:
     plain = SiteInfo.from_query(KOREAN_SITEINFO)
     assert (plain.smw, plain.pageforms, plain.capabilities) == (False, False, frozenset())
@@ -68,6 +77,8 @@ def test_capabilities_come_from_extension_names() -> None:
                                                                    {"name": "Page Forms"}]})
     assert full.capabilities == {"smw", "pageforms"}
     assert "Semantic MediaWiki: yes" in full.describe()
+    lua = SiteInfo.from_query({**KOREAN_SITEINFO, "extensions": [{"name": "Scribunto"}]})
+    assert lua.capabilities == {"scribunto"} and "Scribunto: yes" in lua.describe()
 
 
 def test_normalize_text_matches_the_save_path() -> None:
@@ -402,7 +413,8 @@ def test_pushed_pages_render_cleanly(first_push, dev_wiki) -> None:
                     verifications=[verification("v1", "e1")], relations=[relation("sync-render-check", "supports", "x")])
     site.post("edit", title="Lesson:sync-render-check", text=serialize_page(sample), summary="render check",
               token=site.get_token("csrf"), formatversion=2)
-    titles = [p.title for p in first_push["pages"] if p.kind not in ("site-script", "site-style", "interface")]
+    # a Lua module renders as its source code, not as wikitext
+    titles = [p.title for p in first_push["pages"] if p.kind not in ("site-script", "site-style", "interface", "module")]
     for title in titles + ["Lesson:sync-render-check"]:
         parsed = site.post("parse", page=title, prop="text|parsewarnings", disablelimitreport=1,
                            formatversion=2)["parse"]

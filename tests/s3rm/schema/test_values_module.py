@@ -1,0 +1,120 @@
+"""``Module:S3RM values`` on a REAL MediaWiki with Scribunto (``docs/browser.md#values-in-smw``).
+
+The module is what the SMW variant of the Lesson templates calls instead of
+``#set`` / ``#subobject``. CI's wiki has no Semantic MediaWiki, so these tests
+call the module's ``show`` function, which returns — as inert JSON text — the
+very argument list ``set`` and ``subobject`` hand to SMW (both build it with
+the one function ``arguments``):
+
+* ``test_values_reach_the_annotation_decoded`` — every dangerous construct of
+  the codec tests (``| { } [ ] & < >``, line breaks, HTML, signatures, …),
+  written by the page codec, arrives decoded; ``&`` is handed on as ``&amp;``,
+  which SMW's SQL store turns back into ``&``;
+* ``test_any_value_reaches_the_annotation_decoded`` — the same for arbitrary
+  text (tests/support/codec_cases.py: any Unicode, wikitext syntax, control
+  characters, combining marks), 20 values per page parse;
+* ``test_decoding_matches_the_page_codec`` — references typed by hand (hex,
+  named, out of range, malformed) decode exactly as ``codec.decode_value``;
+* ``test_url_list_keep_and_empty_values`` — the other modes;
+* ``test_values_still_render_as_text`` — the same values in a Lesson page
+  rendered by the wiki's templates show as text (the module changes nothing
+  a reader sees).
+"""
+from __future__ import annotations
+
+import html
+import io
+import json
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.codec_cases import CONSTRUCTS, SCHEMA, field_text
+
+from gateway.domain.codec import decode_value, encode_value, serialize_page
+from gateway.domain.model import LessonPage
+from s3rm.schema.pages import render_module_pages
+from s3rm.site import pageset, push, wikisite
+
+pytestmark = pytest.mark.wiki
+
+MODULE = "S3RM values"
+
+
+@pytest.fixture(scope="module")
+def site(dev_wiki):
+    """The agent's mwclient.Site, after sync pushed this wiki's generated pages (the module included)."""
+    wiki = wikisite.connect(wikisite.ConnectionSettings(dev_wiki.api_url, dev_wiki.sync.username,
+                                                        dev_wiki.sync.password))
+    assert "scribunto" in wiki.info.capabilities, "the dev wiki loads Scribunto (LocalSettings.dev.php)"
+    pages = [pageset.DesiredPage(title, text, pageset.kind_of(title))
+             for title, text in pageset.generated_schema_pages(SCHEMA, wiki.info.capabilities).items()]
+    assert f"Module:{MODULE}" in {p.title for p in pages}
+    push.push(wiki, push.plan_sync(wiki, pages), out=io.StringIO())
+    return dev_wiki.site("agent")
+
+
+def shown(site, function_args: list[tuple[str, str]]) -> list[str]:
+    """The argument list ``{{#invoke:S3RM values|show|…}}`` returns for ``name=mode:wikitext`` pairs."""
+    call = "{{#invoke:" + MODULE + "|show" + "".join(f"|{name}={raw}" for name, raw in function_args) + "}}"
+    out = site.post("parse", text=call, contentmodel="wikitext", prop="text", disablelimitreport=1,
+                    formatversion=2)["parse"]["text"]
+    assert "scribunto-error" not in out, out
+    start, end = out.index("<p>") + 3, out.rindex("</p>")
+    return json.loads(html.unescape(out[start:end].strip()))
+
+
+def test_values_reach_the_annotation_decoded(site) -> None:
+    cases = sorted(CONSTRUCTS.items())
+    args = [(f"P{i:02d}", "text:" + encode_value(value)) for i, (_, value) in enumerate(cases)]
+    got = shown(site, args)
+    want = [f"P{i:02d}=" + value.replace("&", "&amp;") for i, (_, value) in enumerate(cases) if value]
+    assert got == want
+
+
+@settings(max_examples=10)
+@given(values=st.lists(field_text(), min_size=20, max_size=20))
+def test_any_value_reaches_the_annotation_decoded(site, values: list[str]) -> None:
+    got = shown(site, [(f"P{i:02d}", "text:" + encode_value(v)) for i, v in enumerate(values)])
+    assert got == [f"P{i:02d}=" + v.replace("&", "&amp;") for i, v in enumerate(values) if v]
+
+
+def test_decoding_matches_the_page_codec(site) -> None:
+    typed = ["&#x41;&#X42;&#67;", "&#1114112; &#55296; &#x110000;", "&nbsp;&eacute;&hellip;&NotARealName;",
+             "&amp;lt; &amp;amp;", "&#12a; &# ; &#; &x; & ;", "&#0000065;&#x0041;", "a && b &",
+             "&#12345678; &#x1234567;", "&lt;span&gt;&#124;&#123;&#91;", "&#10;&#13;&#9;line"]
+    got = shown(site, [(f"P{i}", "text:" + raw) for i, raw in enumerate(typed)])
+    want = [f"P{i}=" + decode_value(raw).replace("&", "&amp;") for i, raw in enumerate(typed)]
+    assert got == want
+
+
+def test_url_list_keep_and_empty_values(site) -> None:
+    url = "https://example.org/a?b=1&c=2#x"
+    spaced = "https://example.org/a b|c"
+    got = shown(site, [
+        ("A", "url:" + encode_value(url, url=True)),
+        ("B", "url:" + encode_value(spaced, url=True)),
+        ("C", "list:observation,interpretation"),
+        ("D", "keep:Lesson:gpu&#95;&#95;oom"),
+        ("E", "text:"),
+        ("F", "keep:"),
+    ])
+    assert got == [f"A={url}", "B=" + encode_value(spaced, url=True), "C=observation,interpretation", "+sep=,",
+                   "D=Lesson:gpu&#95;&#95;oom"]
+
+
+def test_values_still_render_as_text(site) -> None:
+    value = "a | b {{PAGENAME}} [[Lesson:x]] & <b>bold</b>\nline 2"
+    fields = {f.name: "" for f in SCHEMA.lesson.fields}
+    fields.update(title=value, question=value, confidence="low", record_origin="synthetic",
+                  created_at="2026-01-02T03:04:05Z", updated_at="2026-01-02T03:04:05Z")
+    title = f"Lesson:values-module-{time.time_ns() % 10**9}"
+    result = site.post("edit", title=title, text=serialize_page(LessonPage(fields=fields)), summary="values test",
+                       token=site.get_token("csrf"), formatversion=2)
+    assert result["edit"]["result"] == "Success", result
+    out = site.post("parse", page=title, prop="text|links|templates", disablelimitreport=1, formatversion=2)["parse"]
+    assert "<b>bold</b>" not in out["text"] and "scribunto-error" not in out["text"]
+    assert html.escape("<b>bold</b>", quote=False) in out["text"]
+    assert not [link for link in out["links"] if link["title"] == "Lesson:X" or link["title"] == "Lesson:x"]
+    assert [(t["ns"], t["title"].split(":", 1)[1]) for t in out["templates"]] == [(10, "Lesson")]
