@@ -26,6 +26,7 @@ def gunicorn_argv() -> list[str]:
 
 def _serve(args: argparse.Namespace) -> int:
     from gateway.config import ConfigError, GatewayConfig
+    from gateway.domain.schema import load_schema
     from gateway.tools.registry import SchemaLoadError, ToolRegistry
 
     env = dict(os.environ)
@@ -35,7 +36,7 @@ def _serve(args: argparse.Namespace) -> int:
         env["S3RM_GUNICORN_THREADS"] = str(args.threads)
     try:
         config = GatewayConfig.from_env(env)
-        ToolRegistry.load(config.schema_dir)
+        ToolRegistry.load(load_schema(config.schema_dir / "lesson.toml"))
     except (ConfigError, SchemaLoadError) as exc:
         raise CliError(f"{exc}", 2)
     if args.check:

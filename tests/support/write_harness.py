@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
+from gateway.domain.schema import load_schema
 from gateway.tools.dispatcher import Dispatcher
 from gateway.tools.registry import ToolRegistry
 from gateway.ops.access import Credentials
@@ -85,7 +86,7 @@ class WriteHarness:
             cursor_secret=b"write-tests-cursor-secret-0123456789", cursor_secret_ephemeral=False)
         self.repo = MediaWikiRepository.from_config(self.config)
         extra = {"clock": clock} if clock is not None else {}
-        self.dispatcher = Dispatcher(ToolRegistry.load(DEFAULT_SCHEMA_DIR), config=self.config, repository=self.repo,
+        self.dispatcher = Dispatcher(ToolRegistry.load(load_schema(DEFAULT_SCHEMA_DIR / "lesson.toml")), config=self.config, repository=self.repo,
                                      retrieval=retrieval, **extra)
 
     # ---------------------------------------------------------------- calls

@@ -656,13 +656,14 @@ def _memory_dispatcher(repo):
     from types import MappingProxyType
 
     from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
+    from gateway.domain.schema import load_schema
     from gateway.tools.dispatcher import Dispatcher
     from gateway.tools.registry import ToolRegistry
 
     config = GatewayConfig(write_auth_mode="open", wiki_username="S3Agent@gateway",
                            revision_hmac_keys=MappingProxyType(KEYS), revision_hmac_active_key_id="k1",
                            schema_dir=DEFAULT_SCHEMA_DIR)
-    return Dispatcher(ToolRegistry.load(DEFAULT_SCHEMA_DIR), config=config, repository=repo)
+    return Dispatcher(ToolRegistry.load(load_schema(DEFAULT_SCHEMA_DIR / "lesson.toml")), config=config, repository=repo)
 
 
 def _memory_call(dispatcher, tool, **arguments):

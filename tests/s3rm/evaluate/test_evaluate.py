@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.schema_dirs import schema_dir_for_tests
+from gateway.config import DEFAULT_SCHEMA_DIR
 from support.services import AppServer, Gateway, free_port
 
 from s3rm.evaluate import metrics as em, queryset as es
@@ -388,7 +388,7 @@ def fake_gateway(tmp_path):
     def start(corpus: FakeCorpus) -> str:
         def build(port: int):
             config = GatewayConfig.from_env({
-                "S3RM_SCHEMA_DIR": str(schema_dir_for_tests(tmp_path / "schema")),
+                "S3RM_SCHEMA_DIR": str(DEFAULT_SCHEMA_DIR),
                 "S3RM_MCP_PUBLIC_URL": f"http://127.0.0.1:{port}/mcp",
                 "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(b"evaluate-test-token").hexdigest(),
                 "S3RM_WIKI_API_URL": "http://127.0.0.1:9/api.php",
@@ -511,7 +511,7 @@ def real_gateway_url(dev_wiki, tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("evaluate-gateway")
     env = {**dev_wiki.env(),
-           "S3RM_SCHEMA_DIR": str(schema_dir_for_tests(tmp / "schema")),
+           "S3RM_SCHEMA_DIR": str(DEFAULT_SCHEMA_DIR),
            "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(b"evaluate-e2e-token").hexdigest(),
            "S3RM_CURSOR_SECRET": "evaluate-e2e-cursor-secret-0123456789",
            }

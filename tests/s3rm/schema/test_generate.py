@@ -70,6 +70,20 @@ def test_check_fails_after_source_edit_and_generate_repairs(tmp_path, capsys, mo
     assert cli_main(["schema", "generate", "--check", "--schema", str(root)]) == 0
 
 
+def test_check_shows_a_diff_naming_a_stale_tool_schema_file(tmp_path, capsys):
+    root = _copy_schema(tmp_path)
+    path = root / "tools" / "get_lesson.input.schema.json"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace('"additionalProperties": false', '"additionalProperties": true', 1), encoding="utf-8")
+    capsys.readouterr()
+    assert cli_main(["schema", "generate", "--check", "--schema", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "stale: tools/get_lesson.input.schema.json" in out
+    assert "--- tools/get_lesson.input.schema.json (committed)" in out
+    assert "+++ tools/get_lesson.input.schema.json (generated)" in out
+    assert '-  "additionalProperties": true' in out and '+  "additionalProperties": false' in out
+
+
 def test_missing_source_is_a_usage_error(tmp_path, capsys):
     assert cli_main(["schema", "generate", "--check", "--schema", str(tmp_path / "nope.toml")]) == 2
 
