@@ -28,7 +28,6 @@ from gateway.auth.service import AuthService
 from gateway.config import GatewayConfig
 from gateway.core.errors import INTERNAL_ERROR, INVALID_REQUEST, StoreUnavailable, ToolError, error_body
 from gateway.core.jsonio import json_response
-from gateway.domain.schema import load_schema, require_process_schema
 from gateway.ops.admission import Admission
 from gateway.ops.metrics import Metrics
 from gateway.ops.ratelimit import RateLimiter
@@ -61,7 +60,8 @@ RepositoryFactory = Callable[[GatewayConfig], Any]
 class LazyRepository:
     """A stand-in that builds the real repository on first attribute access, once per process.
 
-    Attribute access is forwarded to the real repository. A failing factory
+    Attribute access is forwarded to the real repository, except ``schema``
+    (``config.schema``, known without building it). A failing factory
     raises :class:`~gateway.core.errors.ToolError` ``backend_unavailable``
     (retryable) and is retried on the next access. Thread-safe.
     """
@@ -69,6 +69,8 @@ class LazyRepository:
     def __init__(self, factory: RepositoryFactory, config: GatewayConfig):
         self._factory = factory
         self._config = config
+        #: the schema source the repository's pages are decoded with (LessonRepository.schema)
+        self.schema = config.schema
         self._lock = threading.Lock()
         self._instance: Any = None
 
@@ -163,12 +165,10 @@ def create_app(
     Raises :class:`~gateway.tools.registry.SchemaLoadError` when a tool's built
     schema is invalid.
     """
-    require_process_schema(config.schema_dir)
     metrics = Metrics()
-    schema = load_schema(config.schema_dir / "lesson.toml")
-    registry = ToolRegistry.load(schema, specs)
+    registry = ToolRegistry.load(config.schema, specs)
     if config.chatgpt_lesson_url:
-        registry = registry.with_builtin(chatgpt.SPECS, schema)
+        registry = registry.with_builtin(chatgpt.SPECS, config.schema)
     repository = LazyRepository(repository_factory, config) if repository_factory is not None else None
     admission = Admission.from_config(config, metrics=metrics)
     cursor_ring = None

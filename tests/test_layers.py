@@ -35,8 +35,8 @@ PACKAGES = ("gateway", "hooks_spec", "s3rm")
 #: from its own layer or lower ones.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("gateway.core",),            # errors and codes, JSON encoding + the JSON response helper, Principal
-    ("gateway.config",),          # the one configuration object (load_config), embedding profiles
-    ("gateway.domain",),          # domain rules over plain data, schema source loader, page codec
+    ("gateway.config",),          # the one configuration object (load_config), the schema source, embedding profiles
+    ("gateway.domain",),          # domain rules over plain data, page codec
     ("hooks_spec",),              # the save rules as data + the checker (gateway and auditor share it)
     ("gateway.ops",),             # metrics, the bounded-queue gate, admission, rate limits, access rules
     ("gateway.wiki",),            # the MediaWiki Action API client and the Lesson repository over it

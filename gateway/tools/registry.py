@@ -31,7 +31,7 @@ from gateway.tools import (
     revise_lesson,
     search_lessons,
 )
-from gateway.domain.schema import Schema
+from gateway.config.schema import Schema
 from gateway.tools.contract import ToolSpec
 from gateway.tools.schema_builders import Fields
 from gateway.tools.tool_schemas import schema_filename, tool_documents

@@ -16,7 +16,7 @@ import copy
 import json
 from typing import Any, Sequence
 
-from gateway.domain.schema import Schema
+from gateway.config.schema import Schema
 from gateway.tools.contract import ToolSpec
 from gateway.tools.schema_builders import Fields, hoist_defs
 

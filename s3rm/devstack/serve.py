@@ -26,7 +26,6 @@ def gunicorn_argv() -> list[str]:
 
 def _serve(args: argparse.Namespace) -> int:
     from gateway.config import ConfigError, GatewayConfig
-    from gateway.domain.schema import load_schema
     from gateway.tools.registry import SchemaLoadError, ToolRegistry
 
     env = dict(os.environ)
@@ -36,7 +35,7 @@ def _serve(args: argparse.Namespace) -> int:
         env["S3RM_GUNICORN_THREADS"] = str(args.threads)
     try:
         config = GatewayConfig.from_env(env)
-        ToolRegistry.load(load_schema(config.schema_dir / "lesson.toml"))
+        ToolRegistry.load(config.schema)
     except (ConfigError, SchemaLoadError) as exc:
         raise CliError(f"{exc}", 2)
     if args.check:

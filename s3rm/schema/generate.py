@@ -28,9 +28,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gateway.domain.schema import Schema, SchemaError, parse_schema, schema_dir
+from gateway.config.schema import Schema, SchemaError, parse_schema
 from gateway.tools.registry import SchemaLoadError
 from s3rm.errors import CliError
+from s3rm.settings import CliSettings
 from s3rm.schema.pages import PAGE_DIRS, WikiCapabilities, page_relpath, render_schema_pages
 from s3rm.schema.toolschemas import render_tool_schemas
 
@@ -116,7 +117,7 @@ def _source_path(arg: str | None) -> Path:
     if arg:
         p = Path(arg)
         return p / "lesson.toml" if p.is_dir() else p
-    return schema_dir() / "lesson.toml"
+    return CliSettings().schema_dir / "lesson.toml"
 
 
 def read_schema(source: Path) -> Schema:

@@ -8,7 +8,7 @@ very objects, so ``schema/tools/<tool>.input.schema.json`` and
 """
 from __future__ import annotations
 
-from gateway.domain.schema import Schema
+from gateway.config.schema import Schema
 from gateway.tools.registry import SPECS, ToolRegistry
 from gateway.tools.tool_schemas import schema_filename
 

@@ -1,7 +1,9 @@
 """Shared helpers for the gateway tests: schema folders and tool specs with known shapes.
 
-``minimal_schema_dir(tmp)`` writes a schema folder holding a copy of the
-committed ``lesson.toml`` (a configuration may name any such folder).
+:data:`SCHEMA` is the committed ``schema/lesson.toml``, loaded by its path.
+``minimal_schema_dir(tmp)`` writes a schema folder holding copies of the
+committed ``lesson.toml`` and migration help page (a configuration may name
+any such folder).
 ``minimal_specs(**handlers)`` returns the Lesson tools with minimal closed
 draft-2020-12 schemas (transport tests use them so their test tools have known
 output shapes) and the given handlers in place of the real ones.
@@ -13,9 +15,12 @@ import shutil
 from pathlib import Path
 
 from gateway.config import DEFAULT_SCHEMA_DIR
+from gateway.config.schema import load_schema
 from gateway.tools.contract import Handler, ToolSpec
 from gateway.tools.registry import READ_TOOLS, WRITE_TOOLS, load_specs
 
+#: The committed schema source: tests name it explicitly (product code gets it from its configuration).
+SCHEMA = load_schema(DEFAULT_SCHEMA_DIR / "lesson.toml")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ALL_TOOLS = READ_TOOLS + WRITE_TOOLS
 
@@ -71,7 +76,9 @@ def minimal_specs(**handlers: Handler) -> tuple[ToolSpec, ...]:
 
 
 def minimal_schema_dir(root: Path) -> Path:
-    """Write a schema folder at ``root`` holding a copy of the committed ``lesson.toml``; return ``root``."""
-    root.mkdir(parents=True, exist_ok=True)
-    shutil.copy(DEFAULT_SCHEMA_DIR / "lesson.toml", root / "lesson.toml")
+    """Write a schema folder at ``root`` with what the gateway reads there (copies of the committed
+    ``lesson.toml`` and the help page holding the migration prompt); return ``root``."""
+    for rel in ("lesson.toml", "pages/help/migration.wiki"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(DEFAULT_SCHEMA_DIR / rel, root / rel)
     return root

@@ -63,7 +63,6 @@ import numpy as np
 
 from gateway.core.errors import GatewayError, ToolError
 from gateway.domain.model import LessonPage, LessonSnapshot
-from gateway.domain.schema import load_schema
 from gateway.retrieval.legacy import search as legacy, lexical
 from gateway.retrieval.index.analyzer import analyze
 from gateway.retrieval.hybrid.duplicates import DuplicateChecker
@@ -200,7 +199,8 @@ class RetrievalService:
 
     Args:
         settings: :class:`RetrievalSettings` (``GatewayConfig.retrieval``).
-        repository: the Lesson repository the refresher reads (the app's lazy one).
+        repository: the Lesson repository the refresher reads (the app's lazy one); its ``schema``
+            (``LessonRepository.schema``) gives the projection's facets and the text fields.
         metrics: optional ``gateway.ops.metrics.Metrics``.
         provider: injectable provider (default: :func:`build_provider`).
         ranking: ranking configuration (default ``rrf_v8``).
@@ -214,7 +214,7 @@ class RetrievalService:
         self.settings = settings
         self.metrics = metrics
         self.profile = get_profile(settings.profile_name)
-        self.builder = ProjectionBuilder(facet_char_cap=self.profile.facet_char_cap)
+        self.builder = ProjectionBuilder(repository.schema, facet_char_cap=self.profile.facet_char_cap)
         self.ranking = ranking
         self.calibration = ranking.calibration(self.profile.name)
         self.own_generation = generation_id(self.profile, self.builder.identity(), ranking.version)
@@ -225,7 +225,7 @@ class RetrievalService:
                                            clock=clock, metrics=metrics, follower=follower)
         self._duplicates = DuplicateChecker(self)
         self._shadow = ShadowRunner(metrics=metrics)
-        self._text_fields = tuple(f.name for f in load_schema().lesson.fields if f.type in ("text", "longtext"))
+        self._text_fields = tuple(f.name for f in repository.schema.lesson.fields if f.type in ("text", "longtext"))
         #: runs each hybrid search's MediaWiki full-text channel beside its in-process channels
         self._pool = ThreadPoolExecutor(max_workers=FULL_TEXT_WORKERS, thread_name_prefix="s3rm-full-text")
 

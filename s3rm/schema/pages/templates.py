@@ -26,7 +26,7 @@ so ``{{{field|}}}`` is inert text anywhere; every reference has an empty default
 """
 from __future__ import annotations
 
-from gateway.domain.schema import FieldDef, RecordDef, Schema
+from gateway.config.schema import FieldDef, RecordDef, Schema
 
 from .wikitext import (WikiCapabilities, banner_call, banner_template, enum_class_switch, enum_label_switch,
                      field_enum, label_template, param, wt)

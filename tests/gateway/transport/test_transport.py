@@ -21,7 +21,7 @@ from support.schema_dirs import minimal_schema_dir, minimal_specs
 
 from gateway.app import create_app
 from gateway.config import DEFAULT_SCHEMA_DIR, ConfigError, GatewayConfig
-from gateway.domain.schema import load_schema
+from gateway.config.schema import load_schema
 from gateway.core.errors import ToolError
 from gateway.web.health import jobrunner_status
 from gateway.tools.contract import OutputBudget

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from gateway.config import DEFAULT_SCHEMA_DIR
+from support.schema_dirs import SCHEMA
 from support.services import AppServer, Gateway, free_port
 
 from s3rm.evaluate import metrics as em, queryset as es
@@ -505,7 +506,7 @@ def real_gateway_url(dev_wiki, tmp_path_factory):
 
     records = [r for r in read_records(CSV_PATH)[0] if r.lesson_id in E2E_IDS]
     account = dev_wiki.importer
-    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, account.username, account.password))
+    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, account.username, account.password), SCHEMA)
     report = Importer(repo, account.username.split("@", 1)[0], "cloud-incidents").run(records, workers=1)
     assert report.failed == [] and len(report.created) + len(report.unchanged) == len(E2E_IDS)
 

@@ -14,17 +14,17 @@ import re
 import shutil
 from pathlib import Path
 
+from support.schema_dirs import SCHEMA
 import pytest
 from jsonschema import Draft202012Validator
 
-from gateway.domain.schema import load_schema, schema_dir
+from gateway.config import DEFAULT_SCHEMA_DIR
 from s3rm.cli import main as cli_main
 from s3rm.schema.generate import GENERATED_DIRS, render_generated_files
 from s3rm.schema.pages import WikiCapabilities, page_relpath, render_schema_pages, title_for_relpath
 from gateway.tools.schema_builders import DEF_NAME, desc, hoist_defs, obj, string
 from s3rm.schema.toolschemas import TOOL_NAMES, render_tool_schemas
 
-SCHEMA = load_schema()
 FULL = render_schema_pages(SCHEMA, WikiCapabilities.full())
 PLAIN = render_schema_pages(SCHEMA, WikiCapabilities.plain())
 TOOLS = render_tool_schemas(SCHEMA)
@@ -40,10 +40,10 @@ def test_check_passes_on_committed_output(capsys):
 def _copy_schema(tmp_path: Path) -> Path:
     root = tmp_path / "schema"
     root.mkdir()
-    shutil.copy(schema_dir() / "lesson.toml", root / "lesson.toml")
+    shutil.copy(DEFAULT_SCHEMA_DIR / "lesson.toml", root / "lesson.toml")
     for folder in GENERATED_DIRS:
-        if (schema_dir() / folder).is_dir():
-            shutil.copytree(schema_dir() / folder, root / folder)
+        if (DEFAULT_SCHEMA_DIR / folder).is_dir():
+            shutil.copytree(DEFAULT_SCHEMA_DIR / folder, root / folder)
     return root
 
 
