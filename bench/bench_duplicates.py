@@ -60,7 +60,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from embedding_cache import CachingProvider  # noqa: E402
 from gateway.config.profiles import FACETS, INDEX_FACETS, get_profile  # noqa: E402
 from gateway.config.retrieval import RetrievalSettings  # noqa: E402
-from gateway.domain.schema import load_schema  # noqa: E402
 from gateway.retrieval.hybrid.duplicates import band_of, duplicate_scores  # noqa: E402
 from gateway.retrieval.hybrid.fusion import Calibration, RankingConfig  # noqa: E402
 from gateway.retrieval.index.records import IndexEntry  # noqa: E402
@@ -69,6 +68,10 @@ from gateway.retrieval.indexing.projection import ProjectionBuilder  # noqa: E40
 from gateway.retrieval.indexing.semantic_state import record_of  # noqa: E402
 from gateway.retrieval.language import has_hangul  # noqa: E402
 from s3rm.importing import SOURCES, build_new_page  # noqa: E402
+from s3rm.settings import CliSettings  # noqa: E402
+
+#: The schema source, from the CLI settings (S3RM_SCHEMA_DIR, else the committed schema/).
+SCHEMA = CliSettings().schema
 
 PAIRS_FILE = REPO / "eval" / "duplicate_pairs.jsonl"
 CORPORA = (("cloud-incidents", REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"),
@@ -262,7 +265,7 @@ def variant_id(lesson_id: str, recipe: list[dict]) -> str:
 
 def score_pairs(pairs: list[dict], records: dict, provider, builder: ProjectionBuilder, dims: int) -> list[float]:
     """The checker's score of every pair: ``new`` (after its recipe) against an index holding the ``existing``."""
-    schema = load_schema()
+    schema = SCHEMA
     docs = {}
 
     def doc_of(lesson_id: str, recipe: list[dict]):
@@ -426,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         counts[(p["label"], p["kind"], p["half"])] += 1
     print(f"{len(pairs)} labelled pairs from {PAIRS_FILE.relative_to(REPO)} (profile {profile.name}, "
           f"calibration near_identical {cal.near_identical}, same_topic {cal.same_topic})")
-    scores = np.asarray(score_pairs(pairs, records, provider, ProjectionBuilder(), profile.dims))
+    scores = np.asarray(score_pairs(pairs, records, provider, ProjectionBuilder(SCHEMA), profile.dims))
     labels = np.asarray([p["label"] for p in pairs])
     halves = np.asarray([p["half"] for p in pairs])
     print_bands("shipped thresholds, all pairs", scores, labels, cal.near_identical, cal.same_topic)

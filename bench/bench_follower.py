@@ -51,6 +51,10 @@ from support.services import Gateway, call_tool, tool_payload  # noqa: E402
 from gateway.domain.codec import serialize_page  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
 from s3rm.devstack import devwiki  # noqa: E402
+from s3rm.settings import CliSettings  # noqa: E402
+
+#: The schema source, from the CLI settings (S3RM_SCHEMA_DIR, else the committed schema/).
+SCHEMA = CliSettings().schema
 
 TOPICS = ["disk alarm muted on the night shift", "retry storm after a DNS timeout",
           "cache without eviction grew until the pod was killed", "certificate expired on a Sunday",
@@ -85,7 +89,7 @@ def measure(admin: WikiClient, search_on: Gateway, edits: int, timeout: float) -
         lesson_id = f"bench-follow-{uuid.uuid4().hex[:8]}"
         title = f"{TOPICS[i % len(TOPICS)]} ({lesson_id})"
         page = lesson(lesson_id, title=title, observation=f"Observed during {TOPICS[i % len(TOPICS)]}.")
-        admin.post({"action": "edit", "title": f"Lesson:{lesson_id}", "text": serialize_page(page),
+        admin.post({"action": "edit", "title": f"Lesson:{lesson_id}", "text": serialize_page(page, SCHEMA),
                     "summary": "bench edit", "createonly": True})
         t0 = time.monotonic()
         while not found(search_on, lesson_id, title):

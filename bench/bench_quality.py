@@ -94,13 +94,17 @@ from s3rm.devstack import devwiki, wikiserver  # noqa: E402
 from s3rm.evaluate.metrics import id_recall_at_k, mrr_at_k, ndcg_at_k, outranked_by, recall_at_k  # noqa: E402
 from s3rm.evaluate.queryset import GROUPS, QueryCase, load_queries  # noqa: E402
 from support.noise import NOISE_FILE, is_noise  # noqa: E402
+from s3rm.settings import CliSettings  # noqa: E402
+
+#: The schema source, from the CLI settings (S3RM_SCHEMA_DIR, else the committed schema/).
+SCHEMA = CliSettings().schema
 
 WIKI_DIR = REPO / ".dev" / "bench-wiki"
 CORPORA = (("cloud-incidents", REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"),
            ("synthetic-lessons", REPO / "data" / "synthetic-ko" / "lessons.jsonl"),
            ("synthetic-lessons", NOISE_FILE))
 QUERY_SETS = ("cloud_incidents", "synthetic_ko")
-BUILDER = ProjectionBuilder()
+BUILDER = ProjectionBuilder(SCHEMA)
 RRF_K = 60
 DEPTH = 100
 #: Dense baselines: document vectors embedded as ``passage:`` (the e5 convention) or as ``query:``
@@ -131,7 +135,7 @@ def import_corpora(wiki: devwiki.DevWiki) -> None:
     """Import both corpora through the importer (a re-run makes 0 edits)."""
     from s3rm.importing import SOURCES, Importer
 
-    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.importer.username, wiki.importer.password))
+    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.importer.username, wiki.importer.password), SCHEMA)
     for source, path in CORPORA:
         records, failures = SOURCES[source](path)
         report = Importer(repo, wiki.importer.username.split("@", 1)[0], source).run(records, workers=4)
@@ -568,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
                                  timeout_seconds=30.0, max_concurrency=2, queue_limit=8, batch_size=16,
                                  reconcile_seconds=3600.0, max_lag_seconds=7200.0)
     provider = CachingProvider(settings, get_profile(args.profile))
-    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.agent.username, wiki.agent.password))
+    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.agent.username, wiki.agent.password), SCHEMA)
     overrides, fields = json.loads(args.weights), json.loads(args.ranking)
     ranking = ranking_from(RankingConfig(), overrides, fields)
     if overrides or fields:

@@ -88,10 +88,15 @@ from gateway.domain.model import LessonPage  # noqa: E402
 from gateway.ops.metrics import Metrics  # noqa: E402
 from gateway.tools.contract import OutputBudget, ToolContext, utc_now
 from gateway.core.principal import Principal  # noqa: E402
-from gateway.tools.registry import load_specs  # noqa: E402
+from gateway.tools.registry import ToolRegistry, load_specs  # noqa: E402
+from gateway.tools.shaping import OutputShapes  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.domain.codec import serialize_page  # noqa: E402
 from gateway.wiki.repository import RV_CONTENT, MediaWikiRepository  # noqa: E402
+from s3rm.settings import CliSettings  # noqa: E402
+
+#: The schema source, from the CLI settings (S3RM_SCHEMA_DIR, else the committed schema/).
+SCHEMA = CliSettings().schema
 
 CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"  # the vendored corpus
 SEARCHES = ["network outage", "DNS resolution", "configuration change", "storage latency", "authentication",
@@ -122,7 +127,7 @@ def seed(client: WikiClient, count: int) -> list[str]:
     from s3rm.importing.cloud_incidents import read_records
     records, _ = read_records(CORPUS)
     records = records[:count]
-    repo = MediaWikiRepository(client)
+    repo = MediaWikiRepository(client, SCHEMA)
     present = repo.exists([r.lesson_id for r in records])
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     for r in records:
@@ -131,18 +136,17 @@ def seed(client: WikiClient, count: int) -> list[str]:
         fields = {**r.fields, "record_origin": "imported", "author": "S3Agent", "reviewer": "",
                   "review_state": "Draft", "created_at": now, "updated_at": now}
         ev = {**r.evidence, "id": r.evidence.get("id") or "source", "added_by": "S3Agent", "added_at": now}
-        repo.save_page(r.lesson_id, serialize_page(LessonPage(fields=fields, evidence=(ev,))), "bench seed",
+        repo.save_page(r.lesson_id, serialize_page(LessonPage(fields=fields, evidence=(ev,)), SCHEMA), "bench seed",
                        base_revision_id=None)
     return [r.lesson_id for r in records]
 
 
 def single_search(query: str) -> dict[str, Any]:
     """The one MediaWiki request that returns a query's full-text hits with their wikitext."""
-    from gateway.domain.schema import load_schema
     from gateway.retrieval.legacy import search as legacy, lexical
 
     return {"action": "query", "generator": "search", "gsrsearch": lexical.mediawiki_query(lexical.query_terms(query)),
-            "gsrwhat": "text", "gsrnamespace": load_schema().namespace_id, "gsrlimit": legacy.SEARCH_SCAN_LIMIT, "gsrprop": "",
+            "gsrwhat": "text", "gsrnamespace": SCHEMA.namespace_id, "gsrlimit": legacy.SEARCH_SCAN_LIMIT, "gsrprop": "",
             "prop": "revisions", "rvprop": RV_CONTENT, "rvslots": "main"}
 
 
@@ -153,8 +157,10 @@ def record_calls(env: dict[str, str], tool: str, arguments: dict[str, Any]) -> l
     client.login()
     client.calls.clear()
     spec = {s.name: s for s in load_specs()}[tool]
-    ctx = ToolContext(config=config, repository=MediaWikiRepository(client), principal=Principal(), clock=utc_now,
-                      budget=OutputBudget(config.output_max_bytes, 1), metrics=Metrics(), tool_name=tool)
+    ctx = ToolContext(config=config, repository=MediaWikiRepository(client, config.schema), principal=Principal(), clock=utc_now,
+                      budget=OutputBudget(config.output_max_bytes, 1), metrics=Metrics(), schema=config.schema,
+                      shapes=OutputShapes({e.spec.name: e.output_schema for e in ToolRegistry.load(config.schema)}),
+                      tool_name=tool)
     spec.handler(arguments, ctx)
     client.calls.clear()
     spec.handler(arguments, ctx)

@@ -56,6 +56,10 @@ from gateway.domain.codec import serialize_page  # noqa: E402
 from gateway.retrieval.hybrid.service import RetrievalService  # noqa: E402
 from gateway.retrieval.embedding.vector_cache import VectorCache  # noqa: E402
 from support.memory import InMemoryRepository  # noqa: E402
+from s3rm.settings import CliSettings  # noqa: E402
+
+#: The schema source, from the CLI settings (S3RM_SCHEMA_DIR, else the committed schema/).
+SCHEMA = CliSettings().schema
 
 CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"
 EDITED_SUFFIX = " Measured again after the fix, on a second region."
@@ -68,7 +72,7 @@ def corpus_repo(limit: int | None = None) -> InMemoryRepository:
     repo = InMemoryRepository()
     for rec in records[:limit]:
         repo.put_page(rec.lesson_id, serialize_page(lesson(rec.lesson_id, **rec.fields,
-                                                           record_origin=rec.record_origin)))
+                                                           record_origin=rec.record_origin), SCHEMA))
     return repo
 
 
@@ -106,7 +110,7 @@ def edit_one(repo) -> str:
     snap = repo.get_snapshots([lesson_id])[lesson_id]
     page = snap.page
     repo.put_page(lesson_id, serialize_page(page.evolve(fields={
-        **page.fields, "observation": page.fields["observation"] + EDITED_SUFFIX})))
+        **page.fields, "observation": page.fields["observation"] + EDITED_SUFFIX}), SCHEMA))
     return lesson_id
 
 

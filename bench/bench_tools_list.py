@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                len(encode_json(tool.get("outputSchema", {}))), _desc_bytes(tool.get("outputSchema", {}))]
         totals = [a + b for a, b in zip(totals, row)]
         print(f"| {tool['name']} | " + " | ".join(str(v) for v in row) + " |")
-    print("| **all ten** | " + " | ".join(f"**{v}**" for v in totals) + " |")
+    print("| **all tools** | " + " | ".join(f"**{v}**" for v in totals) + " |")
 
     model_facing = (totals[0] + totals[1]) / 1024
     total = baseline / 1024

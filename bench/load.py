@@ -79,6 +79,10 @@ from stage_metrics import read_stages, stage_means  # noqa: E402
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
 from s3rm.devstack import devwiki  # noqa: E402
+from s3rm.settings import CliSettings  # noqa: E402
+
+#: The schema source, from the CLI settings (S3RM_SCHEMA_DIR, else the committed schema/).
+SCHEMA = CliSettings().schema
 
 CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"
 QUERIES = ["network outage", "DNS", "configuration change", "storage latency", "authentication", "power",
@@ -346,7 +350,7 @@ def read_load(url: str | Sequence[str], ids: list[str], concurrency: int, second
 # --------------------------------------------------------------- writes
 def wiki_write_burst(wiki: devwiki.DevWiki, ids: list[str], count: int) -> Run:
     """``count`` real Lesson revisions saved through the wiki as the agent (conditional saves)."""
-    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.agent.username, wiki.agent.password))
+    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.agent.username, wiki.agent.password), SCHEMA)
     run = Run()
     started = time.monotonic()
     for i in range(count):
@@ -458,7 +462,7 @@ def seed(wiki: devwiki.DevWiki, count: int, start: int = 0) -> list[str]:
 
     records, _ = read_records(CORPUS)
     records = records[start:start + count]
-    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.importer.username, wiki.importer.password))
+    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.importer.username, wiki.importer.password), SCHEMA)
     report = Importer(repo, "S3Import", "cloud-incidents").run(records, workers=4)
     if report.failed:
         raise SystemExit(f"seeding failed for {len(report.failed)} Lessons: {report.failed[:3]}")

@@ -2,7 +2,7 @@
 
 ``create_app`` wires one :class:`GatewayState` per process into
 ``app.extensions["s3rm"]``: the configuration, the tool registry (schemas
-loaded from ``S3RM_SCHEMA_DIR``), the dispatcher, the MCP protocol handler,
+built from the tool modules), the dispatcher, the MCP protocol handler,
 metrics, the health probes and the Lesson repository.
 
 The repository is built by ``repository_factory(config)`` — once per process,
@@ -28,7 +28,6 @@ from gateway.auth.service import AuthService
 from gateway.config import GatewayConfig
 from gateway.core.errors import INTERNAL_ERROR, INVALID_REQUEST, StoreUnavailable, ToolError, error_body
 from gateway.core.jsonio import json_response
-from gateway.domain.schema import require_process_schema
 from gateway.ops.admission import Admission
 from gateway.ops.metrics import Metrics
 from gateway.ops.ratelimit import RateLimiter
@@ -61,7 +60,8 @@ RepositoryFactory = Callable[[GatewayConfig], Any]
 class LazyRepository:
     """A stand-in that builds the real repository on first attribute access, once per process.
 
-    Attribute access is forwarded to the real repository. A failing factory
+    Attribute access is forwarded to the real repository, except ``schema``
+    (``config.schema``, known without building it). A failing factory
     raises :class:`~gateway.core.errors.ToolError` ``backend_unavailable``
     (retryable) and is retried on the next access. Thread-safe.
     """
@@ -69,6 +69,8 @@ class LazyRepository:
     def __init__(self, factory: RepositoryFactory, config: GatewayConfig):
         self._factory = factory
         self._config = config
+        #: the schema source the repository's pages are decoded with (LessonRepository.schema)
+        self.schema = config.schema
         self._lock = threading.Lock()
         self._instance: Any = None
 
@@ -160,14 +162,13 @@ def create_app(
     * ``specs`` — the tools to serve; defaults to the Lesson tools of
       :mod:`gateway.tools.registry` (tests pass variants with other handlers).
 
-    Raises :class:`~gateway.tools.registry.SchemaLoadError` when a tool schema
-    is missing or invalid.
+    Raises :class:`~gateway.tools.registry.SchemaLoadError` when a tool's built
+    schema is invalid.
     """
-    require_process_schema(config.schema_dir)
     metrics = Metrics()
-    registry = ToolRegistry.load(config.schema_dir, specs)
+    registry = ToolRegistry.load(config.schema, specs)
     if config.chatgpt_lesson_url:
-        registry = registry.with_builtin(chatgpt.SPECS, config.schema_dir)
+        registry = registry.with_builtin(chatgpt.SPECS, config.schema)
     repository = LazyRepository(repository_factory, config) if repository_factory is not None else None
     admission = Admission.from_config(config, metrics=metrics)
     cursor_ring = None

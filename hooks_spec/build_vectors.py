@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gateway.config.loader import DEFAULT_SCHEMA_DIR
+from gateway.config.schema import load_schema
 from gateway.domain.codec import parse_page, serialize_page
 from gateway.domain.digests import evidence_digest
 from gateway.domain.markers import Marker, build_summary
@@ -30,6 +32,8 @@ from gateway.domain.model import LessonPage
 from gateway.domain.seals import make_seal
 
 OUT = Path(__file__).resolve().parent / "vectors"
+#: The vectors specify the committed schema source (an explicit file, never the environment's).
+SCHEMA = load_schema(DEFAULT_SCHEMA_DIR / "lesson.toml")
 T0 = "2025-03-01T10:00:00Z"
 T1 = "2025-03-01T11:00:00Z"
 T1p = "2025-03-01T11:00:01Z"
@@ -109,7 +113,7 @@ def ev(eid: str = "e1", who: str = "Alice", at: str = T0, **kw) -> dict[str, str
 
 
 def vr(vid: str, evidence: dict, who: str = "Alice", at: str = T0, **kw) -> dict[str, str]:
-    base = {"id": vid, "evidence_id": evidence["id"], "evidence_digest": evidence_digest(evidence),
+    base = {"id": vid, "evidence_id": evidence["id"], "evidence_digest": evidence_digest(evidence, SCHEMA),
             "verification_basis": evidence["verification_basis"], "source_identity": "run-031 summary.json",
             "source_sha256": "a" * 64, "source_locator": "lines 1-40", "coverage": "whole file",
             "outcome": "supports", "claim_fields": "observation", "verified_by": who, "verified_at": at}
@@ -125,7 +129,7 @@ def rel(to: str, relation: str = "supports", who: str = "Alice", at: str = T0, f
 
 def page(f: dict, e=(), v=(), r=(), extra: str = "") -> str:
     return serialize_page(LessonPage(fields=f, evidence=tuple(e), verifications=tuple(v), relations=tuple(r),
-                                     extra_wikitext=extra))
+                                     extra_wikitext=extra), SCHEMA)
 
 
 E1 = ev()
@@ -141,17 +145,17 @@ def seal_summary(new_text: str, *, kid="k1", lesson_id=LID, account=AGENT, paren
                  basis=("e1",), keys=KEYS, human="MCP revise_lesson") -> str:
     marker = make_seal(keys=keys, active_kid=kid, lesson_id=lesson_id, account=account, op=OP,
                        request_digest=D32 * 2, basis_ids=basis, fields=tuple(fields_), parent=parent,
-                       page=parse_page(new_text))
-    return build_summary(human, marker)
+                       page=parse_page(new_text, SCHEMA), schema=SCHEMA)
+    return build_summary(human, marker, SCHEMA)
 
 
 def w(kind: str, parent: int, op: str = OP) -> str:
-    return build_summary(f"MCP {kind}", Marker(tag="S3W", parent=parent, op=op, kind=kind, digest=D32))
+    return build_summary(f"MCP {kind}", Marker(tag="S3W", parent=parent, op=op, kind=kind, digest=D32), SCHEMA)
 
 
 def sv(parent: int) -> str:
     return build_summary("MCP record_evidence_verification", Marker(tag="S3V", parent=parent, op=OP, kind="verify",
-                                                                    digest=D32))
+                                                                    digest=D32), SCHEMA)
 
 
 VECTORS: dict[str, list[dict]] = {}
@@ -356,7 +360,7 @@ vec("HS29", "digest matches", "pass", BASE, page(upd(), [E1], [vr("v1", E1, at=T
 vec("HS29", "digest of something else", "fail", BASE,
     page(upd(), [E1], [vr("v1", E1, at=T1, evidence_digest="sha256:" + "0" * 64)]), expect=["HS29"])
 vec("HS29", "digest of the evidence before it was stored (other added_at)", "edge", BASE,
-    page(upd(), [E1], [vr("v1", E1, at=T1, evidence_digest=evidence_digest(ev(at=T1)))]), expect=["HS29"])
+    page(upd(), [E1], [vr("v1", E1, at=T1, evidence_digest=evidence_digest(ev(at=T1), SCHEMA))]), expect=["HS29"])
 
 vec("HS30", "verified_at = new updated_at", "pass", BASE, page(upd(), [E1], [vr("v1", E1, at=T1)]))
 vec("HS30", "verified_at equal to the previous updated_at", "fail", BASE,
@@ -491,7 +495,7 @@ vec("HS44", "unknown key id", "fail", BASE, REVISED, account=AGENT,
     summary=seal_summary(REVISED, kid="k9", keys={"k9": "retired-key-0123456789"}), parent=41, keys=KEYS,
     expect=["HS44"])
 
-UNDO = build_summary("MCP undo of merged revision 42", Marker(tag="S3U", parent=42, restored=41))
+UNDO = build_summary("MCP undo of merged revision 42", Marker(tag="S3U", parent=42, restored=41), SCHEMA)
 MERGED = page(upd(title="Merged"), [E1, ev("e2", who=AGENT, at=T1)])
 vec("HS45", "undo restores the named revision", "pass", MERGED, BASE, account=AGENT, summary=UNDO, parent=42,
     restored=BASE, agents={AGENT})

@@ -11,7 +11,7 @@ Usage::
     violations = check_revision(previous_wikitext, new_wikitext, "S3Agent", "2025-01-01T00:00:00Z",
                                 summary, keys={"k1": "secret"}, lesson_id="gpu_frag",
                                 parent_revision_id=41, existing_lessons={"other"},
-                                agent_accounts={"S3Agent"})
+                                agent_accounts={"S3Agent"}, schema=schema)
     # -> [Violation(rule_id="HS15", message="updated_at must be later than ..."), ...]
 
 Inputs:
@@ -45,7 +45,7 @@ from gateway.domain.digests import content_digest, evidence_digest
 from gateway.domain.markers import Marker, MarkerError, parse_summary
 from gateway.domain.model import LessonPage
 from gateway.domain.rules import record_problems
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 from gateway.domain.seals import verify_seal
 from gateway.domain.timestamps import parse_ts, window_seconds
 
@@ -81,7 +81,8 @@ def _moment(value) -> datetime | None:
 
 
 class _Check:
-    def __init__(self):
+    def __init__(self, schema: Schema):
+        self.schema = schema
         self.out: list[Violation] = []
         self._seen: set[tuple[str, str]] = set()
 
@@ -132,13 +133,13 @@ def check_revision(previous_wikitext: str | None, new_wikitext: str, saving_acco
                    edit_summary: str, *, keys: Mapping[str, str] | None = None,
                    existing_lessons: Iterable[str] | None = None, lesson_id: str | None = None,
                    parent_revision_id: int | None = None, agent_accounts: Iterable[str] | None = None,
-                   restored_wikitext: str | None = None) -> list[Violation]:
-    """Judge one revision; see the module docstring for inputs and output."""
-    schema = load_schema()
-    chk = _Check()
+                   restored_wikitext: str | None = None, schema: Schema) -> list[Violation]:
+    """Judge one revision by ``schema`` (the schema source's field rules); see the module docstring for
+    inputs and output."""
+    chk = _Check(schema)
     keys = keys or {}
     try:
-        new = parse_page(new_wikitext or "")
+        new = parse_page(new_wikitext or "", schema)
     except (PageFormatError, ValueError) as exc:
         chk.add("HS01", f"the revision is not a well-formed Lesson page: {exc}")
         return chk.out
@@ -146,14 +147,14 @@ def check_revision(previous_wikitext: str | None, new_wikitext: str, saving_acco
     prev: LessonPage | None = None
     if not is_new:
         try:
-            prev = parse_page(previous_wikitext)
+            prev = parse_page(previous_wikitext, schema)
         except (PageFormatError, ValueError):
             prev = None  # repairing an unreadable page: only rules on the new content apply
 
     # ------------------------------------------------------------ marker
     marker: Marker | None = None
     try:
-        marker = parse_summary(edit_summary or "")
+        marker = parse_summary(edit_summary or "", schema)
     except MarkerError as exc:
         chk.add("HS40", str(exc))
     if marker is not None:
@@ -167,7 +168,7 @@ def check_revision(previous_wikitext: str | None, new_wikitext: str, saving_acco
             return chk.out
 
     rev_time = _moment(revision_timestamp)
-    window = window_seconds()
+    window = window_seconds(schema)
 
     # ------------------------------------------------------------ stray text
     if new.extra_wikitext and (prev is None or prev.extra_wikitext != new.extra_wikitext):
@@ -177,11 +178,11 @@ def check_revision(previous_wikitext: str | None, new_wikitext: str, saving_acco
     lesson_names = schema.lesson.field_names
     if is_new or prev is None:
         changed = {n for n in lesson_names if new.fields.get(n, "")} if is_new else set(lesson_names)
-        for p in record_problems(schema.lesson, new.fields):
+        for p in record_problems(schema.lesson, new.fields, schema=schema):
             chk.add(p.rule, p.message)
     else:
         changed = {n for n in lesson_names if new.fields.get(n, "") != prev.fields.get(n, "")}
-        for p in record_problems(schema.lesson, new.fields, only=changed):
+        for p in record_problems(schema.lesson, new.fields, only=changed, schema=schema):
             chk.add(p.rule, p.message)
 
     new_updated = parse_ts(new.fields.get("updated_at", ""))
@@ -218,7 +219,7 @@ def check_revision(previous_wikitext: str | None, new_wikitext: str, saving_acco
         appended[kind] = _appended(kind, rule, prev_items, getattr(new, attr), rec.field_names, chk)
         for index, item in appended[kind]:
             where = _label(kind, item, index)
-            for p in record_problems(rec, item, where):
+            for p in record_problems(rec, item, where, schema=schema):
                 chk.add(p.rule, p.message)
             if item.get(_WHO_FIELD[kind], "") != saving_account:
                 chk.add("HS17", f"{_WHO_FIELD[kind]} of {where} must be the saving account")
@@ -235,11 +236,11 @@ def check_revision(previous_wikitext: str | None, new_wikitext: str, saving_acco
     if is_new:
         if len(new.evidence) < 1:
             chk.add("HS26", "a new Lesson needs at least one evidence")
-        problem = create_problem(new)
+        problem = create_problem(new, schema)
         if problem:
             chk.add(problem.rule, problem.message)
     elif prev is not None:
-        for problem in revision_problems(prev, new):
+        for problem in revision_problems(prev, new, schema=schema):
             chk.add(problem.rule, problem.message)
 
     # ------------------------------------------------------------ marker scope and seal
@@ -250,7 +251,7 @@ def check_revision(previous_wikitext: str | None, new_wikitext: str, saving_acco
                 chk.add("HS44", "the seal cannot be verified without the Lesson id")
             else:
                 result = verify_seal(marker, keys=keys, lesson_id=lesson_id, account=saving_account,
-                                     parent_revision_id=None, page=new)
+                                     parent_revision_id=None, page=new, schema=schema)
                 if not result.ok:
                     chk.add("HS44", f"the S3R seal does not verify: {result.reason}")
     return chk.out
@@ -269,16 +270,16 @@ def _check_undo(new: LessonPage, restored_wikitext: str | None, chk: _Check) -> 
         chk.add("HS45", "an S3U undo revision cannot be verified without the restored revision's text")
         return
     try:
-        restored = parse_page(restored_wikitext)
+        restored = parse_page(restored_wikitext, chk.schema)
     except (PageFormatError, ValueError):
         chk.add("HS45", "the revision an S3U undo restores is not a readable Lesson page")
         return
-    if content_digest(restored) != content_digest(new) or restored.extra_wikitext != new.extra_wikitext:
+    if content_digest(restored, chk.schema) != content_digest(new, chk.schema) or restored.extra_wikitext != new.extra_wikitext:
         chk.add("HS45", "an S3U undo revision must restore the named revision's content exactly")
 
 
 def _check_evidence(new, appended, chk: _Check) -> None:
-    legacy = set(load_schema().enum("verification_basis").extra.get("legacy_only", ()))
+    legacy = set(chk.schema.enum("verification_basis").extra.get("legacy_only", ()))
     earlier_ids = Counter(e.get("id", "") for e in new.evidence)
     for index, item in appended["evidence"]:
         where = _label("evidence", item, index)
@@ -289,7 +290,7 @@ def _check_evidence(new, appended, chk: _Check) -> None:
 
 
 def _check_verifications(new, prev, is_new, appended, new_updated, chk: _Check) -> None:
-    legacy = set(load_schema().enum("verification_basis").extra.get("legacy_only", ()))
+    legacy = set(chk.schema.enum("verification_basis").extra.get("legacy_only", ()))
     ids = Counter(v.get("id", "") for v in new.verifications)
     evidence = {}
     for e in new.evidence:
@@ -305,7 +306,7 @@ def _check_verifications(new, prev, is_new, appended, new_updated, chk: _Check) 
         if target is None:
             chk.add("HS28", f"{where}: evidence_id names no evidence of this Lesson")
         else:
-            if item.get("evidence_digest", "") != evidence_digest(target):
+            if item.get("evidence_digest", "") != evidence_digest(target, chk.schema):
                 chk.add("HS29", f"{where}: evidence_digest does not match the evidence as stored")
             if is_new and item.get("verification_basis", "") != target.get("verification_basis", ""):
                 chk.add("HS31", f"{where}: an initial verification must have the same verification_basis as "
@@ -372,7 +373,7 @@ def _check_scope(marker: Marker, new, prev, is_new, changed, appended, chk: _Che
         if is_new:
             chk.add("HS43", "a revise marker cannot create a page")
             return
-        allowed = {f.name for f in load_schema().lesson.fields if f.client_settable}
+        allowed = {f.name for f in chk.schema.lesson.fields if f.client_settable}
         if any(counts.values()):
             chk.add("HS43", "a revise appends no evidence, verification or relation")
         if not others:
@@ -380,6 +381,6 @@ def _check_scope(marker: Marker, new, prev, is_new, changed, appended, chk: _Che
         if others - allowed:
             chk.add("HS43", "a revise may change only client-settable core fields: "
                             + ", ".join(sorted(others - allowed)))
-        order = [n for n in load_schema().lesson.field_names if n in others]
+        order = [n for n in chk.schema.lesson.field_names if n in others]
         if tuple(order) != marker.fields:
             chk.add("HS43", "the seal's changed-field list differs from the fields the revision changed")

@@ -26,8 +26,10 @@ from typing import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from gateway.config import ConfigError, is_private_endpoint
+from gateway.config.loader import read_schema_setting, schema_dir_setting
+from gateway.config.schema import REPO_ROOT, Schema
 from gateway.config.values import make_getter, number, redacted_repr
-from gateway.domain.schema import REPO_ROOT
+from s3rm.errors import CliError
 
 #: Everything the development wiki and stack create lives here (git-ignored).
 DEV_DIR = REPO_ROOT / ".dev"
@@ -218,6 +220,20 @@ class CliSettings:
     def github_lookup_token(self) -> str:
         """The token ``s3rm auth pin`` looks GitHub ids up with (``S3RM_GITHUB_LOOKUP_TOKEN``)."""
         return self.value("S3RM_GITHUB_LOOKUP_TOKEN")
+
+    @property
+    def schema_dir(self) -> Path:
+        """The schema folder (``S3RM_SCHEMA_DIR``, else the committed ``schema/``)."""
+        return schema_dir_setting(self.environ)
+
+    @property
+    def schema(self) -> Schema:
+        """The schema source ``<schema_dir>/lesson.toml`` (loaded once per path); raises
+        :class:`~s3rm.errors.CliError` (exit 2) naming ``S3RM_SCHEMA_DIR`` when unreadable or malformed."""
+        try:
+            return read_schema_setting(self.schema_dir)
+        except ConfigError as exc:
+            raise CliError(str(exc), 2) from None
 
     def research(self) -> "ResearchSettings":
         """``research-query``'s validated endpoint settings (:func:`load_research_settings`)."""

@@ -6,7 +6,10 @@ Layer: directly above ``gateway/core``; imports nothing else from the gateway.
 module                 holds
 =====================  ==========================================================
 ``loader``             :class:`GatewayConfig` (transport, wiki, admission, rate
-                       limits, schema dir, gunicorn) and :func:`load_config`
+                       limits, schema dir and the loaded schema source,
+                       gunicorn) and :func:`load_config`
+``schema``             the typed view of ``schema/lesson.toml``
+                       (:class:`~gateway.config.schema.Schema`) and its loader
 ``retrieval``          :class:`RetrievalSettings` (``GatewayConfig.retrieval``):
                        the embedding provider, its gate limits, refresh intervals
 ``profiles``           the named embedding profiles ``S3RM_EMBEDDING_PROFILE``

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from gateway.config.github import GithubSettings, load_github
 from gateway.config.retrieval import RetrievalSettings, load_retrieval
+from gateway.config.schema import Schema, SchemaError, load_schema
 from gateway.config.values import (
     ConfigError,
     Getter,
@@ -43,7 +44,7 @@ from gateway.config.values import (
 )
 
 __all__ = ["ADMISSION_RESERVED_THREADS", "DEFAULT_SCHEMA_DIR", "GatewayConfig", "REPO_ROOT", "load_config",
-           "process_schema_dir", "schema_dir_setting"]
+           "read_schema_setting", "schema_dir_setting"]
 
 #: Repository root (the directory holding ``gateway/`` and ``schema/``).
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -60,15 +61,20 @@ def schema_dir_setting(environ: Mapping[str, str]) -> Path:
     return Path(environ.get("S3RM_SCHEMA_DIR") or DEFAULT_SCHEMA_DIR)
 
 
-def process_schema_dir() -> Path:
-    """:func:`schema_dir_setting` of this process's environment.
+def read_schema_setting(folder: Path, variable: str = "S3RM_SCHEMA_DIR") -> Schema:
+    """The schema source ``folder/lesson.toml``, loaded once per path (docs/data-contract.md#schema-source).
 
-    The schema source is process-wide (docs/data-contract.md#schema-source): the
-    domain rules' default :func:`gateway.domain.schema.load_schema` uses this
-    folder, and ``create_app`` refuses a configuration whose ``schema_dir``
-    holds a different ``lesson.toml``, so one process never mixes two schemas.
+    Raises :class:`~gateway.config.values.ConfigError` naming ``variable`` when the
+    file is missing, unreadable or malformed.
     """
-    return schema_dir_setting(os.environ)
+    path = Path(folder) / "lesson.toml"
+    try:
+        return load_schema(path)
+    except OSError as exc:
+        raise ConfigError(variable, f"cannot read the schema source {path}: {exc.strerror}") from None
+    except (SchemaError, ValueError, KeyError) as exc:
+        raise ConfigError(variable, f"the schema source {path} is malformed: {exc}") from None
+
 
 _SECRET_FIELDS = (
     "write_token_sha256",
@@ -118,6 +124,9 @@ class GatewayConfig:
     revision_hmac_active_key_id: str = ""
     search_scopes: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     schema_dir: Path = DEFAULT_SCHEMA_DIR
+    #: the schema source ``schema_dir/lesson.toml`` (:class:`~gateway.config.schema.Schema`), loaded once here
+    #: and handed to every layer below (docs/data-contract.md#schema-source); left out, it is read from ``schema_dir``
+    schema: Schema = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
     retrieval_default_mode: str = "legacy"
     bind: str = "127.0.0.1:8080"
     gunicorn_threads: int = 48
@@ -142,6 +151,10 @@ class GatewayConfig:
     chatgpt_lesson_url: str = ""
     #: github mode's OAuth settings (:class:`~gateway.config.github.GithubSettings`), ``None`` otherwise
     github: GithubSettings | None = None
+
+    def __post_init__(self) -> None:
+        if self.schema is None:
+            object.__setattr__(self, "schema", read_schema_setting(self.schema_dir))
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -168,6 +181,7 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
     """
     env = environ
     get = make_getter(env)
+    schema_dir = schema_dir_setting(env)
 
     public_url, public_host_forms, public_origin = parse_public_url(
         get("S3RM_MCP_PUBLIC_URL", GatewayConfig.public_url)
@@ -251,7 +265,8 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
         revision_hmac_keys=MappingProxyType(hmac_keys),
         revision_hmac_active_key_id=active,
         search_scopes=scopes,
-        schema_dir=schema_dir_setting(env),
+        schema_dir=schema_dir,
+        schema=read_schema_setting(schema_dir),
         retrieval_default_mode=mode_default,
         bind=bind,
         gunicorn_threads=threads,

@@ -91,6 +91,8 @@ def redacted_repr(value: Any, secret_fields: tuple[str, ...]) -> str:
     ``<redacted>`` when set and ``''`` when empty, so a secret never reaches a log."""
     parts = []
     for f in fields(value):
+        if not f.repr:
+            continue
         item = getattr(value, f.name)
         shown = ("<redacted>" if item else "''") if f.name in secret_fields else repr(item)
         parts.append(f"{f.name}={shown}")

@@ -45,7 +45,7 @@ from mwparserfromhell.nodes import Template, Text, Comment
 
 from gateway.core.errors import GatewayError
 from gateway.domain.model import LessonPage
-from gateway.domain.schema import Schema, load_schema
+from gateway.config.schema import Schema
 
 
 class PageFormatError(GatewayError, ValueError):
@@ -172,7 +172,7 @@ def _norm_template_name(name: str) -> str:
     return name[:1].upper() + name[1:]
 
 
-def parse_page(wikitext: str, schema: Schema | None = None) -> LessonPage:
+def parse_page(wikitext: str, schema: Schema) -> LessonPage:
     """Parse a Lesson page into a :class:`LessonPage`.
 
     Accepts pages written by this codec and by Page Forms (any parameter order,
@@ -183,7 +183,6 @@ def parse_page(wikitext: str, schema: Schema | None = None) -> LessonPage:
             unknown parameter, a parameter given twice, or a record template
             placed before the ``{{Lesson}}`` call.
     """
-    schema = schema or load_schema()
     code = mwparserfromhell.parse(wikitext)
     lesson = None
     records: dict[str, list[dict[str, str]]] = {"evidence": [], "verification": [], "relation": []}
@@ -274,7 +273,7 @@ def _call(rec, values: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def serialize_page(page: LessonPage, schema: Schema | None = None) -> str:
+def serialize_page(page: LessonPage, schema: Schema) -> str:
     """Serialise a :class:`LessonPage` to canonical wikitext (deterministic).
 
     Unknown keys in a record are rejected with ValueError rather than dropped.
@@ -283,7 +282,6 @@ def serialize_page(page: LessonPage, schema: Schema | None = None) -> str:
     Raises:
         ValueError: unknown field names, or a value with a lone surrogate.
     """
-    schema = schema or load_schema()
     parts = []
     for rec, items in (
         (schema.lesson, (page.fields,)),

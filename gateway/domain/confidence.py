@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.domain.model import LessonPage
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 from gateway.domain.verdicts import claim_fields_of, supported_claims
 
 __all__ = ["ConfidenceProblem", "claim_fields", "create_problem", "revision_problems", "RANK"]
@@ -45,44 +45,45 @@ class ConfidenceProblem:
     message: str
 
 
-def claim_fields() -> tuple[str, ...]:
+def claim_fields(schema: Schema) -> tuple[str, ...]:
     """The claim fields a high-confidence Lesson must have supported (schema order)."""
-    return tuple(load_schema().enum("claim_field").extra["high_confidence_claims"])
+    return tuple(schema.enum("claim_field").extra["high_confidence_claims"])
 
 
-def _qualifies_for_high_create(record: dict[str, str]) -> bool:
-    basis = load_schema().enum("verification_basis").extra.get("supporting", ())
+def _qualifies_for_high_create(record: dict[str, str], schema: Schema) -> bool:
+    basis = schema.enum("verification_basis").extra.get("supporting", ())
     return (record.get("outcome") == "supports" and record.get("verification_basis") in basis
-            and set(claim_fields()) <= set(claim_fields_of(record)))
+            and set(claim_fields(schema)) <= set(claim_fields_of(record)))
 
 
-def create_problem(page: LessonPage) -> ConfidenceProblem | None:
+def create_problem(page: LessonPage, schema: Schema) -> ConfidenceProblem | None:
     """HS32 for a new Lesson: None when fine, else the problem."""
     if page.fields.get("confidence") != "high":
         return None
-    if any(_qualifies_for_high_create(r) for r in page.verifications):
+    if any(_qualifies_for_high_create(r, schema) for r in page.verifications):
         return None
     return ConfidenceProblem(
         "HS32",
         "a high-confidence Lesson needs, in the same revision, a supports verification with basis "
-        "full_text or official_abstract whose claim_fields cover " + ", ".join(claim_fields()),
+        "full_text or official_abstract whose claim_fields cover " + ", ".join(claim_fields(schema)),
     )
 
 
-def revision_problems(previous: LessonPage, new: LessonPage, evidence_ids=None) -> list[ConfidenceProblem]:
+def revision_problems(previous: LessonPage, new: LessonPage, evidence_ids=None, *,
+                      schema: Schema) -> list[ConfidenceProblem]:
     """Confidence problems of changing ``previous`` into ``new`` (HS37, HS38).
 
     ``evidence_ids`` restricts which evidence may support (revise_lesson's
     basis); None accepts any evidence on ``new``.
     """
-    claims = claim_fields()
+    claims = claim_fields(schema)
     before = previous.fields.get("confidence", "")
     after = new.fields.get("confidence", "")
     changed_claims = [f for f in claims if previous.fields.get(f, "") != new.fields.get(f, "")]
     raised = RANK.get(after, -1) > RANK.get(before, -1)
     if after not in ("medium", "high") or not (changed_claims or raised):
         return []
-    covered = supported_claims(new, evidence_ids)
+    covered = supported_claims(new, evidence_ids, schema=schema)
     where = "the basis evidence" if evidence_ids is not None else "the Lesson's evidence"
     problems = []
     missing = [f for f in changed_claims if f not in covered]

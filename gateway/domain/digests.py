@@ -22,7 +22,7 @@ import hashlib
 import json
 
 from gateway.domain.model import LessonPage
-from gateway.domain.schema import Schema, load_schema
+from gateway.config.schema import Schema
 
 PREFIX = "sha256:"
 
@@ -36,16 +36,14 @@ def _complete(values: dict[str, str], names: tuple[str, ...]) -> dict[str, str]:
     return {name: values.get(name, "") for name in names}
 
 
-def evidence_digest(evidence: dict[str, str], schema: Schema | None = None) -> str:
+def evidence_digest(evidence: dict[str, str], schema: Schema) -> str:
     """Digest of one evidence record: ``"sha256:<64 hex>"``."""
-    schema = schema or load_schema()
     body = canonical_json(_complete(evidence, schema.evidence.field_names))
     return PREFIX + hashlib.sha256(body).hexdigest()
 
 
-def content_digest(page: LessonPage, schema: Schema | None = None) -> str:
+def content_digest(page: LessonPage, schema: Schema) -> str:
     """Digest of a whole Lesson (fields and all records): ``"sha256:<64 hex>"``."""
-    schema = schema or load_schema()
     obj = {
         "lesson": _complete(page.fields, schema.lesson.field_names),
         "evidence": [_complete(e, schema.evidence.field_names) for e in page.evidence],

@@ -41,6 +41,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Mapping
 
+from gateway.config.schema import Schema
 from gateway.domain.codec import PageFormatError, parse_page
 from gateway.domain.digests import canonical_json
 from gateway.domain.markers import Marker, MarkerError, parse_summary
@@ -80,11 +81,12 @@ class ScanResult:
 
 
 def find_prior_write(repository, lesson_id: str, operation_id: str, *, account: str,
-                     keys: Mapping[str, str], limit: int = MAX_SCAN) -> ScanResult:
+                     keys: Mapping[str, str], schema: Schema, limit: int = MAX_SCAN) -> ScanResult:
     """Scan ``Lesson:<lesson_id>``'s history (newest first) for a trustworthy marker of ``operation_id``.
 
     ``repository`` provides ``list_revisions`` and ``get_revision_text``;
-    ``account`` is the gateway's MediaWiki user name; ``keys`` the seal keys.
+    ``account`` is the gateway's MediaWiki user name; ``keys`` the seal keys; ``schema`` reads
+    markers and pages.
     Raises what the repository raises (WikiUnavailable, …).
     """
     cursor = None
@@ -96,14 +98,14 @@ def find_prior_write(repository, lesson_id: str, operation_id: str, *, account: 
             if operation_id not in (rev.comment or ""):
                 continue
             try:
-                marker = parse_summary(rev.comment)
+                marker = parse_summary(rev.comment, schema)
             except MarkerError:
                 continue
             if marker is None or marker.op != operation_id or rev.user != account:
                 continue
             if marker.parent != rev.parent_id:
                 continue
-            if marker.tag == "S3R" and not _seal_ok(repository, lesson_id, rev, marker, keys):
+            if marker.tag == "S3R" and not _seal_ok(repository, lesson_id, rev, marker, keys, schema):
                 continue
             return ScanResult(PriorWrite(rev.revision_id, marker), scanned, False)
         cursor = page.next_cursor
@@ -112,13 +114,13 @@ def find_prior_write(repository, lesson_id: str, operation_id: str, *, account: 
     return ScanResult(None, scanned, True)
 
 
-def _seal_ok(repository, lesson_id: str, rev, marker: Marker, keys: Mapping[str, str]) -> bool:
+def _seal_ok(repository, lesson_id: str, rev, marker: Marker, keys: Mapping[str, str], schema: Schema) -> bool:
     text = repository.get_revision_text(rev.revision_id)
     if text is None:
         return False
     try:
-        page = parse_page(text)
+        page = parse_page(text, schema)
     except (PageFormatError, ValueError):
         return False
     return verify_seal(marker, keys=keys, lesson_id=lesson_id, account=rev.user,
-                       parent_revision_id=rev.parent_id, page=page).ok
+                       parent_revision_id=rev.parent_id, page=page, schema=schema).ok

@@ -44,15 +44,16 @@ Contract: ``docs/tools.md#markers``, ``docs/tools.md#seals``.
 """
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, replace
 
 from gateway.core.errors import GatewayError
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 
 __all__ = ["SUMMARY_LIMIT", "TAGS", "S3W_KINDS", "Marker", "MarkerError", "parse_summary", "format_marker",
-           "build_summary", "sanitize_human", "KID_PATTERN", "GITHUB_LOGIN",
+           "build_summary", "undo_summary", "sanitize_human", "KID_PATTERN", "GITHUB_LOGIN",
            "attribute_summary"]
 
 #: MediaWiki 1.39 CommentStore::COMMENT_CHARACTER_LIMIT (code points).
@@ -64,9 +65,7 @@ KID_PATTERN = r"[A-Za-z0-9._-]{1,32}"
 #: A GitHub login as a marker's ``gh`` field holds it (1–39 letters, digits and hyphens, not leading).
 GITHUB_LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
 
-_OP = load_schema().patterns["operation_id"].strip("^$")
 _VALUE = {
-    "op": _OP,
     "k": "|".join(S3W_KINDS),
     "d": r"[0-9a-f]{32}",
     "p": r"0|[1-9][0-9]{0,11}",
@@ -85,9 +84,17 @@ _KEYS = {
     "S3U": ("r", "p"),
 }
 _ATTRIBUTED = ("S3W", "S3V", "S3R")
-_BODY = {tag: re.compile(" ".join(f"{k}=(?P<{k}>{_VALUE[k]})" for k in keys)
-                         + (f"(?: gh=(?P<gh>{_VALUE['gh']}))?" if tag in _ATTRIBUTED else "") + r"\Z")
-         for tag, keys in _KEYS.items()}
+
+
+@functools.lru_cache(maxsize=4)
+def _grammar(op_pattern: str) -> tuple[dict[str, str], dict[str, re.Pattern]]:
+    """Each marker value's pattern and each tag's body pattern, with ``op`` as the schema's
+    ``[patterns] operation_id`` (without its anchors)."""
+    values = {"op": op_pattern.strip("^$"), **_VALUE}
+    bodies = {tag: re.compile(" ".join(f"{k}=(?P<{k}>{values[k]})" for k in keys)
+                              + (f"(?: gh=(?P<gh>{values['gh']}))?" if tag in _ATTRIBUTED else "") + r"\Z")
+              for tag, keys in _KEYS.items()}
+    return values, bodies
 _TOKEN = re.compile(r"\[S3[WVRU]")
 _TAIL = re.compile(r"\[(?P<tag>S3[WVRU]) v1 (?P<body>[^\[\]]*)\]\Z")
 
@@ -132,8 +139,10 @@ class Marker:
 _KIND_OF_TAG = {"S3V": "verify", "S3R": "revise", "S3U": "undo"}
 
 
-def parse_summary(summary: str) -> Marker | None:
+def parse_summary(summary: str, schema: Schema) -> Marker | None:
     """The marker at the end of ``summary``; None when the summary uses no marker syntax.
+
+    ``schema``'s ``[patterns] operation_id`` is the grammar of the ``op`` value.
 
     Raises:
         MarkerError: the summary contains a marker token but not exactly one
@@ -147,7 +156,7 @@ def parse_summary(summary: str) -> Marker | None:
     if match is None or len(tokens) != 1:
         raise MarkerError("the summary uses the reserved [S3x marker syntax without one well-formed marker at its end")
     tag = match.group("tag")
-    body = _BODY[tag].match(match.group("body"))
+    body = _grammar(schema.patterns["operation_id"])[1][tag].match(match.group("body"))
     if body is None:
         raise MarkerError(f"malformed {tag} marker")
     g = body.groupdict()
@@ -167,8 +176,13 @@ def parse_summary(summary: str) -> Marker | None:
     )
 
 
-def format_marker(marker: Marker) -> str:
-    """The marker text for ``marker``; raises ValueError when a value breaks its pattern."""
+def format_marker(marker: Marker, schema: Schema) -> str:
+    """The marker text for ``marker``; raises ValueError when a value breaks its pattern
+    (``op``: ``schema``'s ``[patterns] operation_id``)."""
+    return _format(marker, _grammar(schema.patterns["operation_id"])[0])
+
+
+def _format(marker: Marker, patterns: dict[str, str]) -> str:
     values = {
         "op": marker.op, "k": marker.kind, "d": marker.digest, "p": str(marker.parent),
         "r": str(marker.restored) if marker.restored is not None else None,
@@ -178,7 +192,7 @@ def format_marker(marker: Marker) -> str:
     parts = []
     for key in _KEYS[marker.tag]:
         value = values[key]
-        if value is None or not re.fullmatch(_VALUE[key], value):
+        if value is None or not re.fullmatch(patterns[key], value):
             raise ValueError(f"{marker.tag} marker value {key} is missing or malformed")
         parts.append(f"{key}={value}")
     if marker.actor is not None:
@@ -211,14 +225,23 @@ def sanitize_human(text: str) -> str:
     return clean.replace("/*", "/ *").replace("*/", "* /")
 
 
-def build_summary(human: str, marker: Marker) -> str:
+def build_summary(human: str, marker: Marker, schema: Schema) -> str:
     """``<human prefix> <marker>`` within :data:`SUMMARY_LIMIT` code points.
 
     The human prefix is sanitised and, when needed, shortened with ``…``.
     Raises ValueError when the marker alone does not fit (cannot happen for
     values matching the patterns: the longest S3R marker is under 450).
     """
-    tail = format_marker(marker)
+    return _summary(human, format_marker(marker, schema))
+
+
+def undo_summary(human: str, merged: int, restored: int) -> str:
+    """:func:`build_summary` of the S3U marker undoing revision ``merged`` back to ``restored`` (an S3U
+    marker holds no operation id, so it needs no schema pattern)."""
+    return _summary(human, _format(Marker(tag="S3U", parent=merged, restored=restored), _VALUE))
+
+
+def _summary(human: str, tail: str) -> str:
     room = SUMMARY_LIMIT - len(tail) - 1
     if room < 0:
         raise ValueError("marker longer than the MediaWiki summary limit")
@@ -228,11 +251,11 @@ def build_summary(human: str, marker: Marker) -> str:
     return f"{prefix} {tail}" if prefix else tail
 
 
-def attribute_summary(summary: str, actor: str) -> str:
+def attribute_summary(summary: str, actor: str, schema: Schema) -> str:
     """``summary`` (``<human> <marker>``) with its marker carrying ``gh=<actor>``; raises ValueError
     for a summary without an attributable marker or a malformed login."""
-    marker = parse_summary(summary)
+    marker = parse_summary(summary, schema)
     if marker is None:
         raise ValueError("the summary has no marker")
-    human = summary.rstrip()[: -len(format_marker(marker))].rstrip()
-    return build_summary(human, replace(marker, actor=actor))
+    human = summary.rstrip()[: -len(format_marker(marker, schema))].rstrip()
+    return build_summary(human, replace(marker, actor=actor), schema)

@@ -14,6 +14,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
+from gateway.config.schema import Schema
 from gateway.core.errors import GatewayError
 from gateway.domain.model import LessonSnapshot
 
@@ -295,6 +296,9 @@ class RecentChangesPage:
 
 class LessonRepository(abc.ABC):
     """Abstract store of Lesson pages. All ids are bare Lesson ids (``[a-z0-9_-]+``)."""
+
+    #: the schema source its pages are decoded and written with (set by each implementation's constructor)
+    schema: Schema
 
     # ---- reads ---------------------------------------------------------
     @abc.abstractmethod

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from gateway.domain.schema import FieldDef, RecordDef, load_schema
+from gateway.config.schema import FieldDef, RecordDef, Schema
 from gateway.domain.timestamps import parse_ts
 
 __all__ = ["ValueProblem", "value_problems", "record_problems", "split_list", "join_list", "is_http_url"]
@@ -47,9 +47,9 @@ def split_list(raw: str) -> list[str]:
     return [part.strip() for part in (raw or "").split(",") if part.strip()]
 
 
-def join_list(items, enum_name: str) -> str:
-    """Canonical stored form of a list: distinct items in enum order, joined by ``,``."""
-    order = load_schema().enum(enum_name).values
+def join_list(items, enum_name: str, schema: Schema) -> str:
+    """Canonical stored form of a list: distinct items in ``schema``'s enum order, joined by ``,``."""
+    order = schema.enum(enum_name).values
     chosen = set(items)
     return ",".join(v for v in order if v in chosen)
 
@@ -65,9 +65,10 @@ def is_http_url(value: str) -> bool:
         return False
 
 
-def value_problems(rec: RecordDef, f: FieldDef, value: str, where: str | None = None) -> list[ValueProblem]:
-    """Problems of one field value (empty list when it is fine); ``where`` prefixes the field path."""
-    schema = load_schema()
+def value_problems(rec: RecordDef, f: FieldDef, value: str, where: str | None = None, *,
+                   schema: Schema) -> list[ValueProblem]:
+    """Problems of one field value (empty list when it is fine); ``where`` prefixes the field path;
+    enums and id patterns come from ``schema``."""
     path = f"{where}.{f.name}" if where else f.name
     value = value if isinstance(value, str) else ""
     if not value:
@@ -112,11 +113,11 @@ def value_problems(rec: RecordDef, f: FieldDef, value: str, where: str | None = 
 
 
 def record_problems(rec: RecordDef, values: dict[str, str], where: str | None = None,
-                    only: set[str] | None = None) -> list[ValueProblem]:
-    """Problems of every field of one record (or only the names in ``only``)."""
+                    only: set[str] | None = None, *, schema: Schema) -> list[ValueProblem]:
+    """Problems of every field of one record (or only the names in ``only``), by ``schema``."""
     out: list[ValueProblem] = []
     for f in rec.fields:
         if only is not None and f.name not in only:
             continue
-        out.extend(value_problems(rec, f, values.get(f.name, ""), where))
+        out.extend(value_problems(rec, f, values.get(f.name, ""), where, schema=schema))
     return out

@@ -40,6 +40,7 @@ from typing import Mapping
 from gateway.core.errors import GatewayError
 from gateway.domain.digests import canonical_json, content_digest
 from gateway.domain.markers import KID_PATTERN, Marker
+from gateway.config.schema import Schema
 from gateway.domain.model import LessonPage
 
 __all__ = ["SealError", "SealCheck", "basis_digest", "body_digest", "make_seal", "verify_seal"]
@@ -54,9 +55,9 @@ def basis_digest(evidence_ids) -> str:
     return hashlib.sha256(canonical_json(sorted(set(evidence_ids)))).hexdigest()[:16]
 
 
-def body_digest(page: LessonPage) -> str:
-    """32 hex digits of the page's content digest (``sha256:`` prefix dropped)."""
-    return content_digest(page)[len("sha256:"):][:32]
+def body_digest(page: LessonPage, schema: Schema) -> str:
+    """32 hex digits of the page's content digest under ``schema`` (``sha256:`` prefix dropped)."""
+    return content_digest(page, schema)[len("sha256:"):][:32]
 
 
 def _key_bytes(secret) -> bytes:
@@ -75,8 +76,9 @@ def _sign(secret, message: bytes) -> str:
 
 
 def make_seal(*, keys: Mapping[str, str], active_kid: str, lesson_id: str, account: str, op: str,
-              request_digest: str, basis_ids, fields: tuple[str, ...], parent: int, page: LessonPage) -> Marker:
-    """Build the S3R marker for a revise of ``lesson_id`` producing ``page``.
+              request_digest: str, basis_ids, fields: tuple[str, ...], parent: int, page: LessonPage,
+              schema: Schema) -> Marker:
+    """Build the S3R marker for a revise of ``lesson_id`` producing ``page`` (digested under ``schema``).
 
     Raises:
         SealError: no active key, the active key id is not configured, or it
@@ -89,7 +91,7 @@ def make_seal(*, keys: Mapping[str, str], active_kid: str, lesson_id: str, accou
         raise SealError("the active revision HMAC key id must match [A-Za-z0-9._-]{1,32}")
     d = request_digest[:32]
     b = basis_digest(basis_ids)
-    h = body_digest(page)
+    h = body_digest(page, schema)
     sig = _sign(keys[active_kid], _message(active_kid, lesson_id, account, op, d, b, tuple(fields), parent, h))
     return Marker(tag="S3R", parent=parent, op=op, kind="revise", digest=d, kid=active_kid, basis=b,
                   fields=tuple(fields), body=h, signature=sig)
@@ -104,12 +106,12 @@ class SealCheck:
 
 
 def verify_seal(marker: Marker, *, keys: Mapping[str, str], lesson_id: str, account: str,
-                parent_revision_id: int | None, page: LessonPage | None) -> SealCheck:
+                parent_revision_id: int | None, page: LessonPage | None, schema: Schema) -> SealCheck:
     """Check an S3R marker against the revision it sits on.
 
     ``account`` is the revision's user, ``parent_revision_id`` MediaWiki's
     ``parentid`` (None = not known, not checked), ``page`` the revision's
-    decoded content (None = not known, body not checked). Never raises.
+    decoded content under ``schema`` (None = not known, body not checked). Never raises.
     """
     if marker.tag != "S3R":
         return SealCheck(False, "not a seal")
@@ -122,6 +124,6 @@ def verify_seal(marker: Marker, *, keys: Mapping[str, str], lesson_id: str, acco
         return SealCheck(False, "signature does not match (wrong key, other Lesson, other author or altered seal)")
     if parent_revision_id is not None and parent_revision_id != marker.parent:
         return SealCheck(False, "parent revision differs from the sealed one")
-    if page is not None and body_digest(page) != marker.body:
+    if page is not None and body_digest(page, schema) != marker.body:
         return SealCheck(False, "body digest differs from the saved content")
     return SealCheck(True)

@@ -2,8 +2,9 @@
 
 Every stored time (created_at, updated_at, added_at, relation created_at,
 verified_at) uses this exact form, second precision, always UTC
-(``meta.timestamp_pattern`` in ``schema/lesson.toml``). MediaWiki revision
-timestamps use the same form.
+(:data:`TIMESTAMP_PATTERN`, which ``meta.timestamp_pattern`` in
+``schema/lesson.toml`` states for the wiki side; a test keeps them equal).
+MediaWiki revision timestamps use the same form.
 
 Contract: ``docs/data-contract.md#provenance-and-time`` (UTC ISO-8601, the
 ±5-minute window, monotonic ``updated_at``).
@@ -13,11 +14,13 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 
-__all__ = ["format_ts", "parse_ts", "next_updated_at", "within_window", "window_seconds"]
+__all__ = ["TIMESTAMP_PATTERN", "format_ts", "parse_ts", "next_updated_at", "within_window", "window_seconds"]
 
-_PATTERN = re.compile(load_schema().meta["timestamp_pattern"])
+#: The one stored form, the one :func:`format_ts` writes (``meta.timestamp_pattern`` of the schema source).
+TIMESTAMP_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
+_PATTERN = re.compile(TIMESTAMP_PATTERN)
 
 
 def format_ts(moment: datetime) -> str:
@@ -40,17 +43,17 @@ def parse_ts(value: str) -> datetime | None:
         return None
 
 
-def window_seconds() -> int:
+def window_seconds(schema: Schema) -> int:
     """Allowed distance between a new stored time and the revision time (``meta.timestamp_window_seconds``)."""
-    return int(load_schema().meta["timestamp_window_seconds"])
+    return int(schema.meta["timestamp_window_seconds"])
 
 
-def within_window(value: str, revision_time: datetime) -> bool:
+def within_window(value: str, revision_time: datetime, schema: Schema) -> bool:
     """True when ``value`` parses and lies within ± :func:`window_seconds` of ``revision_time``."""
     moment = parse_ts(value)
     if moment is None:
         return False
-    return abs((moment - revision_time).total_seconds()) <= window_seconds()
+    return abs((moment - revision_time).total_seconds()) <= window_seconds(schema)
 
 
 def next_updated_at(now: datetime, previous: str | None) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.domain.model import LessonPage
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 from gateway.domain.timestamps import parse_ts
 
 __all__ = ["NONE", "AMBIGUOUS", "Verdict", "current_verdicts", "current_verdict", "claim_fields_of",
@@ -79,7 +79,7 @@ def current_verdict(page: LessonPage, evidence_id: str) -> Verdict:
     return current_verdicts(page).get(evidence_id, Verdict(evidence_id, NONE, None, 0))
 
 
-def supported_claims(page: LessonPage, evidence_ids=None) -> set[str]:
+def supported_claims(page: LessonPage, evidence_ids=None, *, schema: Schema) -> set[str]:
     """Claim fields backed by a *supporting* current verdict.
 
     A current record supports a claim field when its outcome is ``supports``,
@@ -88,7 +88,7 @@ def supported_claims(page: LessonPage, evidence_ids=None) -> set[str]:
     ``evidence_ids`` restricts the evidence considered (revise_lesson's
     ``basis_evidence_ids``); None means every evidence on the page.
     """
-    supporting = set(load_schema().enum("verification_basis").extra.get("supporting", ()))
+    supporting = set(schema.enum("verification_basis").extra.get("supporting", ()))
     allowed = None if evidence_ids is None else set(evidence_ids)
     covered: set[str] = set()
     for eid, verdict in current_verdicts(page).items():

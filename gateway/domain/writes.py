@@ -13,7 +13,7 @@ Shapes (the JSON Schemas in ``schema/tools/`` are generated from the same
 schema source; the operations re-check everything so a handler called
 directly is just as strict):
 
-* :func:`parse_request(operation, arguments) <parse_request>` → :class:`Request`
+* :func:`parse_request(operation, arguments, schema) <parse_request>` → :class:`Request`
   (``lesson_id`` of the page written, normalised ``payload``, request
   ``digest``). Raises :class:`WriteRefused` ``invalid_argument`` naming
   ``field`` and ``rule``.
@@ -21,8 +21,12 @@ directly is just as strict):
   wikitext, the summary with its marker, the response fields). Raises
   :class:`WriteRefused` (``invalid_argument``, ``rule_violation``,
   ``not_found``, ``revision_conflict``, ``not_configured``).
-* ``operation.replay(request, snapshot, prior_marker)`` → the response fields
+* ``operation.replay(request, snapshot, prior_marker, schema)`` → the response fields
   of an already applied request.
+
+Every rule reads field definitions, limits and patterns from the
+:class:`~gateway.config.schema.Schema` it is handed (the configuration's,
+``GatewayConfig.schema``; on :class:`WriteEnv` for plans).
 
 Server-managed values: author/added_by/created_by/verified_by = the gateway
 account; created_at = updated_at = now on create; every later write sets
@@ -55,19 +59,15 @@ from gateway.domain.idempotency import request_digest
 from gateway.domain.markers import Marker, build_summary
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.rules import join_list, value_problems
-from gateway.domain.schema import RecordDef, load_schema
+from gateway.config.schema import RecordDef, Schema
 from gateway.domain.timestamps import next_updated_at
 
 __all__ = [
-    "LIMITS", "OPERATION_ID_PATTERN", "Parsed", "Plan", "Request", "WriteEnv", "WriteOperation", "WriteRefused",
+    "Parsed", "Plan", "Request", "WriteEnv", "WriteOperation", "WriteRefused",
     "bad", "claim_values", "closed", "core_fields", "evidence_values", "expect_revision", "field_value", "finish",
     "int_arg", "lesson_id_arg", "marker_for", "parse_request", "plain_response", "salt", "string_arg", "touch",
 ]
 
-#: Tool limits and value patterns from schema/lesson.toml (``[limits]``, ``[patterns]``).
-LIMITS = load_schema().limits
-OPERATION_ID_PATTERN = load_schema().patterns["operation_id"]
-_OP = _re.compile(OPERATION_ID_PATTERN)
 
 
 class WriteRefused(GatewayError):
@@ -141,22 +141,24 @@ def string_arg(args: Mapping[str, Any], name: str, *, where: str = "", required:
         raise bad(path, "unicode", f"{path} contains a lone surrogate, which cannot be stored")
     return value
 
-def field_value(args, rec: RecordDef, name: str, *, where: str = "", required: bool | None = None) -> str:
-    """The value of field ``name`` of record ``rec``, checked against the schema source (length, enum, pattern; HS03 when required and empty)."""
+def field_value(args, rec: RecordDef, name: str, *, where: str = "", required: bool | None = None,
+                schema: Schema) -> str:
+    """The value of field ``name`` of record ``rec``, checked against ``schema`` (length, enum, pattern; HS03 when required and empty)."""
     f = rec.field(name)
     req = f.required if required is None else required
     value = string_arg(args, name, where=where, required=req)
     if req and value == "":
         path = f"{where}.{name}" if where else name
         raise bad(path, "HS03", f"{path} must not be empty")
-    for problem in value_problems(rec, f, value, where or None):
+    for problem in value_problems(rec, f, value, where or None, schema=schema):
         raise bad(problem.field, problem.rule, problem.message)
     return value
 
-def _operation_id(args) -> str:
+def _operation_id(args, schema: Schema) -> str:
     op = string_arg(args, "operation_id", required=True)
-    if not _OP.match(op):
-        raise bad("operation_id", "pattern", "operation_id must match " + OPERATION_ID_PATTERN)
+    pattern = schema.patterns["operation_id"]
+    if not _re.match(pattern, op):
+        raise bad("operation_id", "pattern", "operation_id must match " + pattern)
     return op
 
 def int_arg(args, name: str, *, minimum: int = 1) -> int:
@@ -168,43 +170,44 @@ def int_arg(args, name: str, *, minimum: int = 1) -> int:
         raise bad(name, "minimum", f"{name} must be at least {minimum}")
     return value
 
-def lesson_id_arg(args, name: str, *, required: bool = True) -> str:
+def lesson_id_arg(args, name: str, *, required: bool = True, schema: Schema) -> str:
     """The Lesson id argument ``name`` (``meta.id_pattern``, ``meta.id_max_length``; ``""`` when optional and absent)."""
     value = string_arg(args, name, required=required)
     if not value and not required:
         return ""
-    meta = load_schema().meta
+    meta = schema.meta
     if not _re.fullmatch(meta["id_pattern"], value) or len(value) > int(meta["id_max_length"]):
         raise bad(name, "pattern", f"{name} must be a Lesson id ([a-z0-9_-], at most {meta['id_max_length']} "
                                     "characters, without the Lesson: prefix)")
     return value
 
-def _no_legacy_basis(value: str, path: str) -> None:
-    if value in load_schema().enum("verification_basis").extra.get("legacy_only", ()):
+def _no_legacy_basis(value: str, path: str, schema: Schema) -> None:
+    if value in schema.enum("verification_basis").extra.get("legacy_only", ()):
         raise bad(path, "HS27", f"{path} not_recorded is only for legacy evidence; give the range you "
                                  "actually checked (full_text, official_abstract, partial_source, metadata_only)")
 
-def evidence_values(args, where: str, *, id_key: str) -> dict[str, str]:
+def evidence_values(args, where: str, *, id_key: str, schema: Schema) -> dict[str, str]:
     """The client fields of a new evidence in ``args`` (the id under ``id_key``, ``""`` = derive it); legacy-only bases refused (HS27)."""
-    ev = load_schema().evidence
+    ev = schema.evidence
     allowed = {f.name for f in ev.fields if f.client_settable and f.name != "id"} | {id_key}
     closed(args, allowed, where)
     out = {"id": ""}
     raw_id = string_arg(args, id_key, where=where, required=False)
     if raw_id:
         path = f"{where}.{id_key}" if where else id_key
-        for problem in value_problems(ev, ev.field("id"), raw_id):
+        for problem in value_problems(ev, ev.field("id"), raw_id, schema=schema):
             raise bad(path, problem.rule, f"{path} must be a short id of [a-z0-9_-] (at most "
                                            f"{ev.field('id').max_length} characters)")
         out["id"] = raw_id
     for name in sorted(allowed - {id_key}):
-        out[name] = field_value(args, ev, name, where=where)
-    _no_legacy_basis(out["verification_basis"], f"{where}.verification_basis" if where else "verification_basis")
+        out[name] = field_value(args, ev, name, where=where, schema=schema)
+    _no_legacy_basis(out["verification_basis"], f"{where}.verification_basis" if where else "verification_basis",
+                     schema)
     return out
 
-def claim_values(args, where: str, *, allowed_extra: set[str]) -> dict[str, str]:
+def claim_values(args, where: str, *, allowed_extra: set[str], schema: Schema) -> dict[str, str]:
     """The client part of a verification record in ``args`` (claim_fields joined as stored; HS04, HS27)."""
-    vr = load_schema().verification
+    vr = schema.verification
     names = [f.name for f in vr.fields if f.client_settable and f.name not in ("evidence_id", "evidence_digest")]
     closed(args, set(names) | allowed_extra, where)
     out: dict[str, str] = {}
@@ -220,18 +223,19 @@ def claim_values(args, where: str, *, allowed_extra: set[str]) -> dict[str, str]
                 raise bad(path, "minItems", f"{path} must name at least one claim field")
             if len(set(items)) != len(items):
                 raise bad(path, "uniqueItems", f"{path} lists a field twice")
-            allowed = load_schema().enum("claim_field").values
+            allowed = schema.enum("claim_field").values
             if any(i not in allowed for i in items):
                 raise bad(path, "HS04", f"{path} may only list: {', '.join(allowed)}")
-            out[name] = join_list(items, "claim_field")
+            out[name] = join_list(items, "claim_field", schema)
         else:
-            out[name] = field_value(args, vr, name, where=where)
-    _no_legacy_basis(out["verification_basis"], f"{where}.verification_basis" if where else "verification_basis")
+            out[name] = field_value(args, vr, name, where=where, schema=schema)
+    _no_legacy_basis(out["verification_basis"], f"{where}.verification_basis" if where else "verification_basis",
+                     schema)
     return out
 
-def core_fields() -> list[str]:
+def core_fields(schema: Schema) -> list[str]:
     """Lesson fields a client sets on create and changes on revise (``settable = client``)."""
-    return [f.name for f in load_schema().lesson.fields if f.client_settable]
+    return [f.name for f in schema.lesson.fields if f.client_settable]
 
 
 class Parsed(NamedTuple):
@@ -245,13 +249,15 @@ class Parsed(NamedTuple):
 @dataclass(frozen=True)
 class WriteEnv:
     """What a planner may use besides the request and the page: the gateway ``account``, ``now``
-    (aware UTC), the seal ``keys`` and ``active_kid``, and ``exists(ids) -> ids that exist`` (a wiki read)."""
+    (aware UTC), the seal ``keys`` and ``active_kid``, ``exists(ids) -> ids that exist`` (a wiki read)
+    and the ``schema`` the page is written by."""
 
     account: str
     now: datetime
     keys: Mapping[str, str]
     active_kid: str
     exists: Callable[[Sequence[str]], Collection[str]]
+    schema: Schema
 
 
 def plain_response(status: str, fields: dict[str, Any], current: int, applied: int | None,
@@ -266,9 +272,9 @@ class WriteOperation:
 
     * ``name`` — the tool name (also hashed into the request digest);
     * ``tag`` / ``kind`` — the summary marker it writes (docs/tools.md#markers);
-    * ``parse(arguments, operation_id) -> Parsed``; ``plan(request, snapshot, env) -> Plan``
+    * ``parse(arguments, operation_id, schema) -> Parsed``; ``plan(request, snapshot, env) -> Plan``
       (``snapshot`` is ``None`` only for an operation that ``creates``);
-      ``replay(request, snapshot, prior_marker) -> fields``; all raise :class:`WriteRefused`;
+      ``replay(request, snapshot, prior_marker, schema) -> fields``; all raise :class:`WriteRefused`;
     * ``respond(status, fields, current, applied, duplicates) -> result`` — the answer's key order;
     * ``creates`` — the page must not exist yet (a taken id is ``lesson_exists``, a conflict too)
       and the duplicate check runs after the save; otherwise a missing page is ``not_found`` on
@@ -279,9 +285,9 @@ class WriteOperation:
     name: str
     tag: str
     kind: str
-    parse: Callable[[Mapping[str, Any], str], Parsed]
+    parse: Callable[[Mapping[str, Any], str, Schema], Parsed]
     plan: Callable[["Request", LessonSnapshot | None, WriteEnv], "Plan"]
-    replay: Callable[["Request", LessonSnapshot, Marker], dict[str, Any]]
+    replay: Callable[["Request", LessonSnapshot, Marker, Schema], dict[str, Any]]
     respond: Callable[[str, dict[str, Any], int, int | None, dict[str, Any] | None], dict[str, Any]] = plain_response
     creates: bool = False
     lesson_field: str = "lesson_id"
@@ -289,12 +295,12 @@ class WriteOperation:
 
 
 # ------------------------------------------------------------------ parse
-def parse_request(operation: WriteOperation, arguments: Mapping[str, Any]) -> Request:
-    """Validate ``arguments`` of ``operation`` and normalise them (see module doc)."""
+def parse_request(operation: WriteOperation, arguments: Mapping[str, Any], schema: Schema) -> Request:
+    """Validate ``arguments`` of ``operation`` against ``schema`` and normalise them (see module doc)."""
     if not isinstance(arguments, Mapping):
         raise bad("", "type", "arguments must be an object")
-    op = _operation_id(arguments)
-    parsed = operation.parse(arguments, op)
+    op = _operation_id(arguments, schema)
+    parsed = operation.parse(arguments, op, schema)
     return Request(tool=operation.name, tag=operation.tag, kind=operation.kind, operation_id=op,
                    lesson_id=parsed.lesson_id, values=parsed.values, payload=parsed.payload,
                    digest=request_digest(operation.name, parsed.payload))
@@ -328,12 +334,13 @@ def touch(snapshot: LessonSnapshot, now: datetime) -> tuple[LessonPage, str]:
     return snapshot.page.evolve(fields={**snapshot.page.fields, "updated_at": stamp}), stamp
 
 def finish(request: Request, page: LessonPage, human: str, marker: Marker, base: int | None,
-           response: dict, dirty: bool, existing: frozenset[str] | None = None) -> Plan:
-    """The :class:`Plan` for ``page``: serialised (salted when ``base`` is set) with its summary and response fields."""
-    text = serialize_page(page)
+           response: dict, dirty: bool, existing: frozenset[str] | None = None, *, schema: Schema) -> Plan:
+    """The :class:`Plan` for ``page``: serialised by ``schema`` (salted when ``base`` is set) with its summary
+    and response fields."""
+    text = serialize_page(page, schema)
     if base is not None:
         text = salt(text, request.digest)
-    return Plan(request=request, page=page, wikitext=text, summary=build_summary(human, marker),
+    return Plan(request=request, page=page, wikitext=text, summary=build_summary(human, marker, schema),
                 base_revision_id=base, response=response, dirty=dirty, existing_lessons=existing)
 
 def expect_revision(request: Request, snapshot: LessonSnapshot) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 
+from gateway.config.schema import Schema
 from gateway.domain.digests import evidence_digest
 from gateway.domain.ids import derive_evidence_id
 from gateway.domain.markers import Marker
@@ -20,7 +21,7 @@ from gateway.domain.writes import (
 from gateway.tools.contract import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_builders import (
-    DIGEST_PATTERN, enum, Fields, new_evidence_props, obj, operation_id, revision_id, string, WRITE_STATUSES
+    enum, Fields, new_evidence_props, obj, operation_id, revision_id, string, WRITE_STATUSES
 )
 from gateway.tools.write_pipeline import write_handler
 
@@ -34,11 +35,11 @@ def _attach_id(request: Request) -> str:
     return request.values["evidence"]["id"] or derive_evidence_id(request.operation_id, "attach")
 
 
-def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
+def parse(arguments: Mapping[str, Any], op: str, schema: Schema) -> Parsed:
     """Validate and normalise the arguments of ``attach_evidence`` (raises WriteRefused ``invalid_argument``)."""
-    values = {"lesson_id": lesson_id_arg(arguments, "lesson_id")}
+    values = {"lesson_id": lesson_id_arg(arguments, "lesson_id", schema=schema)}
     rest = {k: v for k, v in arguments.items() if k not in ("operation_id", "lesson_id")}
-    values["evidence"] = evidence_values(rest, "", id_key="evidence_id")
+    values["evidence"] = evidence_values(rest, "", id_key="evidence_id", schema=schema)
     lesson_id = values["lesson_id"]
     payload = {"lesson_id": lesson_id, "evidence": values["evidence"]}
     return Parsed(lesson_id, values, payload)
@@ -55,19 +56,19 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
     page, stamp = touch(snap, now)
     evidence = {**request.values["evidence"], "id": ev_id, "added_by": account, "added_at": stamp}
     page = page.evolve(evidence=snap.page.evidence + (evidence,))
-    response = {"lesson_id": request.lesson_id, "evidence_id": ev_id, "evidence_digest": evidence_digest(evidence)}
+    response = {"lesson_id": request.lesson_id, "evidence_id": ev_id, "evidence_digest": evidence_digest(evidence, env.schema)}
     return finish(request, page, f"MCP attach_evidence {ev_id}", marker_for(request, snap.revision_id),
-                  snap.revision_id, response, dirty=False)
+                  snap.revision_id, response, dirty=False, schema=env.schema)
 
 
-def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
+def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker, schema: Schema) -> dict[str, Any]:
     """Response fields of an already applied ``attach_evidence`` request (docs/tools.md#idempotency-scopes)."""
     ev_id = _attach_id(request)
     stored = snapshot.page.evidence_by_id(ev_id)
     if stored is None:
         raise WriteRefused("malformed_lesson", "this request was applied earlier but its evidence is no longer "
                            "on the Lesson (edited outside the gateway); the auditor reports it")
-    return {"lesson_id": request.lesson_id, "evidence_id": ev_id, "evidence_digest": evidence_digest(stored)}
+    return {"lesson_id": request.lesson_id, "evidence_id": ev_id, "evidence_digest": evidence_digest(stored, schema)}
 
 
 #: This tool's part of the write pipeline (docs/tools.md#attach-evidence).
@@ -77,7 +78,7 @@ OPERATION = WriteOperation(name=NAME, tag="S3W", kind="evidence", parse=parse, p
 # ------------------------------------------------------------------ schemas
 def input_schema(F: Fields) -> dict:
     ev = new_evidence_props(F)
-    props = {"operation_id": operation_id(), "lesson_id": F.lesson_id(),
+    props = {"operation_id": operation_id(F), "lesson_id": F.lesson_id(),
              "evidence_id": ev.pop("id")}
     props.update(ev)
     required = ["operation_id", "lesson_id"] + [n for n in ev if F.schema.evidence.field(n).required]
@@ -89,7 +90,7 @@ def output_schema(F: Fields) -> dict:
         "status": enum("created, or replayed for an exact retry.", WRITE_STATUSES),
         "lesson_id": F.lesson_id(),
         "evidence_id": F.evidence_id(),
-        "evidence_digest": string("Digest of the stored evidence.", 71, pattern=DIGEST_PATTERN),
+        "evidence_digest": string("Digest of the stored evidence.", 71, pattern=F.patterns["digest"]),
         "current_revision_id": revision_id("Current revision of the Lesson."),
     }, ["status", "lesson_id", "evidence_id", "evidence_digest", "current_revision_id"],
         "Outcome of attach_evidence.")

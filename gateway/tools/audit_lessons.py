@@ -22,15 +22,15 @@ import json
 from typing import Any
 
 
+from gateway.config.schema import Schema
 from gateway.domain.digests import content_digest
 from gateway.domain.model import LessonSnapshot
-from gateway.domain.schema import load_schema
 from gateway.tools.cursors import invalid_cursor
 from gateway.tools.contract import ToolContext, tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.read_path import fit_page, Pager, read_tool, repository
 from gateway.tools.schema_builders import (
-    array, cursor, DIGEST_PATTERN, enum, Fields, integer, LIMITS, next_cursor, nullable, obj, page_limit,
+    array, cursor, enum, Fields, integer, next_cursor, nullable, obj, page_limit,
     revision_id, scan_props, string
 )
 
@@ -42,14 +42,14 @@ SCALARS = ("revision_id", "content_digest")
 LISTS = ("evidence_ids", "relations")
 
 
-def _failures(expect: dict[str, Any], snap: LessonSnapshot | None) -> list[dict[str, Any]]:
-    """Failed expectations of one target (every given expectation when ``snap`` is None)."""
+def _failures(expect: dict[str, Any], snap: LessonSnapshot | None, schema: Schema) -> list[dict[str, Any]]:
+    """Failed expectations of one target (every given expectation when ``snap`` is None; digests under ``schema``)."""
     failed: list[dict[str, Any]] = []
     page = snap.page if snap else None
     for key in SCALARS:
         if key not in expect:
             continue
-        actual = None if snap is None else (snap.revision_id if key == "revision_id" else content_digest(page))
+        actual = None if snap is None else (snap.revision_id if key == "revision_id" else content_digest(page, schema))
         if actual != expect[key]:
             failed.append({"expectation": key, "index": None})
     if "evidence_ids" in expect:
@@ -80,7 +80,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     revisions = {i: (snaps[i].revision_id if i in snaps else None) for i in ids}
     state = _state_digest({**revisions, **{i: -1 for i in unparsable}})
 
-    pager = Pager(ctx, NAME, {"expectations": expectations, "schema": load_schema().meta["schema_version"]})
+    pager = Pager(ctx, NAME, {"expectations": expectations, "schema": ctx.schema.meta["schema_version"]})
     position = pager.position(arguments.get("cursor"), {"o": 0, "s": state})
     offset = position.get("o") if isinstance(position, dict) else None
     if not isinstance(offset, int) or offset < 0:
@@ -94,7 +94,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         if snap is None and expect["id"] not in unparsable:
             return {"position": index, "id": expect["id"], "status": "missing", "current_revision_id": None,
                     "failed": []}
-        failed = _failures(expect, snap)
+        failed = _failures(expect, snap, ctx.schema)
         return {"position": index, "id": expect["id"], "status": "mismatch" if failed else "ok",
                 "current_revision_id": snap.revision_id if snap else None, "failed": failed}
 
@@ -120,20 +120,20 @@ def input_schema(F: Fields) -> dict:
     expectation = obj({
         "id": F.lesson_id(),
         "revision_id": revision_id("Expected current revision id."),
-        "content_digest": string("Expected content digest.", 71, pattern=DIGEST_PATTERN),
+        "content_digest": string("Expected content digest.", 71, pattern=F.patterns["digest"]),
         "evidence_ids": array("Evidence ids expected on the Lesson.", F.evidence_id(), min_items=1,
-                              max_items=LIMITS["expectation_items_max"], unique=True),
+                              max_items=F.limits["expectation_items_max"], unique=True),
         "relations": array("Relations expected on the Lesson.", obj({
             "relation": F.field(rel, "relation", "in"),
             "to": F.field(rel, "to", "in"),
         }, ["relation", "to"], "An expected outgoing relation."), min_items=1,
-            max_items=LIMITS["expectation_items_max"], unique=True),
+            max_items=F.limits["expectation_items_max"], unique=True),
     }, ["id"], "What the caller expects about one Lesson.")
     return obj({
         "expectations": array("Lessons to check.", expectation, min_items=1,
-                              max_items=LIMITS["audit_expectations_max"]),
-        "limit": page_limit("Results per page.", default=LIMITS["audit_page_default"]),
-        "cursor": cursor(),
+                              max_items=F.limits["audit_expectations_max"]),
+        "limit": page_limit(F, "Results per page.", default=F.limits["audit_page_default"]),
+        "cursor": cursor(F),
     }, ["expectations"], "Check stored Lessons against expectations.")
 
 
@@ -150,8 +150,8 @@ def output_schema(F: Fields) -> dict:
         "failed": array("Failed expectations (empty when ok).", failed),
     }, ["position", "id", "status", "current_revision_id", "failed"], "Audit outcome of one expectation.")
     return obj({
-        "results": array("Outcomes in expectation order.", result, max_items=LIMITS["page_max"]),
-        "next_cursor": next_cursor(),
+        "results": array("Outcomes in expectation order.", result, max_items=F.limits["page_max"]),
+        "next_cursor": next_cursor(F),
         **scan_props(),
     }, ["results", "next_cursor", "partial", "scanned", "scan_limit"], "Audit results.")
 

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.domain.schema import load_schema
 from gateway.tools import get_lesson, search_lessons
 from gateway.tools.contract import ToolContext, tool_spec
-from gateway.tools.schema_builders import LIMITS, Fields, array, obj, string
+from gateway.tools.schema_builders import Fields, array, obj, string
 
 __all__ = ["SEARCH", "FETCH", "SPECS", "lesson_url"]
 
@@ -47,7 +46,7 @@ def _search(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 def _fetch(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     read = get_lesson.SPEC.handler({"id": arguments["id"]}, ctx)
     lesson = read["lesson"]
-    labels = {f.name: f.label or f.name for f in load_schema().lesson.fields}
+    labels = {f.name: f.label or f.name for f in ctx.schema.lesson.fields}
     parts = [f"# {lesson.get('title') or read['id']}"]
     for name, value in lesson.items():
         if name != "title" and value:
@@ -67,7 +66,7 @@ def _fetch(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 def _search_input(F: Fields) -> dict:
     return obj({"query": string("What to look for, in plain words (empty lists the newest Lessons).",
-                                LIMITS["query_max_length"])}, ("query",))
+                                F.limits["query_max_length"])}, ("query",))
 
 
 def _search_output(F: Fields) -> dict:

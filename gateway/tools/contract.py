@@ -1,9 +1,8 @@
 """The tool contract: what a tool is, what it may use, how it fails, how big it may answer.
 
 * :class:`ToolSpec` — one MCP tool as a value (name, title, description, kind,
-  annotations, handler). Its JSON Schemas come from
-  ``S3RM_SCHEMA_DIR/tools/<name>.{input,output}.schema.json`` and are attached
-  by :mod:`gateway.tools.registry`.
+  annotations, handler, and the builders of its JSON Schemas, which
+  :mod:`gateway.tools.registry` runs at start-up).
 * :class:`ToolContext` — everything a handler may use (configuration, the
   Lesson repository, the caller's principal, a clock, the output budget,
   metrics). Handlers never build clients or read the environment.
@@ -24,6 +23,7 @@ from typing import Any, Callable, Literal, Sequence, TypeVar
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from gateway.config import GatewayConfig
+from gateway.config.schema import Schema
 from gateway.core.errors import ToolError
 from gateway.core.jsonio import compact_json, dump_model, encode_json
 from gateway.core.principal import Principal
@@ -32,6 +32,7 @@ from gateway.ops.metrics import Metrics
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.tools.cursors import CursorKeyRing
 from gateway.tools.schema_builders import Fields
+from gateway.tools.shaping import OutputShapes
 
 __all__ = [
     "Handler",
@@ -164,6 +165,10 @@ class ToolContext:
     * ``budget`` — the :class:`OutputBudget` for this response.
     * ``metrics`` — the process :class:`~gateway.ops.metrics.Metrics` (counts and
       latencies only; never query text or Lesson content).
+    * ``schema`` — the schema source (:class:`~gateway.config.schema.Schema`,
+      ``config.schema``): field definitions, enums, limits and patterns.
+    * ``shapes`` — the served output schemas (:class:`~gateway.tools.shaping.OutputShapes`)
+      a read conforms its records to.
     * ``tool_name`` — the tool being called.
     * ``retrieval`` — the process :class:`~gateway.retrieval.hybrid.service.RetrievalService`
       (hybrid search, dirty hints, duplicate candidates) or ``None``.
@@ -178,6 +183,8 @@ class ToolContext:
     clock: Callable[[], datetime]
     budget: OutputBudget
     metrics: Metrics
+    schema: Schema
+    shapes: OutputShapes
     tool_name: str = ""
     retrieval: RetrievalService | None = None
     cursor_ring: CursorKeyRing | None = None

@@ -14,7 +14,7 @@ from gateway.domain.digests import evidence_digest
 from gateway.domain.ids import derive_evidence_id, derive_lesson_id, derive_verification_id
 from gateway.domain.markers import Marker
 from gateway.domain.model import LessonPage, LessonSnapshot
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 from gateway.domain.timestamps import format_ts
 from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, bad, claim_values, closed, core_fields,
@@ -23,7 +23,7 @@ from gateway.domain.writes import (
 from gateway.tools.contract import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_builders import (
-    array, duplicate_candidates_out, embedding_truncated_out, enum, Fields, LIMITS, new_evidence_props, obj, operation_id, revision_id, score,
+    array, duplicate_candidates_out, embedding_truncated_out, enum, Fields, new_evidence_props, obj, operation_id, revision_id, score,
     WRITE_STATUSES,
 )
 from gateway.tools.write_pipeline import write_handler
@@ -40,22 +40,21 @@ def _ids_of_create(request: Request) -> tuple[str, str | None]:
     return ev_id, vr_id
 
 
-def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
+def parse(arguments: Mapping[str, Any], op: str, schema: Schema) -> Parsed:
     """Validate and normalise the arguments of ``create_lesson_draft`` (raises WriteRefused ``invalid_argument``)."""
-    schema = load_schema()
-    core = core_fields()
+    core = core_fields(schema)
     closed(arguments, {"operation_id", "lesson_id", "initial_evidence", "initial_verification", *core})
-    values: dict[str, Any] = {name: field_value(arguments, schema.lesson, name) for name in core}
-    given_id = lesson_id_arg(arguments, "lesson_id", required=False)
+    values: dict[str, Any] = {name: field_value(arguments, schema.lesson, name, schema=schema) for name in core}
+    given_id = lesson_id_arg(arguments, "lesson_id", required=False, schema=schema)
     evidence_arg = arguments.get("initial_evidence")
     if not isinstance(evidence_arg, Mapping):
         raise bad("initial_evidence", "required" if evidence_arg is None else "type",
                   "initial_evidence is required: the Lesson is stored with its first evidence")
-    values["initial_evidence"] = evidence_values(evidence_arg, "initial_evidence", id_key="id")
+    values["initial_evidence"] = evidence_values(evidence_arg, "initial_evidence", id_key="id", schema=schema)
     ver = arguments.get("initial_verification")
     if ver is not None and not isinstance(ver, Mapping):
         raise bad("initial_verification", "type", "initial_verification must be an object")
-    values["initial_verification"] = claim_values(ver, "initial_verification", allowed_extra=set()) if ver else None
+    values["initial_verification"] = claim_values(ver, "initial_verification", allowed_extra=set(), schema=schema) if ver else None
     lesson_id = given_id or derive_lesson_id(values["title"], op)
     payload = {"lesson_id": given_id, **{n: values[n] for n in core},
                "initial_evidence": values["initial_evidence"],
@@ -68,7 +67,7 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
     account, now = env.account, env.now
     v = request.values
     stamp = format_ts(now)
-    fields = {name: v[name] for name in core_fields()}
+    fields = {name: v[name] for name in core_fields(env.schema)}
     fields.update({"record_origin": "lab", "author": account, "reviewer": "", "review_state": "Draft",
                    "created_at": stamp, "updated_at": stamp})
     ev_id, vr_id = _ids_of_create(request)
@@ -80,18 +79,19 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
             raise WriteRefused("invalid_argument", "initial_verification.verification_basis must equal "
                                "initial_evidence.verification_basis (the same source, checked the same way)",
                                field="initial_verification.verification_basis", rule="HS31")
-        verifications = ({**claims, "id": vr_id, "evidence_id": ev_id, "evidence_digest": evidence_digest(evidence),
+        verifications = ({**claims, "id": vr_id, "evidence_id": ev_id, "evidence_digest": evidence_digest(evidence, env.schema),
                           "verified_by": account, "verified_at": stamp},)
     page = LessonPage(fields=fields, evidence=(evidence,), verifications=verifications)
-    problem = create_problem(page)
+    problem = create_problem(page, env.schema)
     if problem:
         raise WriteRefused("rule_violation", problem.message + "; send initial_verification or use a lower "
                            "confidence", field="confidence", rule=problem.rule)
     response = {"id": request.lesson_id, "evidence_ids": [ev_id], "verification_ids": [vr_id] if vr_id else []}
-    return finish(request, page, "MCP create_lesson_draft", marker_for(request, 0), None, response, dirty=True)
+    return finish(request, page, "MCP create_lesson_draft", marker_for(request, 0), None, response, dirty=True,
+                  schema=env.schema)
 
 
-def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
+def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker, schema: Schema) -> dict[str, Any]:
     """Response fields of an already applied ``create_lesson_draft`` request (docs/tools.md#idempotency-scopes)."""
     ev_id, vr_id = _ids_of_create(request)
     return {"id": request.lesson_id, "evidence_ids": [ev_id], "verification_ids": [vr_id] if vr_id else []}
@@ -124,7 +124,7 @@ def input_schema(F: Fields) -> dict:
     initial_verification = obj(claim, list(claim),
                                "Verification of initial_evidence (needed for high confidence), same basis.")
     props: dict[str, dict] = {
-        "operation_id": operation_id(),
+        "operation_id": operation_id(F),
         "lesson_id": F.lesson_id("Derived from the request when omitted."),
     }
     for name in F.changeable_fields():

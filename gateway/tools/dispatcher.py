@@ -37,7 +37,6 @@ from mcp_types import CallToolResult
 from gateway.config import GatewayConfig
 from gateway.core.errors import INVALID_PARAMS, JsonRpcError, ToolError, error_payload
 from gateway.core.jsonio import encode_json
-from gateway.domain.schema import load_schema
 from gateway.ops.metrics import Metrics
 from gateway.tools.contract import (
     OutputBudget,
@@ -49,6 +48,7 @@ from gateway.tools.contract import (
     WholeRead,
 )
 from gateway.tools.readability import whole_read_bytes
+from gateway.tools.shaping import OutputShapes
 from gateway.tools.registry import ToolEntry, ToolRegistry
 from gateway.ops.access import Credentials, authorize
 
@@ -94,7 +94,9 @@ class Dispatcher:
         #: graph cache's invalidation); a failing listener never fails the write
         self.write_listeners = tuple(write_listeners)
         #: bytes of the largest minimal read the schemas allow (docs/read-path.md#read-back)
-        self.whole_read_bytes = whole_read_bytes(load_schema())
+        self.whole_read_bytes = whole_read_bytes(config.schema)
+        #: the registry's output schemas, which reads conform their records to
+        self.shapes = OutputShapes({entry.spec.name: entry.output_schema for entry in registry})
 
     def call(
         self,
@@ -177,6 +179,8 @@ class Dispatcher:
             clock=self.clock,
             budget=budget,
             metrics=self.metrics,
+            schema=self.config.schema,
+            shapes=self.shapes,
             tool_name=spec.name,
             retrieval=self.retrieval,
             cursor_ring=self.cursor_ring,

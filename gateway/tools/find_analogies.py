@@ -20,13 +20,12 @@ from typing import Any
 
 
 from gateway.retrieval.legacy import search as legacy
-from gateway.tools.shaping import conformer
 from gateway.tools.contract import ToolContext, tool_spec
 from gateway.tools.policy import describe
 from gateway.retrieval.request import AnalogyRequest
 from gateway.tools.read_path import fit_page, Pager, rank_page, read_tool, repository, retrieval_state
 from gateway.tools.schema_builders import (
-    array, cursor, enum, Fields, LIMITS, min_score, next_cursor, obj, OPTIONAL_RETRIEVAL_PROPS, page_limit,
+    array, cursor, enum, Fields, min_score, next_cursor, obj, OPTIONAL_RETRIEVAL_PROPS, page_limit,
     retrieval_mode_in, retrieval_props, revision_id, scan_props, scope_in, scope_out, score, standing_out,
     STANDING_MAX, string
 )
@@ -65,7 +64,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         legacy_version=legacy.ANALOGY_RANKING_VERSION,
         run_hybrid=lambda continuing: retrieval.find_analogies(repo, request, continuation=continuing),
         run_legacy=lambda: legacy.analogies(repo, request))
-    fix = conformer(str(ctx.config.schema_dir), NAME, "results", "[]")
+    fix = ctx.shapes.conformer(NAME, "results", "[]")
     page = ranked.items[offset:offset + limit]
     corrections = standings(repo, {r.snapshot.id: r.snapshot for r in page}, STANDING_MAX)
     window = [fix.fix({"id": r.snapshot.id, "title": r.snapshot.page.fields.get("title", ""), "score": r.score,
@@ -92,11 +91,11 @@ ANALOGY_BASES = ("stored_relation", "lexical", "semantic_similarity", "hybrid")
 def input_schema(F: Fields) -> dict:
     return obj({
         "id": F.lesson_id(),
-        "limit": page_limit("Results per page."),
-        "cursor": cursor(),
+        "limit": page_limit(F, "Results per page."),
+        "cursor": cursor(F),
         "min_score": min_score(),
         "retrieval_mode": retrieval_mode_in(),
-        "scope": scope_in(),
+        "scope": scope_in(F),
     }, ["id"], "Find Lessons with a similar cause or failure shape.")
 
 
@@ -107,18 +106,18 @@ def output_schema(F: Fields) -> dict:
         "score": score(),
         "basis": enum("Which signal produced this analogy.", ANALOGY_BASES),
         "shared_terms": array("Terms shared with the source Lesson (lexical evidence).",
-                              string("A shared term.", LIMITS["term_max_length"]),
-                              max_items=LIMITS["shared_terms_max"]),
+                              string("A shared term.", F.limits["term_max_length"]),
+                              max_items=F.limits["shared_terms_max"]),
         "standing": standing_out(F),
     }, ["id", "title", "score", "basis", "shared_terms"], "One analogous Lesson.")
     props = {
         "source_id": F.lesson_id("The requested Lesson."),
         "source_revision_id": revision_id("Revision of the source Lesson that was compared."),
-        "results": array("Analogies, best first.", result, max_items=LIMITS["page_max"]),
-        "next_cursor": next_cursor(),
+        "results": array("Analogies, best first.", result, max_items=F.limits["page_max"]),
+        "next_cursor": next_cursor(F),
         **retrieval_props(F),
         **scan_props(),
-        "scope": scope_out(),
+        "scope": scope_out(F),
     }
     return obj(props, [p for p in props if p not in OPTIONAL_RETRIEVAL_PROPS], "Analogous Lessons.")
 

@@ -21,15 +21,13 @@ from typing import Any
 
 
 from gateway.core.errors import ToolError
-from gateway.domain.schema import load_schema
-from gateway.tools.shaping import conformer
 from gateway.tools.contract import ToolContext, tool_spec
 from gateway.tools.policy import describe
 from gateway.retrieval.request import DEFAULT_LIMIT
 from gateway.tools.read_path import fit_page, Pager, read_tool, repository
 from gateway.tools.read_items import standings, symmetric_relations, unmirrored
 from gateway.tools.schema_builders import (
-    array, cursor, DIRECTIONS, enum, Fields, LIMITS, next_cursor, obj, page_limit, scan_props, standing_out,
+    array, cursor, DIRECTIONS, enum, Fields, next_cursor, obj, page_limit, scan_props, standing_out,
     STANDING_MAX
 )
 
@@ -44,7 +42,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Run ``find_related_lessons`` (see module doc)."""
     repo = repository(ctx)
     lesson_id = arguments["id"]
-    schema = load_schema()
+    schema = ctx.schema
     types = frozenset(arguments.get("relation_types") or schema.enum("relation").values)
     direction = arguments.get("direction", "both")
     limit = int(arguments.get("limit", DEFAULT_LIMIT))
@@ -67,7 +65,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     window = rows[offset:offset + limit]
     snaps = repo.get_snapshots([other for _, _, other in window])
     corrections = standings(repo, snaps, STANDING_MAX)
-    fix = conformer(str(ctx.config.schema_dir), NAME, "results", "[]")
+    fix = ctx.shapes.conformer(NAME, "results", "[]")
     items = []
     for edge, stored, other in window:
         item = {"id": other, "title": snaps[other].page.fields.get("title", "") if other in snaps else "",
@@ -95,8 +93,8 @@ def input_schema(F: Fields) -> dict:
         "relation_types": array("Only these relation types (default: all).",
                                 F.field(F.schema.relation, "relation"), min_items=1, unique=True),
         "direction": enum("Which stored edges to follow.", ("outgoing", "incoming", "both"), default="both"),
-        "limit": page_limit("Results per page."),
-        "cursor": cursor(),
+        "limit": page_limit(F, "Results per page."),
+        "cursor": cursor(F),
     }, ["id"], "List Lessons linked to a Lesson by stored relations.")
 
 
@@ -115,8 +113,8 @@ def output_schema(F: Fields) -> dict:
     }, ["id", "title", "relation", "direction", "from", "to", "symmetric"], "One related Lesson.")
     return obj({
         "id": F.lesson_id("The requested Lesson."),
-        "results": array("Related Lessons.", result, max_items=LIMITS["page_max"]),
-        "next_cursor": next_cursor(),
+        "results": array("Related Lessons.", result, max_items=F.limits["page_max"]),
+        "next_cursor": next_cursor(F),
         **scan_props(),
     }, ["id", "results", "next_cursor", "partial", "scanned", "scan_limit"], "Related Lessons.")
 

@@ -31,8 +31,7 @@ from typing import Any
 from gateway.core.errors import ToolError
 from gateway.domain.digests import content_digest
 from gateway.domain.markers import GITHUB_LOGIN, parse_summary
-from gateway.domain.schema import load_schema
-from gateway.tools.shaping import conformer, ItemTooLarge, truncate_text
+from gateway.tools.shaping import ItemTooLarge, truncate_text
 from gateway.tools.contract import ToolContext, tool_spec, WholeRead
 from gateway.tools.policy import describe
 from gateway.tools.readability import short_field_chars
@@ -42,7 +41,7 @@ from gateway.tools.read_items import (
     citation_items, CORRECTIONS, relation_item, standing_of, symmetric_relations, unmirrored, verification_item
 )
 from gateway.tools.schema_builders import (
-    array, citation_item_schema, cursor, DIGEST_PATTERN, DIRECTIONS, enum, Fields, integer, LIMITS,
+    array, citation_item_schema, cursor, DIRECTIONS, enum, Fields, integer,
     next_cursor, obj, page_limit, revision_id, standing_out, STANDING_MAX, string
 )
 from gateway.domain.repository import snapshot_edges
@@ -91,8 +90,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     snap = repo.get_snapshot(lesson_id)
     if snap is None:
         raise ToolError("not_found", f"No Lesson with id {lesson_id!r}; use search_lessons to find ids.")
-    schema = load_schema()
-    schema_dir = str(ctx.config.schema_dir)
+    schema = ctx.schema
     detail = arguments.get("citation_detail", "compact")
     symmetric = symmetric_relations(schema)
     incoming = repo.find_relation_edges(lesson_id, outgoing=False, incoming=True, limit=INCOMING_SCAN_LIMIT)
@@ -111,7 +109,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         offset = pager.offset(arguments.get(f"{name}_cursor"))
         limit = int(arguments.get(f"{name}_limit", DEFAULT_LIMIT))
         strict = name == "citations" and detail == "full"
-        fix = conformer(schema_dir, NAME, name, "items", "[]")
+        fix = ctx.shapes.conformer(NAME, name, "items", "[]")
         window = []
         for index, item in enumerate(records[name][offset:offset + limit], start=offset):
             try:
@@ -120,7 +118,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
                 raise _too_large(name, index, str(item.get("id", ""))) from None
         subs[name] = _Sub(pager, offset, window, len(records[name]))
 
-    lesson_fix = conformer(schema_dir, NAME, "lesson")
+    lesson_fix = ctx.shapes.conformer(NAME, "lesson")
     names = list(arguments.get("fields") or lesson_fix.properties)
     cache: dict[int | None, tuple[dict[str, Any], set[str]]] = {}
 
@@ -139,7 +137,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return cache[cap]
 
     digest = content_digest(snap.page, schema)
-    marker = parse_summary(snap.summary)
+    marker = parse_summary(snap.summary, schema)
     writer = marker.actor if marker is not None else None  # docs/tools.md#attribution
 
     def build(counts: dict[str, int], cap: int | None) -> dict[str, Any]:
@@ -186,7 +184,7 @@ def _fit(ctx: ToolContext, subs: dict[str, _Sub], build, single_field: bool) -> 
         counts = common(1)
         if single_field:
             return WholeRead(build(counts, None))
-        floor = short_field_chars(load_schema())
+        floor = short_field_chars(ctx.schema)
         lo, hi = floor, _MAX_FIELD_CHARS
         while lo <= hi:
             mid = (lo + hi) // 2
@@ -224,10 +222,10 @@ def _relation_item(F: Fields) -> dict:
     return obj(props, required, "One typed relation between two Lessons.")
 
 
-def _sub_page(description: str, item: dict) -> dict:
+def _sub_page(F: Fields, description: str, item: dict) -> dict:
     return obj({
-        "items": array("This page of records.", item, max_items=LIMITS["page_max"]),
-        "next_cursor": next_cursor(),
+        "items": array("This page of records.", item, max_items=F.limits["page_max"]),
+        "next_cursor": next_cursor(F),
         "total": integer("Total number of records of this kind on the Lesson.", 0),
         "skipped": integer("Records of this page left out because a value breaks this schema (edited outside the "
                            "gateway); total still counts them, s3rm audit names them.", 1),
@@ -245,12 +243,12 @@ def input_schema(F: Fields) -> dict:
         "fields": array("Fields to return (default: all); id and revision_id always come.",
                         {"type": "string", "enum": F.core_fields() + ["revision_id"]}, min_items=1, unique=True),
         "citation_detail": enum("full adds note and provenance and never truncates.", ("compact", "full"), default="compact"),
-        "citations_cursor": cursor(PAGE_CURSOR_TEXT),
-        "citations_limit": page_limit(PAGE_LIMIT_TEXT),
-        "verifications_cursor": cursor(PAGE_CURSOR_TEXT),
-        "verifications_limit": page_limit(PAGE_LIMIT_TEXT),
-        "relations_cursor": cursor(PAGE_CURSOR_TEXT),
-        "relations_limit": page_limit(PAGE_LIMIT_TEXT),
+        "citations_cursor": cursor(F, PAGE_CURSOR_TEXT),
+        "citations_limit": page_limit(F, PAGE_LIMIT_TEXT),
+        "verifications_cursor": cursor(F, PAGE_CURSOR_TEXT),
+        "verifications_limit": page_limit(F, PAGE_LIMIT_TEXT),
+        "relations_cursor": cursor(F, PAGE_CURSOR_TEXT),
+        "relations_limit": page_limit(F, PAGE_LIMIT_TEXT),
     }, ["id"], "Read one Lesson.")
 
 
@@ -262,15 +260,15 @@ def output_schema(F: Fields) -> dict:
         "id": F.lesson_id(),
         "revision_id": revision_id("Revision the Lesson was read from."),
         "content_digest": string("Digest of the whole Lesson content (audit_lessons compares it).", 71,
-                                 pattern=DIGEST_PATTERN),
+                                 pattern=F.patterns["digest"]),
         "revision_github_login": string(
             "GitHub login github mode verified for the write that made this revision; absent otherwise.", 39,
             pattern=f"^{GITHUB_LOGIN}$"),
         "lesson": lesson,
         "standing": standing_out(F),
-        "citations": _sub_page("Evidence of the Lesson.", citation_item_schema(F)),
-        "verifications": _sub_page("Verification records of the Lesson.", _verification_item(F)),
-        "relations": _sub_page("Relations stored on or pointing at the Lesson.", _relation_item(F)),
+        "citations": _sub_page(F, "Evidence of the Lesson.", citation_item_schema(F)),
+        "verifications": _sub_page(F, "Verification records of the Lesson.", _verification_item(F)),
+        "relations": _sub_page(F, "Relations stored on or pointing at the Lesson.", _relation_item(F)),
         "truncated": array("Fields shortened to fit the byte cap (marked in the text); request one alone to get "
                            "it whole.",
                            {"type": "string", "enum": F.core_fields()}, unique=True),

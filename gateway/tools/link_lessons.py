@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from gateway.domain.markers import Marker
 from gateway.domain.model import LessonSnapshot
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, closed, field_value, finish,
     lesson_id_arg, marker_for, touch
@@ -27,14 +27,13 @@ NAME = "link_lessons"
 
 
 # ------------------------------------------------------------------ operation
-def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
+def parse(arguments: Mapping[str, Any], op: str, schema: Schema) -> Parsed:
     """Validate and normalise the arguments of ``link_lessons`` (raises WriteRefused ``invalid_argument``)."""
-    schema = load_schema()
     closed(arguments, {"operation_id", "from", "relation", "to", "note"})
     rel = schema.relation
-    values = {"from": lesson_id_arg(arguments, "from"), "to": lesson_id_arg(arguments, "to"),
-              "relation": field_value(arguments, rel, "relation"),
-              "note": field_value(arguments, rel, "note")}
+    values = {"from": lesson_id_arg(arguments, "from", schema=schema), "to": lesson_id_arg(arguments, "to", schema=schema),
+              "relation": field_value(arguments, rel, "relation", schema=schema),
+              "note": field_value(arguments, rel, "note", schema=schema)}
     lesson_id = values["from"]
     payload = dict(values)
     return Parsed(lesson_id, values, payload)
@@ -60,10 +59,10 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
     response = {"from": v["from"], "relation": v["relation"], "to": v["to"]}
     return finish(request, page, f"MCP link_lessons: {v['relation']} -> {v['to']}",
                   marker_for(request, snap.revision_id), snap.revision_id, response, dirty=False,
-                  existing=frozenset({v["to"]}))
+                  existing=frozenset({v["to"]}), schema=env.schema)
 
 
-def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
+def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker, schema: Schema) -> dict[str, Any]:
     """Response fields of an already applied ``link_lessons`` request (docs/tools.md#idempotency-scopes)."""
     v = request.values
     return {"from": v["from"], "relation": v["relation"], "to": v["to"]}
@@ -77,7 +76,7 @@ OPERATION = WriteOperation(name=NAME, tag="S3W", kind="link", parse=parse, plan=
 def input_schema(F: Fields) -> dict:
     rel = F.schema.relation
     return obj({
-        "operation_id": operation_id(),
+        "operation_id": operation_id(F),
         "from": F.lesson_id("Lesson the relation is stored on."),
         "relation": F.field(rel, "relation", "in"),
         "to": F.lesson_id("Existing target Lesson."),

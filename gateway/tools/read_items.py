@@ -1,6 +1,6 @@
 """Record views shared by the read tools (citations, verification records, relations).
 
-Shapes follow the generated output schemas (``schema/tools/*.output.schema.json``):
+Shapes follow the tools' output schemas (the registry's, exported to ``schema/tools/*.output.schema.json``):
 
 * citation (compact): ``id, citation, url?, kind, verification_basis, digest,
   current_verdict``; full adds ``note, added_by, added_at`` (docs/tools.md#get-lesson).
@@ -22,7 +22,7 @@ from gateway.domain.digests import evidence_digest
 from gateway.domain.model import LessonPage
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.repository import LessonRepository, RelationEdge, SNAPSHOT_BATCH
-from gateway.domain.schema import Schema
+from gateway.config.schema import Schema
 from gateway.domain.verdicts import AMBIGUOUS, claim_fields_of, current_verdicts
 
 __all__ = ["citation_item", "citation_items", "verification_item", "relation_item", "symmetric_relations",
@@ -40,9 +40,9 @@ _COMPACT = ("id", "citation", "url", "kind", "verification_basis")
 _FULL_EXTRA = ("note", "added_by", "added_at")
 
 
-def citation_item(evidence: dict[str, str], verdict: str, detail: str = "compact",
-                  schema: Schema | None = None) -> dict[str, Any]:
-    """One citation view; ``detail`` is ``compact`` or ``full``; empty optional values are omitted."""
+def citation_item(evidence: dict[str, str], verdict: str, detail: str, schema: Schema) -> dict[str, Any]:
+    """One citation view; ``detail`` is ``compact`` or ``full``; empty optional values are omitted;
+    ``digest`` is the evidence digest under ``schema``."""
     names = _COMPACT + (_FULL_EXTRA if detail == "full" else ())
     item: dict[str, Any] = {n: evidence.get(n, "") for n in names if evidence.get(n, "") or n in ("id", "citation")}
     item["digest"] = evidence_digest(evidence, schema)
@@ -50,7 +50,7 @@ def citation_item(evidence: dict[str, str], verdict: str, detail: str = "compact
     return item
 
 
-def citation_items(page: LessonPage, detail: str = "compact", schema: Schema | None = None) -> list[dict[str, Any]]:
+def citation_items(page: LessonPage, detail: str, schema: Schema) -> list[dict[str, Any]]:
     """Citation views of every evidence on ``page`` in page order."""
     verdicts = current_verdicts(page)
     return [citation_item(e, verdicts[e.get("id", "")].verdict if e.get("id", "") in verdicts else "none",

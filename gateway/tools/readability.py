@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from gateway.domain.model import LessonPage
-from gateway.domain.schema import FieldDef, RecordDef, Schema
+from gateway.config.schema import FieldDef, RecordDef, Schema
 from gateway.tools.shaping import truncate_text
 from gateway.tools.contract import OutputBudget
 from gateway.tools.read_items import citation_items, verification_item

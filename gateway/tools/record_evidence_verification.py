@@ -13,7 +13,7 @@ from gateway.domain.digests import evidence_digest
 from gateway.domain.ids import derive_verification_id
 from gateway.domain.markers import Marker
 from gateway.domain.model import LessonSnapshot
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 from gateway.domain.verdicts import current_verdict
 from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, claim_values, expect_revision,
@@ -22,7 +22,7 @@ from gateway.domain.writes import (
 from gateway.tools.contract import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_builders import (
-    DIGEST_PATTERN, enum, Fields, obj, operation_id, revision_id, string, VERDICTS, WRITE_STATUSES
+    enum, Fields, obj, operation_id, revision_id, string, VERDICTS, WRITE_STATUSES
 )
 from gateway.tools.write_pipeline import write_handler
 
@@ -32,18 +32,17 @@ NAME = "record_evidence_verification"
 
 
 # ------------------------------------------------------------------ operation
-def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
+def parse(arguments: Mapping[str, Any], op: str, schema: Schema) -> Parsed:
     """Validate and normalise the arguments of ``record_evidence_verification`` (raises WriteRefused ``invalid_argument``)."""
-    schema = load_schema()
     fixed = {"operation_id", "lesson_id", "evidence_id", "expected_revision_id", "expected_evidence_digest"}
-    values = {"lesson_id": lesson_id_arg(arguments, "lesson_id"),
-              "evidence_id": field_value(arguments, schema.verification, "evidence_id"),
+    values = {"lesson_id": lesson_id_arg(arguments, "lesson_id", schema=schema),
+              "evidence_id": field_value(arguments, schema.verification, "evidence_id", schema=schema),
               "expected_revision_id": int_arg(arguments, "expected_revision_id"),
               "expected_evidence_digest": field_value(
                   {"evidence_digest": string_arg(arguments, "expected_evidence_digest", required=True)},
-                  schema.verification, "evidence_digest")}
+                  schema.verification, "evidence_digest", schema=schema)}
     rest = {k: v for k, v in arguments.items() if k not in fixed}
-    values["claims"] = claim_values(rest, "", allowed_extra=set())
+    values["claims"] = claim_values(rest, "", allowed_extra=set(), schema=schema)
     lesson_id = values["lesson_id"]
     payload = {k: values[k] for k in ("lesson_id", "evidence_id", "expected_revision_id",
                                       "expected_evidence_digest")} | {"claims": values["claims"]}
@@ -60,7 +59,7 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
     if evidence is None:
         raise WriteRefused("not_found", f"evidence {v['evidence_id']} is not on Lesson {request.lesson_id}",
                            field="evidence_id", rule="HS28")
-    digest = evidence_digest(evidence)
+    digest = evidence_digest(evidence, env.schema)
     if v["expected_evidence_digest"] != digest:
         raise WriteRefused("rule_violation", "expected_evidence_digest does not match the evidence as stored; "
                            "read it again with get_lesson", field="expected_evidence_digest", rule="GW04",
@@ -76,10 +75,11 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
     response = {"lesson_id": request.lesson_id, "verification_id": vr_id, "evidence_id": v["evidence_id"],
                 "current_verdict": current_verdict(page, v["evidence_id"]).verdict}
     return finish(request, page, f"MCP record_evidence_verification {v['evidence_id']}: {v['claims']['outcome']}",
-                  marker_for(request, snap.revision_id), snap.revision_id, response, dirty=False)
+                  marker_for(request, snap.revision_id), snap.revision_id, response, dirty=False,
+                  schema=env.schema)
 
 
-def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
+def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker, schema: Schema) -> dict[str, Any]:
     """Response fields of an already applied ``record_evidence_verification`` request (docs/tools.md#idempotency-scopes)."""
     v = request.values
     return {"lesson_id": request.lesson_id, "verification_id": derive_verification_id(request.operation_id, "record"),
@@ -94,12 +94,12 @@ OPERATION = WriteOperation(name=NAME, tag="S3V", kind="verify", parse=parse, pla
 def input_schema(F: Fields) -> dict:
     claim = F.verification_claim_props(F.enum_values("verification_basis", "in"))
     props = {
-        "operation_id": operation_id(),
+        "operation_id": operation_id(F),
         "lesson_id": F.lesson_id(),
         "evidence_id": F.evidence_id("Id of the evidence that was checked."),
         "expected_revision_id": revision_id("Revision you read; refused if the Lesson changed since."),
         "expected_evidence_digest": string("Digest of the evidence as the caller read it.", 71,
-                                           pattern=DIGEST_PATTERN),
+                                           pattern=F.patterns["digest"]),
         **claim,
     }
     return obj(props, list(props), "Append one verification record to an evidence.")

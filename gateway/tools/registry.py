@@ -3,16 +3,15 @@
 :data:`SPECS` holds the :class:`~gateway.tools.contract.ToolSpec` values, one
 per tool module ``gateway/tools/<tool>.py``, in the order tools/list returns
 them; :data:`READ_TOOLS` / :data:`WRITE_TOOLS` follow from each spec's
-``kind``. :meth:`ToolRegistry.load` attaches the generated, closed
-draft-2020-12 schemas from ``<schema_dir>/tools/<name>.input.schema.json`` and
-``<schema_dir>/tools/<name>.output.schema.json`` (written from the specs'
-schema builders by ``s3rm schema generate``) and precompiles validators.
+``kind``. :meth:`ToolRegistry.load` builds each tool's closed draft-2020-12
+schemas from its own module's builders (:func:`gateway.tools.tool_schemas.tool_documents`),
+checks them and precompiles validators; ``s3rm schema generate`` exports the
+same objects to ``schema/tools/<name>.{input,output}.schema.json`` and its
+``--check`` compares the committed files with them.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator
 
 from jsonschema import Draft202012Validator
@@ -32,11 +31,13 @@ from gateway.tools import (
     revise_lesson,
     search_lessons,
 )
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 from gateway.tools.contract import ToolSpec
 from gateway.tools.schema_builders import Fields
+from gateway.tools.tool_schemas import schema_filename, tool_documents
 
-__all__ = ["FILE_ONLY_KEYS", "READ_TOOLS", "WRITE_TOOLS", "SPECS", "SchemaLoadError", "ToolEntry", "ToolRegistry", "load_specs", "published"]
+__all__ = ["FILE_ONLY_KEYS", "READ_TOOLS", "WRITE_TOOLS", "SPECS", "SchemaLoadError", "ToolEntry", "ToolRegistry", "check_tool_schema", "load_specs",
+           "published"]
 
 #: The Lesson tools in listing order: the reads, then the writes.
 SPECS: tuple[ToolSpec, ...] = (
@@ -55,10 +56,10 @@ _FORMATS = Draft202012Validator.FORMAT_CHECKER
 
 
 class SchemaLoadError(GatewayError, RuntimeError):
-    """A tool's schema file is missing, not JSON, not a valid draft-2020-12 schema, or not closed.
+    """A tool's built schema is not a valid draft-2020-12 schema, not an object schema, or not closed.
 
-    The message names the file; the server refuses to start rather than serve
-    an unvalidated tool.
+    The message names the tool module and the schema file it is exported to;
+    the server refuses to start rather than serve an unvalidated tool.
     """
 
 
@@ -102,31 +103,33 @@ def load_specs() -> tuple[ToolSpec, ...]:
     return SPECS
 
 
-def _load_schema(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SchemaLoadError(f"{path}: schema file is missing (run the schema generator)") from None
-    except OSError as exc:
-        raise SchemaLoadError(f"{path}: cannot read schema ({type(exc).__name__})") from None
-    try:
-        schema = json.loads(text)
-    except ValueError as exc:
-        raise SchemaLoadError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(schema, dict):
-        raise SchemaLoadError(f"{path}: a schema must be a JSON object")
+def check_tool_schema(schema: dict[str, Any], tool: str, direction: str) -> dict[str, Any]:
+    """Return ``schema`` when it is a valid draft-2020-12, closed, ``"type": "object"`` tool schema.
+
+    Raises :class:`SchemaLoadError` naming the tool module and the file the
+    schema is exported to (docs/tools.md#tool-list).
+    """
+    where = f"gateway/tools/{tool}.py {direction} schema (schema/tools/{schema_filename(tool, direction)})"
     declared = schema.get("$schema")
     if declared is not None and "2020-12" not in str(declared):
-        raise SchemaLoadError(f"{path}: $schema must be draft 2020-12")
+        raise SchemaLoadError(f"{where}: $schema must be draft 2020-12")
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
-        raise SchemaLoadError(f"{path}: invalid JSON Schema ({exc.message})") from None
+        raise SchemaLoadError(f"{where}: invalid JSON Schema ({exc.message})") from None
     if schema.get("type") != "object":
-        raise SchemaLoadError(f'{path}: MCP tool schemas must have "type": "object" at the top level')
+        raise SchemaLoadError(f'{where}: MCP tool schemas must have "type": "object" at the top level')
     if schema.get("additionalProperties") is not False and schema.get("unevaluatedProperties") is not False:
-        raise SchemaLoadError(f"{path}: schema must be closed (additionalProperties: false)")
+        raise SchemaLoadError(f"{where}: schema must be closed (additionalProperties: false)")
     return schema
+
+
+def _entry(spec: ToolSpec, input_schema: dict[str, Any], output_schema: dict[str, Any]) -> ToolEntry:
+    check_tool_schema(input_schema, spec.name, "input")
+    check_tool_schema(output_schema, spec.name, "output")
+    return ToolEntry(spec=spec, input_schema=input_schema, output_schema=output_schema,
+                     input_validator=Draft202012Validator(input_schema, format_checker=_FORMATS),
+                     output_validator=Draft202012Validator(output_schema, format_checker=_FORMATS))
 
 
 class ToolRegistry:
@@ -136,36 +139,23 @@ class ToolRegistry:
         self._entries = {entry.spec.name: entry for entry in entries}
 
     @classmethod
-    def load(cls, schema_dir: Path, specs: tuple[ToolSpec, ...] | None = None) -> "ToolRegistry":
-        """Attach ``schema_dir/tools/<name>.{input,output}.schema.json`` to each spec.
+    def load(cls, schema: Schema, specs: tuple[ToolSpec, ...] | None = None) -> "ToolRegistry":
+        """Build every tool's schemas from its module's builders over ``schema`` and check them.
 
-        ``specs`` defaults to :func:`load_specs` (the Lesson tools). Raises
-        :class:`SchemaLoadError` naming the first bad file.
+        ``specs`` defaults to :func:`load_specs` (the Lesson tools). The schemas
+        are :func:`~gateway.tools.tool_schemas.tool_documents`, the objects
+        ``s3rm schema generate`` writes to ``schema/tools/``. Raises
+        :class:`SchemaLoadError` naming the first bad schema.
         """
-        tools_dir = Path(schema_dir) / "tools"
-        entries = []
-        for spec in specs if specs is not None else load_specs():
-            input_schema = _load_schema(tools_dir / f"{spec.name}.input.schema.json")
-            output_schema = _load_schema(tools_dir / f"{spec.name}.output.schema.json")
-            entries.append(
-                ToolEntry(
-                    spec=spec,
-                    input_schema=input_schema,
-                    output_schema=output_schema,
-                    input_validator=Draft202012Validator(input_schema, format_checker=_FORMATS),
-                    output_validator=Draft202012Validator(output_schema, format_checker=_FORMATS),
-                )
-            )
-        return cls(entries)
+        specs = specs if specs is not None else load_specs()
+        documents = tool_documents(specs, schema)
+        return cls([_entry(spec, *documents[spec.name]) for spec in specs])
 
-    def with_builtin(self, specs: tuple[ToolSpec, ...], schema_dir: Path) -> "ToolRegistry":
-        """This registry plus ``specs`` whose schemas are built from their own builders, not files
+    def with_builtin(self, specs: tuple[ToolSpec, ...], schema: Schema) -> "ToolRegistry":
+        """This registry plus ``specs`` whose schemas are their own builders' output as they are
         (the ChatGPT tools, whose shapes OpenAI fixes: gateway/tools/chatgpt.py); listed after the rest."""
-        fields = Fields(load_schema(Path(schema_dir) / "lesson.toml"))
-        extra = [ToolEntry(spec=spec, input_schema=(i := spec.input_schema(fields)),
-                           output_schema=(o := spec.output_schema(fields)),
-                           input_validator=Draft202012Validator(i, format_checker=_FORMATS),
-                           output_validator=Draft202012Validator(o, format_checker=_FORMATS)) for spec in specs]
+        fields = Fields(schema)
+        extra = [_entry(spec, spec.input_schema(fields), spec.output_schema(fields)) for spec in specs]
         return ToolRegistry(list(self._entries.values()) + extra)
 
     def get(self, name: str) -> ToolEntry | None:

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from gateway.domain.confidence import revision_problems
 from gateway.domain.markers import Marker
 from gateway.domain.model import LessonSnapshot
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 from gateway.domain.seals import SealError, make_seal
 from gateway.domain.writes import (
     Parsed, Plan, Request, WriteEnv, WriteOperation, WriteRefused, bad, closed, core_fields,
@@ -21,7 +21,7 @@ from gateway.domain.writes import (
 from gateway.tools.contract import tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.schema_builders import (
-    array, duplicate_candidates_out, embedding_truncated_out, enum, Fields, LIMITS, obj, operation_id, revision_id, string
+    array, duplicate_candidates_out, embedding_truncated_out, enum, Fields, obj, operation_id, revision_id, string
 )
 from gateway.tools.write_pipeline import write_handler
 
@@ -31,36 +31,36 @@ NAME = "revise_lesson"
 
 
 # ------------------------------------------------------------------ operation
-def parse(arguments: Mapping[str, Any], op: str) -> Parsed:
+def parse(arguments: Mapping[str, Any], op: str, schema: Schema) -> Parsed:
     """Validate and normalise the arguments of ``revise_lesson`` (raises WriteRefused ``invalid_argument``)."""
-    schema = load_schema()
     closed(arguments, {"operation_id", "lesson_id", "expected_revision_id", "basis_evidence_ids", "changes",
                        "reason"})
-    values = {"lesson_id": lesson_id_arg(arguments, "lesson_id"),
+    values = {"lesson_id": lesson_id_arg(arguments, "lesson_id", schema=schema),
               "expected_revision_id": int_arg(arguments, "expected_revision_id"),
               "reason": string_arg(arguments, "reason", required=False)}
-    if len(values["reason"]) > LIMITS["reason_max_length"]:
-        raise bad("reason", "maxLength", f"reason is longer than {LIMITS['reason_max_length']} characters")
+    if len(values["reason"]) > schema.limits["reason_max_length"]:
+        raise bad("reason", "maxLength", f"reason is longer than {schema.limits['reason_max_length']} characters")
     basis = arguments.get("basis_evidence_ids")
     if not isinstance(basis, list) or not all(isinstance(b, str) for b in basis):
         raise bad("basis_evidence_ids", "required" if basis is None else "type",
                   "basis_evidence_ids must be a list of evidence ids already on the Lesson")
-    if not 1 <= len(basis) <= LIMITS["basis_evidence_max"]:
+    if not 1 <= len(basis) <= schema.limits["basis_evidence_max"]:
         raise bad("basis_evidence_ids", "GW05",
-                  f"basis_evidence_ids must name 1 to {LIMITS['basis_evidence_max']} evidence ids")
+                  f"basis_evidence_ids must name 1 to {schema.limits['basis_evidence_max']} evidence ids")
     if len(set(basis)) != len(basis):
         raise bad("basis_evidence_ids", "uniqueItems", "basis_evidence_ids lists an id twice")
     for i, b in enumerate(basis):
-        field_value({"evidence_id": b}, schema.verification, "evidence_id", where=f"basis_evidence_ids[{i}]")
+        field_value({"evidence_id": b}, schema.verification, "evidence_id", where=f"basis_evidence_ids[{i}]",
+                    schema=schema)
     values["basis_evidence_ids"] = list(basis)
     changes = arguments.get("changes")
     if not isinstance(changes, Mapping):
         raise bad("changes", "required" if changes is None else "type", "changes must be an object")
     if not changes:
         raise bad("changes", "minProperties", "changes must name at least one field")
-    closed(changes, set(core_fields()), "changes")
-    values["changes"] = {name: field_value(changes, schema.lesson, name, where="changes", required=True)
-                         for name in core_fields() if name in changes}
+    closed(changes, set(core_fields(schema)), "changes")
+    values["changes"] = {name: field_value(changes, schema.lesson, name, where="changes", required=True, schema=schema)
+                         for name in core_fields(schema) if name in changes}
     lesson_id = values["lesson_id"]
     payload = {"lesson_id": lesson_id, "expected_revision_id": values["expected_revision_id"],
                "basis_evidence_ids": sorted(values["basis_evidence_ids"]), "changes": values["changes"],
@@ -75,7 +75,8 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
     keys, active_kid = env.keys, env.active_kid
     v = request.values
     expect_revision(request, snap)
-    legacy = set(load_schema().enum("verification_basis").extra.get("legacy_only", ()))
+    schema = env.schema
+    legacy = set(schema.enum("verification_basis").extra.get("legacy_only", ()))
     basis = []
     for i, eid in enumerate(v["basis_evidence_ids"]):
         evidence = snap.page.evidence_by_id(eid)
@@ -86,29 +87,30 @@ def plan(request: Request, snapshot: LessonSnapshot | None, env: WriteEnv) -> Pl
     if all(e.get("verification_basis") in legacy for e in basis):
         raise WriteRefused("rule_violation", "a revise needs at least one basis evidence whose "
                            "verification_basis is not not_recorded", field="basis_evidence_ids", rule="GW07")
-    changed = [n for n in load_schema().lesson.field_names
+    changed = [n for n in schema.lesson.field_names
                if n in v["changes"] and v["changes"][n] != snap.page.fields.get(n, "")]
     if not changed:
         raise WriteRefused("invalid_argument", "the requested values equal the current ones; nothing to revise",
                            field="changes", rule="GW08")
     page, _ = touch(snap, now)
     page = page.evolve(fields={**page.fields, **{n: v["changes"][n] for n in changed}})
-    problems = revision_problems(snap.page, page, evidence_ids=v["basis_evidence_ids"])
+    problems = revision_problems(snap.page, page, evidence_ids=v["basis_evidence_ids"], schema=schema)
     if problems:
         raise WriteRefused("rule_violation", problems[0].message, field="basis_evidence_ids", rule=problems[0].rule,
                            details={"rules": [p.rule for p in problems]})
     try:
         seal = make_seal(keys=keys, active_kid=active_kid, lesson_id=request.lesson_id, account=account,
                          op=request.operation_id, request_digest=request.digest, basis_ids=v["basis_evidence_ids"],
-                         fields=tuple(changed), parent=snap.revision_id, page=page)
+                         fields=tuple(changed), parent=snap.revision_id, page=page,
+                         schema=schema)
     except SealError as exc:
         raise WriteRefused("not_configured", f"revise_lesson is unavailable on this server: {exc}") from None
     human = "MCP revise_lesson: " + (v["reason"] or ", ".join(changed))
     response = {"lesson_id": request.lesson_id, "changed_fields": changed}
-    return finish(request, page, human, seal, snap.revision_id, response, dirty=True)
+    return finish(request, page, human, seal, snap.revision_id, response, dirty=True, schema=schema)
 
 
-def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker) -> dict[str, Any]:
+def replay(request: Request, snapshot: LessonSnapshot, prior_marker: Marker, schema: Schema) -> dict[str, Any]:
     """Response fields of an already applied ``revise_lesson`` request (docs/tools.md#idempotency-scopes)."""
     return {"lesson_id": request.lesson_id, "changed_fields": list(prior_marker.fields)}
 
@@ -137,14 +139,14 @@ def input_schema(F: Fields) -> dict:
     changes = obj(fields, (), "New values of the fields to change (see create_lesson_draft).",
                   minProperties=1)
     return obj({
-        "operation_id": operation_id(),
+        "operation_id": operation_id(F),
         "lesson_id": F.lesson_id(),
         "expected_revision_id": revision_id("Revision you read; refused if the Lesson changed since."),
         "basis_evidence_ids": array("Evidence on the Lesson that justifies the change.", F.evidence_id(),
-                                    min_items=1, max_items=LIMITS["basis_evidence_max"], unique=True),
+                                    min_items=1, max_items=F.schema.limits["basis_evidence_max"], unique=True),
         "changes": changes,
         "reason": string("Edit summary (not Lesson data; shortened and sanitised).",
-                         LIMITS["reason_max_length"]),
+                         F.schema.limits["reason_max_length"]),
     }, ["operation_id", "lesson_id", "expected_revision_id", "basis_evidence_ids", "changes"],
         "Change allowed core fields of a Lesson in a new revision.")
 

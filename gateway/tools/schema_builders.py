@@ -2,13 +2,13 @@
 
 Each tool module ``gateway/tools/<tool>.py`` writes its own ``input_schema(F)``
 and ``output_schema(F)`` with these helpers; ``s3rm schema generate``
-(:mod:`s3rm.schema.toolschemas`) walks the tool registry and writes them to
-``schema/tools/<tool>.input.schema.json`` and ``…output.schema.json``, which
-the registry loads at start-up (docs/tools.md#tool-list).
+the registry runs them at start-up (:mod:`gateway.tools.tool_schemas`) and
+``s3rm schema generate`` exports the result to ``schema/tools/<tool>.input.schema.json``
+and ``…output.schema.json`` (docs/tools.md#tool-list).
 
 Every string length, enum and id pattern that also exists in
 ``schema/lesson.toml`` is taken from the loaded
-:class:`~gateway.domain.schema.Schema` (:class:`Fields`), and the API limits
+:class:`~gateway.config.schema.Schema` (:class:`Fields`), and the API limits
 and value patterns from its ``[limits]`` and ``[patterns]`` tables
 (docs/tools.md#output-limits), so none is typed twice.
 
@@ -26,23 +26,16 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.config.profiles import INDEX_FACETS
-from gateway.domain.schema import FieldDef, RecordDef, Schema, load_schema
+from gateway.config.schema import FieldDef, RecordDef, Schema
 from gateway.retrieval.indexing.progress import MAX_BUILD_LESSONS, MAX_ETA_SECONDS  # bounds of semantic_progress
 
 __all__ = [
-    "DIGEST_PATTERN", "DIRECTIONS", "Fields", "LIMITS", "OPERATION_ID_PATTERN", "RETRIEVAL_MODES", "SEMANTIC_STATUSES",
-    "SHA256_PATTERN", "VERDICTS", "WRITE_STATUSES", "array", "citation_item_schema", "cursor", "desc",
+    "DIRECTIONS", "Fields", "RETRIEVAL_MODES", "SEMANTIC_STATUSES", "VERDICTS", "WRITE_STATUSES", "array", "citation_item_schema", "cursor", "desc",
     "duplicate_candidates_out", "embedding_truncated_out", "enum", "hoist_defs", "integer", "min_score",
     "new_evidence_props", "next_cursor", "nullable", "obj", "operation_id", "page_limit", "standing_out",
     "DUPLICATE_BANDS", "DUPLICATE_STATUSES", "OPTIONAL_RETRIEVAL_PROPS", "STANDING_MAX",
     "retrieval_mode_in", "retrieval_props", "revision_id", "scan_props", "scope_in", "scope_out", "score", "string",
 ]
-
-#: API limits and value patterns: ``[limits]`` / ``[patterns]`` of schema/lesson.toml (docs/tools.md#output-limits).
-LIMITS: dict[str, int] = load_schema().limits
-OPERATION_ID_PATTERN = load_schema().patterns["operation_id"]
-DIGEST_PATTERN = load_schema().patterns["digest"]
-SHA256_PATTERN = load_schema().patterns["sha256"]
 
 RETRIEVAL_MODES = ("legacy", "hybrid_v1")
 SEMANTIC_STATUSES = ("disabled", "building", "ready", "stale", "degraded", "unavailable")
@@ -139,26 +132,26 @@ def nullable(schema: dict) -> dict:
     return out
 
 
-def page_limit(description: str, default: int | None = None) -> dict:
-    """Page size 1..LIMITS['page_max'] (default LIMITS['page_default'])."""
-    return integer(description, 1, LIMITS["page_max"],
-                   default=LIMITS["page_default"] if default is None else default, **{DEF_NAME: "page_limit"})
+def page_limit(F: Fields, description: str, default: int | None = None) -> dict:
+    """Page size 1..``page_max`` (default ``page_default``; ``F.limits``)."""
+    return integer(description, 1, F.limits["page_max"],
+                   default=F.limits["page_default"] if default is None else default, **{DEF_NAME: "page_limit"})
 
 
-def cursor(description: str = "next_cursor of the previous page.") -> dict:
-    """Input cursor (opaque string)."""
-    return string(description, LIMITS["cursor_max_length"], min_length=1, **{DEF_NAME: "cursor"})
+def cursor(F: Fields, description: str = "next_cursor of the previous page.") -> dict:
+    """Input cursor (opaque string, at most ``cursor_max_length``)."""
+    return string(description, F.limits["cursor_max_length"], min_length=1, **{DEF_NAME: "cursor"})
 
 
-def next_cursor(description: str = "Next page's cursor; null on the last page.") -> dict:
+def next_cursor(F: Fields, description: str = "Next page's cursor; null on the last page.") -> dict:
     """Output cursor (string or null)."""
-    return {**nullable(string(description, LIMITS["cursor_max_length"])), DEF_NAME: "next_cursor"}
+    return {**nullable(string(description, F.limits["cursor_max_length"])), DEF_NAME: "next_cursor"}
 
 
-def operation_id() -> dict:
-    """Idempotency key of a write (docs/tools.md#operation-id)."""
+def operation_id(F: Fields) -> dict:
+    """Idempotency key of a write (``[patterns] operation_id``; docs/tools.md#operation-id)."""
     return string("Idempotency key: a retry with it replays.",
-                  128, pattern=OPERATION_ID_PATTERN)
+                  128, pattern=F.patterns["operation_id"])
 
 
 def revision_id(description: str, minimum: int = 1) -> dict:
@@ -187,6 +180,9 @@ class Fields:
     def __init__(self, schema: Schema):
         self.schema = schema
         self.meta = schema.meta
+        #: API limits and value patterns: ``[limits]`` / ``[patterns]`` of the schema source (docs/tools.md#output-limits)
+        self.limits: dict[str, int] = schema.limits
+        self.patterns: dict[str, str] = schema.patterns
 
     # ids -----------------------------------------------------------------
     def lesson_id(self, description: str = "Lesson id (no Lesson: prefix).") -> dict:
@@ -250,9 +246,9 @@ class Fields:
             max_len = int(self.meta["id_max_length"]) if lesson_ref else f.max_length
             return string(help_text, max_len, pattern=pattern)
         if f.type == "digest":
-            return string(help_text, f.max_length, pattern=DIGEST_PATTERN, **{DEF_NAME: "digest"})
+            return string(help_text, f.max_length, pattern=self.patterns["digest"], **{DEF_NAME: "digest"})
         if f.type == "sha256":
-            return string(help_text, f.max_length, pattern=SHA256_PATTERN)
+            return string(help_text, f.max_length, pattern=self.patterns["sha256"])
         if f.type == "url":
             extra = {"format": "uri", "pattern": "^https?://"}
             if direction == "out":
@@ -292,7 +288,7 @@ def citation_item_schema(F: Fields) -> dict:
         "url": F.field(ev, "url"),
         "kind": F.field(ev, "kind"),
         "verification_basis": F.field(ev, "verification_basis"),
-        "digest": string("Evidence digest; send it as expected_evidence_digest.", 71, pattern=DIGEST_PATTERN),
+        "digest": string("Evidence digest; send it as expected_evidence_digest.", 71, pattern=F.patterns["digest"]),
         "current_verdict": enum("Outcome of its latest verification record; none without one, ambiguous when "
                                 "unordered.", VERDICTS),
         "note": F.field(ev, "note"),
@@ -314,7 +310,7 @@ def retrieval_props(F: Fields) -> dict[str, dict]:
         "effective_mode": enum("Retrieval mode actually used for this page.", RETRIEVAL_MODES),
         "requested_mode": enum("Retrieval mode the client asked for.", RETRIEVAL_MODES),
         "ranking_version": string("Version of the ranking/fusion recipe that ordered the results.",
-                                  LIMITS["ranking_version_max_length"]),
+                                  F.limits["ranking_version_max_length"]),
         "semantic_status": enum("State of the semantic index.", SEMANTIC_STATUSES),
         "semantic_quarantined": integer("Lessons found by full text only while their embedding fails (absent when "
                                         "none).", 1),
@@ -331,14 +327,14 @@ def retrieval_props(F: Fields) -> dict[str, dict]:
     }
 
 
-def scope_in() -> dict:
+def scope_in(F: Fields) -> dict:
     """Input ``scope``: a named corpus scope."""
-    return string("Optional named corpus scope.", LIMITS["scope_max_length"], min_length=1)
+    return string("Optional named corpus scope.", F.limits["scope_max_length"], min_length=1)
 
 
-def scope_out() -> dict:
+def scope_out(F: Fields) -> dict:
     """Output ``scope``: the scope the results came from, or null."""
-    return nullable(string("Scope the results were drawn from, or null.", LIMITS["scope_max_length"]))
+    return nullable(string("Scope the results were drawn from, or null.", F.limits["scope_max_length"]))
 
 
 def min_score(description: str = "Drop results scoring below this value (0–1).") -> dict:
@@ -380,7 +376,7 @@ def duplicate_candidates_out(F: Fields) -> dict:
     }, ["id", "title", "score", "band"], "An existing Lesson that may say the same thing.")
     return obj({
         "status": enum("Whether the duplicate check ran.", DUPLICATE_STATUSES),
-        "items": array("Possible duplicates, best first.", candidate, max_items=LIMITS["duplicate_candidates_max"]),
+        "items": array("Possible duplicates, best first.", candidate, max_items=F.limits["duplicate_candidates_max"]),
     }, ["status", "items"], "Existing Lessons that look like duplicates (advisory).")
 
 

@@ -1,19 +1,13 @@
 """Read tool ``search_lessons``: its spec, input and output JSON Schemas, and its handler (docs/tools.md#search-lessons).
 
-Input (validated by ``schema/tools/search_lessons.input.schema.json``):
-``query`` (empty → newest-first listing without calling search), ``filters``,
-``fields``, ``limit`` (default 5, max 20), ``cursor``, ``min_score``,
-``retrieval_mode``, ``scope``, ``facet`` (hybrid_v1: rank by one facet's channel only,
-docs/retrieval.md#facet-selector; echoed in the output when hybrid_v1 answered).
-
-Output: ``results`` (best first), ``next_cursor``, ``requested_mode`` /
-``effective_mode`` / ``ranking_version`` / ``semantic_status``, ``partial`` /
-``scanned`` / ``scan_limit``, ``scope``, and ``truncated`` when a field was
-shortened. Default result view: ``id, score, basis, title``, a one-line
-``reusable_lesson``, ``record_origin``, ``confidence`` and a short
-``citation`` (first evidence); ``fields`` replaces the view (``id``,
-``score`` and ``basis`` always come). Legacy scoring and ``min_score``:
-:mod:`gateway.retrieval.legacy.search`.
+Its fields are :func:`input_schema` and :func:`output_schema` below (exported to
+``schema/tools/search_lessons.{input,output}.schema.json``). An empty ``query``
+lists the newest Lessons without calling search; ``facet`` makes hybrid_v1 rank
+by one facet's channel only (docs/retrieval.md#facet-selector). Default result
+view: ``id, score, basis, title``, a one-line ``reusable_lesson``,
+``record_origin``, ``confidence`` and a short ``citation`` (first evidence);
+``fields`` replaces the view (``id``, ``score`` and ``basis`` always come).
+Legacy scoring and ``min_score``: :mod:`gateway.retrieval.legacy.search`.
 
 Pagination: the cursor binds a fingerprint of (query, effective filters,
 fields, min_score, modes, ranking version, generation, scope); positions are
@@ -31,18 +25,18 @@ from typing import Any, Sequence
 
 
 from gateway.domain.model import LessonSnapshot
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 from gateway.retrieval.legacy import search as legacy
 from gateway.tools.cursors import invalid_cursor
 from gateway.retrieval.request import SearchRequest
-from gateway.tools.shaping import conformer, one_line, truncate_text
+from gateway.tools.shaping import one_line, truncate_text
 from gateway.tools.contract import ToolContext, tool_spec
 from gateway.tools.policy import describe
 from gateway.tools.read_path import fit_page, Pager, rank_page, read_tool, repository, retrieval_state
 from gateway.retrieval.hybrid.fusion import best_votes, is_identifier_query
 from gateway.tools.read_items import citation_items, CORRECTIONS, IncomingAhead, standings
 from gateway.tools.schema_builders import (
-    array, citation_item_schema, cursor, enum, Fields, integer, LIMITS, min_score, next_cursor, obj,
+    array, citation_item_schema, cursor, enum, Fields, integer, min_score, next_cursor, obj,
     OPTIONAL_RETRIEVAL_PROPS, page_limit, retrieval_mode_in, retrieval_props, revision_id, scan_props, scope_in,
     scope_out, score, standing_out, STANDING_MAX, string
 )
@@ -81,9 +75,10 @@ def explain_of(ranked: Any, position: int) -> dict[str, Any]:
     return {"channels": channels, "tier": TIERS.get(getattr(ranked, "tier", 0), "rest")}
 
 
-def _hit(ranked: legacy.Ranked, fields: tuple[str, ...] | None, cap: int | None,
+def _hit(ranked: legacy.Ranked, fields: tuple[str, ...] | None, cap: int | None, schema: Schema,
          extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], set[str]]:
-    """The result object of one hit and the names of fields it shortened (``cap``: per-field char cap).
+    """The result object of one hit and the names of fields it shortened (``cap``: per-field char cap;
+    citation digests under ``schema``).
 
     ``extra``: ``standing`` / ``explain`` members added after the fields.
     """
@@ -119,7 +114,7 @@ def _hit(ranked: legacy.Ranked, fields: tuple[str, ...] | None, cap: int | None,
             if name == "revision_id":
                 item["revision_id"] = snap.revision_id
             elif name == "citations":
-                item["citations"] = citation_items(page)[:CITATIONS_IN_HIT]
+                item["citations"] = citation_items(page, "compact", schema)[:CITATIONS_IN_HIT]
             else:
                 item[name] = text(name, page.fields.get(name, ""), cap)
     item.update(extra or {})
@@ -131,14 +126,15 @@ class _Hits:
 
     def __init__(self, ctx: ToolContext, fields: tuple[str, ...] | None):
         self.fields = fields
-        self.conform = conformer(str(ctx.config.schema_dir), NAME, "results", "[]")
-        self.cite_conform = conformer(str(ctx.config.schema_dir), NAME, "results", "[]", "citations", "[]")
+        self.schema = ctx.schema
+        self.conform = ctx.shapes.conformer(NAME, "results", "[]")
+        self.cite_conform = ctx.shapes.conformer(NAME, "results", "[]", "citations", "[]")
         #: lesson id → ``standing`` / ``explain`` members of its result
         self.extra: dict[str, dict[str, Any]] = {}
 
     def view(self, ranked: legacy.Ranked, cap: int | None = None) -> tuple[dict[str, Any] | None, frozenset[str]]:
         """(result object or None when the record cannot conform, shortened field names)."""
-        item, cut = _hit(ranked, self.fields, cap, self.extra.get(ranked.snapshot.id))
+        item, cut = _hit(ranked, self.fields, cap, self.schema, self.extra.get(ranked.snapshot.id))
         if "citations" in item:
             item["citations"] = [c for c in (self.cite_conform.fix(c, truncated=cut) for c in item["citations"]) if c]
         return self.conform.fix(item, truncated=cut), frozenset(cut)
@@ -159,7 +155,7 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         "query": query, "filters": request.filters.canonical(), "fields": list(fields) if fields else None,
         "min_score": request.min_score, "effective_mode": modes["effective_mode"],
         "ranking_version": legacy.RANKING_VERSION,
-        "generation": GENERATION, "scope": scope, "listing": listing, "schema": load_schema().meta["schema_version"],
+        "generation": GENERATION, "scope": scope, "listing": listing, "schema": ctx.schema.meta["schema_version"],
         **({"facet": facet} if facet else {}), **({"exclude_superseded": True} if exclude_superseded else {}),
     }
     pager = Pager(ctx, NAME, bound)
@@ -286,15 +282,15 @@ def input_schema(F: Fields) -> dict:
     }, (), "Keep only matching Lessons.")
     return obj({
         "query": string("Keywords or natural language; empty lists newest first.",
-                        LIMITS["query_max_length"], default=""),
+                        F.limits["query_max_length"], default=""),
         "filters": filters,
         "fields": array("Fields per result (default: a compact view).",
                         {"type": "string", "enum": _search_fields(F)}, min_items=1, unique=True),
-        "limit": page_limit("Results per page."),
-        "cursor": cursor(),
+        "limit": page_limit(F, "Results per page."),
+        "cursor": cursor(F),
         "min_score": min_score(MIN_SCORE_TEXT),
         "retrieval_mode": retrieval_mode_in(),
-        "scope": scope_in(),
+        "scope": scope_in(F),
         "facet": _facet_in(F),
         "exclude_superseded": {"description": "Leave out superseded Lessons.", "type": "boolean", "default": False},
         "explain": {"description": "Add why each hit was returned.", "type": "boolean", "default": False},
@@ -322,7 +318,7 @@ def output_schema(F: Fields) -> dict:
     item["citation"] = string("Short citation of the first evidence (default view).",
                               F.schema.evidence.field("citation").max_length)
     item["citations"] = array("Citations of the Lesson (compact view, first page).", citation_item_schema(F),
-                              max_items=LIMITS["page_max"])
+                              max_items=F.limits["page_max"])
     item["standing"] = standing_out(F)
     item["explain"] = obj({
         "channels": array("Channels that found it, best rank first.", obj({
@@ -334,11 +330,11 @@ def output_schema(F: Fields) -> dict:
     }, ["channels", "tier"], "Why it was returned (explain: true).")
     result = obj(item, ["id", "score", "basis"], "One search hit.")
     props = {
-        "results": array("Hits in ranking order (not always score order in hybrid_v1: see score).", result, max_items=LIMITS["page_max"]),
-        "next_cursor": next_cursor(),
+        "results": array("Hits in ranking order (not always score order in hybrid_v1: see score).", result, max_items=F.limits["page_max"]),
+        "next_cursor": next_cursor(F),
         **retrieval_props(F),
         **scan_props(),
-        "scope": scope_out(),
+        "scope": scope_out(F),
         "facet": enum("Facet that ranked this page (when requested and hybrid_v1 answered).", _facets(F)),
         "hint": string("Next step when the page is empty or partial.", 300),
         "truncated": array("Fields shortened to fit the byte cap (marked in the text); select fewer or use get_lesson.",

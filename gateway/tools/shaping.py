@@ -1,7 +1,7 @@
 """Shaping Lesson data into tool results: truncation markers and schema conformance.
 
 Every read result is checked against the tool's published output schema
-(``<schema_dir>/tools/<tool>.output.schema.json``) record by record, so a
+(the one the registry serves, :class:`OutputShapes`) record by record, so a
 browser-edited page holding an out-of-vocabulary or over-long value can never
 turn a read into a server error:
 
@@ -19,16 +19,13 @@ property validator carries the root's ``$defs``.
 """
 from __future__ import annotations
 
-import functools
-import json
-from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from jsonschema import Draft202012Validator
 
 from gateway.core.errors import GatewayError
 
-__all__ = ["ItemTooLarge", "Conformer", "conformer", "marker", "resolve", "truncate_text", "one_line"]
+__all__ = ["ItemTooLarge", "Conformer", "OutputShapes", "marker", "resolve", "truncate_text", "one_line"]
 
 _FORMATS = Draft202012Validator.FORMAT_CHECKER
 
@@ -122,20 +119,30 @@ class Conformer:
         return out
 
 
-@functools.lru_cache(maxsize=64)
-def _load(path: str) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+class OutputShapes:
+    """The served output schemas by tool name (the registry's) and the conformers of their parts.
 
-
-@functools.lru_cache(maxsize=128)
-def conformer(schema_dir: str, tool: str, *pointer: str) -> Conformer:
-    """Conformer for the object at ``pointer`` inside ``tool``'s output schema.
-
-    ``pointer`` is a path of property names; ``"[]"`` steps into array items,
-    e.g. ``conformer(d, "search_lessons", "results", "[]")``.
+    Built once per dispatcher; :meth:`conformer` memoises, so each part is
+    compiled once per process.
     """
-    root = node = _load(str(Path(schema_dir) / "tools" / f"{tool}.output.schema.json"))
-    for step in pointer:
-        node = resolve(root, node)
-        node = node["items"] if step == "[]" else node["properties"][step]
-    return Conformer(node, root)
+
+    def __init__(self, schemas: Mapping[str, dict[str, Any]]):
+        self._schemas = dict(schemas)
+        self._made: dict[tuple[str, tuple[str, ...]], Conformer] = {}
+
+    def conformer(self, tool: str, *pointer: str) -> Conformer:
+        """Conformer for the object at ``pointer`` inside ``tool``'s output schema.
+
+        ``pointer`` is a path of property names; ``"[]"`` steps into array items,
+        e.g. ``shapes.conformer("search_lessons", "results", "[]")``. Raises
+        KeyError for a tool or property the schema does not have.
+        """
+        key = (tool, pointer)
+        made = self._made.get(key)
+        if made is None:
+            root = node = self._schemas[tool]
+            for step in pointer:
+                node = resolve(root, node)
+                node = node["items"] if step == "[]" else node["properties"][step]
+            made = self._made.setdefault(key, Conformer(node, root))
+        return made

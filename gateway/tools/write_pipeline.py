@@ -50,7 +50,7 @@ from gateway.core.errors import ToolError, error_payload
 from gateway.domain.idempotency import find_prior_write
 from gateway.domain.markers import attribute_summary
 from gateway.domain.model import LessonSnapshot
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 from gateway.domain.repository import EditConflict, PageExists, PageMissing, WikiUnavailable
 from gateway.domain.writes import Plan, Request, WriteEnv, WriteOperation, WriteRefused, parse_request
 from gateway.tools.contract import ToolContext
@@ -146,22 +146,24 @@ def _duplicates(ctx: ToolContext, repo, plan_: Plan) -> dict[str, Any]:
     return {"status": "error", "items": []}
 
 
-def _replayed(operation: WriteOperation, request: Request, snapshot: LessonSnapshot, prior) -> dict[str, Any]:
-    fields = operation.replay(request, snapshot, prior.marker)
+def _replayed(operation: WriteOperation, request: Request, snapshot: LessonSnapshot, prior,
+              schema: Schema) -> dict[str, Any]:
+    fields = operation.replay(request, snapshot, prior.marker, schema)
     return operation.respond("replayed", fields, snapshot.revision_id, prior.revision_id, None)
 
 
 def _prior_outcome(operation: WriteOperation, repo, request: Request, account: str,
-                   keys) -> tuple[LessonSnapshot | None, dict | None]:
+                   keys, schema: Schema) -> tuple[LessonSnapshot | None, dict | None]:
     """Re-read the Lesson and its history: (snapshot, replay response) — raises on a conflicting prior."""
     snapshot = repo.get_snapshot(request.lesson_id)
     if snapshot is None:
         return None, None
-    scan = find_prior_write(repo, request.lesson_id, request.operation_id, account=account, keys=keys)
+    scan = find_prior_write(repo, request.lesson_id, request.operation_id, account=account, keys=keys,
+                            schema=schema)
     if scan.prior is None:
         return snapshot, None
     if scan.prior.matches(request.tag, request.kind, request.digest):
-        return snapshot, _replayed(operation, request, snapshot, scan.prior)
+        return snapshot, _replayed(operation, request, snapshot, scan.prior, schema)
     raise WriteToolError(
         "idempotency_conflict",
         f"operation_id was already used on Lesson {request.lesson_id} for a different request "
@@ -189,14 +191,15 @@ def run_write(operation: WriteOperation, arguments: dict[str, Any], ctx: ToolCon
 
 
 def _run(operation: WriteOperation, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    request = parse_request(operation, arguments)
+    schema = ctx.schema
+    request = parse_request(operation, arguments, schema)
     repo = repository(ctx)
     account = agent_account(ctx, repo)
     keys = dict(getattr(ctx.config, "revision_hmac_keys", {}) or {})
     env = WriteEnv(account=account, now=ctx.clock(), keys=keys,
-                   active_kid=getattr(ctx.config, "revision_hmac_active_key_id", ""), exists=repo.exists)
+                   active_kid=getattr(ctx.config, "revision_hmac_active_key_id", ""), exists=repo.exists, schema=schema)
 
-    snapshot, replay = _prior_outcome(operation, repo, request, account, keys)
+    snapshot, replay = _prior_outcome(operation, repo, request, account, keys, schema)
     if replay is not None:
         return replay
     if operation.creates and snapshot is not None:
@@ -205,19 +208,19 @@ def _run(operation: WriteOperation, arguments: dict[str, Any], ctx: ToolContext)
         raise WriteRefused("not_found", f"Lesson {request.lesson_id} does not exist", field=operation.lesson_field)
     planned = operation.plan(request, snapshot, env)
     if ctx.principal.kind == "github" and ctx.principal.subject:
-        planned = replace(planned, summary=attribute_summary(planned.summary, ctx.principal.subject))
+        planned = replace(planned, summary=attribute_summary(planned.summary, ctx.principal.subject, schema))
 
     violations = check_revision(
         snapshot.wikitext if snapshot is not None else None, planned.wikitext, account, env.now, planned.summary,
         keys=keys, existing_lessons=planned.existing_lessons, lesson_id=request.lesson_id,
-        parent_revision_id=planned.base_revision_id or 0, agent_accounts={account})
+        parent_revision_id=planned.base_revision_id or 0, agent_accounts={account}, schema=schema)
     if violations:
         first = violations[0]
         raise WriteToolError("rule_violation", f"the write would break hooks_spec {first.rule_id}: {first.message}",
                              rule=first.rule_id, details={"rules": sorted({v.rule_id for v in violations})})
 
     # nothing is saved that get_lesson could not return whole (docs/read-path.md#read-back)
-    check_readable(planned.page, request.lesson_id, ctx.budget, load_schema(), WriteToolError)
+    check_readable(planned.page, request.lesson_id, ctx.budget, schema, WriteToolError)
 
     try:
         saved = edit.save_lesson(repo, request.lesson_id, planned.wikitext, planned.summary,
@@ -234,7 +237,7 @@ def _run(operation: WriteOperation, arguments: dict[str, Any], ctx: ToolContext)
                                  "applied", retryable=True) from None
         raise
     if saved is None or saved.nochange:
-        snapshot, replay = _prior_outcome(operation, repo, request, account, keys)
+        snapshot, replay = _prior_outcome(operation, repo, request, account, keys, schema)
         if replay is not None:
             return replay
         raise _conflict(operation, request, snapshot)

@@ -40,7 +40,7 @@ class Completions:
         if kind == "lesson_id":
             values = self._lesson_ids(value, request_id, credentials)
         else:
-            values = [v for v in argument_values(kind) if v.startswith(value)]
+            values = [v for v in argument_values(kind, self.prompts.schema) if v.startswith(value)]
         return {"completion": {"values": values[:MAX_VALUES], "total": len(values),
                                "hasMore": len(values) >= MAX_VALUES and kind == "lesson_id"}}
 

@@ -25,12 +25,11 @@ from typing import Any, Callable
 
 from mcp_types import GetPromptResult, Prompt, PromptArgument, PromptMessage, TextContent
 
-from gateway.domain.schema import schema_dir
+from gateway.config.schema import Schema
 from gateway.core.errors import INVALID_PARAMS, JsonRpcError
 from gateway.core.jsonio import dump_model
-from gateway.domain.schema import load_schema
 
-__all__ = ["LANGUAGES", "PROMPTS", "PromptCatalog", "argument_values"]
+__all__ = ["LANGUAGES", "PromptCatalog", "argument_values", "prompt_defs"]
 
 LANGUAGES = ("ko", "en")
 _MAX_ARGUMENT_CHARS = 4000
@@ -58,9 +57,9 @@ class PromptDef:
 _LANGUAGE = Arg("language", "Language of the prompt text: ko (default) or en.", kind="language")
 
 
-@functools.lru_cache(maxsize=1)
-def _migration_ko() -> str:
-    page = Path(schema_dir()) / "pages" / "help" / "migration.wiki"  # the configured S3RM_SCHEMA_DIR
+@functools.lru_cache(maxsize=4)
+def _migration_ko(schema_folder: Path) -> str:
+    page = schema_folder / "pages" / "help" / "migration.wiki"
     match = re.search(r"<pre>\n?(.*?)</pre>", page.read_text(encoding="utf-8"), re.S)
     if match is None:
         raise RuntimeError(f"{page} has no <pre> prompt block")
@@ -173,37 +172,38 @@ def _revise_en(a: dict[str, str]) -> str:
             "revision id and the fields changed.")
 
 
-PROMPTS: tuple[PromptDef, ...] = (
-    PromptDef("record_lesson", "Record what we learned",
-              "Search the memory first, then create one Lesson with evidence (or add to the one that exists).",
-              (Arg("topic", "What was learned: the problem, what was tried, what was seen.", True),
-               Arg("confidence", "Intended confidence: low, medium or high.", kind="confidence"), _LANGUAGE),
-              {"ko": _record_ko, "en": _record_en}),
-    PromptDef("migrate_memory", "Move an existing memory into Lessons",
-              "The help pages' migration prompt: reusable problems and solutions from this conversation, saved "
-              "memory or files become Lessons (search first, evidence required, at most 5 per run).",
-              (Arg("source", "Which memory to move (default: this conversation, saved memory, working folder)."),
-               _LANGUAGE),
-              {"ko": lambda a: _migration_ko() + (f"\n\n대상: {a['source']}" if a.get("source") else ""),
-               "en": _migrate_en}),
-    PromptDef("verify_evidence", "Verify a Lesson's evidence",
-              "Read the sources a Lesson cites and record what they show as verifications.",
-              (Arg("lesson_id", "The Lesson to verify.", True, "lesson_id"),
-               Arg("evidence_id", "One evidence id of that Lesson (default: all)."), _LANGUAGE),
-              {"ko": _verify_ko, "en": _verify_en}),
-    PromptDef("revise_lesson", "Revise a Lesson from new evidence",
-              "Attach the new evidence, then revise the Lesson conditionally on its current revision.",
-              (Arg("lesson_id", "The Lesson to revise.", True, "lesson_id"),
-               Arg("new_evidence", "The new evidence: where it is and what it shows.", True),
-               Arg("relation", "If the new evidence is its own claim: the relation to link it with.", kind="relation"),
-               _LANGUAGE),
-              {"ko": _revise_ko, "en": _revise_en}),
-)
+def prompt_defs(migration_ko: str) -> tuple[PromptDef, ...]:
+    """The prompts in listing order; ``migration_ko`` is the help page's migration prompt (its ``<pre>`` block)."""
+    return (
+        PromptDef("record_lesson", "Record what we learned",
+                  "Search the memory first, then create one Lesson with evidence (or add to the one that exists).",
+                  (Arg("topic", "What was learned: the problem, what was tried, what was seen.", True),
+                   Arg("confidence", "Intended confidence: low, medium or high.", kind="confidence"), _LANGUAGE),
+                  {"ko": _record_ko, "en": _record_en}),
+        PromptDef("migrate_memory", "Move an existing memory into Lessons",
+                  "The help pages' migration prompt: reusable problems and solutions from this conversation, saved "
+                  "memory or files become Lessons (search first, evidence required, at most 5 per run).",
+                  (Arg("source", "Which memory to move (default: this conversation, saved memory, working folder)."),
+                   _LANGUAGE),
+                  {"ko": lambda a: migration_ko + (f"\n\n대상: {a['source']}" if a.get("source") else ""),
+                   "en": _migrate_en}),
+        PromptDef("verify_evidence", "Verify a Lesson's evidence",
+                  "Read the sources a Lesson cites and record what they show as verifications.",
+                  (Arg("lesson_id", "The Lesson to verify.", True, "lesson_id"),
+                   Arg("evidence_id", "One evidence id of that Lesson (default: all)."), _LANGUAGE),
+                  {"ko": _verify_ko, "en": _verify_en}),
+        PromptDef("revise_lesson", "Revise a Lesson from new evidence",
+                  "Attach the new evidence, then revise the Lesson conditionally on its current revision.",
+                  (Arg("lesson_id", "The Lesson to revise.", True, "lesson_id"),
+                   Arg("new_evidence", "The new evidence: where it is and what it shows.", True),
+                   Arg("relation", "If the new evidence is its own claim: the relation to link it with.", kind="relation"),
+                   _LANGUAGE),
+                  {"ko": _revise_ko, "en": _revise_en}),
+    )
 
 
-def argument_values(kind: str) -> tuple[str, ...]:
-    """The closed value list of an argument kind (empty for free text and Lesson ids)."""
-    schema = load_schema()
+def argument_values(kind: str, schema: Schema) -> tuple[str, ...]:
+    """The closed value list of an argument kind in ``schema`` (empty for free text and Lesson ids)."""
     if kind == "confidence":
         return schema.enums["confidence"].values
     if kind == "relation":
@@ -214,16 +214,19 @@ def argument_values(kind: str) -> tuple[str, ...]:
 
 
 class PromptCatalog:
-    """prompts/list and prompts/get."""
+    """prompts/list and prompts/get over ``schema`` (enums, the Lesson id pattern) and the help pages
+    in its folder (the migration prompt of ``pages/help/migration.wiki``)."""
 
-    def __init__(self) -> None:
-        self.by_name = {p.name: p for p in PROMPTS}
-        self._id_pattern = re.compile(load_schema().meta["id_pattern"])
-        _migration_ko()  # fail at start, not at a client's request, when the help page lost its prompt
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        # read at start, so a help page that lost its prompt fails here and not at a client's request
+        prompts = prompt_defs(_migration_ko(schema.source_path.parent))
+        self.by_name = {p.name: p for p in prompts}
+        self._id_pattern = re.compile(schema.meta["id_pattern"])
         self.listing = {"prompts": [dump_model(Prompt(
             name=p.name, title=p.title, description=p.description,
             arguments=[PromptArgument(name=a.name, description=a.description, required=a.required) for a in p.args],
-        )) for p in PROMPTS]}
+        )) for p in prompts]}
 
     def get(self, params: dict[str, Any], request_id) -> dict[str, Any]:
         name = params.get("name")
@@ -250,7 +253,7 @@ class PromptCatalog:
                     raise self._bad(f"{prompt.name}: argument {arg.name!r} is required ({arg.description})",
                                     request_id)
                 continue
-            allowed = argument_values(arg.kind)
+            allowed = argument_values(arg.kind, self.schema)
             if allowed and value not in allowed:
                 raise self._bad(f"{prompt.name}: argument {arg.name!r} must be one of {', '.join(allowed)}",
                                 request_id)

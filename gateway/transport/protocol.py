@@ -110,7 +110,7 @@ class McpProtocol:
         self._modern_tools_result = _dump_modern(ListToolsResult(
             tools=dispatcher.registry.list_tools(), ttl_ms=LIST_TTL_MS, cache_scope="public", meta=server_meta))
         self.resources = LessonResources(dispatcher)
-        self.prompts = PromptCatalog()
+        self.prompts = PromptCatalog(dispatcher.config.schema)
         self.completions = Completions(dispatcher, self.prompts)
         self._discover_result = _dump_modern(DiscoverResult(
             supported_versions=list(ALL_PROTOCOL_VERSIONS),

@@ -63,7 +63,7 @@ import threading
 import weakref
 from typing import Any
 
-from gateway.domain.markers import Marker, build_summary
+from gateway.domain.markers import undo_summary
 from gateway.domain.repository import EditConflict, PageExists, PageMissing, RepositoryError, SaveResult
 
 __all__ = ["conditional_save", "save_lesson", "page_lock", "latest_revision", "revision_parent", "account_name"]
@@ -220,8 +220,8 @@ def _undo_merge(client, title: str, *, merged: int, restored: int | None, base: 
     try:
         text = _revision_text(client, restored) if restored else None
         if text is not None and latest_revision(client, title) == merged:
-            summary = build_summary(f"MCP: undo automatic merge of revision {merged} into revision {restored}",
-                                    Marker(tag="S3U", parent=merged, restored=restored))
+            summary = undo_summary(f"MCP: undo automatic merge of revision {merged} into revision {restored}",
+                                   merged, restored)
             edit = _post_edit(client, {"action": "edit", "title": title, "text": text, "summary": summary,
                                        "contentmodel": content_model, "watchlist": "nochange", "notminor": True,
                                        "nocreate": True, "baserevid": merged})

@@ -89,7 +89,7 @@ from gateway.domain.repository import (
     ScanPage,
     WikiApiError,
 )
-from gateway.domain.schema import Schema, load_schema
+from gateway.config.schema import Schema
 from gateway.wiki.changes import change_bounds, read_recent_changes
 from gateway.wiki.client import WikiClient
 from gateway.wiki.revision_memory import RevisionMemory
@@ -143,9 +143,9 @@ class MediaWikiRepository(LessonRepository):
         schema: the schema source (namespace id/name, record templates).
     """
 
-    def __init__(self, client: WikiClient, schema: Schema | None = None):
+    def __init__(self, client: WikiClient, schema: Schema):
         self.client = client
-        self.schema = schema or load_schema()
+        self.schema = schema
         self.ns_id = self.schema.namespace_id
         self.prefix = self.schema.namespace + ":"
         self._parsed = RevisionMemory()
@@ -153,10 +153,10 @@ class MediaWikiRepository(LessonRepository):
 
     @classmethod
     def from_config(cls, config) -> "MediaWikiRepository":
-        """Build from a :class:`~gateway.config.GatewayConfig` (wiki URL, bot password, timeout)."""
+        """Build from a :class:`~gateway.config.GatewayConfig` (wiki URL, bot password, timeout, schema)."""
         client = WikiClient(config.wiki_api_url, config.wiki_username, config.wiki_password,
                             timeout=config.wiki_timeout_seconds)
-        return cls(client, load_schema(config.schema_dir / "lesson.toml"))
+        return cls(client, config.schema)
 
     # ------------------------------------------------------------ titles
     def title(self, lesson_id: str) -> str:

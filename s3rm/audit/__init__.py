@@ -70,7 +70,7 @@ from gateway.config import ConfigError, GatewayConfig
 from gateway.domain.codec import PageFormatError, parse_page
 from gateway.domain.markers import MarkerError, parse_summary
 from gateway.domain.repository import RepositoryError
-from gateway.domain.schema import load_schema
+from gateway.config.schema import Schema
 from gateway.domain.timestamps import format_ts, parse_ts
 from gateway.domain.verdicts import AMBIGUOUS, current_verdicts
 from gateway.config.profiles import get_profile
@@ -195,21 +195,21 @@ def _existing(client, ns_name: str, ids: set[str]) -> set[str]:
     return found
 
 
-def _github_login(comment: str) -> str | None:
+def _github_login(comment: str, schema: Schema) -> str | None:
     """The verified GitHub login a gateway write's marker records (``gh=``), or ``None``."""
     try:
-        marker = parse_summary(comment)
+        marker = parse_summary(comment, schema)
     except MarkerError:
         return None
     return marker.actor if marker is not None else None
 
 
-def _name_missing_key(rule_id: str, message: str, comment: str, keys: Mapping[str, str]) -> str:
+def _name_missing_key(rule_id: str, message: str, comment: str, keys: Mapping[str, str], schema: Schema) -> str:
     """An HS44 "unknown key id" message that also names the key id and the setting that lacks it."""
     if rule_id != "HS44" or "unknown key id" not in message:
         return message
     try:
-        kid = getattr(parse_summary(comment), "kid", None) or "?"
+        kid = getattr(parse_summary(comment, schema), "kid", None) or "?"
     except MarkerError:
         kid = "?"
     if not keys:
@@ -219,11 +219,11 @@ def _name_missing_key(rule_id: str, message: str, comment: str, keys: Mapping[st
             "keep retired keys there while their seals are audited (docs/operations.md#audit)")
 
 
-def _restored_ids(rows: list[dict]) -> dict[int, int]:
+def _restored_ids(rows: list[dict], schema: Schema) -> dict[int, int]:
     out = {}
     for row in rows:
         try:
-            marker = parse_summary(row["comment"])
+            marker = parse_summary(row["comment"], schema)
         except MarkerError:
             continue
         if marker is not None and marker.tag == "S3U" and marker.restored:
@@ -232,21 +232,21 @@ def _restored_ids(rows: list[dict]) -> dict[int, int]:
 
 
 def audit(client, *, since: datetime, limit: int, keys: Mapping[str, str], agent_accounts: set[str],
-          force_allrevisions: bool = False, facet_char_cap: int = FACET_CHAR_CAP) -> AuditReport:
-    """Audit Lesson revisions saved since ``since`` (at most ``limit``); ``facet_char_cap`` is the embedding
-    window the truncation list is measured against. Raises RepositoryError on wiki failures."""
-    schema = load_schema()
+          schema: Schema, force_allrevisions: bool = False, facet_char_cap: int = FACET_CHAR_CAP) -> AuditReport:
+    """Audit Lesson revisions saved since ``since`` (at most ``limit``) by ``schema`` (the configuration's);
+    ``facet_char_cap`` is the embedding window the truncation list is measured against. Raises
+    RepositoryError on wiki failures."""
     ns = schema.namespace_id
     oldest = None if force_allrevisions else _rc_oldest(client)
     source = "recentchanges" if oldest is not None and oldest <= since else "allrevisions"
     rows, partial = _list_revisions(client, ns, since, limit, source)
     report = AuditReport(source=source, since=format_ts(since), scanned=len(rows), partial=partial)
-    restored = _restored_ids(rows)
+    restored = _restored_ids(rows, schema)
     texts = _texts(client, [r["revid"] for r in rows] + [r["parentid"] for r in rows] + list(restored.values()))
     targets: set[str] = set()
     for row in rows:
         try:
-            targets.update(r.get("to", "") for r in parse_page(texts.get(row["revid"], "")).relations)
+            targets.update(r.get("to", "") for r in parse_page(texts.get(row["revid"], ""), schema).relations)
         except (PageFormatError, ValueError):
             pass
     existing = _existing(client, schema.namespace, {t for t in targets if t})
@@ -262,18 +262,18 @@ def audit(client, *, since: datetime, limit: int, keys: Mapping[str, str], agent
         violations = check_revision(
             parent_text, text, row["user"], row["timestamp"], row["comment"], keys=keys,
             existing_lessons=existing, lesson_id=lesson_id, parent_revision_id=row["parentid"],
-            agent_accounts=agent_accounts, restored_wikitext=texts.get(restored.get(row["revid"], 0)))
-        login = _github_login(row["comment"]) if row["user"] in agent_accounts else None
+            agent_accounts=agent_accounts, restored_wikitext=texts.get(restored.get(row["revid"], 0)), schema=schema)
+        login = _github_login(row["comment"], schema) if row["user"] in agent_accounts else None
         if login:
             report.github_writers[login] += 1
         for v in violations:
             report.findings.append(Finding(lesson_id, row["revid"], row["parentid"], row["user"], row["timestamp"],
-                                           v.rule_id, _name_missing_key(v.rule_id, v.message, row["comment"], keys),
+                                           v.rule_id, _name_missing_key(v.rule_id, v.message, row["comment"], keys, schema),
                                            login))
         latest[lesson_id] = (row, text)
     for lesson_id, (row, text) in latest.items():
         try:
-            page = parse_page(text)
+            page = parse_page(text, schema)
         except (PageFormatError, ValueError):
             continue
         cut = builder.truncation_report(page)
@@ -367,7 +367,7 @@ def cmd_audit(args, out: TextIO | None = None, err: TextIO | None = None) -> int
             if name.get("name") and not name.get("anon"):
                 agents.add(name["name"])
         report = audit(client, since=since, limit=args.limit, keys=dict(config.revision_hmac_keys),
-                       agent_accounts=agents, force_allrevisions=args.all_revisions,
+                       agent_accounts=agents, schema=config.schema, force_allrevisions=args.all_revisions,
                        facet_char_cap=get_profile(config.retrieval.profile_name).facet_char_cap)
     except RepositoryError as exc:
         err.write(f"audit: the wiki could not be read ({getattr(exc, 'wiki_code', '') or type(exc).__name__})\n")

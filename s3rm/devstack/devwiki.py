@@ -295,7 +295,7 @@ def install(wiki_dir: Path, host: str, port: int, quiet: bool = False) -> dict[s
         passfile.unlink()
         settings.make_relocatable(staging)
         _enable_wal(staging)
-        settings.write_settings(staging, host, port)
+        settings.write_settings(staging, host, port, CliSettings().schema)
         state: dict[str, Any] = {
             "format": 1,
             "install_version": INSTALL_VERSION,
@@ -348,7 +348,7 @@ def up(wiki_dir: Path = DEFAULT_DIR, port: int | None = None, host: str = DEFAUL
                 f"run `s3rm dev wiki down --dir {wiki_dir}` before switching to {host}:{port}", exit_code=2)
         for sub in ("logs", "run"):
             (wiki_dir / sub).mkdir(exist_ok=True)
-        settings.write_settings(wiki_dir, host, port)
+        settings.write_settings(wiki_dir, host, port, CliSettings().schema)
         if state.get("accounts_fingerprint") != accounts.accounts_fingerprint():
             say("dev wiki: updating accounts and bot passwords", quiet)
             accounts.ensure_accounts(wiki_dir, state, quiet=quiet)

@@ -35,7 +35,7 @@ def _serve(args: argparse.Namespace) -> int:
         env["S3RM_GUNICORN_THREADS"] = str(args.threads)
     try:
         config = GatewayConfig.from_env(env)
-        ToolRegistry.load(config.schema_dir)
+        ToolRegistry.load(config.schema)
     except (ConfigError, SchemaLoadError) as exc:
         raise CliError(f"{exc}", 2)
     if args.check:

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from gateway.domain.schema import Schema, load_schema
+from gateway.config.schema import Schema
 from s3rm.devstack.errors import DevWikiError
 
 #: The template of ``S3RM.php``.
@@ -50,9 +50,8 @@ def server_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-def schema_values(schema: Schema | None = None) -> dict[str, str]:
+def schema_values(schema: Schema) -> dict[str, str]:
     """The placeholders that come from the schema source (``NS_LESSON``, names, …)."""
-    schema = schema or load_schema()
     return {
         "NS_LESSON": str(schema.namespace_id),
         "NS_LESSON_TALK": str(schema.namespace_id + 1),
@@ -73,7 +72,7 @@ def render(template: str, values: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
-def render_settings(host: str, port: int, schema: Schema | None = None) -> str:
+def render_settings(host: str, port: int, schema: Schema) -> str:
     """The text of ``S3RM.php`` for a wiki served at ``host:port``."""
     values = {"SERVER": php_str(server_url(host, port)), **schema_values(schema)}
     return render(TEMPLATE_FILE.read_text(encoding="utf-8"), values)
@@ -84,8 +83,8 @@ def shared_blocks(php: str) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in _SHARED.finditer(php)}
 
 
-def write_settings(wiki_dir: Path, host: str, port: int) -> None:
-    """(Re)write ``S3RM.php`` for ``host:port`` and make sure ``LocalSettings.php``
+def write_settings(wiki_dir: Path, host: str, port: int, schema: Schema) -> None:
+    """(Re)write ``S3RM.php`` for ``host:port`` (namespace from ``schema``) and make sure ``LocalSettings.php``
     includes it exactly once.
 
     Raises :class:`DevWikiError` if ``LocalSettings.php`` is missing.
@@ -93,7 +92,7 @@ def write_settings(wiki_dir: Path, host: str, port: int) -> None:
     ls = wiki_dir / "LocalSettings.php"
     if not ls.is_file():
         raise DevWikiError(f"{ls} is missing: {wiki_dir} is not an installed dev wiki (use `reset`)")
-    (wiki_dir / SETTINGS_FILE).write_text(render_settings(host, port), encoding="utf-8")
+    (wiki_dir / SETTINGS_FILE).write_text(render_settings(host, port, schema), encoding="utf-8")
     text = ls.read_text(encoding="utf-8")
     if _INCLUDE_MARKER not in text:
         if not text.endswith("\n"):

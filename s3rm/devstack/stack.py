@@ -52,7 +52,7 @@ from pathlib import Path
 
 import requests
 
-from gateway.domain.schema import REPO_ROOT
+from gateway.config.schema import REPO_ROOT
 from s3rm.devstack import devwiki, postgres, procs
 from s3rm.settings import DEV_DIR, DEV_SECRETS_FILE, DEV_STACK_ENV_FILE, CliSettings, seal_settings
 from s3rm.errors import CliError

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.domain.repository import RepositoryError, WikiApiError
-from gateway.domain.schema import REPO_ROOT
+from gateway.config.schema import REPO_ROOT
 from gateway.wiki.client import WikiClient
 from s3rm.devstack import procs
 from s3rm.devstack.accounts import DB_NAME

@@ -44,7 +44,6 @@ from pathlib import Path
 from gateway.domain.codec import serialize_page
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import RepositoryError
-from gateway.domain.schema import load_schema
 from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
@@ -125,7 +124,7 @@ class Importer:
         self.repo = repository
         self.account = account
         self.source = source
-        self.schema = load_schema()
+        self.schema = repository.schema
         self.clock = clock or (lambda: datetime.now(timezone.utc))
 
     def plan(self, record: ImportRecord, current: LessonSnapshot | None) -> tuple[str, LessonPage | None]:
@@ -157,7 +156,7 @@ class Importer:
         summary = SUMMARY.format(source=self.source, lesson_id=record.lesson_id)
         previous = current.wikitext if current else None
         violations = check_revision(previous, text, self.account, page.fields["updated_at"], summary,
-                                    lesson_id=record.lesson_id)
+                                    lesson_id=record.lesson_id, schema=self.schema)
         if violations:
             return "failed", "refused by " + ", ".join(sorted({v.rule_id for v in violations}))
         try:
@@ -213,7 +212,7 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {args.path}: {exc.strerror or exc}", 2)
     if args.limit:
         records = records[: args.limit]
-    repo = MediaWikiRepository(WikiClient(api_url, username, password, timeout=30.0))
+    repo = MediaWikiRepository(WikiClient(api_url, username, password, timeout=30.0), CliSettings().schema)
     importer = Importer(repo, username.split("@", 1)[0], args.source)
     try:
         report = importer.run(records, workers=args.workers, progress=None if args.quiet else _bar)

@@ -6,32 +6,37 @@ writes, next to the source file:
 * ``Properties/<name>.wiki``, ``Templates/<name>.wiki``, ``Forms/<name>.wiki``, ``Modules/<name>.lua`` —
   the FULL variant (SMW + Page Forms + Scribunto) of :func:`s3rm.schema.pages.render_schema_pages`;
 * ``tools/<tool>.input.schema.json`` / ``tools/<tool>.output.schema.json`` —
-  :func:`s3rm.schema.toolschemas.render_tool_schemas`.
+  :func:`s3rm.schema.toolschemas.render_tool_schemas`, the very objects the
+  gateway's tool registry builds from the tool modules and serves.
 
 Output is deterministic: sorted, UTF-8, LF line ends, one trailing newline;
 JSON with ``indent=2, ensure_ascii=False`` in the builders' stable key order.
 Files in those folders that the generator no longer produces are deleted.
 
-``--check`` writes nothing and exits 1 listing stale, missing and extra files
+``--check`` writes nothing and exits 1 listing stale, missing and extra files,
+with a unified diff (committed file → generated) for each stale one
 (docs/data-contract.md#schema-source: a check fails when they are stale); exit 0 when up to date,
 2 when the source cannot be loaded.
 """
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gateway.domain.schema import Schema, SchemaError, parse_schema, schema_dir
+from gateway.config.schema import Schema, SchemaError, parse_schema
+from gateway.tools.registry import SchemaLoadError
 from s3rm.errors import CliError
+from s3rm.settings import CliSettings
 from s3rm.schema.pages import PAGE_DIRS, WikiCapabilities, page_relpath, render_schema_pages
 from s3rm.schema.toolschemas import render_tool_schemas
 
 __all__ = ["GENERATED_DIRS", "CheckResult", "WikiCapabilities", "check_output", "register", "render_generated_files",
-           "render_schema_pages", "render_tool_schemas", "run", "write_output"]
+           "render_schema_pages", "render_tool_schemas", "run", "stale_diff", "write_output"]
 
 #: Folders (relative to the schema folder) owned by the generator.
 GENERATED_DIRS = tuple(sorted(set(PAGE_DIRS.values()) | {"tools"}))
@@ -87,6 +92,14 @@ def check_output(root: Path, expected: dict[str, str]) -> CheckResult:
     return result
 
 
+def stale_diff(root: Path, rel: str, expected: str) -> str:
+    """Unified diff from the committed file ``root/rel`` to the ``expected`` content, both named by ``rel``."""
+    committed = (root / rel).read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = difflib.unified_diff(committed, expected.splitlines(keepends=True),
+                                 fromfile=f"{rel} (committed)", tofile=f"{rel} (generated)")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
 def write_output(root: Path, expected: dict[str, str]) -> CheckResult:
     """Write changed/missing files and delete extra ones under ``root``; returns what changed."""
     result = check_output(root, expected)
@@ -104,7 +117,7 @@ def _source_path(arg: str | None) -> Path:
     if arg:
         p = Path(arg)
         return p / "lesson.toml" if p.is_dir() else p
-    return schema_dir() / "lesson.toml"
+    return CliSettings().schema_dir / "lesson.toml"
 
 
 def read_schema(source: Path) -> Schema:
@@ -124,7 +137,10 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, SchemaError, tomllib.TOMLDecodeError, KeyError) as exc:
         raise CliError(f"cannot load {source}: {exc}", 2)
     root = source.parent
-    expected = render_generated_files(schema)
+    try:
+        expected = render_generated_files(schema)
+    except SchemaLoadError as exc:
+        raise CliError(f"cannot build the tool schemas: {exc}", 2)
     if args.check:
         result = check_output(root, expected)
         if result.ok:
@@ -133,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
         for label, items in (("stale", result.stale), ("missing", result.missing), ("extra", result.extra)):
             for rel in items:
                 print(f"{label}: {rel}")
+        for rel in result.stale:
+            print(stale_diff(root, rel, expected[rel]), end="")
         print("generated schema files are out of date: run `s3rm schema generate`", file=sys.stderr)
         return 1
     result = write_output(root, expected)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from gateway.domain.schema import Schema, SchemaError, load_schema, schema_dir
+from gateway.config.schema import Schema, SchemaError, load_schema
 from s3rm.site import variants
 from s3rm.schema.pages import WikiCapabilities, render_schema_pages
 from s3rm.settings import CliSettings
@@ -146,7 +146,7 @@ def build_page_set(capabilities: Iterable[str], *, root: Path | None = None, sch
         SyncError: a source is missing or malformed, or two sources claim one title.
     """
     caps = frozenset(capabilities)
-    root = Path(root) if root else schema_dir()
+    root = Path(root) if root else CliSettings().schema_dir
     if schema is None:
         try:
             schema = load_schema(root / "lesson.toml")

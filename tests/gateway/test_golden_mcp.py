@@ -3,7 +3,7 @@
 A fixed sequence of JSON-RPC messages (``initialize``, ``tools/list`` and each
 of the Lesson tools with valid and invalid arguments, plus a write without the
 token) is POSTed to ``/mcp`` of the real WSGI app (``create_app``: transport,
-dispatcher, registry over the generated ``schema/tools``, the real handlers)
+dispatcher, registry building the tool schemas from the tool modules, the real handlers)
 through Flask's test client. To make the answers deterministic the Lesson
 store is :class:`~support.memory.InMemoryRepository`, the tool clock and
 the repository clock are fixed, the seal keys and the cursor secret are fixed,

@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 
+from support.schema_dirs import SCHEMA
 import pytest
 
 from hooks_spec.checker import RULE_IDS, check_revision
@@ -34,7 +35,7 @@ def _run(vector: dict):
         vector["previous"], vector["new"], vector["account"], vector["timestamp"], vector["summary"],
         keys=vector["keys"], existing_lessons=vector["existing_lessons"], lesson_id=vector["lesson_id"],
         parent_revision_id=vector["parent_revision_id"], agent_accounts=vector["agent_accounts"],
-        restored_wikitext=vector["restored"],
+        restored_wikitext=vector["restored"], schema=SCHEMA
     )
 
 
@@ -65,7 +66,7 @@ def test_rules_md_lists_every_rule():
 
 def test_checker_never_raises_on_garbage():
     for text in ("", "{{", "{{Lesson|", "}}{{Lesson}}", "{{Lesson|title=a|title=b}}", "\x00\ud7ff"):
-        result = check_revision(text, text, "", "not a time", "[S3R", keys={})
+        result = check_revision(text, text, "", "not a time", "[S3R", keys={}, schema=SCHEMA)
         assert isinstance(result, list)
 
 
@@ -76,7 +77,6 @@ from gateway.domain import ids, markers, seals  # noqa: E402
 from gateway.domain.digests import content_digest  # noqa: E402
 from gateway.domain.idempotency import find_prior_write  # noqa: E402
 from gateway.domain.model import LessonPage  # noqa: E402
-from gateway.domain.schema import load_schema  # noqa: E402
 from gateway.domain.timestamps import next_updated_at  # noqa: E402
 from gateway.domain.verdicts import current_verdict  # noqa: E402
 from gateway.domain.writes import WriteRefused, parse_request, salt  # noqa: E402
@@ -88,16 +88,16 @@ LONG_OP = "O" + "p" * 127
 
 
 def test_longest_seal_fits_the_summary_limit_with_room_for_a_prefix():
-    page = parse_page(bv.BASE)
-    fields = tuple(f.name for f in load_schema().lesson.fields if f.client_settable)
+    page = parse_page(bv.BASE, SCHEMA)
+    fields = tuple(f.name for f in SCHEMA.lesson.fields if f.client_settable)
     marker = seals.make_seal(keys={"k" * 32: "secret-0123456789abcdef"}, active_kid="k" * 32, lesson_id="x" * 120,
                              account="A" * 255, op=LONG_OP, request_digest="f" * 64, basis_ids=["e" * 64] * 8,
-                             fields=fields, parent=10 ** 11, page=page)
-    text = markers.format_marker(marker)
+                             fields=fields, parent=10 ** 11, page=page, schema=SCHEMA)
+    text = markers.format_marker(marker, SCHEMA)
     assert len(text) <= markers.SUMMARY_LIMIT - 40
-    summary = markers.build_summary("MCP revise_lesson: " + "긴 이유 " * 200, marker)
+    summary = markers.build_summary("MCP revise_lesson: " + "긴 이유 " * 200, marker, SCHEMA)
     assert len(summary) <= markers.SUMMARY_LIMIT and summary.endswith(text) and "…" in summary
-    assert markers.parse_summary(summary) == marker
+    assert markers.parse_summary(summary, SCHEMA) == marker
 
 
 @pytest.mark.parametrize("marker", [
@@ -107,14 +107,14 @@ def test_longest_seal_fits_the_summary_limit_with_room_for_a_prefix():
     markers.Marker(tag="S3U", parent=12, restored=11, kind="undo"),
 ])
 def test_markers_round_trip(marker):
-    assert markers.parse_summary("human text " + markers.format_marker(marker)) == marker
+    assert markers.parse_summary("human text " + markers.format_marker(marker, SCHEMA), SCHEMA) == marker
 
 
 @pytest.mark.parametrize("summary", ["x [S3W v1 op=bad]", "[S3W v1 op=op-12345678 k=create d=" + "a" * 32 + " p=0] tail",
                                      "[S3R] [S3W v1 op=op-12345678 k=create d=" + "a" * 32 + " p=0]"])
 def test_reserved_marker_syntax_must_be_well_formed(summary):
     with pytest.raises(markers.MarkerError):
-        markers.parse_summary(summary)
+        markers.parse_summary(summary, SCHEMA)
 
 
 def test_human_prefix_cannot_smuggle_a_marker_or_links():
@@ -123,11 +123,11 @@ def test_human_prefix_cannot_smuggle_a_marker_or_links():
 
 
 def test_seal_binds_lesson_author_parent_body_and_rotates():
-    page = parse_page(bv.BASE)
+    page = parse_page(bv.BASE, SCHEMA)
     keys = {"old": "old-secret-0123456789", "new": "new-secret-0123456789"}
     m = seals.make_seal(keys=keys, active_kid="old", lesson_id="l", account="S3Agent", op="op-12345678",
-                        request_digest="d" * 64, basis_ids=["e1"], fields=("title",), parent=5, page=page)
-    ok = dict(keys=keys, lesson_id="l", account="S3Agent", parent_revision_id=5, page=page)
+                        request_digest="d" * 64, basis_ids=["e1"], fields=("title",), parent=5, page=page, schema=SCHEMA)
+    ok = dict(keys=keys, lesson_id="l", account="S3Agent", parent_revision_id=5, page=page, schema=SCHEMA)
     assert seals.verify_seal(m, **ok).ok  # still verifies after "new" became the active key
     assert not seals.verify_seal(m, **{**ok, "keys": {"new": keys["new"]}}).ok
     assert not seals.verify_seal(m, **{**ok, "lesson_id": "other"}).ok
@@ -138,7 +138,7 @@ def test_seal_binds_lesson_author_parent_body_and_rotates():
 
 
 def test_derived_ids_are_deterministic_and_valid():
-    meta = load_schema().meta
+    meta = SCHEMA.meta
     for title in ("GPU allocator fragmentation", "GPU 메모리 단편화", "메모리", "", "x" * 500):
         a, b = ids.derive_lesson_id(title, "op-12345678"), ids.derive_lesson_id(title, "op-12345678")
         assert a == b and re.fullmatch(meta["id_pattern"], a) and len(a) <= int(meta["id_max_length"])
@@ -150,8 +150,8 @@ def test_derived_ids_are_deterministic_and_valid():
 def test_conflict_salt_is_invisible_to_the_codec_and_differs_per_request():
     text = bv.BASE
     a, b = salt(text, "a" * 64), salt(text, "b" * 64)
-    assert parse_page(a) == parse_page(text) == parse_page(b)
-    assert content_digest(parse_page(a)) == content_digest(parse_page(text))
+    assert parse_page(a, SCHEMA) == parse_page(text, SCHEMA) == parse_page(b, SCHEMA)
+    assert content_digest(parse_page(a, SCHEMA), SCHEMA) == content_digest(parse_page(text, SCHEMA), SCHEMA)
     line = [ln for ln in a.split("\n") if ln.startswith("|updated_at=")][0]
     assert line != [ln for ln in b.split("\n") if ln.startswith("|updated_at=")][0]
     assert salt(a, "a" * 64) == a  # re-salting replaces, never accumulates
@@ -183,14 +183,14 @@ def test_request_digest_ignores_order_of_sets_and_absent_optionals():
             "expected_evidence_digest": "sha256:" + "0" * 64, "verification_basis": "full_text",
             "source_identity": "s", "source_sha256": "a" * 64, "source_locator": "l", "coverage": "c",
             "outcome": "supports", "claim_fields": ["observation", "context"]}
-    a = parse_request(record_evidence_verification.OPERATION, base)
-    b = parse_request(record_evidence_verification.OPERATION, {**base, "claim_fields": ["context", "observation"]})
+    a = parse_request(record_evidence_verification.OPERATION, base, SCHEMA)
+    b = parse_request(record_evidence_verification.OPERATION, {**base, "claim_fields": ["context", "observation"]}, SCHEMA)
     assert a.digest == b.digest
     ev = {"operation_id": "op-12345678", "lesson_id": "l", "citation": "c", "kind": "log",
           "verification_basis": "full_text"}
-    assert parse_request(attach_evidence.OPERATION, ev).digest == parse_request(attach_evidence.OPERATION, {**ev, "note": ""}).digest
+    assert parse_request(attach_evidence.OPERATION, ev, SCHEMA).digest == parse_request(attach_evidence.OPERATION, {**ev, "note": ""}, SCHEMA).digest
     with pytest.raises(WriteRefused) as exc:
-        parse_request(attach_evidence.OPERATION, {**ev, "added_by": "Mallory"})
+        parse_request(attach_evidence.OPERATION, {**ev, "added_by": "Mallory"}, SCHEMA)
     assert (exc.value.code, exc.value.rule) == ("invalid_argument", "GW02")
 
 
@@ -199,12 +199,12 @@ def test_replay_scan_is_bounded():
 
     repo = InMemoryRepository()
     marker = markers.Marker(tag="S3W", parent=0, op="op-12345678", kind="create", digest="a" * 32)
-    repo.save_page("l", bv.BASE, markers.build_summary("MCP", marker), base_revision_id=None)
-    page = parse_page(bv.BASE)
+    repo.save_page("l", bv.BASE, markers.build_summary("MCP", marker, SCHEMA), base_revision_id=None)
+    page = parse_page(bv.BASE, SCHEMA)
     for i in range(30):
-        repo.put_page("l", serialize_page(page.evolve(fields={**page.fields, "title": f"t{i}"})), "edit")
-    found = find_prior_write(repo, "l", "op-12345678", account="S3Agent", keys={})
+        repo.put_page("l", serialize_page(page.evolve(fields={**page.fields, "title": f"t{i}"}), SCHEMA), "edit")
+    found = find_prior_write(repo, "l", "op-12345678", account="S3Agent", keys={}, schema=SCHEMA)
     assert found.prior is not None and found.prior.revision_id == 1 and found.scanned == 31
-    capped = find_prior_write(repo, "l", "op-12345678", account="S3Agent", keys={}, limit=10)
+    capped = find_prior_write(repo, "l", "op-12345678", account="S3Agent", keys={}, limit=10, schema=SCHEMA)
     assert capped.prior is None and capped.partial and capped.scanned == 10
-    assert find_prior_write(repo, "l", "op-12345678", account="Someone", keys={}).prior is None
+    assert find_prior_write(repo, "l", "op-12345678", account="Someone", keys={}, schema=SCHEMA).prior is None

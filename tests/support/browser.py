@@ -41,7 +41,6 @@ from urllib.parse import quote
 from gateway.domain.codec import serialize_page
 from gateway.domain.digests import evidence_digest
 from gateway.domain.model import LessonPage
-from gateway.domain.schema import load_schema
 from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
@@ -49,6 +48,7 @@ from hooks_spec.checker import check_revision
 from s3rm.importing import Importer
 from s3rm.importing.cloud_incidents import ImportRecord, read_records
 
+from support.schema_dirs import SCHEMA
 from support.services import Gateway
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,16 +186,16 @@ def plan_relations(ids: list[str], count: int, seed: int = 7) -> list[tuple[str,
 
 def _save_checked(repo: MediaWikiRepository, account: str, lesson_id: str, page: LessonPage, summary: str,
                   previous, existing: set[str]) -> None:
-    text = serialize_page(page)
+    text = serialize_page(page, SCHEMA)
     violations = check_revision(previous.wikitext if previous else None, text, account, page.fields["updated_at"],
-                                summary, lesson_id=lesson_id, existing_lessons=existing)
+                                summary, lesson_id=lesson_id, existing_lessons=existing, schema=SCHEMA)
     assert not violations, f"{lesson_id}: fixture refused by the hooks checker: {violations}"
     repo.save_page(lesson_id, text, summary, base_revision_id=previous.revision_id if previous else None)
 
 
 def write_relations(wiki, relations: list[tuple[str, str, str]], *, workers: int = 6) -> None:
     """Append the relations to their source Lessons (one revision per source Lesson, import account)."""
-    schema = load_schema()
+    schema = SCHEMA
     account = wiki.importer.username.split("@", 1)[0]
     by_source: dict[str, list[tuple[str, str]]] = {}
     for source, relation, target in relations:
@@ -230,7 +230,7 @@ def write_relations(wiki, relations: list[tuple[str, str, str]], *, workers: int
 def seed(wiki, *, records: int | None, relations: int, korean: bool = True, workers: int = 6,
          relation_seed: int = 7) -> Seeded:
     """Import ``records`` corpus Lessons (None: all), the Korean Lessons, then ``relations`` relations."""
-    schema = load_schema()
+    schema = SCHEMA
     account = wiki.importer.username.split("@", 1)[0]
     recs = corpus_records(records)
     repo = MediaWikiRepository(import_client(wiki), schema)
@@ -321,7 +321,7 @@ def launch_chromium(playwright, user_data_dir: str | Path | None = None, *, view
 
 def write_lessons(wiki, specs: list[dict]) -> None:
     """Save synthetic Lessons (``KOREAN_LESSONS``-shaped dicts) as the import account, unless present."""
-    schema = load_schema()
+    schema = SCHEMA
     account = wiki.importer.username.split("@", 1)[0]
     repo = MediaWikiRepository(import_client(wiki), schema)
     current = repo.get_snapshots([spec["id"] for spec in specs])

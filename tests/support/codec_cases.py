@@ -9,15 +9,14 @@
 """
 from __future__ import annotations
 
+from support.schema_dirs import SCHEMA
+
 import unicodedata
 
 from hypothesis import strategies as st
 
 from gateway.domain.codec import canonical_value
 from gateway.domain.model import LessonPage
-from gateway.domain.schema import load_schema
-
-SCHEMA = load_schema()
 
 #: Wikitext pieces that mean something to MediaWiki (mixed into generated text).
 DANGEROUS_PIECES = (

@@ -8,6 +8,8 @@ with the fixture's ``agent`` account through :class:`WikiClient` and
 """
 from __future__ import annotations
 
+from support.schema_dirs import SCHEMA
+
 from typing import Iterable
 
 from gateway.domain.codec import serialize_page
@@ -89,7 +91,7 @@ def write_pages(client: WikiClient, pages: dict[str, LessonPage]) -> dict[str, i
     """Save each ``Lesson:<id>`` (create or overwrite); returns id → new revision id."""
     out = {}
     for lesson_id, page in pages.items():
-        data = client.post({"action": "edit", "title": f"Lesson:{lesson_id}", "text": serialize_page(page),
+        data = client.post({"action": "edit", "title": f"Lesson:{lesson_id}", "text": serialize_page(page, SCHEMA),
                             "summary": "read-path test data"})
         edit = data["edit"]
         out[lesson_id] = int(edit.get("newrevid") or edit.get("oldrevid") or 0)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Sequence
 
+from support.schema_dirs import SCHEMA
 from gateway.domain.codec import PageFormatError, parse_page
 from gateway.domain.model import LessonSnapshot
 from gateway.domain.repository import (
@@ -49,7 +50,7 @@ from gateway.domain.repository import (
     SaveResult,
     ScanPage,
 )
-from gateway.domain.schema import Schema, load_schema
+from gateway.config.schema import Schema
 
 __all__ = ["InMemoryRepository"]
 
@@ -74,14 +75,14 @@ class InMemoryRepository(LessonRepository):
     """Lesson pages in memory (thread-safe).
 
     Args:
-        schema: schema source (defaults to the loaded one).
+        schema: schema source (defaults to the committed one, support.schema_dirs.SCHEMA).
         clock: ``() -> aware datetime`` used for revision timestamps.
         user: account name recorded on saved revisions.
     """
 
     def __init__(self, schema: Schema | None = None, clock: Callable[[], datetime] = _utc_now,
                  user: str = "S3Agent"):
-        self.schema = schema or load_schema()
+        self.schema = schema or SCHEMA
         self._clock = clock
         self._user = user
         self._lock = threading.RLock()

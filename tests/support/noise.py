@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support.schema_dirs import SCHEMA
+
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from s3rm.importing import SOURCES, Importer, ImportReport
@@ -39,7 +41,7 @@ def is_noise(lesson_id: str) -> bool:
 
 def import_noise(wiki, *, workers: int = 4) -> ImportReport:
     """Import every noise Lesson into ``wiki`` (a re-run makes 0 edits); raises when any fails."""
-    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.importer.username, wiki.importer.password))
+    repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.importer.username, wiki.importer.password), SCHEMA)
     report = Importer(repo, wiki.importer.username.split("@", 1)[0], NOISE_SOURCE).run(noise_records(),
                                                                                      workers=workers)
     if report.failed:

@@ -2,7 +2,7 @@
 
 ``Harness(repo, cap=…)`` runs tools through the real :class:`Dispatcher`
 (input validation, handler, output-schema validation, byte cap) over the
-generated ``schema/tools`` files; ``call`` returns ``structuredContent`` or
+tool schemas the registry builds; ``call`` returns ``structuredContent`` or
 ``{"error": {...}}`` plus the response size in bytes.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ class Harness:
     def __init__(self, repo, cap: int = 32768, scopes: dict | None = None):
         self.config = GatewayConfig(output_max_bytes=cap, cursor_secret=SECRET, cursor_secret_ephemeral=False,
                                     search_scopes=MappingProxyType(scopes or {}), schema_dir=DEFAULT_SCHEMA_DIR)
-        self.dispatcher = Dispatcher(ToolRegistry.load(DEFAULT_SCHEMA_DIR), config=self.config, repository=repo)
+        self.dispatcher = Dispatcher(ToolRegistry.load(self.config.schema), config=self.config, repository=repo)
         self.last_size = 0
 
     def call(self, tool: str, **arguments: Any) -> dict[str, Any]:

@@ -1,29 +1,28 @@
-"""Shared helpers for the gateway tests: schema directories and environments.
+"""Shared helpers for the gateway tests: schema folders and tool specs with known shapes.
 
-``schema_dir_for_tests(tmp)`` returns the real generated ``schema/`` tree when
-all twenty tool schemas exist, otherwise writes minimal closed draft-2020-12
-schemas for the Lesson tools under ``tmp`` and returns that directory.
-``minimal_schema_dir(tmp)`` always writes the minimal ones (transport tests use
-them so their test tools have known output shapes).
+:data:`SCHEMA` is the committed ``schema/lesson.toml``, loaded by its path.
+``minimal_schema_dir(tmp)`` writes a schema folder holding copies of the
+committed ``lesson.toml`` and migration help page (a configuration may name
+any such folder).
+``minimal_specs(**handlers)`` returns the Lesson tools with minimal closed
+draft-2020-12 schemas (transport tests use them so their test tools have known
+output shapes) and the given handlers in place of the real ones.
 """
 from __future__ import annotations
 
-import json
+import dataclasses
+import shutil
 from pathlib import Path
 
 from gateway.config import DEFAULT_SCHEMA_DIR
-from gateway.tools.registry import READ_TOOLS, WRITE_TOOLS
+from gateway.config.schema import load_schema
+from gateway.tools.contract import Handler, ToolSpec
+from gateway.tools.registry import READ_TOOLS, WRITE_TOOLS, load_specs
 
+#: The committed schema source: tests name it explicitly (product code gets it from its configuration).
+SCHEMA = load_schema(DEFAULT_SCHEMA_DIR / "lesson.toml")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ALL_TOOLS = READ_TOOLS + WRITE_TOOLS
-
-
-def real_schemas_present(schema_dir: Path = DEFAULT_SCHEMA_DIR) -> bool:
-    """True when every tool has both generated schema files."""
-    tools = schema_dir / "tools"
-    return all(
-        (tools / f"{name}.{kind}.schema.json").is_file() for name in ALL_TOOLS for kind in ("input", "output")
-    )
 
 
 def _input_schema(name: str) -> dict:
@@ -66,18 +65,20 @@ def _output_schema(name: str) -> dict:
     }
 
 
+def minimal_specs(**handlers: Handler) -> tuple[ToolSpec, ...]:
+    """The Lesson tools in listing order with minimal closed schemas; a tool named in ``handlers`` runs that handler."""
+    return tuple(
+        dataclasses.replace(spec, handler=handlers.get(spec.name, spec.handler),
+                            input_schema=lambda _fields, name=spec.name: _input_schema(name),
+                            output_schema=lambda _fields, name=spec.name: _output_schema(name))
+        for spec in load_specs()
+    )
+
+
 def minimal_schema_dir(root: Path) -> Path:
-    """Write minimal closed schemas for the Lesson tools under ``root/tools`` and return ``root``."""
-    tools = root / "tools"
-    tools.mkdir(parents=True, exist_ok=True)
-    for name in ALL_TOOLS:
-        (tools / f"{name}.input.schema.json").write_text(json.dumps(_input_schema(name)), encoding="utf-8")
-        (tools / f"{name}.output.schema.json").write_text(json.dumps(_output_schema(name)), encoding="utf-8")
+    """Write a schema folder at ``root`` with what the gateway reads there (copies of the committed
+    ``lesson.toml`` and the help page holding the migration prompt); return ``root``."""
+    for rel in ("lesson.toml", "pages/help/migration.wiki"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(DEFAULT_SCHEMA_DIR / rel, root / rel)
     return root
-
-
-def schema_dir_for_tests(root: Path) -> Path:
-    """The real ``schema/`` when it has all tool schemas, else minimal ones under ``root``."""
-    if real_schemas_present():
-        return DEFAULT_SCHEMA_DIR
-    return minimal_schema_dir(root)

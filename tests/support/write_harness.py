@@ -13,6 +13,8 @@ read pages back (wikitext, revision history).
 """
 from __future__ import annotations
 
+from support.schema_dirs import SCHEMA
+
 import hashlib
 import itertools
 import json
@@ -85,7 +87,7 @@ class WriteHarness:
             cursor_secret=b"write-tests-cursor-secret-0123456789", cursor_secret_ephemeral=False)
         self.repo = MediaWikiRepository.from_config(self.config)
         extra = {"clock": clock} if clock is not None else {}
-        self.dispatcher = Dispatcher(ToolRegistry.load(DEFAULT_SCHEMA_DIR), config=self.config, repository=self.repo,
+        self.dispatcher = Dispatcher(ToolRegistry.load(self.config.schema), config=self.config, repository=self.repo,
                                      retrieval=retrieval, **extra)
 
     # ---------------------------------------------------------------- calls
@@ -131,7 +133,7 @@ class WriteHarness:
         """Record a supporting full_text verification of ``evidence_id`` at the current revision."""
         snap = self.repo.get_snapshot(lesson_id)
         from gateway.domain.digests import evidence_digest
-        digest = evidence_digest(snap.page.evidence_by_id(evidence_id))
+        digest = evidence_digest(snap.page.evidence_by_id(evidence_id), SCHEMA)
         return self.ok("record_evidence_verification", operation_id=unique("op-vr"), lesson_id=lesson_id,
                        evidence_id=evidence_id, expected_revision_id=snap.revision_id,
                        expected_evidence_digest=digest, **claim_args(**overrides))

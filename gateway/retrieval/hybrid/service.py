@@ -38,7 +38,6 @@ import time
 from typing import Any, Callable
 
 from gateway.domain.model import LessonPage, LessonSnapshot
-from gateway.domain.schema import load_schema
 from gateway.retrieval.hybrid.duplicates import DuplicateChecker
 from gateway.retrieval.embedding.client import EmbeddingProvider, build_provider
 from gateway.retrieval.hybrid.analogy_pipeline import AnalogyPipeline
@@ -64,7 +63,8 @@ class RetrievalService:
 
     Args:
         settings: :class:`RetrievalSettings` (``GatewayConfig.retrieval``).
-        repository: the Lesson repository the refresher reads (the app's lazy one).
+        repository: the Lesson repository the refresher reads (the app's lazy one); its ``schema``
+            (``LessonRepository.schema``) gives the projection's facets and the text fields.
         metrics: optional ``gateway.ops.metrics.Metrics``.
         provider: injectable provider (default: :func:`build_provider`).
         ranking: ranking configuration (default ``rrf_v8``).
@@ -78,7 +78,7 @@ class RetrievalService:
         self.settings = settings
         self.metrics = metrics
         self.profile = get_profile(settings.profile_name)
-        self.builder = ProjectionBuilder(facet_char_cap=self.profile.facet_char_cap)
+        self.builder = ProjectionBuilder(repository.schema, facet_char_cap=self.profile.facet_char_cap)
         self.ranking = ranking
         self.calibration = ranking.calibration(self.profile.name)
         self.own_generation = generation_id(self.profile, self.builder.identity(), ranking.version)
@@ -89,7 +89,7 @@ class RetrievalService:
                                            clock=clock, metrics=metrics, follower=follower)
         self._duplicates = DuplicateChecker(self)
         self._shadow = ShadowRunner(metrics=metrics)
-        self._text_fields = tuple(f.name for f in load_schema().lesson.fields if f.type in ("text", "longtext"))
+        self._text_fields = tuple(f.name for f in repository.schema.lesson.fields if f.type in ("text", "longtext"))
         stages = Stages(self, self._text_fields)
         self.search_pipeline = SearchPipeline(stages, self._shadow)
         self.analogy_pipeline = AnalogyPipeline(stages)

@@ -52,7 +52,7 @@ from typing import Mapping
 from gateway.core.errors import GatewayError
 from gateway.core.lru import BoundedLRU
 from gateway.domain.model import LessonPage, LessonSnapshot
-from gateway.domain.schema import Schema, load_schema
+from gateway.config.schema import Schema
 from gateway.retrieval.index.analyzer import ANALYZER_VERSION
 from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE
 
@@ -224,8 +224,7 @@ class ProjectionBuilder:
 
     version = PROJECTION_VERSION
 
-    def __init__(self, schema: Schema | None = None, facet_char_cap: int = FACET_CHAR_CAP):
-        schema = schema or load_schema()
+    def __init__(self, schema: Schema, facet_char_cap: int = FACET_CHAR_CAP):
         layout = {facet: tuple(f.name for f in schema.lesson.fields if f.facet == facet) for facet in FACETS}
         stray = [f.name for f in schema.lesson.fields if f.facet and f.facet not in FACETS]
         if layout != dict(V1_LAYOUT) or stray:

@@ -2,7 +2,7 @@
 
 Public API (used by ``s3rm schema generate`` and ``sync push``)::
 
-    pages = render_schema_pages(load_schema(), WikiCapabilities(smw=False, page_forms=False))
+    pages = render_schema_pages(schema, WikiCapabilities(smw=False, page_forms=False))
     # {"Template:Lesson": "<includeonly>…", …}   canonical English titles → wikitext
 
 Variants (``docs/data-contract.md#wiki-capabilities``: the dev wiki has neither SMW nor Page Forms):
@@ -23,7 +23,7 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-from gateway.domain.schema import Schema
+from gateway.config.schema import Schema
 
 from .wikitext import WikiCapabilities, banner_template
 from .forms import BROWSER_FILLED, render_form_pages

@@ -33,7 +33,7 @@ exist and browser editing goes through the source editor.
 """
 from __future__ import annotations
 
-from gateway.domain.schema import FieldDef, RecordDef, Schema
+from gateway.config.schema import FieldDef, RecordDef, Schema
 
 from .wikitext import banner_call, field_enum, label_template, wt
 

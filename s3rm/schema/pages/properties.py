@@ -8,7 +8,7 @@ Property namespace does not exist and the pages would be stray main-namespace pa
 """
 from __future__ import annotations
 
-from gateway.domain.schema import Schema
+from gateway.config.schema import Schema
 
 from .wikitext import banner_call, field_enum, wt
 

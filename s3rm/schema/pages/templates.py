@@ -28,7 +28,7 @@ which hands SMW the decoded values (``docs/browser.md#values-in-smw``).
 """
 from __future__ import annotations
 
-from gateway.domain.schema import FieldDef, RecordDef, Schema
+from gateway.config.schema import FieldDef, RecordDef, Schema
 
 from .wikitext import (WikiCapabilities, banner_call, banner_template, enum_class_switch, enum_label_switch,
                      field_enum, label_template, param, wt)

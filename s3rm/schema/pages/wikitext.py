@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.domain.schema import EnumDef, FieldDef, Schema
+from gateway.config.schema import EnumDef, FieldDef, Schema
 
 #: Name of the banner template every synced page carries (docs/browser.md#synced-pages).
 DEFAULT_BANNER = "S3RM synced"

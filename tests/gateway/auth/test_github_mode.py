@@ -36,6 +36,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from support.schema_dirs import SCHEMA
 from support.browser import launch_chromium
 from support.clients import MCP_REMOTE, NODE
 from support.github_standin import GithubStandIn, StandInUser
@@ -287,7 +288,7 @@ def test_python_sdk_oauth_provider_with_chromium(github_mode, dev_wiki):
     revisions = history(dev_wiki, out["lesson_id"])
     assert revisions and revisions[0][1].endswith(" gh=alice]"), revisions
     report = audit(WikiClient(dev_wiki.api_url, dev_wiki.agent.username, dev_wiki.agent.password),
-                   since=started, limit=5000, keys={}, agent_accounts={revisions[0][0]})
+                   since=started, limit=5000, keys={}, agent_accounts={revisions[0][0]}, schema=SCHEMA)
     assert report.github_writers["alice"] >= 1  # s3rm audit names the person
     assert out["read_after_refresh"]
     lesson = tool_payload(call_tool(gw.url, "get_lesson", {"id": out["lesson_id"]}, headers=bearer(out["access"])))

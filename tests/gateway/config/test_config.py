@@ -10,7 +10,6 @@ from support.schema_dirs import minimal_schema_dir
 from gateway.app import create_app
 from gateway.config import ConfigError, DEFAULT_SCHEMA_DIR, GatewayConfig, RetrievalSettings, load_config
 from gateway.config.loader import schema_dir_setting
-from gateway.domain.schema import schema_dir
 from support.memory import InMemoryRepository
 
 
@@ -122,21 +121,36 @@ def test_repr_redacts_every_secret_including_the_embedding_key():
     assert "zq-" not in repr(config) and "<redacted>" in repr(config.retrieval)
 
 
-def test_schema_source_is_process_wide(tmp_path):
-    # a copy of the process's lesson.toml is accepted; a different one is refused before anything starts
-    same = minimal_schema_dir(tmp_path / "same")
-    (same / "lesson.toml").write_bytes((DEFAULT_SCHEMA_DIR / "lesson.toml").read_bytes())
-    app = create_app(load_config({"S3RM_SCHEMA_DIR": str(same)}))
-    assert app.extensions["s3rm"].config.schema_dir == same
-    other = minimal_schema_dir(tmp_path / "other")
-    (other / "lesson.toml").write_bytes((DEFAULT_SCHEMA_DIR / "lesson.toml").read_bytes() + b"\n# edited\n")
+def test_the_configuration_carries_the_schema_source_of_its_folder(tmp_path):
+    # the folder's own lesson.toml is loaded once, in load_config, and handed down from the config
+    edited = minimal_schema_dir(tmp_path / "edited")
+    source = (DEFAULT_SCHEMA_DIR / "lesson.toml").read_text(encoding="utf-8")
+    (edited / "lesson.toml").write_text(source.replace('describe = "Short title stating the conclusion."',
+                                                      'describe = "A title (edited copy)."', 1), encoding="utf-8")
+    config = load_config({"S3RM_SCHEMA_DIR": str(edited)})
+    assert config.schema.source_path == edited / "lesson.toml"
+    assert config.schema.lesson.field("title").describe == "A title (edited copy)."
+    assert load_config({}).schema.lesson.field("title").describe == "Short title stating the conclusion."
+    state = create_app(config).extensions["s3rm"]
+    assert state.dispatcher.config.schema is config.schema
+    title = state.registry.get("create_lesson_draft").input_schema["properties"]["title"]
+    assert title["description"] == "A title (edited copy)."
+
+
+def test_a_schema_folder_without_a_readable_source_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError) as err:
-        create_app(load_config({"S3RM_SCHEMA_DIR": str(other)}))
-    assert err.value.variable == "S3RM_SCHEMA_DIR" and "differs" in str(err.value)
+        load_config({"S3RM_SCHEMA_DIR": str(tmp_path)})
+    assert err.value.variable == "S3RM_SCHEMA_DIR" and "lesson.toml" in str(err.value)
+    (tmp_path / "lesson.toml").write_text("[meta]\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_config({"S3RM_SCHEMA_DIR": str(tmp_path)})
+    assert err.value.variable == "S3RM_SCHEMA_DIR" and "malformed" in str(err.value)
 
 
 def test_the_environment_is_read_for_the_schema_folder_in_one_place(monkeypatch, tmp_path):
     assert schema_dir_setting({}) == DEFAULT_SCHEMA_DIR
     assert schema_dir_setting({"S3RM_SCHEMA_DIR": str(tmp_path)}) == tmp_path
+    # the loaders read only the mapping they are given: the process environment does not leak in
     monkeypatch.setenv("S3RM_SCHEMA_DIR", str(tmp_path))
-    assert schema_dir() == tmp_path == load_config({"S3RM_SCHEMA_DIR": str(tmp_path)}).schema_dir
+    assert load_config({}).schema_dir == DEFAULT_SCHEMA_DIR
+    assert load_config({}).schema.source_path == DEFAULT_SCHEMA_DIR / "lesson.toml"

@@ -7,7 +7,6 @@ handlers block on events so saturation is deterministic (no sleeps as timing).
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import threading
@@ -15,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from support.schema_dirs import minimal_schema_dir
+from support.schema_dirs import minimal_schema_dir, minimal_specs
 
 from gateway.ops.admission import Admission, AdmissionClass, AdmissionRejected, semantic_permit
 from gateway.app import create_app
@@ -23,7 +22,6 @@ from gateway.config import ConfigError, GatewayConfig
 from gateway.core.errors import ToolError
 from gateway.core.principal import Principal
 from gateway.ops.ratelimit import RateLimiter
-from gateway.tools.registry import load_specs
 from gateway.ops.access import check_scope_access, principal_hash
 
 TOKEN = "admission-test-token-0123456789"
@@ -68,10 +66,7 @@ def _fast(arguments, ctx):
 
 
 def _specs(**handlers):
-    return tuple(
-        dataclasses.replace(spec, handler=handlers[spec.name]) if spec.name in handlers else spec
-        for spec in load_specs()
-    )
+    return minimal_specs(**handlers)
 
 
 def _app(tmp_path: Path, specs=None, **env):

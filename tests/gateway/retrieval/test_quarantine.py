@@ -19,6 +19,7 @@ from gateway.domain.codec import serialize_page
 from gateway.retrieval.index.analyzer import analyze
 from gateway.retrieval.indexing import refresher
 from gateway.retrieval.hybrid.service import RetrievalService
+from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
 from gateway.web.admin import RETRY_QUARANTINED
 from support.embedding import POISON, PickyProvider, settings_for
@@ -38,7 +39,7 @@ def build(n: int, poisoned: int | None = None, **settings):
     repo = InMemoryRepository()
     for i in range(n):
         extra = {"attempt": f"Tried the {POISON} reagent."} if i == poisoned else {}
-        repo.put_page(f"q-{i:03d}", serialize_page(page(i, **extra)))
+        repo.put_page(f"q-{i:03d}", serialize_page(page(i, **extra), SCHEMA))
     provider = PickyProvider()
     service = RetrievalService(settings_for("http://127.0.0.1:9/v1/embeddings", follow_seconds=0.0, **settings),
                                repo, provider=provider)
@@ -94,7 +95,7 @@ def test_an_edit_of_a_quarantined_lesson_retries_it(five_hundred):
     repo, provider, service = five_hundred
     refresh(service)
     assert service.quarantined_count() == 1
-    repo.put_page("q-123", serialize_page(page(123, attempt="Tried the plain reagent.")))
+    repo.put_page("q-123", serialize_page(page(123, attempt="Tried the plain reagent."), SCHEMA))
     service.hint_dirty("q-123")
     refresh(service, full=False)
     assert service.quarantined_count() == 0 and service.semantic_status() == "ready"
@@ -104,7 +105,7 @@ def test_an_edit_of_a_quarantined_lesson_retries_it(five_hundred):
 def test_an_edit_that_still_fails_goes_back_to_quarantine_at_once(five_hundred):
     repo, provider, service = five_hundred
     refresh(service)
-    repo.put_page("q-123", serialize_page(page(123, attempt=f"Tried the {POISON} reagent twice.")))
+    repo.put_page("q-123", serialize_page(page(123, attempt=f"Tried the {POISON} reagent twice."), SCHEMA))
     service.hint_dirty("q-123")
     refresh(service, full=False)
     assert service.quarantined_count() == 1 and service.semantic_status() == "ready"
@@ -140,7 +141,7 @@ def test_an_outage_quarantines_nothing():
         health = service.health()  # back: only the one bad Lesson is quarantined (after one strike here)
         assert (service.semantic_status(), health["indexed"], health["quarantined"]) == ("ready", 39, 1)
         provider.down = True
-        repo.put_page("q-008", serialize_page(page(8, attempt="Changed during the outage.")))
+        repo.put_page("q-008", serialize_page(page(8, attempt="Changed during the outage."), SCHEMA))
         service.hint_dirty("q-008")
         refresh(service, full=False)
         assert service.semantic_status() == "degraded" and service.health()["quarantined"] == 1

@@ -20,6 +20,7 @@ from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.request import DEFAULT_LIMIT, HYBRID_MODE, AnalogyRequest, SearchRequest
 from support.lessons import lesson, relation
 from support.memory import InMemoryRepository
+from support.schema_dirs import SCHEMA
 
 
 def _config(**env: str) -> GatewayConfig:
@@ -65,7 +66,7 @@ def test_analogy_request_reads_the_source_and_its_stored_partners_in_both_direct
         "d-in": lesson("d-in", relations=[relation("d-in", "analogous_to", "a-source")]),
     }
     for lesson_id, page in pages.items():
-        repo.put_page(lesson_id, serialize_page(page))
+        repo.put_page(lesson_id, serialize_page(page, SCHEMA))
     request = AnalogyRequest.from_arguments({"id": "a-source", "scope": "lab", "min_score": 0.1}, _config(),
                                             Principal(), repo)
     assert request.source.id == "a-source" and request.stored_ids == ("b-out", "d-in")

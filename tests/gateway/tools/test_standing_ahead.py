@@ -14,6 +14,7 @@ from gateway.domain.codec import serialize_page
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.tools import read_items
 from gateway.tools.read_items import CORRECTIONS, IncomingAhead
+from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
 from support.embedding import PickyProvider, settings_for
 from support.lessons import lesson, relation
@@ -50,7 +51,7 @@ def repo() -> Counting:
              "d": [relation("d", "contradicts", "c")], "e": [], "f": []}
     for lesson_id, relations in pages.items():
         r.put_page(lesson_id, serialize_page(lesson(lesson_id, title=f"cache warmup note {lesson_id}",
-                                                    relations=relations)))
+                                                    relations=relations), SCHEMA))
     return r
 
 

@@ -32,9 +32,9 @@ from gateway.app import create_app
 from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
 from gateway.domain.codec import parse_page
 from gateway.domain.digests import evidence_digest
-from gateway.domain.schema import load_schema
 from gateway.wiki.repository import repository_factory
 from hooks_spec.checker import check_revision
+from support.schema_dirs import SCHEMA
 from support.write_harness import KEYS, WriteHarness, claim_args, evidence_args, lesson_fields, unique
 
 pytestmark = pytest.mark.wiki
@@ -124,7 +124,7 @@ def _mutate(data, args: dict, *, text: list[str], enums: dict[str, list[str]], l
 
 
 def _limits(kind: str, names) -> dict[str, int]:
-    rec = load_schema().record(kind)
+    rec = SCHEMA.record(kind)
     return {f.name: f.max_length for f in rec.fields if f.name in names and f.max_length}
 
 
@@ -133,14 +133,14 @@ def _assert_saved_revision_keeps_the_rules(h, lesson_id: str, before: str | None
     after = h.repo.get_revision_text(rev.revision_id)
     violations = check_revision(before, after, rev.user, rev.timestamp, rev.comment, keys=KEYS,
                                 lesson_id=lesson_id, parent_revision_id=rev.parent_id, agent_accounts={"S3Agent"},
-                                existing_lessons=existing)
+                                existing_lessons=existing, schema=SCHEMA)
     assert violations == [], violations
 
 
-LESSON_TEXT = [f.name for f in load_schema().lesson.fields if f.client_settable and f.name != "confidence"]
+LESSON_TEXT = [f.name for f in SCHEMA.lesson.fields if f.client_settable and f.name != "confidence"]
 EV_TEXT = ["citation", "note"]
 CLAIM_TEXT = ["source_identity", "source_locator", "coverage"]
-ENUM = load_schema().enum
+ENUM = SCHEMA.enum
 
 
 @FUZZ
@@ -245,7 +245,7 @@ def test_fuzz_attach_evidence(env, data):
         return
     stored = h.repo.get_snapshot(lesson).page.evidence_by_id(out["evidence_id"])
     assert stored["citation"] == args["citation"] and stored["note"] == args.get("note", "")
-    assert out["evidence_digest"] == evidence_digest(stored)
+    assert out["evidence_digest"] == evidence_digest(stored, SCHEMA)
     _assert_saved_revision_keeps_the_rules(h, lesson, before)
 
 
@@ -257,7 +257,7 @@ def test_fuzz_record_evidence_verification(env, data):
     snap = h.repo.get_snapshot(lesson)
     ev = data.draw(st.sampled_from(snap.page.evidence), label="evidence")
     args = {"operation_id": unique("op-fz"), "lesson_id": lesson, "evidence_id": ev["id"],
-            "expected_revision_id": snap.revision_id, "expected_evidence_digest": evidence_digest(ev),
+            "expected_revision_id": snap.revision_id, "expected_evidence_digest": evidence_digest(ev, SCHEMA),
             **claim_args(claim_fields=data.draw(st.lists(st.sampled_from(list(ENUM("claim_field").values)),
                                                          min_size=1, max_size=3, unique=True)))}
     _mutate(data, args, text=CLAIM_TEXT,
@@ -298,5 +298,5 @@ def test_fuzz_revise_lesson(env, data):
     page = h.repo.get_snapshot(lesson).page
     for name, value in args["changes"].items():
         assert page.fields[name] == value
-    assert parse_page(before).fields != page.fields
+    assert parse_page(before, SCHEMA).fields != page.fields
     _assert_saved_revision_keeps_the_rules(h, lesson, before)

@@ -26,6 +26,7 @@ from gateway.domain.markers import parse_summary
 from gateway.domain.seals import verify_seal
 from gateway.domain.timestamps import parse_ts
 from s3rm.audit import audit
+from support.schema_dirs import SCHEMA
 from support.write_harness import KEYS, WriteHarness, claim_args, evidence_args, lesson_fields, unique
 
 
@@ -54,7 +55,7 @@ def test_create_stores_lesson_evidence_and_server_fields_in_one_revision(h):
     assert out["duplicate_candidates"]["status"] in ("disabled", "ok", "skipped", "not_ready")
     history = h.history(out["id"])
     assert len(history) == 1 and history[0].parent_id == 0 and history[0].user == "S3Agent"
-    marker = parse_summary(history[0].comment)
+    marker = parse_summary(history[0].comment, SCHEMA)
     assert (marker.tag, marker.kind, marker.parent) == ("S3W", "create", 0)
     page = h.repo.get_snapshot(out["id"]).page
     f = page.fields
@@ -98,7 +99,7 @@ def test_create_high_confidence_with_initial_verification_in_the_same_revision(h
     assert len(out["verification_ids"]) == 1 and len(h.history(out["id"])) == 1
     page = h.repo.get_snapshot(out["id"]).page
     (vr,) = page.verifications
-    assert vr["evidence_digest"] == evidence_digest(page.evidence[0])
+    assert vr["evidence_digest"] == evidence_digest(page.evidence[0], SCHEMA)
     assert vr["verified_by"] == "S3Agent" and vr["verified_at"] == page.fields["updated_at"]
     assert vr["claim_fields"] == "observation,interpretation,reusable_lesson"
 
@@ -212,7 +213,7 @@ def test_attach_appends_evidence_with_server_provenance(h):
     assert out["evidence_id"] == "run-032" and out["status"] == "created"
     page = h.repo.get_snapshot(a["id"]).page
     stored = page.evidence_by_id("run-032")
-    assert out["evidence_digest"] == evidence_digest(stored)
+    assert out["evidence_digest"] == evidence_digest(stored, SCHEMA)
     assert stored["added_by"] == "S3Agent" and stored["added_at"] == page.fields["updated_at"]
     assert parse_ts(page.fields["updated_at"]) > parse_ts(page.fields["created_at"])
 
@@ -257,7 +258,7 @@ def _verify_args(h, lesson_id, evidence_id, **overrides):
     snap = h.repo.get_snapshot(lesson_id)
     args = {"operation_id": unique("op-vr"), "lesson_id": lesson_id, "evidence_id": evidence_id,
             "expected_revision_id": snap.revision_id,
-            "expected_evidence_digest": evidence_digest(snap.page.evidence_by_id(evidence_id)), **claim_args()}
+            "expected_evidence_digest": evidence_digest(snap.page.evidence_by_id(evidence_id), SCHEMA), **claim_args()}
     args.update(overrides)
     return args
 
@@ -272,7 +273,7 @@ def test_verification_appends_a_record_and_reports_the_verdict(h):
     page = h.repo.get_snapshot(a["id"]).page
     first, second = page.verifications
     assert parse_ts(first["verified_at"]) < parse_ts(second["verified_at"]) == parse_ts(page.fields["updated_at"])
-    assert second["verified_by"] == "S3Agent" and second["evidence_digest"] == evidence_digest(page.evidence[0])
+    assert second["verified_by"] == "S3Agent" and second["evidence_digest"] == evidence_digest(page.evidence[0], SCHEMA)
 
 
 def test_verification_replay_after_the_lesson_moved_on_and_restart(h):
@@ -355,12 +356,12 @@ def test_revise_changes_fields_and_seals_the_revision(h):
     assert out["status"] == "revised" and out["applied_revision_id"] == out["current_revision_id"]
     assert out["changed_fields"] == ["observation", "confidence"]
     rev = h.history(lid)[0]
-    marker = parse_summary(rev.comment)
+    marker = parse_summary(rev.comment, SCHEMA)
     assert rev.revision_id == out["applied_revision_id"] and marker.tag == "S3R"
     assert rev.comment.startswith("MCP revise_lesson: corrected figure") and len(rev.comment) <= 500
     snap = h.repo.get_snapshot(lid)
     assert verify_seal(marker, keys=KEYS, lesson_id=lid, account=rev.user, parent_revision_id=rev.parent_id,
-                       page=snap.page).ok
+                       page=snap.page, schema=SCHEMA).ok
     assert snap.page.fields["observation"] == "Peak reserved memory grew 31%."
     assert snap.page.fields["author"] == "S3Agent" and snap.page.fields["record_origin"] == "lab"
 
@@ -456,11 +457,11 @@ def test_revise_low_correction_needs_only_recorded_basis(h):
 def test_revise_with_only_not_recorded_basis_is_refused(h):
     """A legacy (imported) Lesson whose evidence has basis not_recorded: GW07."""
     lid = unique("legacy")
-    text = serialize_page(parse_page(h.wikitext(h.create()["id"])))
-    page = parse_page(text)
+    text = serialize_page(parse_page(h.wikitext(h.create()["id"]), SCHEMA), SCHEMA)
+    page = parse_page(text, SCHEMA)
     page = page.evolve(fields={**page.fields, "author": "S3Import", "record_origin": "imported"},
                        evidence=({**page.evidence[0], "verification_basis": "not_recorded", "added_by": "S3Import"},))
-    h.raw_edit(lid, serialize_page(page), "import", base=None, account="importer")
+    h.raw_edit(lid, serialize_page(page, SCHEMA), "import", base=None, account="importer")
     err = h.error("revise_lesson", **_revise_args(h, lid, [page.evidence[0]["id"]],
                                                   {"confidence": "low", "observation": "x"}))
     assert err["code"] == "rule_violation" and err["rule"] == "GW07"
@@ -481,7 +482,7 @@ def test_seal_with_wrong_key_is_never_a_replay_and_is_audited(h):
     err = h.error("revise_lesson", **args)
     assert err["code"] == "revision_conflict"
     report = audit(h.raw_client(), since=parse_ts(h.history(lid)[-1].timestamp), limit=5000, keys=KEYS,
-                   agent_accounts={"S3Agent"}, force_allrevisions=True)
+                   agent_accounts={"S3Agent"}, force_allrevisions=True, schema=SCHEMA)
     rules = {(f.revision_id, f.rule_id) for f in report.findings if f.lesson_id == lid}
     assert (applied, "HS44") in rules
 
@@ -492,15 +493,15 @@ def test_seal_copied_onto_another_body_is_never_a_replay_and_is_audited(h):
     out = h.ok("revise_lesson", **args)
     sealed = h.history(lid)[0]
     # Someone with the gateway's wiki account saves another body under the same summary.
-    page = parse_page(h.wikitext(lid))
+    page = parse_page(h.wikitext(lid), SCHEMA)
     page = page.evolve(fields={**page.fields, "title": "Tampered title",
                                "updated_at": _later(page.fields["updated_at"])})
-    copied = h.raw_edit(lid, serialize_page(page), sealed.comment, base=out["current_revision_id"])["newrevid"]
+    copied = h.raw_edit(lid, serialize_page(page, SCHEMA), sealed.comment, base=out["current_revision_id"])["newrevid"]
     # A retry now finds the copy first: it must not count; the original sealed revision still does.
     again = h.ok("revise_lesson", **args)
     assert again["status"] == "replayed" and again["applied_revision_id"] == out["applied_revision_id"]
     report = audit(h.raw_client(), since=parse_ts(h.history(lid)[-1].timestamp), limit=5000, keys=KEYS,
-                   agent_accounts={"S3Agent"}, force_allrevisions=True)
+                   agent_accounts={"S3Agent"}, force_allrevisions=True, schema=SCHEMA)
     rules = {(f.revision_id, f.rule_id) for f in report.findings if f.lesson_id == lid}
     assert (copied, "HS44") in rules and (copied, "HS42") in rules
     assert not {r for r in rules if r[0] == out["applied_revision_id"]}
@@ -524,7 +525,7 @@ def test_summary_limit_with_longest_values(h):
     out = h.ok("revise_lesson", **_revise_args(h, lid, basis, changes, operation_id=op, reason="r" * 500))
     rev = h.history(lid)[0]
     assert len(rev.comment) <= 500 and rev.comment.endswith("]")
-    assert parse_summary(rev.comment).op == op and out["status"] == "revised"
+    assert parse_summary(rev.comment, SCHEMA).op == op and out["status"] == "revised"
 
 
 # =============================================================== cross-cutting
@@ -581,7 +582,7 @@ def test_gateway_writes_pass_the_auditor(h):
     h.attach(a["id"])
     h.verify(a["id"], a["evidence_ids"][0])
     h.ok("revise_lesson", **_revise_args(h, a["id"], a["evidence_ids"], {"title": "Audited"}))
-    report = audit(h.raw_client(), since=since, limit=5000, keys=KEYS, agent_accounts={"S3Agent"})
+    report = audit(h.raw_client(), since=since, limit=5000, keys=KEYS, agent_accounts={"S3Agent"}, schema=SCHEMA)
     mine = [f for f in report.findings if f.lesson_id in (a["id"], b["id"])]
     assert mine == []
 
@@ -590,7 +591,7 @@ def test_auditor_lists_truncated_facets_as_information_only(h):
     """docs/hybrid-search.md#truncation-report: a long Lesson is listed, never a violation."""
     long = h.create(context="context words " * 300, observation="observed value " * 200)
     since = parse_ts(h.history(long["id"])[0].timestamp)
-    report = audit(h.raw_client(), since=since, limit=5000, keys=KEYS, agent_accounts={"S3Agent"})
+    report = audit(h.raw_client(), since=since, limit=5000, keys=KEYS, agent_accounts={"S3Agent"}, schema=SCHEMA)
     listed = [t for t in report.truncated_facets if t["lesson_id"] == long["id"]]
     assert listed and listed[0]["facets"]["situation"]["fields"] == ["context", "observation"]
     assert [f for f in report.findings if f.lesson_id == long["id"]] == []
@@ -602,9 +603,9 @@ def test_browser_style_edit_breaking_rules_is_reported_by_the_auditor(h):
     page = snap.page
     edited = page.evolve(fields={**page.fields, "record_origin": "imported"},
                          evidence=({**page.evidence[0], "citation": "rewritten"},))
-    rev = h.raw_edit(a["id"], serialize_page(edited), "tidy", base=snap.revision_id, account="importer")["newrevid"]
+    rev = h.raw_edit(a["id"], serialize_page(edited, SCHEMA), "tidy", base=snap.revision_id, account="importer")["newrevid"]
     report = audit(h.raw_client(), since=parse_ts(snap.timestamp), limit=5000, keys=KEYS, agent_accounts={"S3Agent"},
-                   force_allrevisions=True)
+                   force_allrevisions=True, schema=SCHEMA)
     rules = {f.rule_id for f in report.findings if f.revision_id == rev}
     assert {"HS12", "HS15", "HS21"} <= rules
 
@@ -632,13 +633,13 @@ def test_audit_cli_reports_tied_verification_times_and_exits_1(h, monkeypatch, c
     page = snap.page
     stamp = next_updated_at(datetime.now(timezone.utc), page.fields["updated_at"])
     ev = page.evidence[0]
-    record = {"evidence_id": ev["id"], "evidence_digest": evidence_digest(ev), "verification_basis": "full_text",
+    record = {"evidence_id": ev["id"], "evidence_digest": evidence_digest(ev, SCHEMA), "verification_basis": "full_text",
               "source_identity": "s", "source_sha256": "a" * 64, "source_locator": "l", "coverage": "c",
               "claim_fields": "observation", "verified_by": "S3Import", "verified_at": stamp}
     tied = page.evolve(fields={**page.fields, "updated_at": stamp},
                        verifications=({**record, "id": "v1", "outcome": "supports"},
                                       {**record, "id": "v2", "outcome": "contradicts"}))
-    h.raw_edit(a["id"], serialize_page(tied), "two verdicts", base=snap.revision_id, account="importer")
+    h.raw_edit(a["id"], serialize_page(tied, SCHEMA), "two verdicts", base=snap.revision_id, account="importer")
     for name, value in {"S3RM_WIKI_API_URL": h.wiki.api_url, "S3RM_WIKI_USERNAME": h.wiki.agent.username,
                         "S3RM_WIKI_PASSWORD": h.wiki.agent.password,
                         "S3RM_REVISION_HMAC_KEYS": _json.dumps(KEYS), "S3RM_REVISION_HMAC_ACTIVE_KEY_ID": "k1"}.items():
@@ -662,7 +663,7 @@ def _memory_dispatcher(repo):
     config = GatewayConfig(write_auth_mode="open", wiki_username="S3Agent@gateway",
                            revision_hmac_keys=MappingProxyType(KEYS), revision_hmac_active_key_id="k1",
                            schema_dir=DEFAULT_SCHEMA_DIR)
-    return Dispatcher(ToolRegistry.load(DEFAULT_SCHEMA_DIR), config=config, repository=repo)
+    return Dispatcher(ToolRegistry.load(config.schema), config=config, repository=repo)
 
 
 def _memory_call(dispatcher, tool, **arguments):

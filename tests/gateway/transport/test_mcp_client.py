@@ -1,8 +1,4 @@
-"""End to end: ``s3rm serve`` (real gunicorn, one gthread worker) + the official MCP SDK client over HTTP.
-
-Uses the generated ``schema/tools`` files when all twenty exist, otherwise
-minimal closed schemas in a temporary directory (tests/support/schema_dirs.py).
-"""
+"""End to end: ``s3rm serve`` (real gunicorn, one gthread worker) + the official MCP SDK client over HTTP."""
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +11,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from support.schema_dirs import schema_dir_for_tests
+from gateway.config import DEFAULT_SCHEMA_DIR
 from support.services import Gateway
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -31,7 +27,7 @@ def gateway(tmp_path_factory):
     """Run the gateway with ``s3rm serve`` on a free loopback port; yield its base URL."""
     tmp = tmp_path_factory.mktemp("gateway")
     env = {
-        "S3RM_SCHEMA_DIR": str(schema_dir_for_tests(tmp / "schema")),
+        "S3RM_SCHEMA_DIR": str(DEFAULT_SCHEMA_DIR),
         "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(TOKEN.encode()).hexdigest(),
         "S3RM_WIKI_API_URL": "http://127.0.0.1:9/api.php",
     }
@@ -119,7 +115,7 @@ def test_http_rules_hold_under_gunicorn(gateway):
 
 def test_serve_check_validates_configuration(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("S3RM_")}
-    env["S3RM_SCHEMA_DIR"] = str(schema_dir_for_tests(tmp_path / "schema"))
+    env["S3RM_SCHEMA_DIR"] = str(DEFAULT_SCHEMA_DIR)
     ok = subprocess.run([sys.executable, "-m", "s3rm", "serve", "--check"], cwd=REPO, env=env,
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr

@@ -11,6 +11,7 @@ import json
 from types import MappingProxyType
 
 import pytest
+from support.schema_dirs import SCHEMA
 from support.lessons import evidence, lesson
 from test_transport import HEADERS, rpc
 
@@ -29,7 +30,7 @@ def repo() -> InMemoryRepository:
     repo = InMemoryRepository()
     for i in range(25):
         repo.put_page(f"les-{i:02d}", serialize_page(lesson(f"les-{i:02d}", title=f"Lesson number {i}",
-                                                            evidence_items=[evidence("e1")])))
+                                                            evidence_items=[evidence("e1")]), SCHEMA))
     return repo
 
 
@@ -75,7 +76,7 @@ def test_capabilities_are_advertised_in_both_eras(client):
 
 @pytest.mark.parametrize("era", ["2025", "modern"])
 def test_resources_list_pages_newest_first_and_read_returns_get_lesson(client, repo, era):
-    repo.put_page("les-03", serialize_page(lesson("les-03", title="Edited last", evidence_items=[evidence("e1")])))
+    repo.put_page("les-03", serialize_page(lesson("les-03", title="Edited last", evidence_items=[evidence("e1")]), SCHEMA))
     _, first = call(client, "resources/list", era=era)
     page = first["result"]
     assert [r["uri"] for r in page["resources"][:2]] == ["lesson://les-03", "lesson://les-24"]
@@ -174,7 +175,7 @@ def test_completion(client, ref, argument, values, era):
 
 def test_completion_is_bounded_to_100(client, repo):
     for i in range(120):
-        repo.put_page(f"bulk-{i:03d}", serialize_page(lesson(f"bulk-{i:03d}", evidence_items=[evidence("e1")])))
+        repo.put_page(f"bulk-{i:03d}", serialize_page(lesson(f"bulk-{i:03d}", evidence_items=[evidence("e1")]), SCHEMA))
     _, body = call(client, "completion/complete", {"ref": {"type": "ref/resource", "uri": "lesson://{id}"},
                                                    "argument": {"name": "id", "value": "bulk"}})
     completion = body["result"]["completion"]

@@ -17,10 +17,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from support.schema_dirs import minimal_schema_dir
+from support.schema_dirs import minimal_schema_dir, minimal_specs
 
 from gateway.app import create_app
-from gateway.config import ConfigError, GatewayConfig
+from gateway.config import DEFAULT_SCHEMA_DIR, ConfigError, GatewayConfig
+from gateway.config.schema import load_schema
 from gateway.core.errors import ToolError
 from gateway.web.health import jobrunner_status
 from gateway.tools.contract import OutputBudget
@@ -49,10 +50,7 @@ def _env(schema_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def _specs_with(**handlers):
-    return tuple(
-        dataclasses.replace(spec, handler=handlers[spec.name]) if spec.name in handlers else spec
-        for spec in load_specs()
-    )
+    return minimal_specs(**handlers)
 
 
 @pytest.fixture()
@@ -675,25 +673,32 @@ def test_cursor_secret_is_random_per_process_when_unset():
 
 
 # ---------------------------------------------------------------- registry
-def test_registry_refuses_missing_or_open_schemas(tmp_path):
-    root = minimal_schema_dir(tmp_path / "s")
-    (root / "tools" / "get_lesson.output.schema.json").unlink()
-    with pytest.raises(SchemaLoadError, match="get_lesson.output.schema.json"):
-        ToolRegistry.load(root)
-    root = minimal_schema_dir(tmp_path / "t")
-    (root / "tools" / "get_lesson.input.schema.json").write_text(json.dumps({"type": "object"}))
-    with pytest.raises(SchemaLoadError, match="closed"):
-        ToolRegistry.load(root)
+def _spec_with_input(body: dict):
+    spec = load_specs()[1]  # get_lesson
+    return (dataclasses.replace(spec, input_schema=lambda _fields: body),)
 
 
-def test_real_generated_schemas_load():
-    from support.schema_dirs import real_schemas_present
+@pytest.mark.parametrize("body, message", [
+    ({"type": "object"}, "must be closed"),
+    ({"type": "array", "additionalProperties": False}, '"type": "object"'),
+    ({"type": "object", "additionalProperties": False, "properties": {"x": {"type": 5}}}, "invalid JSON Schema"),
+])
+def test_registry_refuses_a_built_schema_that_is_open_or_invalid(body, message):
+    with pytest.raises(SchemaLoadError, match=message) as caught:
+        ToolRegistry.load(load_schema(DEFAULT_SCHEMA_DIR / "lesson.toml"), _spec_with_input(body))
+    assert "gateway/tools/get_lesson.py input schema (schema/tools/get_lesson.input.schema.json)" in str(caught.value)
 
-    from gateway.config import DEFAULT_SCHEMA_DIR
 
-    assert real_schemas_present(), "schema/tools is committed: run s3rm schema generate"
-    registry = ToolRegistry.load(DEFAULT_SCHEMA_DIR)
+def test_committed_schema_files_equal_what_the_registry_serves():
+    registry = ToolRegistry.load(load_schema(DEFAULT_SCHEMA_DIR / "lesson.toml"))
     assert registry.names == READ_TOOLS + WRITE_TOOLS
+    tools = DEFAULT_SCHEMA_DIR / "tools"
+    for entry in registry:
+        for direction, served in (("input", entry.input_schema), ("output", entry.output_schema)):
+            path = tools / f"{entry.spec.name}.{direction}.schema.json"
+            assert json.loads(path.read_text(encoding="utf-8")) == served, f"{path} is stale: run s3rm schema generate"
+    assert sorted(p.name for p in tools.iterdir()) == sorted(
+        f"{name}.{d}.schema.json" for name in registry.names for d in ("input", "output"))
 
 
 # ------------------------------------------------------------------- health

@@ -24,6 +24,7 @@ from gateway.domain.repository import (
     WikiUnavailable,
 )
 from gateway.wiki.client import WikiClient, error_from_api
+from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
 from support.scripted_http import ScriptedServer
 from gateway.wiki.repository import MediaWikiRepository
@@ -121,7 +122,7 @@ def test_retries_maxlag_and_5xx_then_gives_up(flaky):
 def repo(request):
     if request.param == "memory":
         return InMemoryRepository()
-    return MediaWikiRepository(request.getfixturevalue("client"))
+    return MediaWikiRepository(request.getfixturevalue("client"), SCHEMA)
 
 
 def _uid(repo, name: str) -> str:
@@ -130,17 +131,17 @@ def _uid(repo, name: str) -> str:
 
 def test_save_page_create_conflict_nochange_missing(repo):
     lid = _uid(repo, "save-contract")
-    text = serialize_page(lesson(lid))
+    text = serialize_page(lesson(lid), SCHEMA)
     first = repo.save_page(lid, text, "create", base_revision_id=None)
     with pytest.raises(PageExists) as exists:
         repo.save_page(lid, text, "again", base_revision_id=None)
     assert exists.value.current_revision_id == first.revision_id
-    second = repo.save_page(lid, serialize_page(lesson(lid, title="changed")), "edit", base_revision_id=first.revision_id)
+    second = repo.save_page(lid, serialize_page(lesson(lid, title="changed"), SCHEMA), "edit", base_revision_id=first.revision_id)
     assert second.parent_revision_id == first.revision_id and second.revision_id > first.revision_id
     with pytest.raises(EditConflict) as conflict:
         repo.save_page(lid, text, "stale", base_revision_id=first.revision_id)
     assert conflict.value.current_revision_id == second.revision_id
-    same = repo.save_page(lid, serialize_page(lesson(lid, title="changed")), "noop", base_revision_id=second.revision_id)
+    same = repo.save_page(lid, serialize_page(lesson(lid, title="changed"), SCHEMA), "noop", base_revision_id=second.revision_id)
     assert same.nochange and same.revision_id == second.revision_id
     with pytest.raises(PageMissing):
         repo.save_page(_uid(repo, "never-created"), text, "x", base_revision_id=1)
@@ -155,7 +156,7 @@ def test_save_page_create_conflict_nochange_missing(repo):
 def test_snapshots_scan_and_recent_walk(repo):
     ids = [_uid(repo, f"walk-{i:02d}") for i in range(12)]
     for lid in ids:
-        repo.save_page(lid, serialize_page(lesson(lid)), "t", base_revision_id=None)
+        repo.save_page(lid, serialize_page(lesson(lid), SCHEMA), "t", base_revision_id=None)
     snaps = repo.get_snapshots(ids + [_uid(repo, "absent")])
     assert set(snaps) == set(ids)
     seen, cursor = [], None
@@ -187,7 +188,7 @@ def test_term_searches_and_snapshot_batches_sent_together_answer_as_one_by_one(r
     ids = [_uid(repo, f"together-{i}") for i in range(7)]
     for n, lid in enumerate(ids):
         page = lesson(lid, observation=f"togetherword{'odd' if n % 2 else 'even'} togethershared")
-        repo.save_page(lid, serialize_page(page), "t", base_revision_id=None)
+        repo.save_page(lid, serialize_page(page, SCHEMA), "t", base_revision_id=None)
     hits, snaps = repo.search_snapshots("togethershared", 20)
     assert set(ids) <= {h.id for h in hits.hits} and set(ids) <= set(snaps)
     singles = [result for result, _ in repo.search_full_text_many(["togetherwordodd", "togetherwordeven"], 20)]
@@ -208,7 +209,7 @@ def test_incoming_edges_come_from_link_tables(repo):
         other = _uid(repo, f"bystander-{i}")
         pages[other] = lesson(other)
     for lid, page in pages.items():
-        repo.save_page(lid, serialize_page(page), "t", base_revision_id=None)
+        repo.save_page(lid, serialize_page(page, SCHEMA), "t", base_revision_id=None)
     edges = repo.find_relation_edges(hub)
     assert sorted((e.source, e.relation) for e in edges.incoming) == [
         (_uid(repo, "spoke-0"), "analogous_to"), (_uid(repo, "spoke-1"), "supports"), (_uid(repo, "spoke-2"), "supports")]
@@ -220,7 +221,7 @@ def test_incoming_edges_come_from_link_tables(repo):
 # ------------------------------------------------------------------ MediaWiki search facts the gateway relies on
 def test_sqlite_search_needs_prefix_terms_for_korean_particles(client):
     write_pages(client, {"wk-particle": lesson("wk-particle", observation="GPU 메모리 단편화로 할당이 실패했다")})
-    repo = MediaWikiRepository(client)
+    repo = MediaWikiRepository(client, SCHEMA)
     assert "wk-particle" not in [h.id for h in repo.search_full_text("단편화", 20).hits]   # whole-word index
     assert "wk-particle" in [h.id for h in repo.search_full_text("단편화*", 20).hits]
     assert "wk-particle" in [h.id for h in repo.search_full_text("할당*", 20).hits]
@@ -228,15 +229,15 @@ def test_sqlite_search_needs_prefix_terms_for_korean_particles(client):
 
 def test_pages_with_titles_that_are_not_lesson_ids_are_ignored(client):
     client.post({"action": "edit", "title": "Lesson:Hand made Notes", "summary": "t",
-                 "text": serialize_page(lesson("x", observation="strayidtoken"))})
+                 "text": serialize_page(lesson("x", observation="strayidtoken"), SCHEMA)})
     write_pages(client, {"wk-stray-ok": lesson("wk-stray-ok", observation="strayidtoken")})
-    repo = MediaWikiRepository(client)
+    repo = MediaWikiRepository(client, SCHEMA)
     assert [h.id for h in repo.search_full_text("strayidtoken", 20).hits] == ["wk-stray-ok"]
 
 
 def test_ids_with_underscores_round_trip(client):
     write_pages(client, {"wk_under_score": lesson("wk_under_score", observation="underscoretoken")})
-    repo = MediaWikiRepository(client)
+    repo = MediaWikiRepository(client, SCHEMA)
     assert repo.get_snapshot("wk_under_score").id == "wk_under_score"
     assert [h.id for h in repo.search_full_text("underscoretoken", 5).hits] == ["wk_under_score"]
     assert repo.exists(["wk_under_score"]) == {"wk_under_score"}
@@ -247,7 +248,7 @@ def test_searches_sent_together_serve_only_revisions_already_read(client):
     its latest revision (id and sha1) was read before; an edited Lesson comes back as an id to read."""
     ids = [f"wk-memory-{i}" for i in range(3)]
     write_pages(client, {lid: lesson(lid, observation=f"memoryshared memoryonly{i}") for i, lid in enumerate(ids)})
-    repo = MediaWikiRepository(client)
+    repo = MediaWikiRepository(client, SCHEMA)
     queries = ["memoryshared", "memoryonly1"]
     (shared, known), (only, _) = repo.search_full_text_many(queries, 20)
     assert [shared.hits, only.hits] == [repo.search_full_text(q, 20).hits for q in queries]
@@ -257,7 +258,7 @@ def test_searches_sent_together_serve_only_revisions_already_read(client):
     assert {i: known[i] for i in ids} == fresh
     assert [known[i].wikitext for i in ids] == [fresh[i].wikitext for i in ids]
     client.post({"action": "edit", "title": f"Lesson:{ids[0]}", "summary": "edited",
-                 "text": serialize_page(lesson(ids[0], title="memory edited", observation="memoryshared"))})
+                 "text": serialize_page(lesson(ids[0], title="memory edited", observation="memoryshared"), SCHEMA)})
     (_, known), _ = repo.search_full_text_many(queries, 20)
     assert ids[0] not in known and {ids[1], ids[2]} <= set(known)
     assert repo.search_full_text_many([], 20) == []
@@ -277,7 +278,7 @@ def test_legacy_sends_single_term_searches_only_when_the_all_terms_search_finds_
     sent: list[dict] = []
     plain_get = client.get
     client.get = lambda params, **kw: sent.append(dict(params)) or plain_get(params, **kw)
-    repo = MediaWikiRepository(client)
+    repo = MediaWikiRepository(client, SCHEMA)
     many = legacy.search(repo, SearchRequest(query="busyalpha busybeta"))
     assert len(sent) == 1 and sent[0]["generator"] == "search" and len(many.items) == 2
     sent.clear()
@@ -300,7 +301,7 @@ def test_reads_of_remembered_revisions_skip_the_text_and_still_see_edits(dev_wik
     sent: list[dict] = []
     plain_get = reader.get
     reader.get = lambda params, **kw: sent.append(dict(params)) or plain_get(params, **kw)
-    repo = MediaWikiRepository(reader)
+    repo = MediaWikiRepository(reader, SCHEMA)
     first = repo.get_snapshots(ids)
     assert [("content" in p["rvprop"]) for p in sent] == [True]
     sent.clear()
@@ -310,7 +311,7 @@ def test_reads_of_remembered_revisions_skip_the_text_and_still_see_edits(dev_wik
     again = repo.get_snapshots(ids)
     assert again[ids[0]].page.fields["title"] == "remember edited" and again[ids[1]] == first[ids[1]]
     assert [("content" in p["rvprop"], "revids" in p) for p in sent] == [(False, False), (True, True)]
-    repo.save_page(ids[1], serialize_page(lesson(ids[1], title="saved here")), "t",
+    repo.save_page(ids[1], serialize_page(lesson(ids[1], title="saved here"), SCHEMA), "t",
                    base_revision_id=first[ids[1]].revision_id)
     sent.clear()
     assert repo.get_snapshot(ids[1]).page.fields["title"] == "saved here"

@@ -17,6 +17,7 @@ import pytest
 
 from gateway.domain.codec import parse_page, serialize_page
 from gateway.wiki.client import WikiClient
+from support.schema_dirs import SCHEMA
 from support.services import Gateway, call_tool, tool_payload
 from support.write_harness import claim_args, evidence_args, lesson_fields, unique
 from s3rm import settings as cli_settings
@@ -87,9 +88,9 @@ def test_audit_after_a_full_mcp_write_session_is_clean_and_still_catches_a_raw_s
     data = client.get({"action": "query", "prop": "revisions", "titles": f"Lesson:{a['id']}",
                        "rvprop": "ids|content", "rvslots": "main"})
     current = data["query"]["pages"][0]["revisions"][0]
-    page = parse_page(current["slots"]["main"]["content"])
+    page = parse_page(current["slots"]["main"]["content"], SCHEMA)
     edited = page.evolve(evidence=({**page.evidence[0], "citation": "rewritten"}, *page.evidence[1:]))
-    raw = client.post({"action": "edit", "title": f"Lesson:{a['id']}", "text": serialize_page(edited),
+    raw = client.post({"action": "edit", "title": f"Lesson:{a['id']}", "text": serialize_page(edited, SCHEMA),
                        "summary": "tidy", "baserevid": current["revid"], "nocreate": True}, token="csrf")
     code, report = _audit(capsys, "--since", since)
     assert code == 1

@@ -10,10 +10,9 @@ import time
 import uuid
 
 import mwclient
+from support.schema_dirs import SCHEMA
 import pytest
 from mwclient.errors import APIError, LoginError
-
-from gateway.domain.schema import load_schema
 from s3rm import cli
 from s3rm.devstack import devwiki, packages, searchindex
 
@@ -81,7 +80,7 @@ def test_anonymous_rights_equal_production(dev_wiki: devwiki.DevWiki) -> None:
     (docs/operations.md#wiki-accounts): its rights list lacks each, and an anonymous save is refused."""
     import re
 
-    from gateway.domain.schema import REPO_ROOT
+    from gateway.config.schema import REPO_ROOT
     from s3rm.devstack import settings
 
     prod = settings.shared_blocks((REPO_ROOT / "deploy" / "mediawiki" / "LocalSettings.php").read_text())["rights"]
@@ -121,7 +120,7 @@ def test_sync_account_edits_site_js_and_css(dev_wiki: devwiki.DevWiki) -> None:
 
 
 def test_lesson_namespace_is_3000_content_and_case_sensitive(dev_wiki: devwiki.DevWiki) -> None:
-    schema = load_schema()
+    schema = SCHEMA
     assert schema.namespace_id == 3000  # the served id is the schema source's (s3rm/devstack/settings.py)
     info = devwiki.siteinfo(dev_wiki.api_url)
     ns = {n["id"]: n for n in info["namespaces"].values()}
@@ -165,7 +164,7 @@ def test_saved_text_is_searchable_in_lesson_namespace(dev_wiki: devwiki.DevWiki)
 
     def hits():
         return agent.api("query", list="search", srsearch=word, srwhat="text",
-                         srnamespace=load_schema().namespace_id)["query"]["search"]
+                         srnamespace=SCHEMA.namespace_id)["query"]["search"]
 
     found = _wait_for(hits, timeout=15)
     assert [h["title"] for h in found] == [f"Lesson:search {word}"]
@@ -287,7 +286,7 @@ def test_env_names_are_variables_the_tools_read(dev_wiki: devwiki.DevWiki) -> No
     """
     import re
 
-    from gateway.domain.schema import REPO_ROOT as repo
+    from gateway.config.schema import REPO_ROOT as repo
     readers = [p for p in (repo / "gateway").rglob("*.py")] + [
         p for p in (repo / "s3rm").rglob("*.py") if p.name != "devwiki.py"
     ]

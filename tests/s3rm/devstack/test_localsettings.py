@@ -14,9 +14,10 @@ import re
 import shutil
 import subprocess
 
+from support.schema_dirs import SCHEMA
 import pytest
 
-from gateway.domain.schema import REPO_ROOT, load_schema
+from gateway.config.schema import REPO_ROOT
 from s3rm.devstack import settings
 from s3rm.devstack.errors import DevWikiError
 
@@ -24,7 +25,7 @@ DEPLOY = REPO_ROOT / "deploy" / "mediawiki" / "LocalSettings.php"
 
 
 def test_shared_blocks_are_identical_in_dev_and_production() -> None:
-    dev = settings.shared_blocks(settings.render_settings("127.0.0.1", 8081))
+    dev = settings.shared_blocks(settings.render_settings("127.0.0.1", 8081, SCHEMA))
     prod = settings.shared_blocks(DEPLOY.read_text(encoding="utf-8"))
     assert set(dev) == {"lesson-namespace", "scribunto", "editing", "skin", "rights"}
     assert set(prod) == set(dev)
@@ -34,7 +35,7 @@ def test_shared_blocks_are_identical_in_dev_and_production() -> None:
 
 
 def test_production_namespace_id_comes_from_the_schema() -> None:
-    schema = load_schema()
+    schema = SCHEMA
     text = DEPLOY.read_text(encoding="utf-8")
     assert re.findall(r"define\( 'NS_LESSON', (\d+) \);", text) == [str(schema.namespace_id)]
     assert re.findall(r"define\( 'NS_LESSON_TALK', (\d+) \);", text) == [str(schema.namespace_id + 1)]
@@ -42,7 +43,7 @@ def test_production_namespace_id_comes_from_the_schema() -> None:
 
 
 def test_template_takes_the_namespace_from_the_schema_source() -> None:
-    schema = load_schema()
+    schema = SCHEMA
     other = dataclasses.replace(schema, meta={**schema.meta, "namespace_id": 4100, "namespace": "Memo"})
     text = settings.render_settings("127.0.0.1", 8081, other)
     assert "define( 'NS_LESSON', 4100 );" in text and "define( 'NS_LESSON_TALK', 4101 );" in text
@@ -53,7 +54,7 @@ def test_template_takes_the_namespace_from_the_schema_source() -> None:
 
 
 def test_rendered_settings_carry_the_server_and_no_placeholder() -> None:
-    text = settings.render_settings("::1", 9123)
+    text = settings.render_settings("::1", 9123, SCHEMA)
     assert "$wgServer = 'http://[::1]:9123';" in text
     assert "@@" not in text
 
@@ -66,7 +67,7 @@ def test_a_placeholder_without_value_is_an_error() -> None:
 def test_rendered_settings_are_valid_php(tmp_path) -> None:
     assert shutil.which("php"), "php-cli is required (scripts/install.sh installs it)"
     path = tmp_path / "S3RM.php"
-    path.write_text(settings.render_settings("127.0.0.1", 8081), encoding="utf-8")
+    path.write_text(settings.render_settings("127.0.0.1", 8081, SCHEMA), encoding="utf-8")
     proc = subprocess.run(["php", "-l", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -75,7 +76,7 @@ def test_dev_throttle_settings_have_the_types_update_php_accepts() -> None:
     """MediaWiki's MainConfigSchema types PasswordAttemptThrottle as ``list`` and
     AccountCreationThrottle as ``int|list``; update.php (needed to install SMW on the dev
     settings) refuses ``false``."""
-    text = settings.render_settings("127.0.0.1", 8081)
+    text = settings.render_settings("127.0.0.1", 8081, SCHEMA)
     assert re.search(r"^\$wgPasswordAttemptThrottle = \[\];$", text, re.M)
     assert re.search(r"^\$wgAccountCreationThrottle = \[\];$", text, re.M)
     assert not re.search(r"^\$wg\w+Throttle = (false|true);", text, re.M)

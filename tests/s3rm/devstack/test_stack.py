@@ -3,6 +3,8 @@ docs/hybrid-search.md#document-server). That ``s3rm stack up`` brings the whole 
 README's first command; these check the wiring it relies on."""
 from __future__ import annotations
 
+from support.schema_dirs import SCHEMA
+
 from gateway.config import load_config
 from s3rm.devstack import stack
 
@@ -67,7 +69,7 @@ def test_up_returns_once_a_legacy_search_answers_over_mcp():
     from support.services import AppServer
 
     repo = InMemoryRepository()
-    repo.put_page("stack-timeout", serialize_page(lesson("stack-timeout", title="A timeout in the stack")))
+    repo.put_page("stack-timeout", serialize_page(lesson("stack-timeout", title="A timeout in the stack"), SCHEMA))
 
     def build(port: int):
         env = {"S3RM_MCP_PUBLIC_URL": f"http://127.0.0.1:{port}/mcp",

@@ -26,7 +26,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.schema_dirs import schema_dir_for_tests
+from gateway.config import DEFAULT_SCHEMA_DIR
+from support.schema_dirs import SCHEMA
 from support.services import AppServer, Gateway, free_port
 
 from s3rm.evaluate import metrics as em, queryset as es
@@ -388,7 +389,7 @@ def fake_gateway(tmp_path):
     def start(corpus: FakeCorpus) -> str:
         def build(port: int):
             config = GatewayConfig.from_env({
-                "S3RM_SCHEMA_DIR": str(schema_dir_for_tests(tmp_path / "schema")),
+                "S3RM_SCHEMA_DIR": str(DEFAULT_SCHEMA_DIR),
                 "S3RM_MCP_PUBLIC_URL": f"http://127.0.0.1:{port}/mcp",
                 "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(b"evaluate-test-token").hexdigest(),
                 "S3RM_WIKI_API_URL": "http://127.0.0.1:9/api.php",
@@ -505,13 +506,13 @@ def real_gateway_url(dev_wiki, tmp_path_factory):
 
     records = [r for r in read_records(CSV_PATH)[0] if r.lesson_id in E2E_IDS]
     account = dev_wiki.importer
-    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, account.username, account.password))
+    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, account.username, account.password), SCHEMA)
     report = Importer(repo, account.username.split("@", 1)[0], "cloud-incidents").run(records, workers=1)
     assert report.failed == [] and len(report.created) + len(report.unchanged) == len(E2E_IDS)
 
     tmp = tmp_path_factory.mktemp("evaluate-gateway")
     env = {**dev_wiki.env(),
-           "S3RM_SCHEMA_DIR": str(schema_dir_for_tests(tmp / "schema")),
+           "S3RM_SCHEMA_DIR": str(DEFAULT_SCHEMA_DIR),
            "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(b"evaluate-e2e-token").hexdigest(),
            "S3RM_CURSOR_SECRET": "evaluate-e2e-cursor-secret-0123456789",
            }

@@ -5,10 +5,10 @@ import dataclasses
 from datetime import datetime, timezone
 from pathlib import Path
 
+from support.schema_dirs import SCHEMA
 import pytest
 
 from gateway.domain.codec import serialize_page
-from gateway.domain.schema import load_schema
 from gateway.domain.timestamps import next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
@@ -27,7 +27,7 @@ def records():
 
 
 def test_every_row_maps_to_a_valid_unique_lesson(records):
-    schema = load_schema()
+    schema = SCHEMA
     assert len(records) == 356
     assert len({r.lesson_id for r in records}) == 356
     for rec in records:
@@ -60,7 +60,7 @@ def test_duplicate_source_id_gets_stable_distinct_ids(records):
 
 def test_import_creates_then_reruns_with_zero_edits_then_updates(dev_wiki, records):
     acct = dev_wiki.importer
-    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, acct.username, acct.password))
+    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, acct.username, acct.password), SCHEMA)
     user = acct.username.split("@")[0]
     subset = records[:12]
     first = Importer(repo, user, "cloud-incidents").run(subset)
@@ -83,7 +83,7 @@ def test_import_creates_then_reruns_with_zero_edits_then_updates(dev_wiki, recor
     assert after.page.fields["created_at"] == snap.page.fields["created_at"]
     assert after.page.fields["updated_at"] > snap.page.fields["updated_at"]
     assert check_revision(snap.wikitext, after.wikitext, user, after.timestamp, "S3RM import",
-                          lesson_id=changed.lesson_id) == []
+                          lesson_id=changed.lesson_id, schema=SCHEMA) == []
 
     moved = dataclasses.replace(fresh, evidence={**fresh.evidence, "url": "https://example.org/other"})
     fourth = Importer(repo, user, "cloud-incidents").run([moved])
@@ -92,7 +92,7 @@ def test_import_creates_then_reruns_with_zero_edits_then_updates(dev_wiki, recor
 
 def test_a_lesson_revised_in_the_wiki_since_its_import_is_kept_not_overwritten(dev_wiki, records):
     acct = dev_wiki.importer
-    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, acct.username, acct.password))
+    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, acct.username, acct.password), SCHEMA)
     user = acct.username.split("@")[0]
     record = records[20]
     first = Importer(repo, user, "cloud-incidents").run([record])
@@ -102,7 +102,7 @@ def test_a_lesson_revised_in_the_wiki_since_its_import_is_kept_not_overwritten(d
     fields = {**snap.page.fields, "title": snap.page.fields["title"] + " (fixed by hand)"}
     fields["updated_at"] = next_updated_at(datetime.now(timezone.utc), snap.page.fields["updated_at"])
     edited = snap.page.evolve(fields=fields)
-    repo.save_page(record.lesson_id, serialize_page(edited, load_schema()), "typo in the title",
+    repo.save_page(record.lesson_id, serialize_page(edited, SCHEMA), "typo in the title",
                    base_revision_id=snap.revision_id)
     again = Importer(repo, user, "cloud-incidents").run([record])
     assert again.kept == [record.lesson_id] and again.edits == 0 and again.failed == []

@@ -14,10 +14,11 @@ import re
 import shutil
 from pathlib import Path
 
+from support.schema_dirs import SCHEMA
 import pytest
 from jsonschema import Draft202012Validator
 
-from gateway.domain.schema import load_schema, schema_dir
+from gateway.config import DEFAULT_SCHEMA_DIR
 from s3rm.cli import main as cli_main
 from s3rm.schema.generate import GENERATED_DIRS, render_generated_files
 from s3rm.schema.pages import WikiCapabilities, page_relpath, render_schema_pages, title_for_relpath
@@ -25,7 +26,6 @@ from s3rm.schema.pages.templates import value_mode
 from gateway.tools.schema_builders import DEF_NAME, desc, hoist_defs, obj, string
 from s3rm.schema.toolschemas import TOOL_NAMES, render_tool_schemas
 
-SCHEMA = load_schema()
 FULL = render_schema_pages(SCHEMA, WikiCapabilities.full())
 PLAIN = render_schema_pages(SCHEMA, WikiCapabilities.plain())
 TOOLS = render_tool_schemas(SCHEMA)
@@ -41,10 +41,10 @@ def test_check_passes_on_committed_output(capsys):
 def _copy_schema(tmp_path: Path) -> Path:
     root = tmp_path / "schema"
     root.mkdir()
-    shutil.copy(schema_dir() / "lesson.toml", root / "lesson.toml")
+    shutil.copy(DEFAULT_SCHEMA_DIR / "lesson.toml", root / "lesson.toml")
     for folder in GENERATED_DIRS:
-        if (schema_dir() / folder).is_dir():
-            shutil.copytree(schema_dir() / folder, root / folder)
+        if (DEFAULT_SCHEMA_DIR / folder).is_dir():
+            shutil.copytree(DEFAULT_SCHEMA_DIR / folder, root / folder)
     return root
 
 
@@ -69,6 +69,20 @@ def test_check_fails_after_source_edit_and_generate_repairs(tmp_path, capsys, mo
     assert not (root / "Templates" / "Obsolete.wiki").exists()
     assert "메모 제목" in (root / "Templates" / "Lesson.wiki").read_text(encoding="utf-8")
     assert cli_main(["schema", "generate", "--check", "--schema", str(root)]) == 0
+
+
+def test_check_shows_a_diff_naming_a_stale_tool_schema_file(tmp_path, capsys):
+    root = _copy_schema(tmp_path)
+    path = root / "tools" / "get_lesson.input.schema.json"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace('"additionalProperties": false', '"additionalProperties": true', 1), encoding="utf-8")
+    capsys.readouterr()
+    assert cli_main(["schema", "generate", "--check", "--schema", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "stale: tools/get_lesson.input.schema.json" in out
+    assert "--- tools/get_lesson.input.schema.json (committed)" in out
+    assert "+++ tools/get_lesson.input.schema.json (generated)" in out
+    assert '-  "additionalProperties": true' in out and '+  "additionalProperties": false' in out
 
 
 def test_missing_source_is_a_usage_error(tmp_path, capsys):

@@ -17,11 +17,11 @@ import io
 from pathlib import Path
 
 import pytest
+from support.schema_dirs import SCHEMA
 from support.lessons import evidence, lesson, relation, verification
 
 from gateway.domain.codec import serialize_page
 from gateway.domain.repository import EditConflict, PermissionDenied, WikiUnavailable
-from gateway.domain.schema import load_schema
 from gateway.wiki.client import WikiClient
 from s3rm import cli
 from s3rm import settings as cli_settings
@@ -139,7 +139,7 @@ def test_page_set_with_smw_and_page_forms() -> None:
 
 def test_every_synced_wikitext_page_carries_the_banner() -> None:
     """docs/browser.md#synced-pages: help, home and schema pages say "synchronised from the repository"."""
-    banner = "{{" + load_schema().meta.get("banner_template", "S3RM synced") + "}}"
+    banner = "{{" + SCHEMA.meta.get("banner_template", "S3RM synced") + "}}"
     for page in pageset.build_page_set({"smw", "pageforms"}, placeholders={}):
         if page.kind in ("site-script", "site-style", "interface"):
             continue  # JS/CSS say it in a comment; MediaWiki:Mainpage is a bare message
@@ -411,7 +411,7 @@ def test_pushed_pages_render_cleanly(first_push, dev_wiki) -> None:
     site = dev_wiki.site("agent")
     sample = lesson("sync-render-check", evidence_items=[evidence("e1")],
                     verifications=[verification("v1", "e1")], relations=[relation("sync-render-check", "supports", "x")])
-    site.post("edit", title="Lesson:sync-render-check", text=serialize_page(sample), summary="render check",
+    site.post("edit", title="Lesson:sync-render-check", text=serialize_page(sample, SCHEMA), summary="render check",
               token=site.get_token("csrf"), formatversion=2)
     # a Lua module renders as its source code, not as wikitext
     titles = [p.title for p in first_push["pages"] if p.kind not in ("site-script", "site-style", "interface", "module")]

@@ -14,13 +14,13 @@ import json
 import re
 from pathlib import Path
 
+from support.schema_dirs import SCHEMA
 import pytest
 
 from gateway.config import load_config
-from gateway.domain.schema import REPO_ROOT, load_schema
+from gateway.config.schema import REPO_ROOT
 from gateway.retrieval.hybrid.fusion import RANKING_VERSION
 from gateway.tools.schema_builders import DUPLICATE_STATUSES
-from gateway.tools.schema_builders import LIMITS
 from s3rm.devstack import stack
 
 HELP = sorted((REPO_ROOT / "schema" / "pages" / "help").glob("*.wiki"))
@@ -161,7 +161,7 @@ def test_tool_limits_on_the_tools_page_are_the_published_schemas():
             actual = schema.get(what)
         assert str(actual) == documented, f"tools.wiki: {tool}.{prop} {what} {documented}, the schema says {actual}"
     common = (REPO_ROOT / "schema/pages/help/tools.wiki").read_text(encoding="utf-8").split("== 공통 한도 ==")[1]
-    assert re.findall(r"최대 (\d+)건", common.split("==")[0]) == [str(LIMITS["page_max"])]
+    assert re.findall(r"최대 (\d+)건", common.split("==")[0]) == [str(SCHEMA.limits["page_max"])]
 
 
 def test_every_duplicate_check_status_is_explained_with_the_configured_budget():
@@ -179,7 +179,7 @@ def test_the_verification_bases_each_tool_accepts_are_stated_as_published():
     initial = _input_schema("create_lesson_draft")["properties"]["initial_verification"]["properties"]
     initial = initial["verification_basis"]["enum"]
     anytime = _input_schema("record_evidence_verification")["properties"]["verification_basis"]["enum"]
-    supporting = list(load_schema().enum("verification_basis").extra["supporting"])
+    supporting = list(SCHEMA.enum("verification_basis").extra["supporting"])
     assert initial == supporting and len(anytime) == 4
     for page in ("evidence.wiki", "tools.wiki", "revising.wiki"):
         text = (REPO_ROOT / "schema/pages/help" / page).read_text(encoding="utf-8")

@@ -38,9 +38,9 @@ from playwright import sync_api as playwright_api
 from playwright.sync_api import expect
 
 from gateway.domain.digests import evidence_digest
-from gateway.domain.schema import load_schema
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
+from support.schema_dirs import SCHEMA
 from support import browser as bh
 from support.services import wait_until
 
@@ -148,7 +148,7 @@ def page(browser, request):
 
 def relation_labels() -> dict[str, str]:
     """The schema's Korean relation labels, in schema order."""
-    return dict(load_schema().enums["relation"].labels)
+    return dict(SCHEMA.enums["relation"].labels)
 
 
 def open_home(page, stack: Stack) -> None:
@@ -368,7 +368,7 @@ def test_superseded_and_contradicted_lessons_are_marked(stack, page):
     assert page.get_attribute("#s3rm-knowledge-graph", "data-corrected-count") == str(len(corrected))
     target = sorted(corrected)[0]
     title = next(n["title"] for n in graph["nodes"] if n["id"] == target)
-    repo = MediaWikiRepository(WikiClient(stack.wiki.api_url, stack.wiki.agent.username, stack.wiki.agent.password))
+    repo = MediaWikiRepository(WikiClient(stack.wiki.api_url, stack.wiki.agent.username, stack.wiki.agent.password), SCHEMA)
     wait_until(lambda: repo.find_incoming_edges([target], corrected[target])[0][target], 120,
                "the job runner's link-table update")  # standing reads the link tables
     assert search(page, title) == "results"
@@ -497,9 +497,9 @@ def test_double_click_opens_the_lesson(stack, page):
 
 
 def test_lesson_page_shows_every_section(stack, page):
-    schema = load_schema()
+    schema = SCHEMA
     lesson_id = "ko-config-change-spread"  # evidence, a verification record and a relation
-    repo = MediaWikiRepository(WikiClient(stack.wiki.api_url, stack.wiki.agent.username, stack.wiki.agent.password))
+    repo = MediaWikiRepository(WikiClient(stack.wiki.api_url, stack.wiki.agent.username, stack.wiki.agent.password), SCHEMA)
     snap = repo.get_snapshot(lesson_id)
     page.goto(stack.url(f"Lesson:{lesson_id}"))
     page.wait_for_selector(".s3rm-evidence-digest[data-state=ready]", timeout=20_000)

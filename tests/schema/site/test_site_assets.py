@@ -20,9 +20,9 @@ from flask import Flask
 
 from gateway.domain.codec import parse_page, serialize_page
 from gateway.domain.repository import WikiUnavailable
-from gateway.domain.schema import load_schema
 from gateway.web.graphdata import DEFAULT_MAX_NODES, RELATIONS
 from gateway.web.graph import create_graph_blueprint
+from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
 from s3rm.site.variants import CAPABILITIES, load_manifest, render_page
 from support.lessons import evidence, lesson, relation
@@ -98,7 +98,7 @@ def test_common_js_gateway_contract():
 
 
 def test_common_js_relation_labels_match_the_schema():
-    schema = load_schema()
+    schema = SCHEMA
     text = js_text()
     for value in schema.enum("relation").values:
         assert f"{value}: '{schema.enum('relation').label(value)}'" in text, value
@@ -318,7 +318,7 @@ def preload_for_save(text: str, user: str, ts: str) -> str:
 
 
 def test_preload_skeleton_follows_the_schema():
-    schema = load_schema()
+    schema = SCHEMA
     raw = PAGES["Template:S3RM lesson preload"].read()
     saved = preload_for_save(raw, "S3Admin", "2026-01-02T03:04:05Z")
     page = parse_page(saved, schema)
@@ -366,7 +366,7 @@ def seeded_repo(n: int = 6) -> InMemoryRepository:
             rels.append(relation("l2", "supports", "l1"))
         repo.put_page(f"l{i}", serialize_page(lesson(
             f"l{i}", title=f"제목 {i}", updated_at=f"2026-01-0{i + 1}T00:00:00Z", created_at="2026-01-01T00:00:00Z",
-            confidence=("low", "medium", "high")[i % 3], evidence_items=[evidence("e1")], relations=rels)))
+            confidence=("low", "medium", "high")[i % 3], evidence_items=[evidence("e1")], relations=rels), SCHEMA))
     return repo
 
 
@@ -447,7 +447,7 @@ def test_graph_sees_mcp_writes_at_once_via_invalidate():
     client = app.test_client()
     assert len(client.get("/mcp/graph").get_json()["nodes"]) == 2
     repo.put_page("fresh", serialize_page(lesson("fresh", evidence_items=[evidence("e1")],
-                                                 relations=[relation("fresh", "suggests", "l0")])))
+                                                 relations=[relation("fresh", "suggests", "l0")]), SCHEMA))
     assert len(client.get("/mcp/graph").get_json()["nodes"]) == 2  # cached
     bp.graph_cache.invalidate()
     data = client.get("/mcp/graph").get_json()
@@ -464,14 +464,14 @@ def test_graph_sees_browser_saves_through_the_recent_probe():
     # a browser save does not pass through the gateway
     repo.put_page("browser_note", serialize_page(lesson("browser_note", title="브라우저 메모",
                                                         evidence_items=[evidence("e1")],
-                                                        relations=[relation("browser_note", "contradicts", "l1")])))
+                                                        relations=[relation("browser_note", "contradicts", "l1")]), SCHEMA))
     clock.now += 1.5  # past the probe interval, well inside the TTL
     data = client.get("/mcp/graph").get_json()
     assert "browser_note" in {n["id"] for n in data["nodes"]}
     assert {"from": "browser_note", "to": "l1", "relation": "contradicts"} in data["edges"]
     assert bp.graph_cache.builds == builds  # patched in place, no full rescan
     # an edit to an existing Lesson changes its title
-    repo.put_page("l0", serialize_page(lesson("l0", title="고친 제목", evidence_items=[evidence("e1")])))
+    repo.put_page("l0", serialize_page(lesson("l0", title="고친 제목", evidence_items=[evidence("e1")]), SCHEMA))
     clock.now += 1.5
     titles = {n["id"]: n["title"] for n in client.get("/mcp/graph").get_json()["nodes"]}
     assert titles["l0"] == "고친 제목"
@@ -583,7 +583,7 @@ def test_preload_skeleton_keeps_its_substitutions(wiki_pages, dev_wiki):
     body = body.replace("|title=\n", "|title=프리로드 시험\n", 1)
     agent = dev_wiki.site("agent")
     agent.pages["Lesson:preload_probe"].edit(body, summary="test_site_assets: preload")
-    saved = parse_page(agent.pages["Lesson:preload_probe"].text(), load_schema())
+    saved = parse_page(agent.pages["Lesson:preload_probe"].text(), SCHEMA)
     assert saved.fields["author"] == dev_wiki.agent.username.split("@")[0]
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", saved.fields["created_at"])
     assert saved.fields["created_at"] == saved.fields["updated_at"] == saved.evidence[0]["added_at"]
@@ -660,7 +660,7 @@ def test_graph_on_the_real_wiki_sees_a_save_at_once(dev_wiki):
     from support.lessons import agent_client, write_pages
 
     client = agent_client(dev_wiki)
-    repo = MediaWikiRepository(client)
+    repo = MediaWikiRepository(client, SCHEMA)
     write_pages(client, {
         "graph-a": lesson("graph-a", title="그래프 A", evidence_items=[evidence("e1")]),
         "graph-b": lesson("graph-b", title="그래프 B", evidence_items=[evidence("e1")],

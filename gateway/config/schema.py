@@ -5,7 +5,9 @@ validators) reads field definitions from here instead of repeating them.
 
 Usage::
 
-    schema = load_schema()            # cached; the process's schema folder (gateway.config)
+    schema = load_schema(folder / "lesson.toml")   # cached per path; the gateway loads it in
+                                                   # load_config (``GatewayConfig.schema``), the CLI
+                                                   # from its settings (``CliSettings.schema``)
     schema.lesson.field("title").max_length   # -> 200
     schema.enum("relation").values            # -> ("supports", ...)
     schema.limits["page_max"]                 # -> 20 (tool limits, [limits])
@@ -20,8 +22,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gateway.config.loader import process_schema_dir
-from gateway.config.values import ConfigError
 from gateway.core.errors import GatewayError
 
 #: Repository root (the folder holding ``schema/``) for an editable install.
@@ -162,37 +162,6 @@ class Schema:
         return int(self.meta["namespace_id"])
 
 
-def schema_dir() -> Path:
-    """This process's schema folder (:func:`gateway.config.loader.process_schema_dir`; the schema source is
-    process-wide, docs/data-contract.md#schema-source)."""
-    return process_schema_dir()
-
-
-def require_process_schema(folder: Path) -> None:
-    """Refuse a configured schema folder whose ``lesson.toml`` differs from this process's schema source.
-
-    The domain rules read the process-wide schema (:func:`schema_dir`); a
-    configuration naming another folder may bring its own ``tools/`` schemas,
-    but a ``lesson.toml`` there must be byte-identical, or one process would
-    validate with one schema and write with another
-    (docs/data-contract.md#schema-source). A folder without ``lesson.toml``
-    is accepted (the process's source applies).
-
-    Raises :class:`~gateway.config.values.ConfigError` naming ``S3RM_SCHEMA_DIR``.
-    """
-    own = Path(folder) / "lesson.toml"
-    process = schema_dir() / "lesson.toml"
-    if not own.is_file() or own.resolve() == process.resolve():
-        return
-    try:
-        same = own.read_bytes() == process.read_bytes()
-    except OSError as exc:
-        raise ConfigError("S3RM_SCHEMA_DIR", f"cannot read the schema source: {exc.strerror}") from None
-    if not same:
-        raise ConfigError("S3RM_SCHEMA_DIR", f"{own} differs from this process's schema source {process}; "
-                          "set S3RM_SCHEMA_DIR in the process environment instead")
-
-
 def _field(raw: dict, enums: dict[str, EnumDef], where: str) -> FieldDef:
     known = {"name", "type", "required", "settable", "property", "smw_type", "label", "help",
              "describe", "max_length", "enum", "facet"}
@@ -249,9 +218,11 @@ def _load(path: Path) -> Schema:
         return parse_schema(tomllib.load(fh), path)
 
 
-def load_schema(path: Path | None = None) -> Schema:
-    """Load (and cache) the schema source; ``path`` defaults to <schema_dir>/lesson.toml.
+def load_schema(path: Path | str) -> Schema:
+    """Load (and cache, keyed by path) the schema source at ``path`` (a ``lesson.toml``).
 
+    There is no default: the configuration readers (``gateway.config.loader.load_config``,
+    ``s3rm.settings.CliSettings``) choose the folder (docs/data-contract.md#schema-source).
     Raises SchemaError for a malformed source and OSError when the file is missing.
     """
-    return _load(Path(path) if path else schema_dir() / "lesson.toml")
+    return _load(Path(path))
