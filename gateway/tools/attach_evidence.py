@@ -76,21 +76,21 @@ OPERATION = WriteOperation(name=NAME, tag="S3W", kind="evidence", parse=parse, p
 
 
 # ------------------------------------------------------------------ schemas
-def input_schema(F: Fields) -> dict:
-    ev = new_evidence_props(F)
-    props = {"operation_id": operation_id(F), "lesson_id": F.lesson_id(),
+def input_schema(schema_fields: Fields) -> dict:
+    ev = new_evidence_props(schema_fields)
+    props = {"operation_id": operation_id(schema_fields), "lesson_id": schema_fields.lesson_id(),
              "evidence_id": ev.pop("id")}
     props.update(ev)
-    required = ["operation_id", "lesson_id"] + [n for n in ev if F.schema.evidence.field(n).required]
+    required = ["operation_id", "lesson_id"] + [n for n in ev if schema_fields.schema.evidence.field(n).required]
     return obj(props, required, "Attach one evidence to an existing Lesson.")
 
 
-def output_schema(F: Fields) -> dict:
+def output_schema(schema_fields: Fields) -> dict:
     return obj({
         "status": enum("created, or replayed for an exact retry.", WRITE_STATUSES),
-        "lesson_id": F.lesson_id(),
-        "evidence_id": F.evidence_id(),
-        "evidence_digest": string("Digest of the stored evidence.", 71, pattern=F.patterns["digest"]),
+        "lesson_id": schema_fields.lesson_id(),
+        "evidence_id": schema_fields.evidence_id(),
+        "evidence_digest": string("Digest of the stored evidence.", 71, pattern=schema_fields.patterns["digest"]),
         "current_revision_id": revision_id("Current revision of the Lesson."),
     }, ["status", "lesson_id", "evidence_id", "evidence_digest", "current_revision_id"],
         "Outcome of attach_evidence.")

@@ -115,43 +115,43 @@ AUDIT_STATUSES = ("ok", "missing", "mismatch")
 AUDIT_EXPECTATIONS = ("revision_id", "content_digest", "evidence_ids", "relations")
 
 
-def input_schema(F: Fields) -> dict:
-    rel = F.schema.relation
+def input_schema(schema_fields: Fields) -> dict:
+    rel = schema_fields.schema.relation
     expectation = obj({
-        "id": F.lesson_id(),
+        "id": schema_fields.lesson_id(),
         "revision_id": revision_id("Expected current revision id."),
-        "content_digest": string("Expected content digest.", 71, pattern=F.patterns["digest"]),
-        "evidence_ids": array("Evidence ids expected on the Lesson.", F.evidence_id(), min_items=1,
-                              max_items=F.limits["expectation_items_max"], unique=True),
+        "content_digest": string("Expected content digest.", 71, pattern=schema_fields.patterns["digest"]),
+        "evidence_ids": array("Evidence ids expected on the Lesson.", schema_fields.evidence_id(), min_items=1,
+                              max_items=schema_fields.limits["expectation_items_max"], unique=True),
         "relations": array("Relations expected on the Lesson.", obj({
-            "relation": F.field(rel, "relation", "in"),
-            "to": F.field(rel, "to", "in"),
+            "relation": schema_fields.field(rel, "relation", "in"),
+            "to": schema_fields.field(rel, "to", "in"),
         }, ["relation", "to"], "An expected outgoing relation."), min_items=1,
-            max_items=F.limits["expectation_items_max"], unique=True),
+            max_items=schema_fields.limits["expectation_items_max"], unique=True),
     }, ["id"], "What the caller expects about one Lesson.")
     return obj({
         "expectations": array("Lessons to check.", expectation, min_items=1,
-                              max_items=F.limits["audit_expectations_max"]),
-        "limit": page_limit(F, "Results per page.", default=F.limits["audit_page_default"]),
-        "cursor": cursor(F),
+                              max_items=schema_fields.limits["audit_expectations_max"]),
+        "limit": page_limit(schema_fields, "Results per page.", default=schema_fields.limits["audit_page_default"]),
+        "cursor": cursor(schema_fields),
     }, ["expectations"], "Check stored Lessons against expectations.")
 
 
-def output_schema(F: Fields) -> dict:
+def output_schema(schema_fields: Fields) -> dict:
     failed = obj({
         "expectation": enum("Which expectation failed.", AUDIT_EXPECTATIONS),
         "index": nullable(integer("Position within evidence_ids/relations, or null for scalar expectations.", 0)),
     }, ["expectation", "index"], "One failed expectation.")
     result = obj({
         "position": integer("Index of the expectation in the request.", 0),
-        "id": F.lesson_id(),
+        "id": schema_fields.lesson_id(),
         "status": enum("ok, missing (no such Lesson) or mismatch.", AUDIT_STATUSES),
         "current_revision_id": nullable(revision_id("Current revision id, or null when missing.")),
         "failed": array("Failed expectations (empty when ok).", failed),
     }, ["position", "id", "status", "current_revision_id", "failed"], "Audit outcome of one expectation.")
     return obj({
-        "results": array("Outcomes in expectation order.", result, max_items=F.limits["page_max"]),
-        "next_cursor": next_cursor(F),
+        "results": array("Outcomes in expectation order.", result, max_items=schema_fields.limits["page_max"]),
+        "next_cursor": next_cursor(schema_fields),
         **scan_props(),
     }, ["results", "next_cursor", "partial", "scanned", "scan_limit"], "Audit results.")
 

@@ -64,24 +64,24 @@ def _fetch(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
             "url": lesson_url(ctx, read["id"]), "metadata": metadata}
 
 
-def _search_input(F: Fields) -> dict:
+def _search_input(schema_fields: Fields) -> dict:
     return obj({"query": string("What to look for, in plain words (empty lists the newest Lessons).",
-                                F.limits["query_max_length"])}, ("query",))
+                                schema_fields.limits["query_max_length"])}, ("query",))
 
 
-def _search_output(F: Fields) -> dict:
-    hit = obj({"id": F.lesson_id("Lesson id: pass it to fetch."), "title": string("Lesson title."),
+def _search_output(schema_fields: Fields) -> dict:
+    hit = obj({"id": schema_fields.lesson_id("Lesson id: pass it to fetch."), "title": string("Lesson title."),
                "url": string("Wiki page of the Lesson, for citation.")}, ("id", "title", "url"))
     return obj({"results": array("Matching Lessons, best first.", hit, max_items=SEARCH_LIMIT)}, ("results",))
 
 
-def _fetch_input(F: Fields) -> dict:
-    return obj({"id": F.lesson_id("Lesson id from a search result.")}, ("id",))
+def _fetch_input(schema_fields: Fields) -> dict:
+    return obj({"id": schema_fields.lesson_id("Lesson id from a search result.")}, ("id",))
 
 
-def _fetch_output(F: Fields) -> dict:
+def _fetch_output(schema_fields: Fields) -> dict:
     metadata = obj({key: string(f"The Lesson's {key}.") for key in _METADATA}, (), "Lesson metadata.")
-    return obj({"id": F.lesson_id(), "title": string("Lesson title."),
+    return obj({"id": schema_fields.lesson_id(), "title": string("Lesson title."),
                 "text": string("The Lesson as Markdown: its fields, then its first citations."),
                 "url": string("Wiki page of the Lesson, for citation."), "metadata": metadata},
                ("id", "title", "text", "url", "metadata"))

@@ -112,38 +112,38 @@ OPERATION = WriteOperation(name=NAME, tag="S3W", kind="create", parse=parse, pla
 # ------------------------------------------------------------------ schemas
 
 
-def input_schema(F: Fields) -> dict:
-    rec = F.schema.lesson
-    basis = F.schema.enum("verification_basis")
+def input_schema(schema_fields: Fields) -> dict:
+    rec = schema_fields.schema.lesson
+    basis = schema_fields.schema.enum("verification_basis")
     supporting = [v for v in basis.extra.get("supporting", ()) if v not in basis.extra.get("legacy_only", ())]
-    evidence_props = new_evidence_props(F)
+    evidence_props = new_evidence_props(schema_fields)
     initial_evidence = obj(evidence_props, [n for n in evidence_props
-                                            if n != "id" and F.schema.evidence.field(n).required],
+                                            if n != "id" and schema_fields.schema.evidence.field(n).required],
                            "First evidence, stored with the Lesson.")
-    claim = F.verification_claim_props(supporting)
+    claim = schema_fields.verification_claim_props(supporting)
     initial_verification = obj(claim, list(claim),
                                "Verification of initial_evidence (needed for high confidence), same basis.")
     props: dict[str, dict] = {
-        "operation_id": operation_id(F),
-        "lesson_id": F.lesson_id("Derived from the request when omitted."),
+        "operation_id": operation_id(schema_fields),
+        "lesson_id": schema_fields.lesson_id("Derived from the request when omitted."),
     }
-    for name in F.changeable_fields():
-        props[name] = F.field(rec, name, "in")
+    for name in schema_fields.changeable_fields():
+        props[name] = schema_fields.field(rec, name, "in")
     props["initial_evidence"] = initial_evidence
     props["initial_verification"] = initial_verification
-    required = ["operation_id", *F.changeable_fields(), "initial_evidence"]
+    required = ["operation_id", *schema_fields.changeable_fields(), "initial_evidence"]
     return obj(props, required, "Create a lab Lesson with its first evidence in one revision.")
 
 
-def output_schema(F: Fields) -> dict:
+def output_schema(schema_fields: Fields) -> dict:
     return obj({
         "status": enum("created, or replayed for an exact retry.", WRITE_STATUSES),
-        "id": F.lesson_id(),
+        "id": schema_fields.lesson_id(),
         "current_revision_id": revision_id("Current revision of the Lesson."),
-        "evidence_ids": array("Ids of the stored evidence.", F.evidence_id()),
-        "verification_ids": array("Ids of the stored verification records.", F.verification_id()),
-        "duplicate_candidates": duplicate_candidates_out(F),
-        "embedding_truncated": embedding_truncated_out(F),
+        "evidence_ids": array("Ids of the stored evidence.", schema_fields.evidence_id()),
+        "verification_ids": array("Ids of the stored verification records.", schema_fields.verification_id()),
+        "duplicate_candidates": duplicate_candidates_out(schema_fields),
+        "embedding_truncated": embedding_truncated_out(schema_fields),
     }, ["status", "id", "current_revision_id", "evidence_ids", "verification_ids", "duplicate_candidates"],
         "Outcome of create_lesson_draft.")
 

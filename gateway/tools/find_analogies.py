@@ -88,36 +88,36 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 ANALOGY_BASES = ("stored_relation", "lexical", "semantic_similarity", "hybrid")
 
 
-def input_schema(F: Fields) -> dict:
+def input_schema(schema_fields: Fields) -> dict:
     return obj({
-        "id": F.lesson_id(),
-        "limit": page_limit(F, "Results per page."),
-        "cursor": cursor(F),
+        "id": schema_fields.lesson_id(),
+        "limit": page_limit(schema_fields, "Results per page."),
+        "cursor": cursor(schema_fields),
         "min_score": min_score(),
         "retrieval_mode": retrieval_mode_in(),
-        "scope": scope_in(F),
+        "scope": scope_in(schema_fields),
     }, ["id"], "Find Lessons with a similar cause or failure shape.")
 
 
-def output_schema(F: Fields) -> dict:
+def output_schema(schema_fields: Fields) -> dict:
     result = obj({
-        "id": F.lesson_id(),
-        "title": F.field(F.schema.lesson, "title"),
+        "id": schema_fields.lesson_id(),
+        "title": schema_fields.field(schema_fields.schema.lesson, "title"),
         "score": score(),
         "basis": enum("Which signal produced this analogy.", ANALOGY_BASES),
         "shared_terms": array("Terms shared with the source Lesson (lexical evidence).",
-                              string("A shared term.", F.limits["term_max_length"]),
-                              max_items=F.limits["shared_terms_max"]),
-        "standing": standing_out(F),
+                              string("A shared term.", schema_fields.limits["term_max_length"]),
+                              max_items=schema_fields.limits["shared_terms_max"]),
+        "standing": standing_out(schema_fields),
     }, ["id", "title", "score", "basis", "shared_terms"], "One analogous Lesson.")
     props = {
-        "source_id": F.lesson_id("The requested Lesson."),
+        "source_id": schema_fields.lesson_id("The requested Lesson."),
         "source_revision_id": revision_id("Revision of the source Lesson that was compared."),
-        "results": array("Analogies, best first.", result, max_items=F.limits["page_max"]),
-        "next_cursor": next_cursor(F),
-        **retrieval_props(F),
+        "results": array("Analogies, best first.", result, max_items=schema_fields.limits["page_max"]),
+        "next_cursor": next_cursor(schema_fields),
+        **retrieval_props(schema_fields),
         **scan_props(),
-        "scope": scope_out(F),
+        "scope": scope_out(schema_fields),
     }
     return obj(props, [p for p in props if p not in OPTIONAL_RETRIEVAL_PROPS], "Analogous Lessons.")
 

@@ -87,34 +87,34 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ schemas
-def input_schema(F: Fields) -> dict:
+def input_schema(schema_fields: Fields) -> dict:
     return obj({
-        "id": F.lesson_id(),
+        "id": schema_fields.lesson_id(),
         "relation_types": array("Only these relation types (default: all).",
-                                F.field(F.schema.relation, "relation"), min_items=1, unique=True),
+                                schema_fields.field(schema_fields.schema.relation, "relation"), min_items=1, unique=True),
         "direction": enum("Which stored edges to follow.", ("outgoing", "incoming", "both"), default="both"),
-        "limit": page_limit(F, "Results per page."),
-        "cursor": cursor(F),
+        "limit": page_limit(schema_fields, "Results per page."),
+        "cursor": cursor(schema_fields),
     }, ["id"], "List Lessons linked to a Lesson by stored relations.")
 
 
-def output_schema(F: Fields) -> dict:
-    rel = F.schema.relation
+def output_schema(schema_fields: Fields) -> dict:
+    rel = schema_fields.schema.relation
     result = obj({
-        "id": F.lesson_id("Id of the related Lesson."),
-        "title": F.field(F.schema.lesson, "title"),
-        "relation": F.field(rel, "relation"),
+        "id": schema_fields.lesson_id("Id of the related Lesson."),
+        "title": schema_fields.field(schema_fields.schema.lesson, "title"),
+        "relation": schema_fields.field(rel, "relation"),
         "direction": enum("outgoing or incoming, seen from the requested Lesson.", DIRECTIONS),
-        "from": F.field(rel, "from"),
-        "to": F.field(rel, "to"),
-        "note": F.field(rel, "note"),
+        "from": schema_fields.field(rel, "from"),
+        "to": schema_fields.field(rel, "to"),
+        "note": schema_fields.field(rel, "note"),
         "symmetric": {"description": "True for relation types shown in both directions.", "type": "boolean"},
-        "standing": standing_out(F),
+        "standing": standing_out(schema_fields),
     }, ["id", "title", "relation", "direction", "from", "to", "symmetric"], "One related Lesson.")
     return obj({
-        "id": F.lesson_id("The requested Lesson."),
-        "results": array("Related Lessons.", result, max_items=F.limits["page_max"]),
-        "next_cursor": next_cursor(F),
+        "id": schema_fields.lesson_id("The requested Lesson."),
+        "results": array("Related Lessons.", result, max_items=schema_fields.limits["page_max"]),
+        "next_cursor": next_cursor(schema_fields),
         **scan_props(),
     }, ["id", "results", "next_cursor", "partial", "scanned", "scan_limit"], "Related Lessons.")
 

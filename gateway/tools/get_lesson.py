@@ -203,17 +203,17 @@ def _fit(ctx: ToolContext, subs: dict[str, _Sub], build, single_field: bool) -> 
 
 
 # ------------------------------------------------------------------ schemas
-def _verification_item(F: Fields) -> dict:
-    rec = F.schema.verification
-    props = {f.name: F.for_field(rec, f, "out") for f in rec.fields}
-    props["id"] = F.verification_id()
-    props["evidence_id"] = F.evidence_id("Id of the evidence this record checked.")
+def _verification_item(schema_fields: Fields) -> dict:
+    rec = schema_fields.schema.verification
+    props = {f.name: schema_fields.for_field(rec, f, "out") for f in rec.fields}
+    props["id"] = schema_fields.verification_id()
+    props["evidence_id"] = schema_fields.evidence_id("Id of the evidence this record checked.")
     return obj(props, list(props), "One append-only verification record.")
 
 
-def _relation_item(F: Fields) -> dict:
-    rec = F.schema.relation
-    props = {f.name: F.for_field(rec, f, "out") for f in rec.fields}
+def _relation_item(schema_fields: Fields) -> dict:
+    rec = schema_fields.schema.relation
+    props = {f.name: schema_fields.for_field(rec, f, "out") for f in rec.fields}
     props["direction"] = enum("outgoing: stored on this Lesson; incoming: stored on another Lesson pointing here.",
                               DIRECTIONS)
     props["symmetric"] = {"description": "True for relation types shown in both directions (analogous_to).",
@@ -222,10 +222,10 @@ def _relation_item(F: Fields) -> dict:
     return obj(props, required, "One typed relation between two Lessons.")
 
 
-def _sub_page(F: Fields, description: str, item: dict) -> dict:
+def _sub_page(schema_fields: Fields, description: str, item: dict) -> dict:
     return obj({
-        "items": array("This page of records.", item, max_items=F.limits["page_max"]),
-        "next_cursor": next_cursor(F),
+        "items": array("This page of records.", item, max_items=schema_fields.limits["page_max"]),
+        "next_cursor": next_cursor(schema_fields),
         "total": integer("Total number of records of this kind on the Lesson.", 0),
         "skipped": integer("Records of this page left out because a value breaks this schema (edited outside the "
                            "gateway); total still counts them, s3rm audit names them.", 1),
@@ -237,41 +237,41 @@ PAGE_CURSOR_TEXT = "That list's next_cursor from the previous answer."
 PAGE_LIMIT_TEXT = "Items per page of that list."
 
 
-def input_schema(F: Fields) -> dict:
+def input_schema(schema_fields: Fields) -> dict:
     return obj({
-        "id": F.lesson_id(),
+        "id": schema_fields.lesson_id(),
         "fields": array("Fields to return (default: all); id and revision_id always come.",
-                        {"type": "string", "enum": F.core_fields() + ["revision_id"]}, min_items=1, unique=True),
+                        {"type": "string", "enum": schema_fields.core_fields() + ["revision_id"]}, min_items=1, unique=True),
         "citation_detail": enum("full adds note and provenance and never truncates.", ("compact", "full"), default="compact"),
-        "citations_cursor": cursor(F, PAGE_CURSOR_TEXT),
-        "citations_limit": page_limit(F, PAGE_LIMIT_TEXT),
-        "verifications_cursor": cursor(F, PAGE_CURSOR_TEXT),
-        "verifications_limit": page_limit(F, PAGE_LIMIT_TEXT),
-        "relations_cursor": cursor(F, PAGE_CURSOR_TEXT),
-        "relations_limit": page_limit(F, PAGE_LIMIT_TEXT),
+        "citations_cursor": cursor(schema_fields, PAGE_CURSOR_TEXT),
+        "citations_limit": page_limit(schema_fields, PAGE_LIMIT_TEXT),
+        "verifications_cursor": cursor(schema_fields, PAGE_CURSOR_TEXT),
+        "verifications_limit": page_limit(schema_fields, PAGE_LIMIT_TEXT),
+        "relations_cursor": cursor(schema_fields, PAGE_CURSOR_TEXT),
+        "relations_limit": page_limit(schema_fields, PAGE_LIMIT_TEXT),
     }, ["id"], "Read one Lesson.")
 
 
-def output_schema(F: Fields) -> dict:
-    rec = F.schema.lesson
-    lesson = obj({n: F.field(rec, n) for n in F.core_fields()}, (),
+def output_schema(schema_fields: Fields) -> dict:
+    rec = schema_fields.schema.lesson
+    lesson = obj({n: schema_fields.field(rec, n) for n in schema_fields.core_fields()}, (),
                  "Selected core fields (legacy reviewer/review_state are never returned).")
     return obj({
-        "id": F.lesson_id(),
+        "id": schema_fields.lesson_id(),
         "revision_id": revision_id("Revision the Lesson was read from."),
         "content_digest": string("Digest of the whole Lesson content (audit_lessons compares it).", 71,
-                                 pattern=F.patterns["digest"]),
+                                 pattern=schema_fields.patterns["digest"]),
         "revision_github_login": string(
             "GitHub login github mode verified for the write that made this revision; absent otherwise.", 39,
             pattern=f"^{GITHUB_LOGIN}$"),
         "lesson": lesson,
-        "standing": standing_out(F),
-        "citations": _sub_page(F, "Evidence of the Lesson.", citation_item_schema(F)),
-        "verifications": _sub_page(F, "Verification records of the Lesson.", _verification_item(F)),
-        "relations": _sub_page(F, "Relations stored on or pointing at the Lesson.", _relation_item(F)),
+        "standing": standing_out(schema_fields),
+        "citations": _sub_page(schema_fields, "Evidence of the Lesson.", citation_item_schema(schema_fields)),
+        "verifications": _sub_page(schema_fields, "Verification records of the Lesson.", _verification_item(schema_fields)),
+        "relations": _sub_page(schema_fields, "Relations stored on or pointing at the Lesson.", _relation_item(schema_fields)),
         "truncated": array("Fields shortened to fit the byte cap (marked in the text); request one alone to get "
                            "it whole.",
-                           {"type": "string", "enum": F.core_fields()}, unique=True),
+                           {"type": "string", "enum": schema_fields.core_fields()}, unique=True),
     }, ["id", "revision_id", "content_digest", "lesson", "citations", "verifications", "relations"],
         "One Lesson with paged citations, verification records and relations.")
 

@@ -73,24 +73,24 @@ OPERATION = WriteOperation(name=NAME, tag="S3W", kind="link", parse=parse, plan=
 
 
 # ------------------------------------------------------------------ schemas
-def input_schema(F: Fields) -> dict:
-    rel = F.schema.relation
+def input_schema(schema_fields: Fields) -> dict:
+    rel = schema_fields.schema.relation
     return obj({
-        "operation_id": operation_id(F),
-        "from": F.lesson_id("Lesson the relation is stored on."),
-        "relation": F.field(rel, "relation", "in"),
-        "to": F.lesson_id("Existing target Lesson."),
-        "note": F.field(rel, "note", "in"),
+        "operation_id": operation_id(schema_fields),
+        "from": schema_fields.lesson_id("Lesson the relation is stored on."),
+        "relation": schema_fields.field(rel, "relation", "in"),
+        "to": schema_fields.lesson_id("Existing target Lesson."),
+        "note": schema_fields.field(rel, "note", "in"),
     }, ["operation_id", "from", "relation", "to"], "Add one typed relation.")
 
 
-def output_schema(F: Fields) -> dict:
-    rel = F.schema.relation
+def output_schema(schema_fields: Fields) -> dict:
+    rel = schema_fields.schema.relation
     return obj({
         "status": enum("created, or replayed for an exact retry.", WRITE_STATUSES),
-        "from": F.field(rel, "from"),
-        "relation": F.field(rel, "relation"),
-        "to": F.field(rel, "to"),
+        "from": schema_fields.field(rel, "from"),
+        "relation": schema_fields.field(rel, "relation"),
+        "to": schema_fields.field(rel, "to"),
         "current_revision_id": revision_id("Current revision of the from Lesson."),
     }, ["status", "from", "relation", "to", "current_revision_id"], "Outcome of link_lessons.")
 

@@ -91,26 +91,26 @@ OPERATION = WriteOperation(name=NAME, tag="S3V", kind="verify", parse=parse, pla
 
 
 # ------------------------------------------------------------------ schemas
-def input_schema(F: Fields) -> dict:
-    claim = F.verification_claim_props(F.enum_values("verification_basis", "in"))
+def input_schema(schema_fields: Fields) -> dict:
+    claim = schema_fields.verification_claim_props(schema_fields.enum_values("verification_basis", "in"))
     props = {
-        "operation_id": operation_id(F),
-        "lesson_id": F.lesson_id(),
-        "evidence_id": F.evidence_id("Id of the evidence that was checked."),
+        "operation_id": operation_id(schema_fields),
+        "lesson_id": schema_fields.lesson_id(),
+        "evidence_id": schema_fields.evidence_id("Id of the evidence that was checked."),
         "expected_revision_id": revision_id("Revision you read; refused if the Lesson changed since."),
         "expected_evidence_digest": string("Digest of the evidence as the caller read it.", 71,
-                                           pattern=F.patterns["digest"]),
+                                           pattern=schema_fields.patterns["digest"]),
         **claim,
     }
     return obj(props, list(props), "Append one verification record to an evidence.")
 
 
-def output_schema(F: Fields) -> dict:
+def output_schema(schema_fields: Fields) -> dict:
     return obj({
         "status": enum("created, or replayed for an exact retry.", WRITE_STATUSES),
-        "lesson_id": F.lesson_id(),
-        "verification_id": F.verification_id(),
-        "evidence_id": F.evidence_id(),
+        "lesson_id": schema_fields.lesson_id(),
+        "verification_id": schema_fields.verification_id(),
+        "evidence_id": schema_fields.evidence_id(),
         "current_revision_id": revision_id("Current revision of the Lesson."),
         "current_verdict": enum("Current verdict of the evidence after this record.", VERDICTS),
     }, ["status", "lesson_id", "verification_id", "evidence_id", "current_revision_id", "current_verdict"],

@@ -131,36 +131,36 @@ OPERATION = WriteOperation(name=NAME, tag="S3R", kind="revise", parse=parse, pla
 
 
 # ------------------------------------------------------------------ schemas
-def input_schema(F: Fields) -> dict:
-    rec = F.schema.lesson
+def input_schema(schema_fields: Fields) -> dict:
+    rec = schema_fields.schema.lesson
     # each field means what create_lesson_draft's same field says: described there once
-    fields = {n: {k: v for k, v in F.field(rec, n, "in").items() if k != "description"}
-              for n in F.changeable_fields()}
+    fields = {n: {k: v for k, v in schema_fields.field(rec, n, "in").items() if k != "description"}
+              for n in schema_fields.changeable_fields()}
     changes = obj(fields, (), "New values of the fields to change (see create_lesson_draft).",
                   minProperties=1)
     return obj({
-        "operation_id": operation_id(F),
-        "lesson_id": F.lesson_id(),
+        "operation_id": operation_id(schema_fields),
+        "lesson_id": schema_fields.lesson_id(),
         "expected_revision_id": revision_id("Revision you read; refused if the Lesson changed since."),
-        "basis_evidence_ids": array("Evidence on the Lesson that justifies the change.", F.evidence_id(),
-                                    min_items=1, max_items=F.schema.limits["basis_evidence_max"], unique=True),
+        "basis_evidence_ids": array("Evidence on the Lesson that justifies the change.", schema_fields.evidence_id(),
+                                    min_items=1, max_items=schema_fields.schema.limits["basis_evidence_max"], unique=True),
         "changes": changes,
         "reason": string("Edit summary (not Lesson data; shortened and sanitised).",
-                         F.schema.limits["reason_max_length"]),
+                         schema_fields.schema.limits["reason_max_length"]),
     }, ["operation_id", "lesson_id", "expected_revision_id", "basis_evidence_ids", "changes"],
         "Change allowed core fields of a Lesson in a new revision.")
 
 
-def output_schema(F: Fields) -> dict:
+def output_schema(schema_fields: Fields) -> dict:
     return obj({
         "status": enum("revised, or replayed for an exact retry.", ("revised", "replayed")),
-        "lesson_id": F.lesson_id(),
+        "lesson_id": schema_fields.lesson_id(),
         "applied_revision_id": revision_id("Revision this request created (the original one on replay)."),
         "current_revision_id": revision_id("Latest revision of the Lesson now."),
         "changed_fields": array("Fields whose value actually changed.",
-                                {"type": "string", "enum": F.changeable_fields()}, unique=True),
-        "duplicate_candidates": duplicate_candidates_out(F),
-        "embedding_truncated": embedding_truncated_out(F),
+                                {"type": "string", "enum": schema_fields.changeable_fields()}, unique=True),
+        "duplicate_candidates": duplicate_candidates_out(schema_fields),
+        "embedding_truncated": embedding_truncated_out(schema_fields),
     }, ["status", "lesson_id", "applied_revision_id", "current_revision_id", "changed_fields"],
         "Outcome of revise_lesson.")
 

@@ -132,26 +132,26 @@ def nullable(schema: dict) -> dict:
     return out
 
 
-def page_limit(F: Fields, description: str, default: int | None = None) -> dict:
+def page_limit(schema_fields: Fields, description: str, default: int | None = None) -> dict:
     """Page size 1..``page_max`` (default ``page_default``; ``F.limits``)."""
-    return integer(description, 1, F.limits["page_max"],
-                   default=F.limits["page_default"] if default is None else default, **{DEF_NAME: "page_limit"})
+    return integer(description, 1, schema_fields.limits["page_max"],
+                   default=schema_fields.limits["page_default"] if default is None else default, **{DEF_NAME: "page_limit"})
 
 
-def cursor(F: Fields, description: str = "next_cursor of the previous page.") -> dict:
+def cursor(schema_fields: Fields, description: str = "next_cursor of the previous page.") -> dict:
     """Input cursor (opaque string, at most ``cursor_max_length``)."""
-    return string(description, F.limits["cursor_max_length"], min_length=1, **{DEF_NAME: "cursor"})
+    return string(description, schema_fields.limits["cursor_max_length"], min_length=1, **{DEF_NAME: "cursor"})
 
 
-def next_cursor(F: Fields, description: str = "Next page's cursor; null on the last page.") -> dict:
+def next_cursor(schema_fields: Fields, description: str = "Next page's cursor; null on the last page.") -> dict:
     """Output cursor (string or null)."""
-    return {**nullable(string(description, F.limits["cursor_max_length"])), DEF_NAME: "next_cursor"}
+    return {**nullable(string(description, schema_fields.limits["cursor_max_length"])), DEF_NAME: "next_cursor"}
 
 
-def operation_id(F: Fields) -> dict:
+def operation_id(schema_fields: Fields) -> dict:
     """Idempotency key of a write (``[patterns] operation_id``; docs/tools.md#operation-id)."""
     return string("Idempotency key: a retry with it replays.",
-                  128, pattern=F.patterns["operation_id"])
+                  128, pattern=schema_fields.patterns["operation_id"])
 
 
 def revision_id(description: str, minimum: int = 1) -> dict:
@@ -279,21 +279,21 @@ class Fields:
         return props
 
 
-def citation_item_schema(F: Fields) -> dict:
+def citation_item_schema(schema_fields: Fields) -> dict:
     """One evidence as read tools return it (citations of get_lesson and search_lessons)."""
-    ev = F.schema.evidence
+    ev = schema_fields.schema.evidence
     props = {
-        "id": F.evidence_id(),
-        "citation": F.field(ev, "citation"),
-        "url": F.field(ev, "url"),
-        "kind": F.field(ev, "kind"),
-        "verification_basis": F.field(ev, "verification_basis"),
-        "digest": string("Evidence digest; send it as expected_evidence_digest.", 71, pattern=F.patterns["digest"]),
+        "id": schema_fields.evidence_id(),
+        "citation": schema_fields.field(ev, "citation"),
+        "url": schema_fields.field(ev, "url"),
+        "kind": schema_fields.field(ev, "kind"),
+        "verification_basis": schema_fields.field(ev, "verification_basis"),
+        "digest": string("Evidence digest; send it as expected_evidence_digest.", 71, pattern=schema_fields.patterns["digest"]),
         "current_verdict": enum("Outcome of its latest verification record; none without one, ambiguous when "
                                 "unordered.", VERDICTS),
-        "note": F.field(ev, "note"),
-        "added_by": F.field(ev, "added_by"),
-        "added_at": F.field(ev, "added_at"),
+        "note": schema_fields.field(ev, "note"),
+        "added_by": schema_fields.field(ev, "added_by"),
+        "added_at": schema_fields.field(ev, "added_at"),
     }
     return obj(props, ["id", "citation", "kind", "verification_basis", "digest", "current_verdict"],
                "One evidence (citation) of a Lesson.", **{DEF_NAME: "citation"})
@@ -303,18 +303,18 @@ def citation_item_schema(F: Fields) -> dict:
 OPTIONAL_RETRIEVAL_PROPS = ("semantic_quarantined", "index_as_of", "index_lag_seconds", "semantic_progress")
 
 
-def retrieval_props(F: Fields) -> dict[str, dict]:
+def retrieval_props(schema_fields: Fields) -> dict[str, dict]:
     """``effective_mode``/``requested_mode``/``ranking_version``/``semantic_status`` (and the optional
     ``semantic_quarantined`` count, docs/hybrid-search.md#quarantine) of ranked reads."""
     return {
         "effective_mode": enum("Retrieval mode actually used for this page.", RETRIEVAL_MODES),
         "requested_mode": enum("Retrieval mode the client asked for.", RETRIEVAL_MODES),
         "ranking_version": string("Version of the ranking/fusion recipe that ordered the results.",
-                                  F.limits["ranking_version_max_length"]),
+                                  schema_fields.limits["ranking_version_max_length"]),
         "semantic_status": enum("State of the semantic index.", SEMANTIC_STATUSES),
         "semantic_quarantined": integer("Lessons found by full text only while their embedding fails (absent when "
                                         "none).", 1),
-        "index_as_of": F.timestamp("hybrid_v1: newest change the index has applied (UTC)."),
+        "index_as_of": schema_fields.timestamp("hybrid_v1: newest change the index has applied (UTC)."),
         "index_lag_seconds": {"description": "hybrid_v1: seconds since the index caught up.", "type": "number",
                               "minimum": 0},
         "semantic_progress": obj({
@@ -327,14 +327,14 @@ def retrieval_props(F: Fields) -> dict[str, dict]:
     }
 
 
-def scope_in(F: Fields) -> dict:
+def scope_in(schema_fields: Fields) -> dict:
     """Input ``scope``: a named corpus scope."""
-    return string("Optional named corpus scope.", F.limits["scope_max_length"], min_length=1)
+    return string("Optional named corpus scope.", schema_fields.limits["scope_max_length"], min_length=1)
 
 
-def scope_out(F: Fields) -> dict:
+def scope_out(schema_fields: Fields) -> dict:
     """Output ``scope``: the scope the results came from, or null."""
-    return nullable(string("Scope the results were drawn from, or null.", F.limits["scope_max_length"]))
+    return nullable(string("Scope the results were drawn from, or null.", schema_fields.limits["scope_max_length"]))
 
 
 def min_score(description: str = "Drop results scoring below this value (0–1).") -> dict:
@@ -347,9 +347,9 @@ def score(description: str = "Relevance 0-1, comparable within one response.") -
     return {"description": description, "type": "number", "minimum": 0, "maximum": 1}
 
 
-def embedding_truncated_out(F: Fields) -> dict:
+def embedding_truncated_out(schema_fields: Fields) -> dict:
     """Optional write output ``embedding_truncated``: facets cut for embedding (docs/hybrid-search.md#truncation-report)."""
-    names = ["title", *(f.name for f in F.schema.lesson.fields if f.facet)]
+    names = ["title", *(f.name for f in schema_fields.schema.lesson.fields if f.facet)]
     cut = obj({
         "fields": array("Fields whose text lies at least partly in the dropped middle.", enum("Field.", names),
                         min_items=1, unique=True),
@@ -366,30 +366,30 @@ DUPLICATE_STATUSES = ("ok", "skipped", "not_ready", "disabled", "timeout", "satu
 DUPLICATE_BANDS = ("near_identical", "same_topic")
 
 
-def duplicate_candidates_out(F: Fields) -> dict:
+def duplicate_candidates_out(schema_fields: Fields) -> dict:
     """Write output ``duplicate_candidates`` (create, and a revise of embedded text; docs/tools.md#create-lesson-draft)."""
     candidate = obj({
-        "id": F.lesson_id(),
-        "title": F.field(F.schema.lesson, "title"),
+        "id": schema_fields.lesson_id(),
+        "title": schema_fields.field(schema_fields.schema.lesson, "title"),
         "score": score(),
         "band": enum("How close the existing Lesson is.", DUPLICATE_BANDS),
     }, ["id", "title", "score", "band"], "An existing Lesson that may say the same thing.")
     return obj({
         "status": enum("Whether the duplicate check ran.", DUPLICATE_STATUSES),
-        "items": array("Possible duplicates, best first.", candidate, max_items=F.limits["duplicate_candidates_max"]),
+        "items": array("Possible duplicates, best first.", candidate, max_items=schema_fields.limits["duplicate_candidates_max"]),
     }, ["status", "items"], "Existing Lessons that look like duplicates (advisory).")
 
 
-def standing_out(F: Fields) -> dict:
+def standing_out(schema_fields: Fields) -> dict:
     """Optional ``standing``: corrections of a Lesson read from the fresh revision (docs/tools.md#standing)."""
-    ids = F.lesson_id("Lesson id.")
+    ids = schema_fields.lesson_id("Lesson id.")
     return obj({
         "superseded_by": array("Lessons superseding it.", ids, max_items=STANDING_MAX, unique=True,
                                **{DEF_NAME: "lesson_ids"}),
         "contradicted_by": array("Lessons contradicting it.", ids, max_items=STANDING_MAX, unique=True,
                                  **{DEF_NAME: "lesson_ids"}),
         "evidence_contradicted": array("Its evidence whose current verdict is contradicts.",
-                                       F.evidence_id("Evidence id."), max_items=STANDING_MAX, unique=True),
+                                       schema_fields.evidence_id("Evidence id."), max_items=STANDING_MAX, unique=True),
     }, (), "Corrections: read these before trusting it (absent when none).", minProperties=1)
 
 
@@ -399,13 +399,13 @@ def retrieval_mode_in() -> dict:
                 RETRIEVAL_MODES)
 
 
-def new_evidence_props(F: Fields) -> dict[str, dict]:
+def new_evidence_props(schema_fields: Fields) -> dict[str, dict]:
     """Client-settable fields of a new evidence (create_lesson_draft's initial_evidence, attach_evidence)."""
-    ev = F.schema.evidence
-    props = {"id": F.evidence_id("Derived from the request when omitted.")}
+    ev = schema_fields.schema.evidence
+    props = {"id": schema_fields.evidence_id("Derived from the request when omitted.")}
     for f in ev.fields:
         if f.client_settable and f.name != "id":
-            props[f.name] = F.for_field(ev, f, "in")
+            props[f.name] = schema_fields.for_field(ev, f, "in")
     return props
 
 

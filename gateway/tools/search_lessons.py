@@ -254,44 +254,44 @@ def _hint(query: str, window: Sequence[Any], partial: bool, base: dict[str, Any]
 SEARCH_BASES = ("full_text", "lexical", "stored_relation", "semantic_similarity", "hybrid", "listing")
 
 
-def _facets(F: Fields) -> list[str]:
+def _facets(schema_fields: Fields) -> list[str]:
     """Retrieval facets in the order schema/lesson.toml's fields first name them."""
-    return list(dict.fromkeys(f.facet for f in F.schema.lesson.fields if f.facet))
+    return list(dict.fromkeys(f.facet for f in schema_fields.schema.lesson.fields if f.facet))
 
 
-def _facet_in(F: Fields) -> dict:
+def _facet_in(schema_fields: Fields) -> dict:
     return enum("hybrid_v1 only: rank by this facet alone, no full text (situation: question, context, observation; "
-                "approach: attempt; mechanism: the rest).", _facets(F))
+                "approach: attempt; mechanism: the rest).", _facets(schema_fields))
 
 
-def _search_fields(F: Fields) -> list[str]:
-    return ["id"] + F.core_fields() + ["revision_id", "citations"]
+def _search_fields(schema_fields: Fields) -> list[str]:
+    return ["id"] + schema_fields.core_fields() + ["revision_id", "citations"]
 
 
-def input_schema(F: Fields) -> dict:
-    rec = F.schema.lesson
+def input_schema(schema_fields: Fields) -> dict:
+    rec = schema_fields.schema.lesson
     filters = obj({
         "confidence": array("Confidence values to keep.",
-                            F.field(rec, "confidence"), min_items=1, unique=True),
+                            schema_fields.field(rec, "confidence"), min_items=1, unique=True),
         "record_origin": array("Origins to keep.",
-                               F.field(rec, "record_origin"), min_items=1, unique=True),
+                               schema_fields.field(rec, "record_origin"), min_items=1, unique=True),
         "review_state": array("Legacy review states to keep.",
-                              F.field(rec, "review_state"), min_items=1, unique=True),
-        "updated_after": F.timestamp("Updated at or after (UTC)."),
-        "updated_before": F.timestamp("Updated before (UTC)."),
+                              schema_fields.field(rec, "review_state"), min_items=1, unique=True),
+        "updated_after": schema_fields.timestamp("Updated at or after (UTC)."),
+        "updated_before": schema_fields.timestamp("Updated before (UTC)."),
     }, (), "Keep only matching Lessons.")
     return obj({
         "query": string("Keywords or natural language; empty lists newest first.",
-                        F.limits["query_max_length"], default=""),
+                        schema_fields.limits["query_max_length"], default=""),
         "filters": filters,
         "fields": array("Fields per result (default: a compact view).",
-                        {"type": "string", "enum": _search_fields(F)}, min_items=1, unique=True),
-        "limit": page_limit(F, "Results per page."),
-        "cursor": cursor(F),
+                        {"type": "string", "enum": _search_fields(schema_fields)}, min_items=1, unique=True),
+        "limit": page_limit(schema_fields, "Results per page."),
+        "cursor": cursor(schema_fields),
         "min_score": min_score(MIN_SCORE_TEXT),
         "retrieval_mode": retrieval_mode_in(),
-        "scope": scope_in(F),
-        "facet": _facet_in(F),
+        "scope": scope_in(schema_fields),
+        "facet": _facet_in(schema_fields),
         "exclude_superseded": {"description": "Leave out superseded Lessons.", "type": "boolean", "default": False},
         "explain": {"description": "Add why each hit was returned.", "type": "boolean", "default": False},
     }, (), "Search Lessons.")
@@ -305,21 +305,21 @@ MIN_SCORE_TEXT = ("Drop hits below this score (default 0). Scores are relative t
                   "the weakest useful score seen for this query and mode.")
 
 
-def output_schema(F: Fields) -> dict:
-    rec = F.schema.lesson
+def output_schema(schema_fields: Fields) -> dict:
+    rec = schema_fields.schema.lesson
     item = {
-        "id": F.lesson_id(),
+        "id": schema_fields.lesson_id(),
         "score": score(SCORE_TEXT),
         "basis": enum("Which retriever produced this result.", SEARCH_BASES),
     }
-    for name in F.core_fields():
-        item[name] = F.field(rec, name)
+    for name in schema_fields.core_fields():
+        item[name] = schema_fields.field(rec, name)
     item["revision_id"] = revision_id("Revision the values were read from.")
     item["citation"] = string("Short citation of the first evidence (default view).",
-                              F.schema.evidence.field("citation").max_length)
-    item["citations"] = array("Citations of the Lesson (compact view, first page).", citation_item_schema(F),
-                              max_items=F.limits["page_max"])
-    item["standing"] = standing_out(F)
+                              schema_fields.schema.evidence.field("citation").max_length)
+    item["citations"] = array("Citations of the Lesson (compact view, first page).", citation_item_schema(schema_fields),
+                              max_items=schema_fields.limits["page_max"])
+    item["standing"] = standing_out(schema_fields)
     item["explain"] = obj({
         "channels": array("Channels that found it, best rank first.", obj({
             "channel": string("full_text, bm25, semantic:<facet>, ...", 32),
@@ -330,15 +330,15 @@ def output_schema(F: Fields) -> dict:
     }, ["channels", "tier"], "Why it was returned (explain: true).")
     result = obj(item, ["id", "score", "basis"], "One search hit.")
     props = {
-        "results": array("Hits in ranking order (not always score order in hybrid_v1: see score).", result, max_items=F.limits["page_max"]),
-        "next_cursor": next_cursor(F),
-        **retrieval_props(F),
+        "results": array("Hits in ranking order (not always score order in hybrid_v1: see score).", result, max_items=schema_fields.limits["page_max"]),
+        "next_cursor": next_cursor(schema_fields),
+        **retrieval_props(schema_fields),
         **scan_props(),
-        "scope": scope_out(F),
-        "facet": enum("Facet that ranked this page (when requested and hybrid_v1 answered).", _facets(F)),
+        "scope": scope_out(schema_fields),
+        "facet": enum("Facet that ranked this page (when requested and hybrid_v1 answered).", _facets(schema_fields)),
         "hint": string("Next step when the page is empty or partial.", 300),
         "truncated": array("Fields shortened to fit the byte cap (marked in the text); select fewer or use get_lesson.",
-                           {"type": "string", "enum": _search_fields(F) + ["citation"]}, unique=True),
+                           {"type": "string", "enum": _search_fields(schema_fields) + ["citation"]}, unique=True),
     }
     optional = ("truncated", "facet", "hint", *OPTIONAL_RETRIEVAL_PROPS)
     return obj(props, [p for p in props if p not in optional], "Search results.")

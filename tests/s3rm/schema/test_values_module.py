@@ -110,7 +110,7 @@ def test_values_still_render_as_text(site) -> None:
     fields.update(title=value, question=value, confidence="low", record_origin="synthetic",
                   created_at="2026-01-02T03:04:05Z", updated_at="2026-01-02T03:04:05Z")
     title = f"Lesson:values-module-{time.time_ns() % 10**9}"
-    result = site.post("edit", title=title, text=serialize_page(LessonPage(fields=fields)), summary="values test",
+    result = site.post("edit", title=title, text=serialize_page(LessonPage(fields=fields), SCHEMA), summary="values test",
                        token=site.get_token("csrf"), formatversion=2)
     assert result["edit"]["result"] == "Success", result
     out = site.post("parse", page=title, prop="text|links|templates", disablelimitreport=1, formatversion=2)["parse"]
