@@ -6,12 +6,15 @@ function-local and ``TYPE_CHECKING`` ones alike — with three contracts:
 
 * imports point down the layers (a lower layer never imports a higher one),
 * the gateway never imports ``s3rm``,
-* no import cycle between sibling modules or packages (so none between any two modules).
+* no import cycle between sibling modules or packages.
 
 ``lint-imports`` from the repository root runs the same contracts. Third-party and
 standard-library imports are outside the graph. Beside the contracts this module checks what
 import-linter does not:
 
+* no import cycle at all: the sibling contract misses one between a package's ``__init__`` and
+  a module inside it, so the strongly connected components of the whole import graph (grimp's,
+  the one import-linter builds) are checked too;
 * every module sits in a declared layer (a new package is declared in ``.importlinter`` first);
 * every ``from X import name`` takes ``name`` from the module that defines it
   (no re-exports; a package ``__init__`` that lists ``name`` in its ``__all__``
@@ -82,11 +85,56 @@ def test_the_import_contracts_hold():
     assert lint_imports(str(CONTRACTS), cache_dir=None, no_logo=True), "broken contracts: see the report above"
 
 
-def test_every_module_is_in_a_declared_layer():
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    """The import graph of :data:`PACKAGES` as import-linter sees it (every import, no cache)."""
+    return grimp.build_graph(*PACKAGES, cache_dir=None)
+
+
+def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Strongly connected components of ``graph`` with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.find_modules_directly_imported_by(node)):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph.modules):
+        if node not in index:
+            visit(node)
+    return sorted(components)
+
+
+def test_no_import_cycles(graph):
+    cycles = import_cycles(graph)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_every_module_is_in_a_declared_layer(graph):
     """A package ``__init__`` above every layer (``gateway``, ``gateway.retrieval``, ``s3rm``) imports nothing
     of ours, so leaving it out of the layers hides no edge."""
     declared = layers()
-    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
     outside = sorted(m for m in MODULES if layer_of(m, declared) is None)
     undeclared = [m for m in outside if MODULES[m].name != "__init__.py" or graph.find_modules_directly_imported_by(m)]
     assert not undeclared, f"declare the layer of these modules in .importlinter: {undeclared}"
@@ -200,6 +248,26 @@ def test_import_linter_sees_local_relative_and_type_checking_imports_and_cycles(
     (package / "low.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from layered import high\n",
                                     encoding="utf-8")
     assert broken_contracts(config) == ["acyclic", "layers"]
+
+
+def test_the_cycle_check_sees_a_package_and_its_own_module(tmp_path, monkeypatch):
+    """The cycle ``acyclic_siblings`` misses: ``pkg/__init__`` imports ``pkg.child``, which imports ``pkg``."""
+    package = tmp_path / "cyclic"
+    (package / "inner").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "inner" / "__init__.py").write_text("from cyclic.inner.child import VALUE\n", encoding="utf-8")
+    (package / "inner" / "child.py").write_text("VALUE = 1\n", encoding="utf-8")
+    (package / "other.py").write_text("from cyclic.inner import VALUE\n", encoding="utf-8")
+    config = tmp_path / "contracts.ini"
+    config.write_text("[importlinter]\nroot_packages =\n    cyclic\n"
+                      "[importlinter:contract:acyclic]\nname = acyclic\ntype = acyclic_siblings\nancestors =\n"
+                      "    cyclic\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_cycles(grimp.build_graph("cyclic", cache_dir=None)) == []
+    (package / "inner" / "child.py").write_text("def f():\n    from cyclic.inner import VALUE\nVALUE = 1\n",
+                                                encoding="utf-8")
+    assert broken_contracts(config) == []  # the contract alone lets it through
+    assert import_cycles(grimp.build_graph("cyclic", cache_dir=None)) == [["cyclic.inner", "cyclic.inner.child"]]
 
 
 def test_the_name_check_sees_re_exports_and_accepts_package_apis(tmp_path):

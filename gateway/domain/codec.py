@@ -36,7 +36,7 @@ when the value is not already in NFC.
 """
 from __future__ import annotations
 
-import html
+import html.entities
 import re
 import unicodedata
 
@@ -66,7 +66,20 @@ _ALWAYS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "{": "&#123;",
 _TWIN = {"~", "'", "_"}
 _LEADING = set(" *#:;=-")
 _PHP_TRIM = set(" \t\n\r\0\x0b")
-_ENTITY = re.compile(r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+#: Named character references MediaWiki's parser resolves in wikitext (core ``Sanitizer``,
+#: ``decodeCharReferences`` / ``normalizeCharReferences``, the page view): a name followed by its
+#: ``;`` that is in HTML5's list, plus MediaWiki's two right-to-left spellings of ``rlm``. HTML5's
+#: legacy forms without ``;`` are not references in wikitext (``&copy2024;`` renders as typed).
+#: Name (without ``&`` and ``;``) → text; ``Module:S3RM entities`` is generated from it
+#: (``docs/data-contract.md#codec``).
+NAMED_REFERENCES: dict[str, str] = {
+    **{name[:-1]: text for name, text in html.entities.html5.items() if name.endswith(";")},
+    "\u05e8\u05dc\u05de": "\u200f",  # רלמ
+    "\u0631\u0644\u0645": "\u200f",  # رلم
+}
+# A reference as MediaWiki delimits one (Sanitizer::CHAR_REFS_REGEX): a name is any run of ASCII
+# letters, digits and non-ASCII characters up to ";". Numeric forms keep the codec's own limits.
+_ENTITY = re.compile(r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z0-9\u0080-\U0010ffff]+);")
 
 
 def _ref(ch: str) -> str:
@@ -145,8 +158,7 @@ def _entity(match: re.Match) -> str:
         if cp > 0x10FFFF or 0xD800 <= cp <= 0xDFFF:
             return match.group(0)
         return chr(cp)
-    decoded = html.unescape(match.group(0))
-    return decoded
+    return NAMED_REFERENCES.get(body, match.group(0))
 
 
 def decode_value(raw: str) -> str:
@@ -154,7 +166,9 @@ def decode_value(raw: str) -> str:
 
     The raw text is first trimmed the way MediaWiki trims named parameters
     (PHP ``trim``), then character references are resolved exactly (numeric
-    references map to their code point, named ones through HTML5's table).
+    references map to their code point, named ones through
+    :data:`NAMED_REFERENCES`: only a name with its ``;`` that MediaWiki's
+    renderer resolves, ``docs/data-contract.md#codec``).
     Text a browser editor typed without encoding is returned as typed.
     """
     stripped = raw.strip("".join(_PHP_TRIM))

@@ -190,7 +190,9 @@ class CursorCodec:
 
     def decode(self, token: str, tool: str, fp: str) -> Any:
         """The position stored in ``token``; raises ToolError ``invalid_cursor`` when it is not valid here."""
-        if not isinstance(token, str) or len(token) > _MAX_LENGTH:
+        # every cursor we issue is ASCII (base64url and "."); anything else, a lone surrogate
+        # included, is malformed before itsdangerous would try to encode it as UTF-8
+        if not isinstance(token, str) or len(token) > _MAX_LENGTH or not token.isascii():
             raise invalid_cursor("The cursor is malformed.")
         envelope = self._verified(token)
         if not isinstance(envelope, dict) or envelope.get("v") != CURSOR_VERSION:

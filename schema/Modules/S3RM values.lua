@@ -8,8 +8,10 @@
 -- references so the page shows it as text; SMW would store those references
 -- literally. The Lesson templates call this module instead of #set and
 -- #subobject directly; it resolves the references exactly as the codec's
--- decode_value does and passes the result on as one argument per property,
--- so nothing a value holds is split, expanded or parsed on the way.
+-- decode_value does (named ones through Module:S3RM entities, generated from
+-- the codec's table: a name with its ";" that MediaWiki's parser resolves)
+-- and passes the result on as one argument per property, so nothing a value
+-- holds is split, expanded or parsed on the way.
 --
 --   {{#invoke:S3RM values|set|<Property>=<mode>:<wikitext>|...}}
 --   {{#invoke:S3RM values|subobject|<name>|<Property>=<mode>:<wikitext>|...}}
@@ -19,9 +21,8 @@
 --   text  free text: decoded; "&" is handed on as "&amp;" because SMW's SQL
 --         store keeps the htmlspecialchars_decode of a Text value
 --         (DIBlobHandler::getInsertValues), so the stored text is the value;
---   url   a URL: decoded when the result holds nothing a URL never holds
---         raw (white space, control characters, [ ] { } | < > "), else
---         handed on as written;
+--   url   a URL: decoded when the result is a plain URL (plainUrl below),
+--         else handed on as written;
 --   list  a comma list (+sep=,), handed on as written;
 --   keep  enum, date and page values, handed on as written (MediaWiki's
 --         title parser resolves references in page names itself).
@@ -29,25 +30,32 @@
 -- arguments the other two would pass, as inert JSON text (for checks).
 local p = {}
 
-local FORBIDDEN_IN_URL = '[%s%c%[%]{}|<>"]'
+local ENTITIES = mw.loadData( 'Module:S3RM entities' )
+
+-- Whether a decoded URL may go to SMW as it is. SMW quotes a URL it rejects
+-- in its error message (URIValue: smw_baduri and others, escaped for HTML
+-- only), and that message lands in this #invoke's output as wikitext. So the
+-- decoded form is used only when it holds nothing but RFC 3986 characters
+-- (unreserved, reserved other than "[" "]", and "%") and none of the doubled
+-- marks that act in wikitext ('' bold/italic, __ magic words, ~~~ signature).
+local function plainUrl( url )
+	return not url:find( "[^A-Za-z0-9%-%._~:/%?#@!%$&'%(%)%*%+,;=%%]" )
+		and not url:find( "''", 1, true )
+		and not url:find( '__', 1, true )
+		and not url:find( '~~~', 1, true )
+end
 
 -- One reference body (between "&" and ";"), or nil to keep it literal. Same
--- forms as codec._ENTITY: 1-7 decimal digits, 1-6 hex digits, or a name of
--- 2-32 letters and digits starting with a letter.
+-- forms as codec._ENTITY: 1-7 decimal digits, 1-6 hex digits, or a name (a
+-- run of ASCII letters, digits and non-ASCII bytes) found in the table.
 local function resolve( body )
 	local cp
 	if body:match( '^#%d+$' ) and #body <= 8 then
 		cp = tonumber( body:sub( 2 ) )
 	elseif body:match( '^#[xX]%x+$' ) and #body <= 8 then
 		cp = tonumber( body:sub( 3 ), 16 )
-	elseif body:match( '^%a%w+$' ) and #body <= 32 then
-		local named = mw.text.decode( '&' .. body .. ';', true )
-		if named ~= '&' .. body .. ';' then
-			return named
-		end
-		return nil
 	else
-		return nil
+		return ENTITIES[body]
 	end
 	if cp > 0x10FFFF or ( cp >= 0xD800 and cp <= 0xDFFF ) then
 		return nil
@@ -57,7 +65,7 @@ end
 
 --- The value a parameter's wikitext stands for (codec.decode_value).
 function p.decode( raw )
-	return ( raw:gsub( '&([#%w]+);', resolve ) )
+	return ( raw:gsub( '&([#A-Za-z0-9\128-\255]+);', resolve ) )
 end
 
 local function handOn( mode, raw )
@@ -65,10 +73,10 @@ local function handOn( mode, raw )
 		return ( p.decode( raw ):gsub( '&', '&amp;' ) )
 	elseif mode == 'url' then
 		local decoded = p.decode( raw )
-		if decoded:find( FORBIDDEN_IN_URL ) then
-			return raw
+		if plainUrl( decoded ) then
+			return decoded
 		end
-		return decoded
+		return raw
 	elseif mode == 'list' or mode == 'keep' then
 		return raw
 	end

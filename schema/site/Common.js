@@ -2351,7 +2351,10 @@
 	var CODEC_TWIN = '~\'_';
 	var CODEC_LEADING = ' *#:;=-';
 	var CODEC_TRIM = ' \t\n\r\0\x0b';
-	var CODEC_ENTITY = /&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});/g;
+	// a name is any run of ASCII letters, digits and non-ASCII characters, as MediaWiki delimits one
+	var CODEC_ENTITY = /&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z0-9\u0080-\uFFFF]+);/g;
+	// MediaWiki's own right-to-left spellings of &rlm; (codec.NAMED_REFERENCES)
+	var CODEC_MW_ALIASES = { '\u05e8\u05dc\u05de': '\u200f', '\u0631\u0644\u0645': '\u200f' };
 	var codecMark = null;
 
 	function codePoints( text ) {
@@ -2466,10 +2469,17 @@
 				}
 				return String.fromCodePoint( cp );
 			}
-			// a named reference, resolved by the HTML parser (as the codec's html.unescape);
-			// the text is "&name;" only, in a textarea (RCDATA), in an inert document
+			if ( Object.prototype.hasOwnProperty.call( CODEC_MW_ALIASES, body ) ) {
+				return CODEC_MW_ALIASES[ body ];
+			}
+			// a named reference, resolved by the HTML parser; the text is "&name;" only, in a
+			// textarea (RCDATA), in an inert document. Only the whole name with its ";" counts
+			// (codec.NAMED_REFERENCES): a legacy prefix ("&copy2024;" read as "©2024;") leaves
+			// the rest of the name behind, while every whole name stands for 1-2 UTF-16 units.
+			// The line break after <textarea> is the one the parser drops (else &NewLine; would go)
 			codecScratch = codecScratch || new DOMParser();
-			return codecScratch.parseFromString( '<textarea>' + whole + '</textarea>', 'text/html' ).querySelector( 'textarea' ).value;
+			var named = codecScratch.parseFromString( '<textarea>\n' + whole + '</textarea>', 'text/html' ).querySelector( 'textarea' ).value;
+			return named.length <= 2 ? named : whole;
 		} );
 	}
 

@@ -11,7 +11,8 @@ Variants (``docs/data-contract.md#wiki-capabilities``: the dev wiki has neither 
   (the namespace would not exist; ``[[Has type::…]]`` would become a red link);
 * ``page_forms`` off — no ``Form:`` page and no ``S3RM label …`` mapping
   templates (only forms use them);
-* ``scribunto`` off — no ``Module:S3RM values``; SMW annotations are plain
+* ``scribunto`` off — no ``Module:S3RM values`` (nor the ``Module:S3RM entities``
+  table it loads); SMW annotations are plain
   ``#set`` / ``#subobject`` calls (``docs/browser.md#values-in-smw``).
 
 The files committed under ``schema/`` are the full variant. Returned wikitext
@@ -29,6 +30,7 @@ from .wikitext import WikiCapabilities, banner_template
 from .forms import BROWSER_FILLED, render_form_pages
 from .properties import render_property_pages
 from .templates import VALUES_MODULE, render_template_pages
+from .entities import ENTITIES_MODULE, render_entities_module
 
 __all__ = ["WikiCapabilities", "render_schema_pages", "page_relpath", "title_for_relpath", "PAGE_DIRS",
            "BROWSER_FILLED", "banner_template"]
@@ -40,9 +42,10 @@ _SUFFIX = {"Modules": ".lua"}
 
 
 def render_module_pages() -> dict[str, str]:
-    """``Module:S3RM values`` → its Lua source (``s3rm/schema/pages/values.lua``)."""
+    """``Module:S3RM values`` → its Lua source (``s3rm/schema/pages/values.lua``), and
+    ``Module:S3RM entities`` → the named-reference table it loads (:mod:`.entities`)."""
     source = (Path(__file__).with_name("values.lua")).read_text(encoding="utf-8")
-    return {f"Module:{VALUES_MODULE}": source}
+    return {f"Module:{VALUES_MODULE}": source, f"Module:{ENTITIES_MODULE}": render_entities_module()}
 
 
 def render_schema_pages(schema: Schema, capabilities: WikiCapabilities) -> dict[str, str]:

@@ -18,6 +18,7 @@ through a real MediaWiki.
 """
 from __future__ import annotations
 
+import html.entities
 import unicodedata
 
 import mwparserfromhell
@@ -27,7 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mwparserfromhell.nodes import HTMLEntity, Text
 
-from gateway.domain.codec import PageFormatError, decode_value, encode_value, parse_page, serialize_page
+from gateway.domain.codec import (NAMED_REFERENCES, PageFormatError, decode_value, encode_value, parse_page,
+                                  serialize_page)
 from gateway.domain.model import LessonPage
 from s3rm.site.wikisite import normalize_text
 
@@ -43,6 +45,8 @@ def assert_inert(encoded: str) -> None:
     assert not set(encoded) & set("|{}[]<>"), encoded
     nodes = mwparserfromhell.parse(encoded).nodes
     assert all(isinstance(n, (Text, HTMLEntity)) for n in nodes), [type(n).__name__ for n in nodes]
+    # the only named references the codec writes; decode_value resolves them like every reader
+    assert {n.value for n in nodes if isinstance(n, HTMLEntity) and n.named} <= {"amp", "lt", "gt"}, encoded
     assert unicodedata.normalize("NFC", "=" + encoded + "\n") == "=" + encoded + "\n", "not stable under NFC"
 
 
@@ -117,6 +121,28 @@ def test_newlines_never_reach_the_wikitext() -> None:
 def test_readable_text_stays_literal() -> None:
     text = "캐시를 끄면 p95 지연이 12 ms에서 9 ms로 줄었다 (A/B, n=40)."
     assert encode_value(text) == text
+
+
+def test_every_named_reference_mediawiki_resolves_decodes() -> None:
+    """HTML5's names with their ";" and MediaWiki's aliases of rlm (docs/data-contract.md#codec)."""
+    html5 = {name[:-1]: text for name, text in html.entities.html5.items() if name.endswith(";")}
+    assert NAMED_REFERENCES == {**html5, "\u05e8\u05dc\u05de": "\u200f", "\u0631\u0644\u0645": "\u200f"}
+    assert len(NAMED_REFERENCES) == 2127
+    for name, text in NAMED_REFERENCES.items():
+        assert decode_value(f"a&{name};b") == f"a{text}b", name
+
+
+@pytest.mark.parametrize("raw", [
+    "&copy2024;", "&ampx;", "&notit;", "&ltfoo;", "&copy", "&amp", "&lt", "&NotARealName;", "&é;", "&1;",
+    "&amp x;", "&#;", "&ampé;",
+])
+def test_other_names_and_legacy_prefixes_stay_literal(raw: str) -> None:
+    """MediaWiki resolves a name only whole and with its ";": no HTML5 legacy-prefix reading."""
+    assert decode_value(raw) == raw
+
+
+def test_named_references_decode_once_and_in_place() -> None:
+    assert decode_value("&amp;copy; &AMP;&ldquo;x&rdquo; &rarr; &frac12;&copy2024;") == "&copy; &“x” → ½&copy2024;"
 
 
 # ---------------------------------------------------------------- parser robustness

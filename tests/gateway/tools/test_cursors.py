@@ -76,6 +76,15 @@ def test_garbage_is_refused(junk):
     refused(lambda: codec().decode(junk, "search_lessons", "fp"))
 
 
+def test_non_ascii_cursor_is_malformed():
+    """A lone surrogate (JSON allows "\\ud800") or any non-ASCII character is refused as malformed,
+    never a UnicodeEncodeError: the cursors we issue are ASCII."""
+    fp = fingerprint({})
+    head, sig = codec().encode("search_lessons", fp, {"o": 1}).rsplit(".", 1)
+    for token in ("\ud800", "\ud800." + sig, head + ".\ud800", head + "." + sig + "\ud800", head + "é." + sig):
+        assert "malformed" in refused(lambda: codec().decode(token, "search_lessons", fp))
+
+
 def test_expired_cursor_is_refused():
     fp = fingerprint({})
     token = codec(now=1000.0).encode("t", fp, 1)

@@ -12,6 +12,8 @@ import copy
 import json
 import re
 import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 from support.schema_dirs import SCHEMA
@@ -19,6 +21,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from gateway.config import DEFAULT_SCHEMA_DIR
+from gateway.domain.codec import NAMED_REFERENCES
 from s3rm.cli import main as cli_main
 from s3rm.schema.generate import GENERATED_DIRS, render_generated_files
 from s3rm.schema.pages import WikiCapabilities, page_relpath, render_schema_pages, title_for_relpath
@@ -117,7 +120,7 @@ def test_full_variant_has_every_page_kind():
     for name in ("Lesson", "Lesson evidence", "Lesson evidence verification", "Lesson relation", "S3RM synced"):
         assert f"Template:{name}" in FULL
     assert "Form:Lesson" in FULL
-    assert "Module:S3RM values" in FULL
+    assert "Module:S3RM values" in FULL and "Module:S3RM entities" in FULL
     assert "{{#invoke:S3RM values|set\n" in FULL["Template:Lesson"]
     assert "{{#invoke:S3RM values|subobject|evidence-" in FULL["Template:Lesson evidence"]
     assert "{{#invoke:S3RM values|subobject|verification-" in FULL["Template:Lesson evidence verification"]
@@ -150,10 +153,29 @@ def test_smw_values_go_through_the_module_only_with_scribunto():
         assert "{{#set" not in text and "{{#subobject" not in text, title
     smw_only = render_schema_pages(SCHEMA, WikiCapabilities(smw=True, page_forms=False))
     assert "Module:S3RM values" not in smw_only and "{{#invoke" not in smw_only["Template:Lesson"]
+    assert "Module:S3RM entities" not in smw_only
     assert "{{#set:" in smw_only["Template:Lesson"]
     assert "{{#subobject:relation-" in smw_only["Template:Lesson relation"]
     plain_lua = render_schema_pages(SCHEMA, WikiCapabilities(smw=False, page_forms=False, scribunto=True))
     assert "Module:S3RM values" in plain_lua and "{{#invoke" not in plain_lua["Template:Lesson"]
+
+
+def test_entities_module_holds_the_codec_table_in_ascii():
+    """``Module:S3RM entities`` evaluates, in real Lua 5.1, to codec.NAMED_REFERENCES; its entries are
+    printable ASCII (NFC on save cannot touch them), and Module:S3RM values loads it."""
+    text = FULL["Module:S3RM entities"]
+    body = text[text.index("return {"):]
+    assert all(0x20 <= ord(c) < 0x7F or c in "\t\n" for c in body)
+    assert "mw.loadData( 'Module:S3RM entities' )" in FULL["Module:S3RM values"]
+    script = ("local t = dofile(arg[1]) local names = {} for k in pairs(t) do names[#names + 1] = k end "
+              "table.sort(names) for _, k in ipairs(names) do io.write(k, '\\0', t[k], '\\0') end")
+    with tempfile.TemporaryDirectory() as tmp:
+        module, dump = Path(tmp, "entities.lua"), Path(tmp, "dump.lua")
+        module.write_text(text, encoding="utf-8")
+        dump.write_text(script, encoding="utf-8")
+        out = subprocess.run(["lua5.1", dump, module], capture_output=True, check=True).stdout
+    fields = out.decode("utf-8").split("\0")[:-1]
+    assert dict(zip(fields[::2], fields[1::2])) == NAMED_REFERENCES
 
 
 def test_module_modes_follow_the_field_types():

@@ -15,7 +15,12 @@ the one function ``arguments``):
   characters, combining marks), 20 values per page parse;
 * ``test_decoding_matches_the_page_codec`` — references typed by hand (hex,
   named, out of range, malformed) decode exactly as ``codec.decode_value``;
+* ``test_every_named_reference_decodes_as_the_codec_and_the_page_view_read_it``
+  — every name of ``codec.NAMED_REFERENCES`` and legacy prefixes such as
+  ``&copy2024;`` (literal): the module, ``decode_value`` and the rendered page agree;
 * ``test_url_list_keep_and_empty_values`` — the other modes;
+* ``test_url_goes_decoded_only_when_plain`` — a URL holding anything but RFC
+  3986 characters, or ``''`` ``__`` ``~~~``, reaches SMW as written;
 * ``test_values_still_render_as_text`` — the same values in a Lesson page
   rendered by the wiki's templates show as text (the module changes nothing
   a reader sees).
@@ -32,7 +37,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.codec_cases import CONSTRUCTS, SCHEMA, field_text
 
-from gateway.domain.codec import decode_value, encode_value, serialize_page
+from gateway.domain.codec import NAMED_REFERENCES, decode_value, encode_value, serialize_page
 from gateway.domain.model import LessonPage
 from s3rm.schema.pages import render_module_pages
 from s3rm.site import pageset, push, wikisite
@@ -83,10 +88,31 @@ def test_any_value_reaches_the_annotation_decoded(site, values: list[str]) -> No
 def test_decoding_matches_the_page_codec(site) -> None:
     typed = ["&#x41;&#X42;&#67;", "&#1114112; &#55296; &#x110000;", "&nbsp;&eacute;&hellip;&NotARealName;",
              "&amp;lt; &amp;amp;", "&#12a; &# ; &#; &x; & ;", "&#0000065;&#x0041;", "a && b &",
-             "&#12345678; &#x1234567;", "&lt;span&gt;&#124;&#123;&#91;", "&#10;&#13;&#9;line"]
-    got = shown(site, [(f"P{i}", "text:" + raw) for i, raw in enumerate(typed)])
-    want = [f"P{i}=" + decode_value(raw).replace("&", "&amp;") for i, raw in enumerate(typed)]
+             "&#12345678; &#x1234567;", "&lt;span&gt;&#124;&#123;&#91;", "&#10;&#13;&#9;line",
+             *NAMED_TYPED]
+    got = shown(site, [(f"P{i:02d}", "text:" + raw) for i, raw in enumerate(typed)])
+    want = [f"P{i:02d}=" + decode_value(raw).replace("&", "&amp;") for i, raw in enumerate(typed)]
     assert got == want
+    assert got[-len(NAMED_TYPED):] == [f"P{i:02d}=" + v for i, v in enumerate(NAMED_DECODED, len(typed) - len(NAMED_TYPED))]
+
+
+#: Named references outside PHP's one-name-per-character table, legacy HTML5 prefixes (which
+#: MediaWiki does not read: a name counts only whole and with its ";") and MediaWiki's rlm aliases.
+NAMED_TYPED = ["&ldquo;x&rdquo; &rarr; &AMP; &frac12;", "&copy2024; &ampx; &notit; &ltfoo;",
+               "&copy &amp &DownBreve;&NotEqualTilde;", "&\u05e8\u05dc\u05de;&\u0631\u0644\u0645;&ampé;"]
+NAMED_DECODED = ["\u201cx\u201d \u2192 &amp; \u00bd", "&amp;copy2024; &amp;ampx; &amp;notit; &amp;ltfoo;",
+                 "&amp;copy &amp;amp \u0311\u2242\u0338", "\u200f\u200f&amp;ampé;"]
+
+
+def test_every_named_reference_decodes_as_the_codec_and_the_page_view_read_it(site) -> None:
+    """All of codec.NAMED_REFERENCES in one value: the module, decode_value and the rendered page agree."""
+    raw = "".join(f"&{name};|" for name in sorted(NAMED_REFERENCES)) + NAMED_TYPED[1]
+    raw = raw.replace("|", "&#124;")
+    assert shown(site, [("P", "text:" + raw)]) == ["P=" + decode_value(raw).replace("&", "&amp;")]
+    out = site.post("parse", text="<span id=v>" + raw + "</span>", contentmodel="wikitext", prop="text",
+                    disablelimitreport=1, formatversion=2)["parse"]["text"]
+    start = out.index("<span id=\"v\">") + len("<span id=\"v\">")
+    assert html.unescape(out[start:out.index("</span>", start)]) == decode_value(raw)
 
 
 def test_url_list_keep_and_empty_values(site) -> None:
@@ -102,6 +128,18 @@ def test_url_list_keep_and_empty_values(site) -> None:
     ])
     assert got == [f"A={url}", "B=" + encode_value(spaced, url=True), "C=observation,interpretation", "+sep=,",
                    "D=Lesson:gpu&#95;&#95;oom"]
+
+
+def test_url_goes_decoded_only_when_plain(site) -> None:
+    """SMW quotes a URL it rejects in an error message escaped for HTML only (URIValue, smw_baduri),
+    so the module decodes a URL only into RFC 3986 characters without '' __ ~~~ (the rest as written)."""
+    plain = ["https://example.org/a?b=1&c=2;d=(x)*!$+,@'~-_.%20#f", "mailto:a@example.org"]
+    marked = ["https://example.org/__NOINDEX__", "https://example.org/''bold''", "https://example.org/~~~~",
+              "https://example.org/é", "https://example.org/a\u00a0b", "https://example.org/[x]", "{{x}}"]
+    cases = plain + marked
+    got = shown(site, [(f"U{i}", "url:" + encode_value(url, url=True)) for i, url in enumerate(cases)])
+    assert got == ([f"U{i}={url}" for i, url in enumerate(plain)]
+                   + [f"U{i}=" + encode_value(url, url=True) for i, url in enumerate(marked, len(plain))])
 
 
 def test_values_still_render_as_text(site) -> None:

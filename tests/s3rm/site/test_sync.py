@@ -66,6 +66,7 @@ def test_module_pages_are_pushed_before_the_templates_that_invoke_them() -> None
     titles = [p.title for p in pages]
     module = titles.index("Module:S3RM values")
     assert module < titles.index("Template:Lesson") and titles.index("Property:Confidence") < module
+    assert titles.index("Module:S3RM entities") < module  # the table it loads
     assert pages[module].kind == "module" and pages[module].summary == "S3RM sync: Lua module"
     assert "Module:S3RM values" not in {p.title for p in pageset.build_page_set({"smw"}, placeholders={})}
 

@@ -314,6 +314,22 @@ def test_site_script_codec_agrees_with_the_page_codec():
         assert js_dec_raw == decode_value(value), value
 
 
+def test_site_script_reads_named_references_as_the_page_codec():
+    """``mw.s3rm.decodeValue`` resolves every name of ``codec.NAMED_REFERENCES`` and nothing else:
+    no HTML5 legacy prefix (``&copy2024;`` stays), MediaWiki's rlm aliases (docs/data-contract.md#codec)."""
+    import html.entities
+
+    from gateway.domain.codec import NAMED_REFERENCES, decode_value
+
+    raws = [f"a&{name};b" for name in NAMED_REFERENCES] + [f"&{name}x;" for name in html.entities.html5]
+    raws += ["&copy2024;", "&ampx;", "&notit;", "&copy", "&NotARealName;", "&é;", "&1;", "&ampé;",
+             "&\u05e8\u05dc\u05de;", "&amp;copy;"]
+    with _common_js_page("", "Main_Page", 0, 1) as (page, errors):
+        js = page.evaluate("(raws) => raws.map(r => mw.s3rm.decodeValue(r))", raws)
+        assert errors == []
+    assert [(r, v) for r, v in zip(raws, js) if v != decode_value(r)] == []
+
+
 FIELDS_FORM = """
 <form id="pfForm" onsubmit="return false">
   <input type="hidden" name="Lesson[updated_at]" value="2024-05-01T10:00:00Z">
