@@ -33,6 +33,13 @@ from support.lessons import agent_client, ensure_relation_template, lesson, rela
 
 # ------------------------------------------------------------------ client on the real wiki
 @pytest.fixture(scope="module")
+def dev_wiki(module_wiki):
+    """This module's own wiki (tests/conftest.py ``module_wiki``): the recent-changes walk and the scan read the
+    whole Lesson namespace, which the session's other modules would otherwise have filled first."""
+    return module_wiki
+
+
+@pytest.fixture(scope="module")
 def client(dev_wiki) -> WikiClient:
     c = agent_client(dev_wiki)
     ensure_relation_template(c)

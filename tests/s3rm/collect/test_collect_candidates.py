@@ -1,4 +1,5 @@
-"""``s3rm collect-candidates`` on real inputs: this repository's checkout, a docs tree and a Slack export.
+"""``s3rm collect-candidates`` on real inputs: files of this repository in a git checkout, a docs tree and a
+Slack export.
 
 Secrets of every kind docs/research-tools.md#secret-masking names are planted
 (generated per run: a real RSA key, a real JWT, random tokens in each
@@ -109,10 +110,21 @@ def assert_no_secret(text: str, s: dict[str, str], where: str) -> None:
 
 
 # ------------------------------------------------------------------ inputs
+#: Tracked files of this repository the checkout holds: real code and prose, plus the generated tool schemas
+#: (a "do not edit" marker). A few files prove the scan; the whole repository only made the test slow.
+CHECKOUT_FILES = ("README.md", "s3rm/cli.py", "gateway/app.py", "schema/tools")
+
+
 def make_checkout(tmp: Path, s: dict[str, str]) -> Path:
-    """A clone of this repository's checkout with a planted config file and Python module, committed."""
+    """A git checkout of :data:`CHECKOUT_FILES` (as committed at HEAD) with a planted config file and Python
+    module, committed."""
     repo = tmp / "checkout"
-    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(repo)], check=True)
+    repo.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", "HEAD", *CHECKOUT_FILES],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(repo)], input=archive, check=True)
+    subprocess.run(["git", "-C", str(repo), "init", "--quiet"], check=True)
+    (repo / "deploy").mkdir()
     (repo / "deploy" / "planted.env").write_text(planted_text(s) + "\n", encoding="utf-8")
     (repo / "s3rm" / "planted_settings.py").write_text(
         f'"""Settings."""\nAPI_TOKEN = "{s["github_token"]}"\nDSN = "mysql://root:{s["url_password"]}@localhost/x"\n',
