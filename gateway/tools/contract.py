@@ -205,7 +205,7 @@ class ToolSpec:
     ``description`` (what it does plus the content policy, docs/tools.md#content-policy),
     ``kind`` (``"read"`` or ``"write"``; writes need the write token in token
     mode), ``annotations`` (truthful MCP hints), ``handler``, and the builders
-    ``input_schema(F)`` / ``output_schema(F)`` of its JSON Schemas
+    ``input_schema(schema_fields)`` / ``output_schema(schema_fields)`` of its JSON Schemas
     (:class:`~gateway.tools.schema_builders.Fields` → schema dict), which
     ``s3rm schema generate`` writes to ``schema/tools/``.
     """

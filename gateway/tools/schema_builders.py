@@ -1,7 +1,7 @@
 """Shared building blocks of the tools' JSON Schemas (draft 2020-12), built from the schema source.
 
-Each tool module ``gateway/tools/<tool>.py`` writes its own ``input_schema(F)``
-and ``output_schema(F)`` with these helpers; ``s3rm schema generate``
+Each tool module ``gateway/tools/<tool>.py`` writes its own ``input_schema(schema_fields)``
+and ``output_schema(schema_fields)`` with these helpers; ``s3rm schema generate``
 the registry runs them at start-up (:mod:`gateway.tools.tool_schemas`) and
 ``s3rm schema generate`` exports the result to ``schema/tools/<tool>.input.schema.json``
 and ``…output.schema.json`` (docs/tools.md#tool-list).

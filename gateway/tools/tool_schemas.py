@@ -1,7 +1,7 @@
 """The tools' JSON Schema documents (draft 2020-12), built from the tool modules' own schema builders.
 
 Each tool's shape is written once, in its module ``gateway/tools/<tool>.py``
-(``input_schema(F)`` / ``output_schema(F)`` on its spec, from the shared blocks
+(``input_schema(schema_fields)`` / ``output_schema(schema_fields)`` on its spec, from the shared blocks
 of :mod:`gateway.tools.schema_builders`). :func:`tool_documents` turns the specs
 into the documents the registry serves at start-up and ``s3rm schema generate``
 exports to ``schema/tools/<tool>.{input,output}.schema.json``
