@@ -443,22 +443,20 @@ def best_dense(runs: list[tuple[QueryCase, dict[str, list[str]]]]) -> str:
     return max(DENSE_COLUMNS, key=score)
 
 
-QUERY_SETS = CORPORA["all"].query_sets
-
-
-def half_files(half: str) -> list[Path]:
-    """The query files of one half (``tuning`` / ``heldout``) over the corpus in use, or ``[Path(half)]`` for an
-    outside file."""
+def half_files(half: str, query_sets: Sequence[str]) -> list[Path]:
+    """The query files of one half (``tuning`` / ``heldout``) of ``query_sets`` (the corpus's
+    :attr:`Corpus.query_sets`), or ``[Path(half)]`` for an outside file."""
     if half in ("tuning", "heldout"):
-        return [REPO / "eval" / f"{name}.{half}.jsonl" for name in QUERY_SETS]
+        return [REPO / "eval" / f"{name}.{half}.jsonl" for name in query_sets]
     return [Path(half)]
 
 
-def collect_half(half: str, repo, service: RetrievalService, baseline: Baseline,
+def collect_half(half: str, files: Sequence[Path], repo, service: RetrievalService, baseline: Baseline,
                  explain_groups: Sequence[str] = ()):
-    """Every system's per-query metrics over one half (or an outside file): ``(rows, analog, fallbacks, dense)``."""
+    """Every system's per-query metrics over the query ``files`` of one half (or an outside file), named
+    ``half`` in the output: ``(rows, analog, fallbacks, dense)``."""
     cases: list[QueryCase] = []
-    for path in half_files(half):
+    for path in files:
         cases += load_queries(path)
     runs: list[tuple[QueryCase, dict[str, list[str]], dict]] = []
     fallbacks: dict[str, int] = defaultdict(int)
@@ -501,9 +499,9 @@ def collect_half(half: str, repo, service: RetrievalService, baseline: Baseline,
     return rows, analog, fallbacks, dense
 
 
-def run_half(half: str, repo, service: RetrievalService, baseline: Baseline,
+def run_half(half: str, files: Sequence[Path], repo, service: RetrievalService, baseline: Baseline,
              explain_groups: Sequence[str] = ()) -> None:
-    rows, analog, fallbacks, dense = collect_half(half, repo, service, baseline, explain_groups)
+    rows, analog, fallbacks, dense = collect_half(half, files, repo, service, baseline, explain_groups)
     n = sum(len(v) for g, v in rows["hybrid"].items() if g != "overall")
     print_table(f"{half} half: {n} queries (ranking {service.ranking.version}, "
                 f"generation {service.generation}); rrf = bm25 + {dense}", rows, SYSTEMS)
@@ -547,9 +545,9 @@ def ranking_from(base: RankingConfig, weights: dict, fields: dict) -> RankingCon
     return dataclasses.replace(base, weights=MappingProxyType({**base.weights, **weights}), **fields)
 
 
-def sweep(path: Path, half: str, repo, service: RetrievalService, baseline: Baseline) -> None:
+def sweep(path: Path, half: str, files: Sequence[Path], repo, service: RetrievalService, baseline: Baseline) -> None:
     """Run every configuration of ``path`` (JSON list of ``{"name", "weights", "ranking", "calibration"}``;
-    ``calibration`` overrides fields of the profile's :class:`Calibration`) over ``half``.
+    ``calibration`` overrides fields of the profile's :class:`Calibration`) over the query ``files`` of ``half``.
 
     Tuning only: the wiki's answers and the embeddings are remembered, so each
     configuration costs its ranking alone. Prints the baseline once, then one line each.
@@ -559,7 +557,7 @@ def sweep(path: Path, half: str, repo, service: RetrievalService, baseline: Base
     for number, entry in enumerate(configs):
         service.ranking = ranking_from(base, entry.get("weights", {}), entry.get("ranking", {}))
         service.calibration = dataclasses.replace(calibration, **entry.get("calibration", {}))
-        rows, analog, _, dense = collect_half(half, repo, service, baseline)
+        rows, analog, _, dense = collect_half(half, files, repo, service, baseline)
         if number == 0:
             print_baseline(rows)
             print_noise(rows)
@@ -591,9 +589,7 @@ def main(argv: list[str] | None = None) -> int:
                              "Lessons (its own wiki, .dev/bench-wiki-no-korean; ko_ko queries left out)")
     args = parser.parse_args(argv)
 
-    global QUERY_SETS
     corpus = CORPORA[args.corpus]
-    QUERY_SETS = corpus.query_sets
     print(f"corpus {args.corpus}: {', '.join(path.parent.name for _, path in corpus.sources)}", flush=True)
     wiki = ensure_wiki(corpus.wiki_dir)
     import_corpora(wiki, corpus.sources)
@@ -640,13 +636,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.sweep:
             if args.half not in ("tuning",):
                 raise SystemExit("--sweep tunes: it runs on --half tuning only")
-            sweep(Path(args.sweep), args.half, reads, service, baseline)
+            sweep(Path(args.sweep), args.half, half_files(args.half, corpus.query_sets), reads, service, baseline)
             return 0
         halves = {"both": ("tuning", "heldout"), "none": ()}.get(args.half, (args.half,))
         for half in halves:
-            run_half(half, reads, service, baseline, explain_groups)
+            run_half(half, half_files(half, corpus.query_sets), reads, service, baseline, explain_groups)
         for path in args.outside:
-            run_half(str(Path(path).resolve()), reads, service, baseline, explain_groups)
+            outside = str(Path(path).resolve())
+            run_half(outside, half_files(outside, corpus.query_sets), reads, service, baseline, explain_groups)
     finally:
         service.stop()
     print(f"\nembedding cache: hits {provider.hits}, misses {provider.misses} ({provider.cache_dir})")
