@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "s3rm.research",
     "s3rm.index",
     "s3rm.auth",
+    "s3rm.doctor",
 )
 
 

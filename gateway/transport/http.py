@@ -284,3 +284,55 @@ def _preflight(rest: str | None) -> Response:
     for key, value in rules.preflight_headers(origin).items():
         response.headers[key] = value
     return response
+
+
+@bp.route("/mcp/whoami", methods=["GET"])
+def whoami():
+    """Who the gateway takes the caller for, and whether its writes would be accepted; writes nothing.
+
+    ``GET /mcp/whoami`` with the same ``Authorization`` header the MCP client
+    sends answers 200 with ``{"mode", "principal", "subject", "scopes",
+    "can_write", "problem"}``; ``problem`` is ``null`` or
+    ``{"code": missing_token | invalid_token | writes_disabled |
+    insufficient_scope, "message"}`` — the refusal a write would get
+    (docs/transport.md#checking-the-connection). ``s3rm doctor`` calls it.
+    """
+    try:
+        return _whoami(_state())
+    except JsonRpcError as err:  # open mode: over the rate limit
+        return rpc_error_response(err)
+
+
+def _whoami(state) -> Response:
+    config = state.config
+    credentials = Credentials(
+        authorization=request.headers.get("Authorization"),
+        remote_addr=client_address(request.headers, request.remote_addr, config.proxy_secret),
+    )
+    if config.write_auth_mode == "open" and state.rate_limiter is not None:
+        reader = authorize("read", credentials, config)
+        state.rate_limiter.check(principal_key(reader.kind, reader.subject))
+    problem = None
+    principal = None
+    if config.write_auth_mode == "github":
+        try:
+            principal = state.oauth.authenticate(credentials.authorization)
+        except Unauthenticated as err:
+            problem = {"code": err.error or "missing_token", "message": err.message}
+        credentials = Credentials(credentials.authorization, credentials.remote_addr, principal)
+    if problem is None:
+        try:
+            principal = authorize("write", credentials, config)
+        except AuthError as err:
+            problem = {"code": err.reason, "message": err.message}
+            if principal is None:
+                principal = authorize("read", credentials, config)
+    body = {
+        "mode": config.write_auth_mode,
+        "principal": principal.kind if principal is not None else "anonymous",
+        "subject": principal.subject if principal is not None else "",
+        "scopes": sorted(principal.scopes) if principal is not None else [],
+        "can_write": problem is None,
+        "problem": problem,
+    }
+    return json_response(body, 200, {"Cache-Control": "no-store"})

@@ -56,6 +56,7 @@ from gateway.config.schema import REPO_ROOT
 from s3rm.devstack import devwiki, postgres, procs
 from s3rm.settings import DEV_DIR, DEV_SECRETS_FILE, DEV_STACK_ENV_FILE, CliSettings, seal_settings
 from s3rm.errors import CliError
+from s3rm.connect import claude_code_line
 
 SECRETS_FILE = DEV_SECRETS_FILE
 #: The dev gateway's state directory (its disposable vector cache).
@@ -323,24 +324,31 @@ def up(args: argparse.Namespace) -> int:
         _say(progress_line(_readyz(base)))
         semantic = ("hybrid_v1 searches fall back to legacy until the semantic index is ready; watch it with "
                     "`s3rm stack status`, or run `s3rm stack up --wait-semantic` to wait for it")
-    mcp_url = base + "/mcp"
-    print(f"""
+    print(ready_text(base + "/mcp", wiki.server_url, semantic))
+    return 0
+
+
+def ready_text(mcp_url: str, wiki_url: str, semantic: str) -> str:
+    """What ``s3rm stack up`` prints once the stack answers: endpoints, the Claude Code line
+    (:func:`s3rm.connect.claude_code_line`), the token check and how to stop."""
+    return f"""
 S3 Research Memory is up (development stack, hybrid retrieval enabled).
 The wiki, the gateway and legacy search answer; {semantic}.
 
   MCP endpoint : {mcp_url}
-  Wiki         : {wiki.server_url}
+  Wiki         : {wiki_url}
   Write token  : stored in {TOKEN_FILE} (mode 600)
 
 Connect Claude Code (the token stays in an environment variable):
 
   export S3RM_MCP_TOKEN="$(cat {TOKEN_FILE})"
-  claude mcp add --transport http s3-research-memory {mcp_url} --header 'Authorization: Bearer ${{S3RM_MCP_TOKEN}}'
+  {claude_code_line(mcp_url)}
+
+Check the URL and the token without writing anything:  s3rm doctor
 
 Measure retrieval (legacy vs hybrid_v1):  s3rm evaluate eval/cloud_incidents.queries.jsonl --output text
 Stop everything with: s3rm stack down
-""")
-    return 0
+"""
 
 
 def _pg_cluster() -> postgres.PgCluster:
