@@ -94,13 +94,12 @@ class AnalogyPipeline:
         out = self.stages.finish(repository, snap, channel_hits, operation=ANALOGIES, channels=ANALOGY_CHANNELS,
                                  filters=filters, min_score=request.min_score, partial=partial, query=None,
                                  exclude=source.id, prefetched=prefetched)
-        source_features = lexical.features(legacy.analogy_projection(source.page))
+        source_terms = legacy.analogy_terms(source.page)
 
         def shared(snapshot: LessonSnapshot) -> tuple[str, ...]:
             if snapshot.id in terms:
                 return terms[snapshot.id]
-            other = lexical.features(legacy.analogy_projection(snapshot.page))
-            return tuple(lexical.shared_terms(source_features, other))
+            return legacy.shared_analogy_terms(source_terms, snapshot.page)
 
         results = tuple(replace(r, shared_terms=shared(r.snapshot)) for r in out.results)
         return replace(out, results=results, source_revision_id=source.revision_id,

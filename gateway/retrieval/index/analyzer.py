@@ -45,7 +45,7 @@ from typing import Any
 
 from gateway.retrieval.language import has_hangul
 
-__all__ = ["ANALYZER_VERSION", "analyze", "analyzer", "KOREAN_TAGS", "STOP_WORDS"]
+__all__ = ["ANALYZER_VERSION", "analyze", "analyzer", "KOREAN_TAGS", "STOP_WORDS", "word_initial_terms"]
 
 ANALYZER_VERSION = "kiwi-0.24-morph+bigram+snowball-en-v2"
 
@@ -136,4 +136,42 @@ def analyze(text: str) -> list[str]:
         out.append(form)
         if tag in ("NNG", "NNP") and len(form) >= 3 and has_hangul(form):
             out.extend(form[i:i + 2] for i in range(len(form) - 1))
+    return out
+
+
+#: Kiwi tags of the Korean terms a reader recognises on their own (nouns, roots, hanja); verb and
+#: adjective stems (``있``, ``했``) and endings are not words and never shown.
+_SHOWN_KOREAN_TAGS = frozenset({"NNG", "NNP", "XR", "SH"})
+_SHOWN_LATIN_WORD = re.compile(r"(?<![0-9a-z_])[0-9a-z][0-9a-z_\-./]*[0-9a-z]")
+
+
+def word_initial_terms(text: str) -> set[str]:
+    """Terms of ``text`` a reader can find in it as written: each starts a word.
+
+    NFKC and case-folded. Latin words whole (identifiers with ``_ - . /`` kept
+    whole; stop words, single characters and bare numbers dropped); Korean nouns,
+    roots and hanja of two or more characters (Kiwi), only where the morpheme is
+    the text itself at the start of a word, with a noun-forming suffix kept on
+    (``단편화로`` shows ``단편화``; ``체크포인트파일`` never shows ``파일``; never a piece cut
+    across syllables). ``find_analogies``
+    shows the terms two Lessons share (docs/tools.md#find_analogies).
+    """
+    text = unicodedata.normalize("NFKC", text or "").casefold()
+    out = {w for w in _SHOWN_LATIN_WORD.findall(text)
+           if w not in STOP_WORDS and not w.isdigit() and len(w) <= MAX_TERM_CHARS}
+    if not has_hangul(text):
+        return out
+    tokens = analyzer().tokenize(text)
+    for i, token in enumerate(tokens):
+        form, start = token.form, token.start
+        if token.tag.split("-", 1)[0] not in _SHOWN_KOREAN_TAGS:
+            continue
+        for suffix in tokens[i + 1:i + 2]:  # a noun-forming suffix is part of the word: 단편 + 화 → 단편화
+            if suffix.tag == "XSN" and suffix.start == start + len(form):
+                form += suffix.form
+        if len(form) < 2 or not has_hangul(form):
+            continue
+        if text[start:start + len(form)] != form or (start > 0 and text[start - 1].isalnum()):
+            continue
+        out.add(form)
     return out

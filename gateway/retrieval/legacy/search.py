@@ -60,6 +60,7 @@ from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import LessonRepository
 from gateway.retrieval.legacy import lexical
 from gateway.retrieval.filters import SearchFilters
+from gateway.retrieval.index.analyzer import word_initial_terms
 from gateway.retrieval.request import AnalogyRequest, SearchRequest
 
 __all__ = [
@@ -254,6 +255,18 @@ def analogy_projection(page: LessonPage) -> str:
     return "\n".join(page.fields.get(name, "") for name in ANALOGY_FIELDS)
 
 
+def analogy_terms(page: LessonPage) -> set[str]:
+    """The words of the analogy projection a reader finds in the Lesson as written (each starts a word):
+    what ``shared_terms`` is drawn from, never the character n-grams the score compares."""
+    return word_initial_terms(analogy_projection(page))
+
+
+def shared_analogy_terms(source_terms: set[str], page: LessonPage) -> tuple[str, ...]:
+    """``shared_terms`` of one analogy: :func:`analogy_terms` of ``page`` that the source has too,
+    longest first (docs/tools.md#find_analogies)."""
+    return tuple(lexical.shared_terms(source_terms, analogy_terms(page)))
+
+
 def projection_hash(page: LessonPage) -> str:
     """SHA-256 hex of the normalised analogy projection (bound into find_analogies cursors, docs/tools.md#cursors)."""
     text = lexical.normalize(analogy_projection(page))
@@ -265,6 +278,7 @@ def analogies(repo: LessonRepository, request: AnalogyRequest) -> RankedList:
     candidates by Jaccard, ``request.filters`` and ``request.min_score`` applied (complete list, unpaged)."""
     source, filters, min_score = request.source, request.filters, request.min_score
     source_features = lexical.features(analogy_projection(source.page))
+    source_terms = analogy_terms(source.page)
     weighted = [(source.page.fields.get("title", ""), 3.0)]
     weighted += [(source.page.fields.get(name, ""), 1.0) for name in ANALOGY_FIELDS[1:]]
     terms = lexical.salient_terms(weighted, ANALOGY_TERMS)
@@ -290,7 +304,7 @@ def analogies(repo: LessonRepository, request: AnalogyRequest) -> RankedList:
         if snap is None or not filters.matches(snap.page):
             continue
         other = lexical.features(analogy_projection(snap.page))
-        shared = tuple(lexical.shared_terms(source_features, other))
+        shared = shared_analogy_terms(source_terms, snap.page)
         if lesson_id in stored:
             ranked.append(Ranked(snap, 1.0, "stored_relation", shared))
             continue
