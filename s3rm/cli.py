@@ -20,9 +20,9 @@ from s3rm.errors import CliError
 
 #: Modules that contribute sub-commands, in the order ``--help`` lists them.
 COMMAND_MODULES = (
-    "s3rm.schema.generate",
+    "s3rm.schema_verbs",
     "s3rm.devstack.devwiki",
-    "s3rm.site.push",
+    "s3rm.sync_verbs",
     "s3rm.devstack.serve",
     "s3rm.evaluate",
     "s3rm.importing",

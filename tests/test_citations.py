@@ -17,7 +17,7 @@ third-party data and is skipped) and checks two things.
      file (or a file a test or command writes, :data:`GENERATED`). Tokens
      with a wildcard or placeholder right after them (``*``, ``<``, ``{``)
      are patterns, not references, and are skipped; a name without such an
-     extension (a folder, ``hooks_spec/checker.RULE_IDS``) is not checked;
+     extension (a folder, ``gateway/domain/checker.RULE_IDS``) is not checked;
    * ``<file>.md#<anchor>`` — the anchor exists in that Markdown file, as an
      explicit ``<a id="…">`` / ``<a name="…">`` or as the GitHub slug of a
      heading (:func:`anchors`);

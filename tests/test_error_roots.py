@@ -15,10 +15,11 @@ import pytest
 
 from gateway.core.errors import GatewayError
 from s3rm.errors import CliError, S3rmError
+from sync.errors import SyncError
 
 REPO = Path(__file__).resolve().parents[1]
 #: package → the root every exception class defined in it derives from
-ROOTS = {"gateway": GatewayError, "hooks_spec": GatewayError, "s3rm": S3rmError}
+ROOTS = {"gateway": GatewayError, "hooks_spec": GatewayError, "s3rm": S3rmError, "sync": SyncError}
 
 
 def _module_names(package: str) -> list[str]:

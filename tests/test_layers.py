@@ -35,7 +35,7 @@ from importlinter import api as importlinter_api
 from importlinter.application.use_cases import lint_imports
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("gateway", "hooks_spec", "s3rm")
+PACKAGES = ("gateway", "hooks_spec", "s3rm", "sync")
 CONTRACTS = REPO / ".importlinter"
 
 

@@ -12,7 +12,7 @@ Every string length, enum and id pattern that also exists in
 and value patterns from its ``[limits]`` and ``[patterns]`` tables
 (docs/tools.md#output-limits), so none is typed twice.
 
-Conventions (all enforced by tests/s3rm/schema/test_generate.py):
+Conventions (all enforced by tests/sync/test_generate.py):
 
 * every object is closed (``additionalProperties: false``) and lists ``required``;
 * every property carries a ``description``;

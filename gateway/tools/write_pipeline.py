@@ -57,7 +57,7 @@ from gateway.tools.contract import ToolContext
 from gateway.tools.read_path import read_tool, repository
 from gateway.tools.readability import check_readable
 from gateway.wiki import edit
-from hooks_spec.checker import check_revision
+from gateway.domain.checker import check_revision
 
 __all__ = ["WriteToolError", "write_handler", "agent_account"]
 

@@ -1,7 +1,7 @@
 """The ONE MediaWiki Action API client: thread-safe, ``requests``, bot-password login.
 
 The gateway and every ``s3rm`` command that talks to a wiki (``sync
-push|diff|check`` through ``s3rm/site/wikisite.py``, ``import``, ``audit``,
+push|diff|check`` through ``sync/wikisite.py``, ``import``, ``audit``,
 the dev wiki's readiness check) use this class, its error tree
 (:mod:`gateway.domain.repository`) and one edit policy
 (:func:`gateway.wiki.edit.conditional_save`).

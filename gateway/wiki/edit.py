@@ -2,7 +2,7 @@
 
 This is the ONE edit and conflict policy of the repository: the gateway's
 Lesson writes (``MediaWikiRepository.save_page``) and ``s3rm sync push``
-(``s3rm/site/wikisite.py``) both save through :func:`conditional_save`, with
+(``sync/wikisite.py``) both save through :func:`conditional_save`, with
 the revision id they read as the base. A save whose base is no longer the
 page's latest revision raises EditConflict; nothing is overwritten silently,
 whoever made the concurrent edit (another account, a browser, or the same

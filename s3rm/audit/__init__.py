@@ -13,7 +13,7 @@ What it does:
    retention (``$wgRCMaxAge``, 90 days by default), otherwise
    ``list=allrevisions`` (complete history, slower);
 2. reads every revision and its parent (50 per request);
-3. runs :func:`hooks_spec.checker.check_revision` on each (parent, revision)
+3. runs :func:`gateway.domain.checker.check_revision` on each (parent, revision)
    pair with MediaWiki's user, timestamp, summary and parent id, the seal keys
    (``S3RM_REVISION_HMAC_KEYS``), the gateway account (the configured login)
    and the set of Lessons that exist now (relation targets);
@@ -76,7 +76,7 @@ from gateway.domain.verdicts import AMBIGUOUS, current_verdicts
 from gateway.config.profiles import get_profile
 from gateway.retrieval.indexing.projection import FACET_CHAR_CAP, ProjectionBuilder
 from gateway.wiki.client import WikiClient
-from hooks_spec.checker import check_revision
+from gateway.domain.checker import check_revision
 
 __all__ = ["Finding", "AuditReport", "audit", "settings", "register", "main"]
 

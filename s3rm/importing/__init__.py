@@ -47,7 +47,7 @@ from gateway.domain.repository import RepositoryError
 from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
-from hooks_spec.checker import check_revision
+from gateway.domain.checker import check_revision
 from s3rm.settings import DEV_ENV_FILE, CliSettings
 from s3rm.errors import S3rmError
 from s3rm.errors import CliError

@@ -2279,7 +2279,7 @@
 
 	// ---- Page Forms: hidden provenance and time fields (docs/data-contract.md#browser-forms)
 	// Page Forms' own "now" default writes local time, not UTC ISO-8601, so the
-	// form leaves these inputs empty (s3rm/schema/pages/forms.py BROWSER_FILLED) and this
+	// form leaves these inputs empty (sync/pages/forms.py BROWSER_FILLED) and this
 	// code fills them just before the form is submitted. Account fields use Page
 	// Forms' "current user" default; the save-hook auditor checks everything.
 	var ISO_SECOND = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;

@@ -259,7 +259,7 @@ def test_inspector_cli_lists_reads_and_writes(stack, era):
 
 def test_inspector_strict_finds_the_published_schemas_portable(stack):
     """MCP Inspector ``--strict`` lints every tool's input and output schema from tools/list:
-    0 errors and 0 warnings (no type arrays; tests/s3rm/schema/test_generate.py walks the rules too)."""
+    0 errors and 0 warnings (no type arrays; tests/sync/test_generate.py walks the rules too)."""
     listed = inspector(stack, "--method", "tools/list", "--strict")
     assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr
     envelope = json.loads(listed.stdout)

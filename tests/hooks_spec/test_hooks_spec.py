@@ -2,7 +2,7 @@
 
 Each vector states the exact set of rule ids the checker must report for one
 revision (previous wikitext, new wikitext, account, time, summary). Every
-rule of ``hooks_spec/checker.RULE_IDS`` has at least three vectors: one that
+rule of ``gateway/domain/checker.RULE_IDS`` has at least three vectors: one that
 passes, one that fails and one edge case (`hooks_spec/rules.md`). rules.md lists
 every rule id the checker knows.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from support.schema_dirs import SCHEMA
 import pytest
 
-from hooks_spec.checker import RULE_IDS, check_revision
+from gateway.domain.checker import RULE_IDS, check_revision
 
 SPEC_DIR = Path(__file__).resolve().parents[2] / "hooks_spec"
 FILES = sorted((SPEC_DIR / "vectors").glob("HS*.json"))

@@ -44,7 +44,7 @@ from gateway.domain.model import LessonPage
 from gateway.domain.timestamps import format_ts, next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
-from hooks_spec.checker import check_revision
+from gateway.domain.checker import check_revision
 from s3rm.importing import Importer
 from s3rm.importing.cloud_incidents import ImportRecord, read_records
 

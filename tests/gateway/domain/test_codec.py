@@ -4,7 +4,7 @@ Two kinds of checks:
 
 * **properties** (hypothesis): ``decode(encode(s)) == s`` for any text, and
   ``parse(serialize(page)) == page`` for any page — both also after a
-  simulated MediaWiki save (:func:`s3rm.site.wikisite.normalize_text`: NFC, LF line
+  simulated MediaWiki save (:func:`sync.wikisite.normalize_text`: NFC, LF line
   ends, trailing whitespace trimmed), which is what the real save path does to
   the whole page text;
 * **one named test per dangerous construct** (``docs/data-contract.md#codec``):
@@ -31,7 +31,7 @@ from mwparserfromhell.nodes import HTMLEntity, Text
 from gateway.domain.codec import (NAMED_REFERENCES, PageFormatError, decode_value, encode_value, parse_page,
                                   serialize_page)
 from gateway.domain.model import LessonPage
-from s3rm.site.wikisite import normalize_text
+from sync.wikisite import normalize_text
 
 
 def saved(wikitext: str) -> str:

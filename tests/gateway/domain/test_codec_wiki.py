@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 
 from gateway.domain.codec import parse_page, serialize_page
 from gateway.domain.model import LessonPage
-from s3rm.site import pageset, push, wikisite
+from sync import pageset, push, wikisite
 
 pytestmark = pytest.mark.wiki
 

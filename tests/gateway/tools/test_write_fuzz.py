@@ -33,7 +33,7 @@ from gateway.config import DEFAULT_SCHEMA_DIR, GatewayConfig
 from gateway.domain.codec import parse_page
 from gateway.domain.digests import evidence_digest
 from gateway.wiki.repository import repository_factory
-from hooks_spec.checker import check_revision
+from gateway.domain.checker import check_revision
 from support.schema_dirs import SCHEMA
 from support.write_harness import KEYS, WriteHarness, claim_args, evidence_args, lesson_fields, unique
 

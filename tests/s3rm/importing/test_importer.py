@@ -12,7 +12,7 @@ from gateway.domain.codec import serialize_page
 from gateway.domain.timestamps import next_updated_at
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
-from hooks_spec.checker import check_revision
+from gateway.domain.checker import check_revision
 from s3rm.importing import Importer, build_new_page
 from s3rm.importing.cloud_incidents import NOT_RECORDED, map_row, read_records
 

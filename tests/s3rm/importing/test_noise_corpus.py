@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gateway.domain.codec import serialize_page
-from hooks_spec.checker import check_revision
+from gateway.domain.checker import check_revision
 from s3rm.importing import SUMMARY, build_new_page
 from support.schema_dirs import SCHEMA
 from support.noise import NOISE_FILE, NOISE_PREFIX, noise_records

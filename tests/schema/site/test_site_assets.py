@@ -24,7 +24,7 @@ from gateway.web.graphdata import DEFAULT_MAX_NODES, RELATIONS
 from gateway.web.graph import create_graph_blueprint
 from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
-from s3rm.site.variants import CAPABILITIES, load_manifest, render_page
+from sync.variants import CAPABILITIES, load_manifest, render_page
 from support.lessons import evidence, lesson, relation
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -5,11 +5,10 @@ layer over the repository's ONE MediaWiki client
 (:class:`gateway.wiki.client.WikiClient`, the one the gateway, import, audit
 and the dev wiki's readiness check use) that adds exactly what sync needs:
 
-* **Settings** (:func:`resolve_settings`): the Action API URL from
-  ``--api-url`` or ``S3RM_WIKI_API_URL``; the login from
-  ``S3RM_SYNC_USERNAME`` / ``S3RM_SYNC_PASSWORD``. Any of the three that is
-  not set is read from the dev wiki's ``.dev/wiki/env`` file (written by
-  ``s3rm dev wiki up``), and the caller is told which ones came from there.
+* **Settings** (:class:`ConnectionSettings`): the Action API URL and the
+  sync login; the CLI resolves them (``--api-url``, ``S3RM_WIKI_API_URL``,
+  ``S3RM_SYNC_USERNAME`` / ``S3RM_SYNC_PASSWORD``, else the dev wiki's
+  ``.dev/wiki/env``: ``s3rm.sync_verbs.resolve_settings``).
 * **Capabilities** (:class:`SiteInfo`): from ``meta=siteinfo``
   (``siprop=general|namespaces|namespacealiases|extensions``): whether
   Semantic MediaWiki and Page Forms are installed, and the wiki's namespaces
@@ -45,8 +44,7 @@ from typing import Iterable, Mapping
 from gateway.domain.repository import LoginFailed, PermissionDenied, RepositoryError, WikiApiError, WikiUnavailable
 from gateway.wiki.client import WikiClient
 from gateway.wiki.edit import conditional_save
-from s3rm.settings import DEV_ENV_FILE, CliSettings
-from s3rm.errors import S3rmError
+from sync.errors import SyncConfigError, SyncError
 
 API_URL_ENV = "S3RM_WIKI_API_URL"
 USERNAME_ENV = "S3RM_SYNC_USERNAME"
@@ -110,23 +108,7 @@ _TITLE_SPACES = re.compile("[ _\u00a0\u1680\u180e\u2000-\u200a\u2028\u2029\u202f
 # errors
 
 
-class SyncError(S3rmError):
-    """A sync operation failed; ``str(exc)`` is the message for humans.
-
-    ``exit_code`` is what the CLI returns: 1 for a failed operation, 2 for
-    configuration problems (settings, login, rights).
-    """
-
-    exit_code = 1
-
-
-class SyncConfigError(SyncError):
-    """Missing or wrong settings: API URL, credentials, unreachable wiki (exit 2)."""
-
-    exit_code = 2
-
-
-class MissingRightsError(PermissionDenied, S3rmError):
+class MissingRightsError(PermissionDenied, SyncError):
     """The sync account lacks rights needed for some pages (exit 2).
 
     A :class:`~gateway.domain.repository.PermissionDenied` of the one wiki
@@ -177,31 +159,6 @@ class ConnectionSettings:
     password: str = field(repr=False)
     from_env_file: tuple[str, ...] = ()
     env_file: Path | None = None
-
-
-def resolve_settings(api_url: str | None = None, environ: Mapping[str, str] | None = None,
-                     env_file: Path | None = DEV_ENV_FILE) -> ConnectionSettings:
-    """Work out the API URL and the sync login.
-
-    Precedence per value: the ``api_url`` argument (``--api-url``), then the
-    environment (``S3RM_WIKI_API_URL``, ``S3RM_SYNC_USERNAME``,
-    ``S3RM_SYNC_PASSWORD``), then ``env_file`` (the dev wiki's ``env``).
-
-    Raises:
-        SyncConfigError: a value is found nowhere (the message says where to set it).
-    """
-    values, from_file = CliSettings(environ, wiki_file=env_file).lookup((API_URL_ENV, USERNAME_ENV, PASSWORD_ENV))
-    if api_url:
-        values[API_URL_ENV] = api_url
-        from_file = tuple(n for n in from_file if n != API_URL_ENV)
-    missing = [n for n in (API_URL_ENV, USERNAME_ENV, PASSWORD_ENV) if n not in values]
-    if missing:
-        where = f" or in {env_file}" if env_file else ""
-        raise SyncConfigError(
-            "sync needs " + ", ".join(missing) + f" (set them in the environment{where}; "
-            "`s3rm dev wiki up` writes the dev wiki's values to .dev/wiki/env)")
-    return ConnectionSettings(values[API_URL_ENV], values[USERNAME_ENV], values[PASSWORD_ENV],
-                              tuple(from_file), Path(env_file) if from_file and env_file else None)
 
 
 def split_api_url(api_url: str) -> tuple[str, str, str]:
@@ -307,7 +264,7 @@ class SiteInfo:
 
     @property
     def capabilities(self) -> frozenset[str]:
-        """Capability names in the vocabulary of ``s3rm.site.variants`` (``smw``, ``pageforms``, ``scribunto``)."""
+        """Capability names in the vocabulary of ``sync.variants`` (``smw``, ``pageforms``, ``scribunto``)."""
         return frozenset(name for name, present in (("smw", self.smw), ("pageforms", self.pageforms),
                                                     ("scribunto", self.scribunto)) if present)
 

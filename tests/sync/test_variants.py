@@ -1,11 +1,11 @@
-"""Unit tests of ``s3rm.site.variants``: variant blocks, placeholders, the page manifest."""
+"""Unit tests of ``sync.variants``: variant blocks, placeholders, the page manifest."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from s3rm.site.variants import (
+from sync.variants import (
     DOC_URL_FALLBACK,
     VariantError,
     load_manifest,

@@ -7,7 +7,7 @@ history, where browser saves are judged after the fact.
 
 Usage::
 
-    from hooks_spec.checker import check_revision
+    from gateway.domain.checker import check_revision
     violations = check_revision(previous_wikitext, new_wikitext, "S3Agent", "2025-01-01T00:00:00Z",
                                 summary, keys={"k1": "secret"}, lesson_id="gpu_frag",
                                 parent_revision_id=41, existing_lessons={"other"},

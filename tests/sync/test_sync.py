@@ -1,4 +1,4 @@
-"""``s3rm sync push|diff|check`` (s3rm/site/push.py, s3rm/site/pageset.py, s3rm/site/wikisite.py).
+"""``s3rm sync push|diff|check`` (sync/push.py, sync/pageset.py, sync/wikisite.py).
 
 Offline: settings precedence, title identity across languages, capability
 detection, the save normalisation and the page set itself.
@@ -25,8 +25,10 @@ from gateway.domain.repository import EditConflict, PermissionDenied, WikiUnavai
 from gateway.wiki.client import WikiClient
 from s3rm import cli
 from s3rm import settings as cli_settings
-from s3rm.site import pageset, push, wikisite
-from s3rm.site.wikisite import ConnectionSettings, SiteInfo, TitleKey
+from s3rm import sync_verbs
+from sync import pageset, push, wikisite
+from sync.errors import SyncConfigError, SyncError
+from sync.wikisite import ConnectionSettings, SiteInfo, TitleKey
 
 MCP_URL = "http://127.0.0.1:8080/mcp"
 CORE_NAMESPACES = {"Template": 10, "MediaWiki": 8, "Help": 12, "Category": 14, "Module": 828, "": 0}
@@ -92,13 +94,13 @@ def test_settings_precedence_and_env_file(tmp_path: Path) -> None:
     env_file = tmp_path / "env"
     env_file.write_text("export S3RM_WIKI_API_URL=http://file/api.php\n"
                         "export S3RM_SYNC_USERNAME='S3Admin@sync'\nexport S3RM_SYNC_PASSWORD=secret\n")
-    s = wikisite.resolve_settings(None, {"S3RM_SYNC_PASSWORD": "from-env"}, env_file)
+    s = sync_verbs.resolve_settings(None, {"S3RM_SYNC_PASSWORD": "from-env"}, env_file)
     assert (s.api_url, s.username, s.password) == ("http://file/api.php", "S3Admin@sync", "from-env")
     assert s.from_env_file == ("S3RM_WIKI_API_URL", "S3RM_SYNC_USERNAME")
-    s = wikisite.resolve_settings("http://flag/api.php", {"S3RM_WIKI_API_URL": "http://env/api.php"}, env_file)
+    s = sync_verbs.resolve_settings("http://flag/api.php", {"S3RM_WIKI_API_URL": "http://env/api.php"}, env_file)
     assert s.api_url == "http://flag/api.php"
-    with pytest.raises(wikisite.SyncConfigError, match="S3RM_SYNC_USERNAME, S3RM_SYNC_PASSWORD"):
-        wikisite.resolve_settings(None, {"S3RM_WIKI_API_URL": "http://x/api.php"}, tmp_path / "absent")
+    with pytest.raises(SyncConfigError, match="S3RM_SYNC_USERNAME, S3RM_SYNC_PASSWORD"):
+        sync_verbs.resolve_settings(None, {"S3RM_WIKI_API_URL": "http://x/api.php"}, tmp_path / "absent")
 
 
 @pytest.mark.parametrize("url, expected", [
@@ -111,7 +113,7 @@ def test_split_api_url(url: str, expected: tuple[str, str, str]) -> None:
 
 @pytest.mark.parametrize("url", ["ftp://x/api.php", "http://x/index.php", "not a url"])
 def test_split_api_url_rejects(url: str) -> None:
-    with pytest.raises(wikisite.SyncConfigError):
+    with pytest.raises(SyncConfigError):
         wikisite.split_api_url(url)
 
 
@@ -206,7 +208,7 @@ def first_push(dev_wiki) -> dict:
         apply_environment(mp, dev_wiki)
         out, err = io.StringIO(), io.StringIO()
         args = cli.build_parser().parse_args(["sync", "push"])
-        code = push.cmd_push(args, out, err)
+        code = sync_verbs.cmd_push(args, out, err)
     return {"code": code, "out": out.getvalue(), "err": err.getvalue(), "missing": missing, "pages": pages,
             "wiki": wiki}
 
@@ -319,7 +321,7 @@ def test_push_without_interface_admin_names_editsitejs(first_push, sync_env, dev
         current = agent.fetch(["MediaWiki:Common.js"])[agent.info.key("MediaWiki:Common.js")]
         with pytest.raises(wikisite.MissingRightsError, match="editsitejs") as refused:
             agent.edit("MediaWiki:Common.js", "/* x */", "test", base=current)
-        assert isinstance(refused.value, PermissionDenied) and push.exit_code(refused.value) == 2
+        assert isinstance(refused.value, PermissionDenied) and sync_verbs.exit_code(refused.value) == 2
     finally:
         monkeypatch.setenv("S3RM_SYNC_USERNAME", dev_wiki.sync.username)
         monkeypatch.setenv("S3RM_SYNC_PASSWORD", dev_wiki.sync.password)
@@ -363,7 +365,7 @@ def test_push_never_overwrites_a_page_edited_after_planning(first_push, sync_env
         assert conflict.value.current_revision_id == raced_rev
         assert _latest(admin, title)[0] == raced_rev  # nothing saved on top of the raced edit
         assert _latest(admin, title)[2] == wikisite.normalize_text(raced)
-        assert push.exit_code(conflict.value) == 1
+        assert sync_verbs.exit_code(conflict.value) == 1
     finally:
         code, out, err = run_cli(capsys, "push")
     assert code == 0 and "1 updated" in out, out + err
@@ -387,11 +389,11 @@ def test_basetimestamp_lets_mediawiki_overwrite_the_same_accounts_edit(first_pus
 
 
 def test_wiki_errors_map_to_exit_codes() -> None:
-    assert push.exit_code(EditConflict("x", current_revision_id=1)) == 1
-    assert push.exit_code(WikiUnavailable("x")) == 2
-    assert push.exit_code(PermissionDenied("x")) == 2
-    assert push.exit_code(wikisite.SyncConfigError("x")) == 2
-    assert push.exit_code(wikisite.SyncError("x")) == 1
+    assert sync_verbs.exit_code(EditConflict("x", current_revision_id=1)) == 1
+    assert sync_verbs.exit_code(WikiUnavailable("x")) == 2
+    assert sync_verbs.exit_code(PermissionDenied("x")) == 2
+    assert sync_verbs.exit_code(SyncConfigError("x")) == 2
+    assert sync_verbs.exit_code(SyncError("x")) == 1
 
 
 def test_bad_settings_are_clear_errors(sync_env, monkeypatch, capsys) -> None:

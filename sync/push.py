@@ -1,7 +1,8 @@
-"""``s3rm sync push|diff|check``: keep the wiki's schema, site and help pages equal to the repository.
+"""Plan, show and apply the edits that keep the wiki's schema, site and help pages equal to the repository
+(the engine of ``s3rm sync push|diff|check``; the verbs are s3rm/sync_verbs.py).
 
 * ``sync push [--dry-run]`` — for every page of the page set
-  (:mod:`s3rm.site.pageset`) read the wiki's current text, skip pages that are
+  (:mod:`sync.pageset`) read the wiki's current text, skip pages that are
   already equal, and save the others with a fixed summary per kind
   (``S3RM sync: template``, ``S3RM sync: site script``, …). One line per page
   (``created`` / ``updated`` / ``unchanged`` / ``skipped``) and a closing
@@ -14,10 +15,10 @@
 
 Equality is judged on what MediaWiki *stores*: our text is normalised the way
 the save path does (NFC, LF line ends, trailing whitespace stripped — see
-:func:`s3rm.site.wikisite.normalize_text`) before comparing.
+:func:`sync.wikisite.normalize_text`) before comparing.
 
 The home page and the site script carry ``S3RM_MCP_PUBLIC_URL`` (see
-:mod:`s3rm.site.pageset`): run push, diff and check with the same value, or they
+:mod:`sync.pageset`): run push, diff and check with the same value, or they
 report those two pages as changed.
 
 Capabilities: the wiki's siteinfo decides the variant (Semantic MediaWiki,
@@ -43,28 +44,14 @@ Exit codes: 0 success / in sync; 1 drift (check), a failed edit or an edit confl
 """
 from __future__ import annotations
 
-import argparse
 import difflib
 import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Iterable, TextIO
+from typing import Iterable, TextIO
 
-from gateway.domain.repository import EditConflict, PermissionDenied, RepositoryError, WikiUnavailable
-from s3rm import settings as cli_settings
-from s3rm.errors import CliError
-from s3rm.site.pageset import DesiredPage, build_page_set
-from s3rm.site.wikisite import (
-    EXTENSION_NAMESPACES,
-    MissingRightsError,
-    RemotePage,
-    SyncError,
-    TitleKey,
-    WikiSite,
-    connect,
-    normalize_text,
-    resolve_settings,
-)
+from sync.pageset import DesiredPage
+from sync.errors import SyncError
+from sync.wikisite import EXTENSION_NAMESPACES, MissingRightsError, RemotePage, TitleKey, WikiSite, normalize_text
 
 #: Plan actions.
 CREATE, UPDATE, UNCHANGED, SKIP = "create", "update", "unchanged", "skip"
@@ -241,7 +228,7 @@ def render_diff(plans: Iterable[PagePlan]) -> str:
     return "".join(chunks)
 
 
-def _summary(report: PushReport, dry_run: bool) -> str:
+def summary_line(report: PushReport, dry_run: bool) -> str:
     if dry_run:
         return (f"dry run: {report.created} to create, {report.updated} to update, "
                 f"{report.unchanged} unchanged, {report.skipped} skipped; nothing was edited")
@@ -251,131 +238,3 @@ def _summary(report: PushReport, dry_run: bool) -> str:
 
 # --------------------------------------------------------------------------
 # CLI
-
-
-@dataclass
-class Session:
-    """A connected wiki plus the plan of the current page set."""
-
-    wiki: WikiSite
-    plans: list[PagePlan]
-
-
-def open_session(args: argparse.Namespace, err: TextIO) -> Session:
-    """Resolve settings, connect, describe the wiki on ``err``, build and plan the page set.
-
-    Raises:
-        SyncError: settings, connection, sources or reads failed.
-    """
-    settings = resolve_settings(args.api_url, env_file=cli_settings.DEV_ENV_FILE)
-    if settings.from_env_file:
-        err.write(f"sync: {', '.join(settings.from_env_file)} not set; using the values in {settings.env_file}\n")
-    wiki = connect(settings)
-    info = wiki.info
-    err.write(f"sync: {settings.api_url} as {settings.username}: {info.describe()}\n")
-    absent = [f"{ext} is not installed: no {ns}: pages"
-              for ns, (cap, ext) in EXTENSION_NAMESPACES.items()
-              if cap not in info.capabilities and ns in ("Property", "Form")]
-    if absent:
-        err.write("sync: " + "; ".join(absent) + " (pages use the variant for this wiki)\n")
-    if "smw" in info.capabilities and "scribunto" not in info.capabilities:
-        err.write("sync: Scribunto is not installed: the templates use plain #set/#subobject, so Semantic MediaWiki "
-                  "stores values with the page's character references (docs/browser.md#values-in-smw)\n")
-    root = Path(args.schema_dir) if getattr(args, "schema_dir", None) else None
-    pages = build_page_set(info.capabilities, root=root)
-    return Session(wiki, plan_sync(wiki, pages))
-
-
-def _skips(plans: list[PagePlan], err: TextIO) -> None:
-    for plan in plans:
-        if plan.action == SKIP:
-            err.write(f"sync: not pushed: {plan.page.title} — {plan.reason}\n")
-
-
-def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``sync push``: returns 0 when every page is saved or unchanged."""
-    session = open_session(args, err)
-    out.write(("dry run — " if args.dry_run else "") + f"{len(session.plans)} page(s):\n")
-    report = push(session.wiki, session.plans, dry_run=args.dry_run, out=out)
-    out.write(_summary(report, args.dry_run) + "\n")
-    for title in report.transformed:
-        err.write(f"sync: warning: MediaWiki changed {title} while saving it (pre-save transform: "
-                  f"signatures ~~~~, subst:, pipe trick); the next push will edit it again — fix the source\n")
-    return 0
-
-
-def cmd_diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``sync diff``: unified diffs of differing pages on ``out``; always 0 unless sync fails."""
-    session = open_session(args, err)
-    _skips(session.plans, err)
-    out.write(render_diff(session.plans))
-    return 0
-
-
-def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``sync check``: 1 and the drifting titles when the wiki differs from the repository, else 0."""
-    session = open_session(args, err)
-    _skips(session.plans, err)
-    drifting = [p for p in session.plans if p.drifts]
-    if not drifting:
-        out.write(f"in sync: {sum(p.action == UNCHANGED for p in session.plans)} page(s) match the repository\n")
-        return 0
-    out.write(f"drift: {len(drifting)} page(s) differ from the repository (run `s3rm sync diff`, "
-              f"then `s3rm sync push`):\n")
-    for plan in drifting:
-        state = "missing in the wiki" if plan.action == CREATE else "differs"
-        shown = plan.page.title + (f" [{plan.wiki_title}]" if plan.wiki_title != plan.page.title else "")
-        out.write(f"  {shown}: {state}\n")
-    return 1
-
-
-def exit_code(exc: SyncError | RepositoryError) -> int:
-    """The CLI exit code of a failure: 2 for settings, login, rights and an unreachable wiki, else 1."""
-    code = getattr(exc, "exit_code", None)
-    if code is not None:
-        return int(code)
-    return 2 if isinstance(exc, (PermissionDenied, WikiUnavailable)) else 1
-
-
-def _handler(command: Callable[[argparse.Namespace, TextIO, TextIO], int]) -> Callable[[argparse.Namespace], int]:
-    """Wrap a command: streams looked up at call time, SyncError or wiki error → :class:`CliError`
-    with the failure's exit code (``main`` prints it, no traceback)."""
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return command(args, sys.stdout, sys.stderr)
-        except (SyncError, RepositoryError) as exc:
-            sys.stdout.flush()
-            hint = " (the page changed after it was read; run `s3rm sync diff`, then push again)" \
-                if isinstance(exc, EditConflict) else ""
-            raise CliError(f"{exc}{hint}", exit_code(exc)) from exc
-    return run
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``sync push|diff|check`` to the ``s3rm`` parser."""
-    sync = subparsers.add_parser(
-        "sync", help="push schema, site and help pages into the wiki; show or check drift",
-        description="Keep the wiki's schema pages (Property:, Template:, Form:), MediaWiki:Common.js/.css, "
-                    "the home page and the help pages equal to the repository.",
-    )
-    verbs = sync.add_subparsers(dest="sync_command", metavar="VERB")
-
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--api-url", help="the wiki's api.php URL (default: $S3RM_WIKI_API_URL, "
-                                         "else the dev wiki's .dev/wiki/env)")
-        p.add_argument("--schema-dir", help="schema folder to read (default: $S3RM_SCHEMA_DIR or <repo>/schema)")
-
-    p = verbs.add_parser("push", help="save every changed page (a second run makes 0 edits)",
-                         description="Save every page that differs from the repository, with a fixed "
-                                     "summary per kind. Login: $S3RM_SYNC_USERNAME / $S3RM_SYNC_PASSWORD "
-                                     "(an account in the interface-admin group).")
-    common(p)
-    p.add_argument("--dry-run", action="store_true", help="show what would change; edit nothing")
-    p.set_defaults(handler=_handler(cmd_push))
-    p = verbs.add_parser("diff", help="print a unified diff (wiki → repository) per differing page")
-    common(p)
-    p.set_defaults(handler=_handler(cmd_diff))
-    p = verbs.add_parser("check", help="exit 1 and name the pages when the wiki drifted from the repository")
-    common(p)
-    p.set_defaults(handler=_handler(cmd_check))
-    sync.set_defaults(handler=lambda args: (sync.print_help(), 2)[1], error_prefix="sync: error")

@@ -42,7 +42,7 @@ _SUFFIX = {"Modules": ".lua"}
 
 
 def render_module_pages() -> dict[str, str]:
-    """``Module:S3RM values`` → its Lua source (``s3rm/schema/pages/values.lua``), and
+    """``Module:S3RM values`` → its Lua source (``sync/pages/values.lua``), and
     ``Module:S3RM entities`` → the named-reference table it loads (:mod:`.entities`)."""
     source = (Path(__file__).with_name("values.lua")).read_text(encoding="utf-8")
     return {f"Module:{VALUES_MODULE}": source, f"Module:{ENTITIES_MODULE}": render_entities_module()}

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from s3rm.errors import S3rmError
+from sync.errors import SyncError
 
 __all__ = [
     "CAPABILITIES",
@@ -80,7 +80,7 @@ _URL_RULE = r"^(?:https?://[A-Za-z0-9.\-]+(?::[0-9]{1,5})?|https?://\[[0-9A-Fa-f
 _PLACEHOLDER_VALUE = {"S3RM_MCP_URL": re.compile(_URL_RULE), "S3RM_MCP_DOC_URL": re.compile(_URL_RULE)}
 
 
-class VariantError(S3rmError, ValueError):
+class VariantError(SyncError, ValueError):
     """A page's variant markers or placeholders are malformed.
 
     ``line`` is the 1-based line number of the offending marker (0 when the

@@ -39,8 +39,7 @@ from support.codec_cases import CONSTRUCTS, SCHEMA, field_text
 
 from gateway.domain.codec import NAMED_REFERENCES, decode_value, encode_value, serialize_page
 from gateway.domain.model import LessonPage
-from s3rm.schema.pages import render_module_pages
-from s3rm.site import pageset, push, wikisite
+from sync import pageset, push, wikisite
 
 pytestmark = pytest.mark.wiki
 

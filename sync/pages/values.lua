@@ -1,5 +1,5 @@
 -- S3RM synced: 저장소에서 동기화하는 모듈입니다. 위키에서 고치지 말고 저장소의
--- s3rm/schema/pages/values.lua 를 고친 뒤 `s3rm sync push` 하세요 (docs/browser.md#synced-pages).
+-- sync/pages/values.lua 를 고친 뒤 `s3rm sync push` 하세요 (docs/browser.md#synced-pages).
 --
 -- Hands a Lesson template's parameters to Semantic MediaWiki as the values
 -- agents read (docs/browser.md#values-in-smw).

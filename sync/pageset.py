@@ -2,7 +2,7 @@
 
 :func:`build_page_set` assembles, for one wiki's capabilities:
 
-1. the **schema pages** from the generator (:func:`s3rm.schema.pages.render_schema_pages`):
+1. the **schema pages** from the generator (:func:`sync.pages.render_schema_pages`):
    templates always; ``Property:`` pages only with Semantic MediaWiki and
    ``Form:`` pages only with Page Forms (the generator picks the variant that
    renders cleanly on that wiki);
@@ -10,12 +10,12 @@
    (``MediaWiki:Common.js``, ``MediaWiki:Common.css``, the home page, the help
    pages), each with its ``s3rm:if`` variant blocks selected for the wiki and
    its ``%%S3RM_MCP_URL%%`` placeholder filled from ``S3RM_MCP_PUBLIC_URL``
-   (see :mod:`s3rm.site.variants`);
+   (see :mod:`sync.variants`);
 3. ``MediaWiki:Mainpage``, whose text is the home page's title (연구 메모리),
    so the wiki's main-page link points at it.
 
 Every title is canonical English (``Template:``, ``Property:``, ``Form:``,
-``MediaWiki:``, ``Help:``); :mod:`s3rm.site.wikisite` maps them onto the wiki's
+``MediaWiki:``, ``Help:``); :mod:`sync.wikisite` maps them onto the wiki's
 localized namespaces. Each page has a ``kind`` which fixes its edit summary.
 
 Pure apart from reading the source files; no network.
@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from gateway.config.schema import Schema, SchemaError, load_schema
-from s3rm.site import variants
-from s3rm.schema.pages import WikiCapabilities, render_schema_pages
-from s3rm.settings import CliSettings
-from s3rm.site.wikisite import SyncConfigError, SyncError
+from sync import variants
+from sync.pages import WikiCapabilities, render_schema_pages
+from gateway.config.loader import DEFAULT_SCHEMA_DIR
+from sync.errors import SyncConfigError, SyncError
 
 #: Environment variable holding the public MCP URL the home page advertises.
 MCP_URL_ENV = "S3RM_MCP_PUBLIC_URL"
@@ -130,29 +130,29 @@ def generated_schema_pages(schema: Schema, capabilities: frozenset[str]) -> Mapp
         raise SyncError(f"cannot generate the schema pages: {exc}") from None
 
 
-def build_page_set(capabilities: Iterable[str], *, root: Path | None = None, schema: Schema | None = None,
-                   placeholders: Mapping[str, str] | None = None,
+def build_page_set(capabilities: Iterable[str], *, placeholders: Mapping[str, str], root: Path | None = None,
+                   schema: Schema | None = None,
                    render_schema: SchemaRenderer | None = None) -> list[DesiredPage]:
     """Every page sync keeps, in push order: schema pages, hand-written pages, ``MediaWiki:Mainpage``.
 
     Args:
-        capabilities: names from :data:`s3rm.site.variants.CAPABILITIES` the wiki has.
-        root: the schema folder (default ``S3RM_SCHEMA_DIR`` or ``<repo>/schema``).
+        capabilities: names from :data:`sync.variants.CAPABILITIES` the wiki has.
+        root: the schema folder (default ``<repo>/schema``; the CLI passes ``S3RM_SCHEMA_DIR``).
         schema: the loaded schema source (default: ``<root>/lesson.toml``).
-        placeholders: values for ``%%NAME%%`` tokens (default: :func:`placeholder_values`).
+        placeholders: values for ``%%NAME%%`` tokens (:func:`placeholder_values`).
         render_schema: generator override (tests); default :func:`generated_schema_pages`.
 
     Raises:
         SyncError: a source is missing or malformed, or two sources claim one title.
     """
     caps = frozenset(capabilities)
-    root = Path(root) if root else CliSettings().schema_dir
+    root = Path(root) if root else DEFAULT_SCHEMA_DIR
     if schema is None:
         try:
             schema = load_schema(root / "lesson.toml")
         except (SchemaError, OSError) as exc:
             raise SyncError(f"cannot load the schema source {root / 'lesson.toml'}: {exc}") from None
-    values = placeholder_values() if placeholders is None else placeholders
+    values = placeholders
     pages: list[DesiredPage] = []
     for title, text in sorted((render_schema or generated_schema_pages)(schema, caps).items(),
                               key=lambda item: (_schema_order(item[0]), item[0])):
@@ -182,19 +182,14 @@ def build_page_set(capabilities: Iterable[str], *, root: Path | None = None, sch
     return pages
 
 
-def placeholder_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Placeholder values from the environment (``S3RM_MCP_URL`` ← ``S3RM_MCP_PUBLIC_URL``).
-
-    With no ``environ`` given and the variable unset, the dev stack's
-    ``.dev/stack.env`` (written by ``s3rm stack up``) supplies it.
+def placeholder_values(url: str) -> dict[str, str]:
+    """Placeholder values for the public MCP URL ``url`` (``S3RM_MCP_URL`` ← ``S3RM_MCP_PUBLIC_URL``;
+    the CLI looks it up in the environment, else the dev stack's ``.dev/stack.env``); ``""`` → ``{}``.
 
     Raises:
-        SyncError: the URL is not a plain ``http(s)://host[:port]/path`` or an absolute path.
+        SyncConfigError: the URL is not a plain ``http(s)://host[:port]/path`` or an absolute path.
     """
-    if environ is None:  # the environment, else the dev stack's value when one runs here
-        url = CliSettings().public_mcp_url
-    else:
-        url = environ.get(MCP_URL_ENV, "").strip()
+    url = url.strip()
     if not url:
         return {}
     try:

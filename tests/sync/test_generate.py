@@ -1,4 +1,4 @@
-"""Tests of the schema generator (s3rm/schema/generate.py, s3rm/schema/pages, s3rm/schema/toolschemas.py).
+"""Tests of the schema generator (sync/generate.py, sync/pages, sync/toolschemas.py).
 
 Contract: docs/data-contract.md#schema-source (one source, committed output,
 staleness check), docs/data-contract.md#templates,
@@ -23,11 +23,11 @@ from jsonschema import Draft202012Validator
 from gateway.config import DEFAULT_SCHEMA_DIR
 from gateway.domain.codec import NAMED_REFERENCES
 from s3rm.cli import main as cli_main
-from s3rm.schema.generate import GENERATED_DIRS, render_generated_files
-from s3rm.schema.pages import WikiCapabilities, page_relpath, render_schema_pages, title_for_relpath
-from s3rm.schema.pages.templates import value_mode
+from sync.generate import GENERATED_DIRS, render_generated_files
+from sync.pages import WikiCapabilities, page_relpath, render_schema_pages, title_for_relpath
+from sync.pages.templates import value_mode
 from gateway.tools.schema_builders import DEF_NAME, desc, hoist_defs, obj, string
-from s3rm.schema.toolschemas import TOOL_NAMES, render_tool_schemas
+from sync.toolschemas import TOOL_NAMES, render_tool_schemas
 
 FULL = render_schema_pages(SCHEMA, WikiCapabilities.full())
 PLAIN = render_schema_pages(SCHEMA, WikiCapabilities.plain())
@@ -466,7 +466,7 @@ def test_published_schemas_are_portable():
 def test_every_recorded_answer_validates_against_the_published_output_schema():
     """The golden transcripts (tests/gateway/golden/mcp) hold real answers; each successful tool
     result's structuredContent validates against its tool's output schema."""
-    golden = Path(__file__).resolve().parents[2] / "gateway" / "golden" / "mcp"
+    golden = Path(__file__).resolve().parents[1] / "gateway" / "golden" / "mcp"
     checked = 0
     for path in sorted(golden.glob("*.txt")):
         request_text, _, response_text = path.read_text(encoding="utf-8").partition("--- response")
