@@ -1,4 +1,4 @@
-"""No input reaches a 5xx on github mode's OAuth endpoints (docs/transport.md#github-mode, issue 41).
+"""No input reaches a 5xx on github mode's OAuth endpoints (docs/transport.md#github-mode).
 
 A real github-mode gunicorn gateway (SQLite state, the GitHub stand-in,
 rate limits off so every request reaches its handler) gets raw HTTP/1.1

@@ -69,7 +69,7 @@ def test_each_client_address_has_its_own_oauth_bucket_behind_caddy(github_behind
 
 
 def test_junk_from_one_address_leaves_another_addresss_refresh_at_200(github_behind_caddy):
-    """Acceptance (issue 41): through Caddy, 100 junk requests from one address; a refresh from another → 200."""
+    """Through Caddy, 100 junk requests from one address; a refresh from another → 200."""
     gw, caddy, standin = github_behind_caddy
     public = SimpleNamespace(base=caddy.base, url=f"{caddy.base}/mcp")
     login = Login(public, standin)  # signs in through Caddy from 127.0.0.1
