@@ -15,6 +15,7 @@ import socket
 import pytest
 import requests
 from support.services import MCP_HEADERS, Gateway, rpc
+from support.slow_bodies import assert_unanswered, slow_body
 
 from gateway.serving.reading import HEAD_LIMIT, RequestScan
 
@@ -88,14 +89,6 @@ def test_expect_continue_is_reported_while_the_body_is_missing():
 PATHS = ("/mcp", "/token", "/register", "/authorize/consent", "/admin/reindex", "/mcp")
 
 
-def _slow(gw: Gateway, path: str) -> socket.socket:
-    """A connection that sent a head announcing 5000 body bytes and one body byte."""
-    sock = socket.create_connection(("127.0.0.1", gw.port), timeout=60)
-    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{gw.port}\r\nContent-Type: application/json\r\n"
-                 "Content-Length: 5000\r\n\r\n{".encode())
-    return sock
-
-
 def _answer(sock: socket.socket) -> bytes:
     """Everything the server sends until it closes the connection."""
     out = b""
@@ -119,24 +112,17 @@ def strict():
 
 
 def test_more_slow_bodies_than_threads_on_every_route_leave_requests_answered(patient):
-    slow = [_slow(patient, path) for path in PATHS]
-    try:
-        for round_ in range(3):
-            answer = rpc(patient.url, "ping", {}, id_=round_)
-            assert answer.status_code == 200 and answer.json()["result"] == {}
-        assert requests.get(f"{patient.base}/livez", timeout=30).status_code == 200
-        for sock in slow:  # none of them was answered (or given up on): they are still being read
-            sock.setblocking(False)
-            with pytest.raises(BlockingIOError):
-                sock.recv(100)
-    finally:
-        for sock in slow:
-            sock.close()
+    slow = [slow_body(patient.port, path) for path in PATHS]
+    for round_ in range(3):
+        answer = rpc(patient.url, "ping", {}, id_=round_)
+        assert answer.status_code == 200 and answer.json()["result"] == {}
+    assert requests.get(f"{patient.base}/livez", timeout=30).status_code == 200
+    assert_unanswered(slow)  # none of them was answered or given up on: they are still being read
 
 
 @pytest.mark.parametrize("path", sorted(set(PATHS)))
 def test_a_request_not_complete_by_the_deadline_gets_a_json_408(strict, path):
-    sock = _slow(strict, path)
+    sock = slow_body(strict.port, path)
     with sock:
         answer = _answer(sock)  # the server closes the connection after its answer
     head, _, body = answer.partition(b"\r\n\r\n")
