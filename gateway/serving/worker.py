@@ -48,6 +48,7 @@ from gateway.config import load_config
 from gateway.core.errors import INTERNAL_ERROR, INVALID_REQUEST, error_body
 from gateway.core.jsonio import encode_json
 from gateway.serving.reading import RequestScan
+from gateway.transport.headers import security_headers
 
 __all__ = ["JsonErrorThreadWorker", "json_error_response"]
 
@@ -70,20 +71,17 @@ def json_error_response(status_int: int, reason: str, detail: str = "the HTTP re
     :func:`~gateway.core.jsonio.encode_json`, the same bytes
     :func:`~gateway.core.jsonio.json_response` would carry; the head is written
     by hand because gunicorn (or this worker's event loop) answers before any
-    WSGI app runs. Always ``Connection: close``.
+    WSGI app runs. Always ``Connection: close``, with the app's security headers
+    (:func:`~gateway.transport.headers.security_headers`).
     """
     if status_int < 500:
         body = encode_json(error_body(None, INVALID_REQUEST, f"{reason}: {detail}"))
     else:
         body = encode_json(error_body(None, INTERNAL_ERROR, reason))
-    head = (
-        f"HTTP/1.1 {status_int} {reason}\r\n"
-        "Connection: close\r\n"
-        "Content-Type: application/json\r\n"
-        "X-Content-Type-Options: nosniff\r\n"
-        "Cache-Control: no-store\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode("latin-1")
+    fields = {"Connection": "close", "Content-Type": "application/json", **security_headers(False),
+              "Content-Length": str(len(body))}
+    head = f"HTTP/1.1 {status_int} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
+    head = head.encode("latin-1")
     return head + body
 
 
