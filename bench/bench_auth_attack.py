@@ -18,18 +18,30 @@ limits OFF, then prints two tables::
    ``/authorize`` pairs (8 at a time) on a gateway with
    ``S3RM_OAUTH_MAX_CLIENTS`` / ``S3RM_OAUTH_MAX_PENDING`` = ``--cap``:
    rows and bytes, beside the bound the settings imply.
+Slow-body part (``--slow-body``, default 50; 0 skips; ``--slow-body-only`` runs just this part):
+   ``search_lessons`` (signed-in) latency, median and p95, quiet and while
+   ``--slow-body`` connections each send ``POST /token`` or ``POST /mcp`` with
+   ``Content-Length: 5000`` and one body byte every 2 s (reconnecting when
+   answered), against a gateway with the default 48 threads — directly, and
+   through real Caddy running the shipped Caddyfile (``tests/support/caddy.py``),
+   in the same run. Target: attacked p95 ≤ 2× quiet on both
+   (docs/operations.md#request-reading).
 """
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import secrets
+import selectors
+import socket
 import statistics
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -39,6 +51,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import requests  # noqa: E402
 from bench_read import running_wiki  # noqa: E402
+from support.caddy import Caddy  # noqa: E402
 from support.github_standin import GithubStandIn, StandInUser  # noqa: E402
 from support.services import Gateway, call_tool  # noqa: E402
 from support.tls_servers import DripServer  # noqa: E402
@@ -142,6 +155,92 @@ def growth(env: dict[str, str], attempts: int, cap: int) -> None:
                                               for c in sorted({a for _, a in codes})))
 
 
+class SlowBodies:
+    """``count`` connections to ``host:port`` each sending a ``POST`` head announcing 5000 body bytes, then
+    one body byte every ``interval`` s; a connection the server answers or closes is counted by status and
+    replaced. One thread, non-blocking sockets (the attack costs the bench next to nothing)."""
+
+    def __init__(self, port: int, host_header: str, count: int, interval: float = 2.0):
+        self.port, self.host_header, self.count, self.interval = port, host_header, count, interval
+        self.answers: dict[str, int] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _open(self, n: int, selector) -> None:
+        path = ("/token", "/mcp")[n % 2]
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: {self.host_header}\r\nContent-Type: application/"
+                     f"{'json' if path == '/mcp' else 'x-www-form-urlencoded'}\r\nContent-Length: 5000\r\n\r\n"
+                     .encode())
+        sock.setblocking(False)
+        selector.register(sock, selectors.EVENT_READ, n)
+
+    def _run(self) -> None:
+        selector = selectors.DefaultSelector()
+        for n in range(self.count):
+            self._open(n, selector)
+        next_drip = time.monotonic()
+        while not self.stop.is_set():
+            for key, _ in selector.select(timeout=max(0.0, next_drip - time.monotonic())):
+                try:
+                    data = key.fileobj.recv(4096)
+                except OSError:
+                    data = b""
+                status = data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/") else "closed"
+                self.answers[status] = self.answers.get(status, 0) + 1
+                selector.unregister(key.fileobj)
+                key.fileobj.close()
+                self._open(key.data, selector)
+            if time.monotonic() >= next_drip:
+                for key in list(selector.get_map().values()):
+                    try:
+                        key.fileobj.send(b" ")
+                    except OSError:
+                        pass
+                next_drip = time.monotonic() + self.interval
+        for key in list(selector.get_map().values()):
+            key.fileobj.close()
+
+    def __enter__(self) -> "SlowBodies":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def slow_body(env: dict[str, str], count: int, rounds: int) -> None:
+    users = [StandInUser("alice", 5001, {"s3lab"}, {"s3lab/writers"})]
+    rows = []
+    for route in ("direct", "caddy"):
+        secret = "bench-proxy-secret-0123456789"
+        gw = Gateway({**env, "S3RM_PROXY_SECRET": secret}, threads=48)  # the default thread count
+        caddy = Caddy(f"127.0.0.1:{gw.port}", secret) if route == "caddy" else None
+        front = SimpleNamespace(base=caddy.base, url=f"{caddy.base}/mcp", port=caddy.port) if caddy else gw
+        gw.env["S3RM_MCP_PUBLIC_URL"] = front.url
+        with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{front.base}/oauth/github/callback", users) as standin:
+            gw.env.update(standin.env())
+            with gw, (caddy or contextlib.nullcontext()):
+                login = Login(front, standin)
+                token = login.token(login.code()).json()["access_token"]
+                _searches(front, token, 5)  # warm-up
+                quiet = _searches(front, token, rounds)
+                with SlowBodies(front.port, front.base.split("//", 1)[1], count) as attack:
+                    time.sleep(2.0)  # every connection has sent its head and a first byte
+                    attacked = _searches(front, token, rounds)
+                rows.append((route, quiet, attacked, dict(attack.answers)))
+    print(f"\nslow-body: search_lessons under {count} slow-body connections (POST /token and /mcp, Content-Length "
+          f"5000, 1 byte / 2 s), 48 gunicorn threads, {rounds} calls per phase")
+    print(f"{'route':<8}{'quiet med':>11}{'quiet p95':>11}{'att. med':>10}{'att. p95':>10}{'p95 x':>7}  slow answers")
+    for route, quiet, attacked, answers in rows:
+        (q_med, q_p95), (a_med, a_p95) = [(statistics.median(v) * 1000, _pct(v, 0.95) * 1000)
+                                          for v in (quiet, attacked)]
+        print(f"{route:<8}{q_med:>11.1f}{q_p95:>11.1f}{a_med:>10.1f}{a_p95:>10.1f}{a_p95 / q_p95:>7.2f}  "
+              + (" ".join(f"{k}:{v}" for k, v in sorted(answers.items())) or "none yet"))
+    print("target: attacked p95 <= 2x quiet on each route (ms; same run)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wiki-dir", default=str(REPO / ".dev" / "wiki"))
@@ -149,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=40, help="search_lessons calls per phase")
     parser.add_argument("--attempts", type=int, default=10000, help="anonymous register+authorize pairs (0: skip part 2)")
     parser.add_argument("--cap", type=int, default=1000, help="S3RM_OAUTH_MAX_CLIENTS and _MAX_PENDING of part 2")
+    parser.add_argument("--slow-body", type=int, default=50, help="slow-body connections of part 3 (0: skip)")
+    parser.add_argument("--slow-body-only", action="store_true", help="run part 3 only")
     args = parser.parse_args(argv)
     wiki = running_wiki(Path(args.wiki_dir))
     folder = Path(tempfile.mkdtemp(prefix="s3rm-bench-auth-"))
@@ -157,9 +258,14 @@ def main(argv: list[str] | None = None) -> int:
                 "S3RM_GITHUB_READ_ORGS": "s3lab", "S3RM_GITHUB_WRITE_TEAMS": "s3lab/writers",
                 "S3RM_CURSOR_SECRET": "bench-cursor-secret-0123456789", "S3RM_GITHUB_CLIENT_ID": "Iv1.standin",
                 "S3RM_GITHUB_CLIENT_SECRET": CLIENT_SECRET})
+    if args.slow_body_only:
+        slow_body(env, args.slow_body, args.rounds)
+        return 0
     drip = DripServer(folder)
     try:
         stall(env, drip, args.slow, args.rounds)
+        if args.slow_body > 0:
+            slow_body({**env, "S3RM_OAUTH_STATE_DB": str(folder / "slow-body.sqlite3")}, args.slow_body, args.rounds)
         if args.attempts > 0:
             growth({**env, "S3RM_OAUTH_STATE_DB": str(folder / "growth.sqlite3")}, args.attempts, args.cap)
     finally:

@@ -155,9 +155,11 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
         if endpoint is None or request.method == "OPTIONS":
             return None
         address = _rate_subject(client_address(request.headers, request.remote_addr, service.config.proxy_secret))
-        client = (request.args.get("client_id") or request.form.get("client_id") or "")[:200]
-        wait = over_limit(f"oauth-{endpoint}-ip", address) or (client and over_limit(f"oauth-{endpoint}-client",
-                                                                                     digest(client)))
+        # the address bucket before the body is parsed: an over-limit caller costs no form parse
+        wait = over_limit(f"oauth-{endpoint}-ip", address)
+        if not wait:
+            client = (request.args.get("client_id") or request.form.get("client_id") or "")[:200]
+            wait = client and over_limit(f"oauth-{endpoint}-client", digest(client))
         if not wait:
             return None
         log.info("oauth rate limited endpoint=%s", endpoint)

@@ -60,8 +60,9 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.integrations.flask_oauth2.requests import FlaskJsonRequest, FlaskOAuth2Payload, FlaskOAuth2Request
 from authlib.oauth2 import OAuth2Error, OAuth2Request
 from authlib.oauth2.rfc6749 import AuthorizationCodeMixin, ClientMixin, TokenMixin, grants, scope_to_list
+from authlib.oauth2.rfc6749.authenticate_client import authenticate_client_secret_basic
 from authlib.oauth2.rfc6749.errors import (InvalidClientError, InvalidGrantError, InvalidRequestError,
-                                           InvalidScopeError)
+                                           InvalidScopeError, UnsupportedResponseTypeError)
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload, JsonRequest
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7591 import (ClientMetadataClaims, ClientRegistrationEndpoint, InvalidClientMetadataError,
@@ -355,6 +356,20 @@ class StoredRequest(OAuth2Request):
         return {}
 
 
+#: RFC 6749 §3.1.1 / Appendix A.3: response-type = response-name *( SP response-name ),
+#: response-name = 1*("_" / DIGIT / ALPHA)
+_RESPONSE_TYPE = re.compile(r"[A-Za-z0-9_]+( [A-Za-z0-9_]+)*")
+
+
+def _basic_client(query_client, request):
+    """Authlib's ``client_secret_basic``, where credentials that are not UTF-8 authenticate no client
+    (Authlib decodes them unguarded: a ``UnicodeDecodeError`` would be a 500) → ``invalid_client`` 401."""
+    try:
+        return authenticate_client_secret_basic(query_client, request)
+    except UnicodeDecodeError:
+        return None
+
+
 class _FlaskRequest(FlaskOAuth2Request):
     """The current Flask request with its URL rebuilt on the public issuer (TLS ends at the proxy)."""
 
@@ -372,7 +387,10 @@ class _LenientJsonPayload:
 
     @property
     def data(self):
-        return self._request.get_json(force=True, silent=True)
+        try:
+            return self._request.get_json(force=True, silent=True)
+        except RecursionError:  # nested deeper than the parser goes: not a metadata object either
+            return None
 
 
 class _FlaskJson(FlaskJsonRequest):
@@ -414,6 +432,7 @@ class GatewayAuthorizationServer(AuthorizationServer):
         self.svc = _Services(settings, store, ring, clock, fetcher, Vault(settings.client_secret))
         self.scopes_supported = list(SCOPES)
         self.register_token_generator("default", self._generate_token)
+        self.register_client_auth_method("client_secret_basic", _basic_client)
         self.register_grant(_CodeGrant, [S256Only(required=True)])
         self.register_grant(_RefreshGrant)
         self.register_endpoint(_Revocation)
@@ -448,6 +467,16 @@ class GatewayAuthorizationServer(AuthorizationServer):
     def create_json_request(self, request):
         """The current Flask JSON request rebuilt on the issuer URL."""
         return _FlaskJson(flask_request, self.svc.settings.issuer)
+
+    def get_authorization_grant(self, request):
+        """Authlib's grant lookup, but a ``response_type`` outside RFC 6749's syntax is never echoed: Authlib
+        puts the value in its error description, which refuses ``"``, ``\\``, controls and non-ASCII
+        (``ValueError``, a 500); such a value is ``unsupported_response_type`` as any unknown one."""
+        value = request.payload.response_type
+        if value is not None and not _RESPONSE_TYPE.fullmatch(value):
+            raise UnsupportedResponseTypeError("(malformed)", description="The response_type is not a response "
+                                               "type (RFC 6749 section 3.1.1); this server supports code.")
+        return super().get_authorization_grant(request)
 
     # ------------------------------------------------------------- clients
     def _query_client(self, client_id: str):

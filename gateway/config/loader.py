@@ -115,6 +115,8 @@ class GatewayConfig:
     jobrunner_max_age_seconds: int = 120
     output_max_bytes: int = 32768
     max_body_bytes: int = 1048576
+    #: seconds a client has to send one whole request (head and body) before 408 (docs/operations.md#request-reading)
+    request_read_seconds: float = 10.0
     cursor_secret: bytes = b""
     cursor_secret_ephemeral: bool = True
     #: cursor v2 signing keys ``((kid, secret), …)`` shared by every gateway on one store
@@ -260,6 +262,7 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
         jobrunner_max_age_seconds=number(get, "S3RM_JOBRUNNER_MAX_AGE_SECONDS", 120, int, 1, 86400),
         output_max_bytes=number(get, "S3RM_OUTPUT_MAX_BYTES", 32768, int, 1024, 16 * 1024 * 1024),
         max_body_bytes=number(get, "S3RM_MAX_BODY_BYTES", 1048576, int, 1024, 64 * 1024 * 1024),
+        request_read_seconds=number(get, "S3RM_REQUEST_READ_SECONDS", 10.0, float, 1.0, 600.0),
         cursor_secret=cursor_secret,
         cursor_secret_ephemeral=ephemeral,
         revision_hmac_keys=MappingProxyType(hmac_keys),

@@ -223,8 +223,10 @@ def test_caddy_forwards_mcp_unchanged_and_overwrites_client_headers():
     code = "\n".join(line for line in caddy.splitlines() if not line.lstrip().startswith("#"))
     assert "handle_path" not in code and "uri strip_prefix" not in code and "rewrite" not in code
     assert "@mcp path /mcp /mcp/*" in code
-    assert re.search(r"handle @mcp \{\s*reverse_proxy mcp-http:8080", code)
-    # caller-supplied values are deleted for every request, then set by Caddy for /mcp
+    assert re.search(r"handle @mcp \{\s*import to_gateway\s*\}", code)
+    assert re.search(r"handle @oauth \{\s*import to_gateway\s*\}", code)
+    assert re.search(r"\(to_gateway\) \{\s*(#[^\n]*\s*)*reverse_proxy \{\$S3RM_MCP_UPSTREAM:mcp-http:8080\}", caddy)
+    # caller-supplied values are deleted for every request, then set by Caddy on every route to the gateway
     assert f"request_header -{CLIENT_IP_HEADER}" in code
     assert f"request_header -{PROXY_SECRET_HEADER}" in code
     assert f"header_up {CLIENT_IP_HEADER} {{remote_host}}" in code
@@ -592,6 +594,10 @@ def test_caddy_routes_the_oauth_paths_to_the_gateway(tmp_path):
             "/revoke", "/oauth/*"} <= paths
     (proxy,) = [h for h in _handlers(oauth[0]) if h["handler"] == "reverse_proxy"]
     assert proxy["upstreams"] == [{"dial": "mcp-http:8080"}]
+    # the client address and the proxy secret, as on /mcp (else every OAuth caller shares Caddy's buckets)
+    sets = {k.lower(): v for k, v in proxy["headers"]["request"]["set"].items()}
+    assert sets[CLIENT_IP_HEADER.lower()] == ["{http.request.remote.host}"]
+    assert sets[PROXY_SECRET_HEADER.lower()] == ["proxy-secret-for-tests"]
     compose = (REPO / "compose.yaml").read_text()
     assert "- oauth_state:/var/lib/s3rm/oauth" in compose and "  oauth_state: {}" in compose
 

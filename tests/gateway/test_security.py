@@ -295,7 +295,7 @@ def _caddy_in_front(tmp_path, gateway_port: int, wiki) -> tuple[subprocess.Popen
     text = (text.replace("{$S3RM_PUBLIC_DOMAIN}", f"http://127.0.0.1:{port}")
                 .replace("mcp-http:8080", f"127.0.0.1:{gateway_port}")
                 .replace("mediawiki:80", f"{wiki.host}:{wiki.port}")
-                .replace("admin 127.0.0.1:2019", "admin off"))
+                .replace("admin {$S3RM_CADDY_ADMIN:127.0.0.1:2019}", "admin off"))
     config = tmp_path / "Caddyfile"
     config.write_text(text)
     env = {**os.environ, "S3RM_PROXY_SECRET": PROXY_SECRET, "HOME": str(tmp_path),
