@@ -258,7 +258,6 @@ def test_preview_and_show_changes_before_the_first_save_change_nothing_the_save_
     updated_at = the save's time (HS14, HS16) and 자료 출처 stays choosable."""
     lesson_id = _unique("preview_first")
     form = FormPage(stack, context, lesson_id, new=True)
-    assert form.page.eval_on_selector('[name="Lesson[record_origin]"] option[value=synthetic]', "o => o.disabled")
     _fill_new_lesson(form)
     form.submit_and_wait("wpDiff")
     diff_post = dict(form.posts[-1])
