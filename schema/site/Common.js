@@ -2632,7 +2632,7 @@
 	var RECORD_WORDS = { lesson: '메모', evidence: '근거 자료', verification: '근거 검증 기록', relation: '관계' };
 
 	/** Problems of one field value by the schema's definition (empty list when fine). */
-	function valueProblems( def, value, rules, isNew ) {
+	function valueProblems( def, kind, value, rules, isNew ) {
 		var out = [], label = '‘' + def.label + '’', items, bad;
 		if ( !value ) {
 			return out;
@@ -2655,8 +2655,8 @@
 				out.push( label + '에 고를 수 없는 값이 있습니다: ' + bad.join( ', ' ) );
 			}
 		} else if ( def.type === 'id' ) {
-			if ( !new RegExp( def.kind === 'relation' ? rules.patterns.id : rules.patterns.record_id ).test( value ) ||
-				( def.kind === 'relation' && value.length > rules.patterns.id_max_length ) ) {
+			if ( !new RegExp( kind === 'relation' ? rules.patterns.id : rules.patterns.record_id ).test( value ) ||
+				( kind === 'relation' && value.length > rules.patterns.id_max_length ) ) {
 				out.push( label + ' “' + value + '”은(는) 쓸 수 없습니다. 영문 소문자, 숫자, 밑줄(_), 하이픈(-)만 씁니다' +
 					( suggestId( value ) ? ' (예: ' + suggestId( value ) + ').' : '.' ) );
 			}
@@ -2693,8 +2693,7 @@
 				if ( only && !only( name ) ) {
 					continue;
 				}
-				defs[ name ].kind = rec.kind;
-				valueProblems( defs[ name ], rec.kind === 'relation' && name === 'to' ? titleToLessonId( fieldValue( rec, name ) ) :
+				valueProblems( defs[ name ], rec.kind, rec.kind === 'relation' && name === 'to' ? titleToLessonId( fieldValue( rec, name ) ) :
 					fieldValue( rec, name ), rules, !state.existing || rec.kind !== 'lesson' ).forEach( function ( text ) {
 					add( rec.els[ name ][ 0 ], text );
 				} );
@@ -2972,6 +2971,7 @@
 		var state = { existing: existing, loaded: {}, locked: [], unknown: [] };
 		var action = 'save';
 		var checked = null;
+		var lessonRecord;
 		var origin = formFields( form, /^Lesson\[record_origin\]$/ );
 		if ( existing ) {
 			lockAfterCreate( form );
@@ -3070,9 +3070,12 @@
 				lockStoredRecords( form, rules, state );
 			}
 			offerNewValues( form, rules, existing );
-			formRecords( form, rules ).lesson && Object.keys( rules.fields.lesson ).forEach( function ( name ) {
-				state.loaded[ name ] = fieldValue( formRecords( form, rules ).lesson, name );
-			} );
+			lessonRecord = formRecords( form, rules ).lesson;
+			if ( lessonRecord ) {
+				Object.keys( rules.fields.lesson ).forEach( function ( name ) {
+					state.loaded[ name ] = fieldValue( lessonRecord, name );
+				} );
+			}
 		}
 		form.addEventListener( 'click', function ( event ) {
 			var button = event.target && event.target.closest ? event.target.closest( '[name]' ) : null;

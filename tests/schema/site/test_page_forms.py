@@ -136,7 +136,7 @@ class FormPage:
         self.page = context.new_page()
         self.errors: list[str] = []
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        self.page.route(lambda url: url.startswith(self.url.split("&")[0]), self._route)
+        self.page.route(lambda url: url == self.url, self._route)  # the form's page and its POST target
         self.page.goto(self.url)
         self.page.wait_for_function("() => window.__pfReady === true && window.mw && mw.s3rm")
 
@@ -204,6 +204,7 @@ def test_form_save_of_each_lesson_kind_keeps_it_and_the_audit_is_clean(stack, co
     unchanged, and with a record appended — writes back the same record_origin (B: synthetic stayed
     synthetic, not lab) and ``s3rm audit`` then reports 0 violations for the whole wiki."""
     kinds = {stack.imported: "imported", stack.synthetic: "synthetic", LAB_ID: "lab"}
+    bench = _unique("bench")
     for lesson_id, origin in kinds.items():
         before = stack.lesson(lesson_id)
         assert before.fields["record_origin"] == origin
@@ -212,7 +213,7 @@ def test_form_save_of_each_lesson_kind_keeps_it_and_the_audit_is_clean(stack, co
         if lesson_id == LAB_ID:  # append a relation and evidence through the form
             form.page.click(".s3rm-form-evidence .multipleTemplateAdder")
             new = ".s3rm-form-evidence .multipleTemplateInstance:last-of-type"
-            form.page.fill(f'{new} [name$="[id]"]', "bench_2")
+            form.page.fill(f'{new} [name$="[id]"]', bench)
             form.page.fill(f'{new} [name$="[citation]"]', "bench/run-2 | 80GB")
             form.page.fill(f'{new} [name$="[url]"]', "https://example.org/bench 2".replace(" ", "%20"))
             form.page.select_option(f'{new} select[name$="[kind]"]', "benchmark")
@@ -228,7 +229,7 @@ def test_form_save_of_each_lesson_kind_keeps_it_and_the_audit_is_clean(stack, co
         assert after.evidence[:len(before.evidence)] == before.evidence
         assert after.relations == before.relations
         form.page.close()
-    assert stack.lesson(LAB_ID).evidence[-1]["id"] == "bench_2"
+    assert stack.lesson(LAB_ID).evidence[-1]["id"] == bench
     report = stack.audit(stack.start)
     assert report["violation_count"] == 0, report["violations"]
     assert report["scanned"] >= 7
