@@ -361,6 +361,10 @@ def test_form_fits_a_phone_and_its_heading_shows_the_id(stack, playwright, tmp_p
         assert size[0] <= size[1], size
         heading = form.page.inner_text("#firstHeading")
         assert "Lesson:lab_gpu_oom_note" in heading and "lab gpu oom note" not in heading
+        view = ctx.new_page()  # the Lesson page itself, as MediaWiki serves it
+        view.goto(bh.wiki_url(stack.wiki, f"Lesson:{LAB_ID}"))
+        view.wait_for_function("() => window.mw && mw.s3rm")
+        assert view.inner_text("#firstHeading").strip() == f"Lesson:{LAB_ID}"
         form = FormPage(stack, ctx, "phone_new_lesson", new=True)
         form.page.click(".s3rm-form-relation .multipleTemplateAdder")
         size = form.page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
