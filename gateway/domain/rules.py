@@ -27,7 +27,11 @@ from urllib.parse import urlsplit
 from gateway.config.schema import FieldDef, RecordDef, Schema
 from gateway.domain.timestamps import parse_ts
 
-__all__ = ["ValueProblem", "value_problems", "record_problems", "split_list", "join_list", "is_http_url"]
+__all__ = ["ValueProblem", "value_problems", "record_problems", "split_list", "join_list", "is_http_url",
+           "URL_SCHEMES"]
+
+#: The schemes a ``url`` field accepts (HS05; the browser form checks the same list, docs/browser.md#form-rules).
+URL_SCHEMES = ("http", "https")
 
 _SHA256 = re.compile(r"\A[0-9a-f]{64}\Z")
 _DIGEST = re.compile(r"\Asha256:[0-9a-f]{64}\Z")
@@ -60,7 +64,7 @@ def is_http_url(value: str) -> bool:
         return False
     try:
         parts = urlsplit(value)
-        return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        return parts.scheme.lower() in URL_SCHEMES and bool(parts.hostname)
     except ValueError:
         return False
 

@@ -2027,14 +2027,6 @@
 			return mw.util.getUrl( 'Special:UserLogin', { returnto: LESSON_NS + ':' + id, returntoquery: 'action=edit&preload=' + encodeURIComponent( PRELOAD_PAGE ) } );
 		}
 
-		// does Lesson:<id> exist? resolves true/false, rejects when the wiki API does not answer
-		function lessonExists( id ) {
-			return new mw.Api().get( { action: 'query', titles: LESSON_NS + ':' + id, formatversion: 2 } ).then( function ( data ) {
-				var page = data && data.query && data.query.pages && data.query.pages[ 0 ];
-				return !!( page && !page.missing && !page.invalid );
-			} );
-		}
-
 		function existsMessage( id ) {
 			return el( 'span', null, [
 				'이미 같은 ID의 메모가 있습니다: ',
@@ -2545,12 +2537,450 @@
 		};
 	}
 
+	// ---- Page Forms: the schema's save rules, checked in the form (docs/browser.md#form-rules)
+	// s3rm/schema/pages/forms.py writes the rules derived from schema/lesson.toml into the form as
+	// JSON (#s3rm-form-rules[data-rules]); nothing here repeats a pattern, a limit or an enum.
+	function formRules() {
+		var holder = document.getElementById( 's3rm-form-rules' );
+		try {
+			return holder ? JSON.parse( holder.getAttribute( 'data-rules' ) || 'null' ) : null;
+		} catch ( e ) {
+			return null;
+		}
+	}
+
+	var PF_NAME = /^(.+?)\[([^\]]+)\](?:\[([^\]]+)\])?(?:\[([^\]]*)\])?$/;
+
+	/**
+	 * The form read as records: ``{ lesson: record, evidence: [record], verification: [...],
+	 * relation: [...] }``; a record is ``{ kind, key, box, els: {field: [element]} }`` (``box`` the
+	 * instance element, ``key`` its Page Forms index). The ``[num]`` starter is left out.
+	 */
+	function formRecords( form, rules ) {
+		var out = { lesson: null, evidence: [], verification: [], relation: [] };
+		var byKey = {};
+		Array.prototype.forEach.call( form.querySelectorAll( 'input, select, textarea' ), function ( el ) {
+			var m = PF_NAME.exec( el.name || '' ), kind, key, field, rec;
+			kind = m && rules.templates[ m[ 1 ] ];
+			if ( !kind ) {
+				return;
+			}
+			key = kind === 'lesson' ? '' : m[ 2 ];
+			field = kind === 'lesson' ? m[ 2 ] : m[ 3 ];
+			if ( key === 'num' || !field || m[ 4 ] === 'is_list' ) {
+				return;
+			}
+			rec = byKey[ kind + '\u0000' + key ];
+			if ( !rec ) {
+				rec = byKey[ kind + '\u0000' + key ] = { kind: kind, key: key, els: {},
+					box: el.closest ? el.closest( '.multipleTemplateInstance' ) : null };
+				if ( kind === 'lesson' ) {
+					out.lesson = rec;
+				} else {
+					out[ kind ].push( rec );
+				}
+			}
+			( rec.els[ field ] = rec.els[ field ] || [] ).push( el );
+		} );
+		return out;
+	}
+
+	/** The value a record's field would be saved with (plain text; a checkbox list joined by ","). */
+	function fieldValue( rec, name ) {
+		var els = rec.els[ name ] || [], raw;
+		if ( !els.length ) {
+			return '';
+		}
+		if ( els[ 0 ].type === 'checkbox' ) {
+			return els.filter( function ( e ) {
+				return e.checked;
+			} ).map( function ( e ) {
+				return e.value;
+			} ).join( ',' );
+		}
+		raw = els[ 0 ].getAttribute( 'data-s3rm-raw' );
+		return raw !== null && els[ 0 ].value === raw ? decodeValue( raw ) : els[ 0 ].value;
+	}
+
+	function listItems( value ) {
+		return String( value || '' ).split( ',' ).map( function ( s ) {
+			return s.trim();
+		} ).filter( Boolean );
+	}
+
+	function codePointLength( text ) {
+		return codePoints( String( text ) ).length;
+	}
+
+	function isHttpUrl( value, schemes ) {
+		var u;
+		if ( /[\s\u0000-\u001f\u007f]/.test( value ) ) {
+			return false;
+		}
+		try {
+			u = new URL( value );
+		} catch ( e ) {
+			return false;
+		}
+		return schemes.indexOf( u.protocol.replace( /:$/, '' ).toLowerCase() ) !== -1 && !!u.hostname;
+	}
+
+	function suggestId( value ) {
+		return String( value ).toLowerCase().replace( /[^a-z0-9_-]+/g, '_' ).replace( /^_+|_+$/g, '' );
+	}
+
+	var RECORD_WORDS = { lesson: '메모', evidence: '근거 자료', verification: '근거 검증 기록', relation: '관계' };
+
+	/** Problems of one field value by the schema's definition (empty list when fine). */
+	function valueProblems( def, kind, value, rules, isNew ) {
+		var out = [], label = '‘' + def.label + '’', items, bad;
+		if ( !value ) {
+			return out;
+		}
+		if ( def.max_length && codePointLength( value ) > def.max_length ) {
+			out.push( label + '은(는) ' + def.max_length + '자까지 쓸 수 있습니다(지금 ' + codePointLength( value ) + '자).' );
+		}
+		if ( def.type === 'enum' ) {
+			if ( def.values.indexOf( value ) === -1 ) {
+				out.push( label + '에 양식이 모르는 값 “' + value + '”이 있습니다.' );
+			} else if ( isNew && def.new_values.indexOf( value ) === -1 ) {
+				out.push( label + '에서 “' + ( def.labels[ value ] || value ) + '”은(는) 새 기록에 고를 수 없습니다.' );
+			}
+		} else if ( def.type === 'enum_list' ) {
+			items = listItems( value );
+			bad = items.filter( function ( v ) {
+				return def.values.indexOf( v ) === -1 || ( isNew && def.new_values.indexOf( v ) === -1 );
+			} );
+			if ( bad.length ) {
+				out.push( label + '에 고를 수 없는 값이 있습니다: ' + bad.join( ', ' ) );
+			}
+		} else if ( def.type === 'id' ) {
+			if ( !new RegExp( kind === 'relation' ? rules.patterns.id : rules.patterns.record_id ).test( value ) ||
+				( kind === 'relation' && value.length > rules.patterns.id_max_length ) ) {
+				out.push( label + ' “' + value + '”은(는) 쓸 수 없습니다. 영문 소문자, 숫자, 밑줄(_), 하이픈(-)만 씁니다' +
+					( suggestId( value ) ? ' (예: ' + suggestId( value ) + ').' : '.' ) );
+			}
+		} else if ( def.type === 'url' ) {
+			if ( !isHttpUrl( value, rules.url_schemes ) ) {
+				out.push( label + '은(는) ' + rules.url_schemes.join( ':// 또는 ' ) + '://로 시작하고 호스트가 있는 주소여야 하며, ' +
+					'빈칸은 넣을 수 없습니다(빈칸은 %20으로 적습니다).' );
+			}
+		} else if ( def.type === 'sha256' || def.type === 'digest' ) {
+			if ( !new RegExp( rules.patterns[ def.type ] ).test( value ) ) {
+				out.push( label + '의 형식이 맞지 않습니다: ' + ( def.type === 'digest' ? 'sha256: 뒤에 ' : '' ) + '소문자 16진수 64자입니다.' );
+			}
+		}
+		return out;
+	}
+
+	/**
+	 * The rules of schema/lesson.toml and hooks_spec/rules.md a form save can break, checked on the
+	 * values about to be saved: ``[{ el, text }]``. ``state`` holds what the form opened with
+	 * (``existing``, ``loaded`` Lesson values, ``locked`` stored records).
+	 */
+	function checkLessonForm( form, rules, state ) {
+		var recs = formRecords( form, rules ), problems = [], lesson = recs.lesson;
+		var conf = rules.confidence, claimLabels, evidenceIds = {}, lessonId = formLessonId(), seen = {};
+		function add( el, text ) {
+			problems.push( { el: el, text: text } );
+		}
+		function fieldsOf( rec, only ) {
+			var defs = rules.fields[ rec.kind ], name;
+			for ( name in rec.els ) {
+				if ( !defs[ name ] || ( defs[ name ].settable !== 'client' && defs[ name ].settable !== 'origin' ) ) {
+					continue;
+				}
+				if ( only && !only( name ) ) {
+					continue;
+				}
+				valueProblems( defs[ name ], rec.kind, rec.kind === 'relation' && name === 'to' ? titleToLessonId( fieldValue( rec, name ) ) :
+					fieldValue( rec, name ), rules, !state.existing || rec.kind !== 'lesson' ).forEach( function ( text ) {
+					add( rec.els[ name ][ 0 ], text );
+				} );
+			}
+		}
+		// stored records: unchanged, still there, and holding values the form can show
+		state.locked.forEach( function ( entry ) {
+			if ( !entry.box.isConnected ) {
+				add( null, '저장된 ' + RECORD_WORDS[ entry.kind ] + ' 기록(' + ( entry.id || entry.key ) + ')이 양식에서 지워졌습니다. ' +
+					'저장된 기록은 지우거나 고칠 수 없습니다. 양식을 다시 열어 주세요.' );
+			} else if ( recordSnapshot( entry.box ) !== entry.snapshot ) {
+				add( entry.box, '저장된 ' + RECORD_WORDS[ entry.kind ] + ' 기록(' + ( entry.id || entry.key ) + ')이 바뀌었습니다. ' +
+					'저장된 기록은 고칠 수 없습니다. 바로잡으려면 새 기록을 덧붙이세요.' );
+			}
+		} );
+		state.unknown.forEach( function ( entry ) {
+			add( entry.el, entry.text );
+		} );
+		if ( lesson ) {
+			fieldsOf( lesson, function ( name ) {
+				return !state.existing || fieldValue( lesson, name ) !== state.loaded[ name ];
+			} );
+		}
+		[ 'evidence', 'verification', 'relation' ].forEach( function ( kind ) {
+			recs[ kind ].forEach( function ( rec ) {
+				if ( !isLocked( rec.box ) ) {
+					fieldsOf( rec );
+				}
+			} );
+		} );
+		// ids unique (HS24), verification names an evidence on the page (HS28)
+		recs.evidence.forEach( function ( rec ) {
+			var id = fieldValue( rec, 'id' );
+			if ( id && evidenceIds[ id ] && !isLocked( rec.box ) ) {
+				add( rec.els.id[ 0 ], '자료 ID “' + id + '”은(는) 이 메모에 이미 있습니다. 다른 ID를 쓰세요.' );
+			}
+			evidenceIds[ id ] = true;
+		} );
+		recs.verification.forEach( function ( rec ) {
+			var id = fieldValue( rec, 'evidence_id' );
+			if ( id && !isLocked( rec.box ) && !evidenceIds[ id ] ) {
+				add( rec.els.evidence_id[ 0 ], '검사한 자료 ID “' + id + '”인 근거 자료가 이 메모에 없습니다.' );
+			}
+		} );
+		// relations: not to itself (HS36), not twice (HS35)
+		recs.relation.forEach( function ( rec ) {
+			var to = titleToLessonId( fieldValue( rec, 'to' ) ), key = fieldValue( rec, 'relation' ) + ' ' + to;
+			if ( to && to === lessonId ) {
+				add( rec.els.to[ 0 ], '메모는 자기 자신과 이을 수 없습니다.' );
+			} else if ( to && seen[ key ] && !isLocked( rec.box ) ) {
+				add( rec.els.to[ 0 ], '같은 관계가 이미 있습니다: ' + fieldValue( rec, 'relation' ) + ' → ' + to );
+			}
+			seen[ key ] = true;
+		} );
+		// confidence (HS32 on a new Lesson; HS37/HS38 on an update; gateway/domain/confidence.py)
+		if ( lesson && lesson.els.confidence ) {
+			claimLabels = conf.claims.map( function ( c ) {
+				return '‘' + rules.fields.lesson[ c ].label + '’';
+			} );
+			confidenceProblems( recs, rules, state, claimLabels ).forEach( function ( text ) {
+				add( lesson.els.confidence[ 0 ], text );
+			} );
+		}
+		return problems;
+	}
+
+	function supportingRecord( rec, rules ) {
+		return fieldValue( rec, 'outcome' ) === rules.confidence.supports &&
+			rules.confidence.supporting.indexOf( fieldValue( rec, 'verification_basis' ) ) !== -1;
+	}
+
+	function confidenceProblems( recs, rules, state, claimLabels ) {
+		var conf = rules.confidence, lesson = recs.lesson, after = fieldValue( lesson, 'confidence' );
+		var rank = function ( v ) {
+			return conf.rank.indexOf( v );
+		};
+		var bases = conf.supporting.map( function ( b ) {
+			return '‘' + rules.fields.verification.verification_basis.labels[ b ] + '’';
+		} ).join( ' 또는 ' );
+		var latest = {}, covered = {}, before, changed, raised, missing;
+		if ( !state.existing ) {
+			if ( after === conf.rank[ conf.rank.length - 1 ] && !recs.verification.some( function ( rec ) {
+				var claims = listItems( fieldValue( rec, 'claim_fields' ) );
+				return supportingRecord( rec, rules ) && conf.claims.every( function ( c ) {
+					return claims.indexOf( c ) !== -1;
+				} );
+			} ) ) {
+				return [ '신뢰도 ‘' + rules.fields.lesson.confidence.labels[ after ] + '’은(는) 같은 저장에 ' + bases + '(으)로 ' +
+					claimLabels.join( ', ' ) + '을(를) 모두 뒷받침한다는 근거 검증 기록이 있어야 고를 수 있습니다. ' +
+					'아래에 근거 검증 기록을 덧붙이거나 신뢰도를 낮춰 주세요.' ];
+			}
+			return [];
+		}
+		before = state.loaded.confidence;
+		changed = conf.claims.filter( function ( c ) {
+			return fieldValue( lesson, c ) !== state.loaded[ c ];
+		} );
+		raised = rank( after ) > rank( before );
+		if ( rank( after ) < 1 || !( changed.length || raised ) ) {
+			return [];
+		}
+		recs.verification.forEach( function ( rec ) {
+			latest[ fieldValue( rec, 'evidence_id' ) ] = rec; // page order: the last record is the current verdict
+		} );
+		recs.evidence.forEach( function ( rec ) {
+			var v = latest[ fieldValue( rec, 'id' ) ];
+			if ( v && supportingRecord( v, rules ) ) {
+				listItems( fieldValue( v, 'claim_fields' ) ).forEach( function ( c ) {
+					covered[ c ] = true;
+				} );
+			}
+		} );
+		missing = ( after === conf.rank[ conf.rank.length - 1 ] && ( raised || changed.length ) ? conf.claims : changed ).filter( function ( c ) {
+			return !covered[ c ];
+		} );
+		if ( after !== conf.rank[ conf.rank.length - 1 ] && raised && !changed.length ) {
+			missing = conf.claims.some( function ( c ) {
+				return covered[ c ];
+			} ) ? [] : conf.claims;
+		}
+		if ( !missing.length ) {
+			return [];
+		}
+		return [ '신뢰도 ‘' + rules.fields.lesson.confidence.labels[ after ] + '’에는 ' + bases + '(으)로 ' +
+			missing.map( function ( c ) {
+				return '‘' + rules.fields.lesson[ c ].label + '’';
+			} ).join( ', ' ) + '을(를) 뒷받침한다는 최신 근거 검증 기록이 필요합니다. 검증 기록을 덧붙이거나 신뢰도를 낮춰 주세요.' ];
+	}
+
+	function isLocked( box ) {
+		return !!( box && box.classList.contains( 's3rm-record-locked' ) );
+	}
+
+	function recordSnapshot( box ) {
+		return Array.prototype.map.call( box.querySelectorAll( 'input, select, textarea' ), function ( e ) {
+			return e.name + '=' + ( e.type === 'checkbox' ? String( e.checked ) : e.value );
+		} ).join( '\n' );
+	}
+
+	function noDefaultChoice( select ) {
+		return !Array.prototype.some.call( select.options, function ( o ) {
+			return o.defaultSelected && o.value !== '';
+		} );
+	}
+
+	/**
+	 * Stored records (an instance whose server-set time was filled when the form opened) become
+	 * read-only: no typing, no other choice, no remove / add-above / move handle. A drop-down with
+	 * no stored choice (Page Forms selects nothing when the stored value is not one of its values,
+	 * so the browser would show and submit the first) is listed in ``unknown``: the save is refused
+	 * rather than the value silently replaced.
+	 */
+	function lockStoredRecords( form, rules, state ) {
+		var recs = formRecords( form, rules );
+		[ 'evidence', 'verification', 'relation' ].forEach( function ( kind ) {
+			recs[ kind ].forEach( function ( rec ) {
+				var defs = rules.fields[ kind ], name, stored = false, box = rec.box;
+				for ( name in rec.els ) {
+					if ( defs[ name ] && defs[ name ].type === 'timestamp' && fieldValue( rec, name ) ) {
+						stored = true;
+					}
+				}
+				if ( !stored || !box ) {
+					return;
+				}
+				box.classList.add( 's3rm-record-locked' );
+				if ( box.parentNode && box.parentNode.classList ) {
+					box.parentNode.classList.add( 's3rm-has-locked' );
+				}
+				Array.prototype.forEach.call( box.querySelectorAll( 'input, select, textarea' ), function ( e ) {
+					var m = PF_NAME.exec( e.name || '' ), def = m && defs[ m[ 3 ] ];
+					e.setAttribute( 'aria-readonly', 'true' );
+					if ( e.tagName === 'SELECT' ) {
+						if ( noDefaultChoice( e ) ) {
+							state.unknown.push( { el: e, text: '저장된 ' + RECORD_WORDS[ kind ] + ' 기록의 ‘' + ( def ? def.label : m[ 3 ] ) +
+								'’ 값은 양식이 모르는 값이라 양식으로 저장하면 바뀝니다. 이 메모는 원본 편집으로 고치거나 관리자에게 알려 주세요.' } );
+						}
+						Array.prototype.forEach.call( e.options, function ( o ) {
+							o.disabled = !o.selected;
+						} );
+					} else if ( e.type === 'checkbox' ) {
+						e.addEventListener( 'click', function ( event ) {
+							event.preventDefault();
+						} );
+						e.setAttribute( 'aria-disabled', 'true' );
+					} else {
+						e.readOnly = true;
+					}
+				} );
+				Array.prototype.forEach.call( box.querySelectorAll( '.removeButton, .addAboveButton, .instanceRearranger' ), function ( e ) {
+					e.style.visibility = 'hidden';
+					e.setAttribute( 'aria-hidden', 'true' );
+					e.removeAttribute( 'tabindex' );
+				} );
+				( box.querySelector( '.instanceMain' ) || box ).insertBefore( el( 'div', { className: 's3rm-record-note' },
+					'저장된 기록이라 고칠 수도 지울 수도 없습니다. 바로잡으려면 새 기록을 덧붙이세요.' ),
+				( box.querySelector( '.instanceMain' ) || box ).firstChild );
+				state.locked.push( { box: box, kind: kind, key: rec.key, id: fieldValue( rec, 'id' ) || fieldValue( rec, 'to' ),
+					snapshot: recordSnapshot( box ) } );
+			} );
+		} );
+	}
+
+	/** New Lessons and new records offer only the values the schema allows them (``new_values``). */
+	function offerNewValues( form, rules, existing ) {
+		Array.prototype.forEach.call( form.querySelectorAll( 'select' ), function ( select ) {
+			var m = PF_NAME.exec( select.name || '' ), kind = m && rules.templates[ m[ 1 ] ], def, first = null;
+			def = kind && rules.fields[ kind ][ kind === 'lesson' ? m[ 2 ] : m[ 3 ] ];
+			if ( !def || !def.new_values || ( kind === 'lesson' && existing ) || isLocked( select.closest( '.multipleTemplateInstance' ) ) ) {
+				return;
+			}
+			Array.prototype.forEach.call( select.options, function ( o ) {
+				var allowed = o.value === '' || def.new_values.indexOf( o.value ) !== -1;
+				o.disabled = !allowed;
+				o.hidden = !allowed;
+				if ( allowed && o.value && first === null ) {
+					first = o;
+				}
+			} );
+			if ( select.selectedIndex >= 0 && select.options[ select.selectedIndex ].disabled && first ) {
+				first.selected = true;
+			}
+		} );
+	}
+
+	function showProblems( form, problems ) {
+		var box = form.querySelector( '.s3rm-form-problems' ), list;
+		Array.prototype.forEach.call( form.querySelectorAll( '.s3rm-form-error' ), function ( e ) {
+			e.parentNode.removeChild( e );
+		} );
+		Array.prototype.forEach.call( form.querySelectorAll( '[aria-invalid="true"]' ), function ( e ) {
+			e.removeAttribute( 'aria-invalid' );
+		} );
+		if ( !problems.length ) {
+			if ( box ) {
+				box.parentNode.removeChild( box );
+			}
+			return;
+		}
+		if ( !box ) {
+			box = el( 'div', { className: 's3rm-form-problems errorbox', role: 'alert' } );
+			form.insertBefore( box, form.firstChild );
+		}
+		list = el( 'ul' );
+		problems.forEach( function ( p ) {
+			var anchor, holder;
+			list.appendChild( el( 'li', null, p.text ) );
+			if ( p.el ) {
+				if ( /^(INPUT|SELECT|TEXTAREA)$/.test( p.el.tagName ) ) {
+					p.el.setAttribute( 'aria-invalid', 'true' );
+				}
+				holder = p.el.closest ? p.el.closest( '.inputSpan, .checkboxesSpan, .comboboxSpan, .oo-ui-widget' ) : null;
+				anchor = p.el.type === 'hidden' ? null : ( holder || p.el );
+				if ( anchor && anchor.parentNode ) {
+					anchor.parentNode.insertBefore( el( 'div', { className: 'errorMessage s3rm-form-error', role: 'alert' }, p.text ),
+						anchor.nextSibling );
+				}
+			}
+		} );
+		clear( box );
+		box.appendChild( el( 'strong', null, '저장하지 않았습니다. 아래를 고친 뒤 다시 저장해 주세요.' ) );
+		box.appendChild( list );
+		if ( box.scrollIntoView ) {
+			box.scrollIntoView( { block: 'start' } );
+		}
+	}
+
+	var FORM_ACTIONS = { wpSave: 'save', wpSaveAndContinue: 'save', wpPreview: 'preview', wpDiff: 'diff' };
+
 	function fillLessonForm( form ) {
 		var updated = formFields( form, /^Lesson\[updated_at\]$/ );
 		var loaded = updated.length ? updated[ 0 ].value : '';
-		var existing = mw.config.get( 'wgNamespaceNumber' ) === 3000 && mw.config.get( 'wgArticleId' ) > 0;
-		if ( existing || loaded ) {
+		var existing = ( mw.config.get( 'wgNamespaceNumber' ) === 3000 && mw.config.get( 'wgArticleId' ) > 0 ) || !!loaded;
+		var rules = formRules();
+		var state = { existing: existing, loaded: {}, locked: [], unknown: [] };
+		var action = 'save';
+		var checked = null;
+		var lessonRecord;
+		var origin = formFields( form, /^Lesson\[record_origin\]$/ );
+		if ( existing ) {
 			lockAfterCreate( form );
+			origin.forEach( function ( select ) {
+				if ( select.tagName === 'SELECT' && noDefaultChoice( select ) ) {
+					state.unknown.push( { el: select, text: '저장된 ‘자료 출처’ 값은 양식이 모르는 값이라 양식으로 저장하면 바뀝니다. ' +
+						'이 메모는 원본 편집으로 고치거나 관리자에게 알려 주세요.' } );
+				}
+			} );
 		}
 		// Fills an empty field, and re-fills one this script filled before: Page Forms may refuse a
 		// save after the click (a missing mandatory field), and the next click must not leave the
@@ -2563,6 +2993,9 @@
 				}
 			};
 		}
+		// The stamps, the verification ids and the relation's "from" are filled for a save only: a
+		// preview or "show changes" comes back as a form holding what was posted, and a time
+		// filled then would be older than the save's (HS14, HS16) and read as a stored page.
 		function fill() {
 			var nowMs = Date.now(), now = isoSecond( nowMs ), next = now, lessonId = formLessonId();
 			if ( ISO_SECOND.test( loaded ) && Date.parse( loaded ) >= Date.parse( now ) ) {
@@ -2581,9 +3014,11 @@
 			formFields( form, /^Lesson evidence verification\[[^\]]+\]\[id\]$/ ).forEach( function ( el, i ) {
 				fillEmpty( 'v' + next.replace( /\D/g, '' ) + '-' + ( i + 1 ) )( el );
 			} );
+		}
+		function relationIds() {
 			formFields( form, /^Lesson relation\[[^\]]+\]\[to\]$/ ).forEach( function ( el ) {
 				var id = titleToLessonId( el.value );
-				if ( id !== el.value ) {
+				if ( id !== el.value && !isLocked( el.closest ? el.closest( '.multipleTemplateInstance' ) : null ) ) {
 					setFieldValue( el, id );
 				}
 			} );
@@ -2603,29 +3038,115 @@
 			}
 		}, true );
 		var encode = encoderFor( form );
+		// Runs once per submission (the click, the submit event and Page Forms' validation hook may
+		// all call it in one turn): checks the rules on the plain values, fills, encodes. Returns
+		// the problems; the caller refuses the submission when there are any.
 		function beforeSave() {
-			fill();
-			encode();
+			if ( checked === null ) {
+				checked = rules ? checkLessonForm( form, rules, state ) : [];
+				setTimeout( function () {
+					checked = null;
+				}, 0 );
+				showProblems( form, checked );
+				if ( !checked.length ) {
+					relationIds();
+					if ( action === 'save' ) {
+						fill();
+					}
+					encode();
+				}
+			}
+			return checked;
+		}
+		function refuse( event ) {
+			if ( beforeSave().length ) {
+				event.preventDefault();
+				event.stopImmediatePropagation();
+			}
 		}
 		decodeFormFields( form );
-		form.addEventListener( 'submit', beforeSave, true );
+		if ( rules ) {
+			if ( existing ) {
+				lockStoredRecords( form, rules, state );
+			}
+			offerNewValues( form, rules, existing );
+			lessonRecord = formRecords( form, rules ).lesson;
+			if ( lessonRecord ) {
+				Object.keys( rules.fields.lesson ).forEach( function ( name ) {
+					state.loaded[ name ] = fieldValue( lessonRecord, name );
+				} );
+			}
+		}
+		form.addEventListener( 'click', function ( event ) {
+			var button = event.target && event.target.closest ? event.target.closest( '[name]' ) : null;
+			if ( button && FORM_ACTIONS[ button.name ] ) {
+				action = FORM_ACTIONS[ button.name ];
+			}
+		}, true );
+		form.addEventListener( 'submit', function ( event ) {
+			if ( event.submitter && FORM_ACTIONS[ event.submitter.name ] ) {
+				action = FORM_ACTIONS[ event.submitter.name ];
+			}
+			refuse( event );
+		}, true );
 		Array.prototype.forEach.call( form.querySelectorAll( '[name="wpSave"], [name="wpPreview"], [name="wpDiff"]' ), function ( button ) {
-			button.addEventListener( 'click', beforeSave, true ); // Page Forms may submit from script
+			button.addEventListener( 'click', refuse, true ); // Page Forms may submit from script
 		} );
 		if ( mw.hook ) {
-			// PageForms.js validateAll() fires this first, on a save and on "save and continue"
+			// PageForms.js validateAll() fires these, on a save, a preview and "save and continue":
+			// the first before its own checks, the second with a counter of errors
 			mw.hook( 'pf.formValidationBefore' ).add( beforeSave );
+			mw.hook( 'pf.formValidation' ).add( function ( args ) {
+				var problems = beforeSave();
+				if ( problems.length && args && typeof args.numErrors === 'number' ) {
+					args.numErrors += problems.length;
+					showProblems( form, problems ); // validateAll removed the .errorMessage notes
+				}
+			} );
 		}
+	}
+
+	// ---- Page headings show the Lesson id (docs/browser.md#form-rules)
+	// MediaWiki shows a title's underscores as spaces ("Lesson:nccl timeout fix"), Page Forms
+	// likewise in the form's heading; the Lesson id is what agents and readers type.
+	function headingShowsId() {
+		var heading = document.getElementById( 'firstHeading' ), id, spaced, walker, node;
+		id = formLessonId() || ( mw.config.get( 'wgNamespaceNumber' ) === 3000 ? String( mw.config.get( 'wgTitle' ) || '' ).replace( / /g, '_' ) : '' );
+		spaced = id.replace( /_/g, ' ' );
+		if ( !heading || !id || spaced === id ) {
+			return;
+		}
+		walker = document.createTreeWalker( heading, NodeFilter.SHOW_TEXT, null, false );
+		for ( node = walker.nextNode(); node; node = walker.nextNode() ) {
+			if ( node.nodeValue.indexOf( spaced ) !== -1 ) {
+				node.nodeValue = node.nodeValue.split( spaced ).join( id );
+			}
+		}
+	}
+
+	// does Lesson:<id> exist? resolves true/false, rejects when the wiki API does not answer
+	function lessonExists( id ) {
+		var request;
+		try {
+			request = new mw.Api().get( { action: 'query', titles: LESSON_NS + ':' + id, formatversion: 2 } );
+		} catch ( e ) {
+			return Promise.reject( e );
+		}
+		return request.then( function ( data ) {
+			var page = data && data.query && data.query.pages && data.query.pages[ 0 ];
+			return !!( page && !page.missing && !page.invalid );
+		} );
 	}
 
 	// ---- Page Forms' #forminput launcher (docs/browser.md#id-check)
 	// {{#forminput}} renders <form name="createbox" class="pfFormInput"> with a hidden "form" and
 	// "namespace" input; PF_formInput.js adds the page name input (name="page_name") later, so the
 	// check listens on the document. The same id rule as the plain launcher decides; a refused id
-	// never reaches Special:FormStart.
+	// never reaches Special:FormStart. An id that names an existing Lesson is said so, with links
+	// to that Lesson and its form, instead of opening its form as if it were new.
 	function guardFormInputs( root ) {
 		root.addEventListener( 'submit', function ( event ) {
-			var form = event.target, nameInput, formName, message, problem;
+			var form = event.target, nameInput, formName, message, problem, id;
 			if ( !form || !form.classList || !form.classList.contains( 'pfFormInput' ) ) {
 				return;
 			}
@@ -2640,21 +3161,42 @@
 				message = el( 'p', { className: 's3rm-create-message', role: 'status' } );
 				form.appendChild( message );
 			}
+			function say( content, isError, stateName ) {
+				clear( message );
+				message.appendChild( typeof content === 'string' ? document.createTextNode( content ) : content );
+				message.className = 's3rm-create-message' + ( isError ? ' is-error' : '' );
+				nameInput.setAttribute( 'aria-invalid', isError ? 'true' : 'false' );
+				form.setAttribute( 'data-state', stateName );
+			}
 			if ( problem ) {
 				event.preventDefault();
 				event.stopImmediatePropagation();
-				message.textContent = problem;
-				message.className = 's3rm-create-message is-error';
-				nameInput.setAttribute( 'aria-invalid', 'true' );
-				form.setAttribute( 'data-state', 'invalid' );
+				say( problem, true, 'invalid' );
 				nameInput.focus();
 				return;
 			}
-			nameInput.value = nameInput.value.trim();
-			message.textContent = '';
-			message.className = 's3rm-create-message';
-			nameInput.setAttribute( 'aria-invalid', 'false' );
-			form.setAttribute( 'data-state', 'ok' );
+			id = nameInput.value.trim();
+			nameInput.value = id;
+			event.preventDefault();
+			event.stopImmediatePropagation();
+			say( '같은 ID의 메모가 있는지 확인하는 중입니다…', false, 'checking' );
+			function go() {
+				HTMLFormElement.prototype.submit.call( form ); // no second submit event: checked already
+			}
+			lessonExists( id ).then( function ( exists ) {
+				if ( !exists ) {
+					say( '', false, 'ok' );
+					go();
+					return;
+				}
+				say( el( 'span', null, [
+					'이미 같은 ID의 메모가 있습니다: ' + LESSON_NS + ':' + id + '. ',
+					el( 'a', { href: lessonUrl( id ), className: 's3rm-exists-open' }, '그 메모 보기' ),
+					' · ',
+					el( 'a', { href: lessonUrl( id, { action: 'formedit' } ), className: 's3rm-exists-edit' }, '양식으로 고치기' ),
+					'. 새 메모라면 다른 ID를 고르세요.'
+				] ), true, 'exists' );
+			}, go ); // the check is a courtesy: go ahead if the wiki API did not answer
 		}, true );
 	}
 
@@ -2677,6 +3219,7 @@
 			buildCreateForm( createRoot );
 		}
 		guardFormInputs( document );
+		headingShowsId();
 		localizeTimes( document.getElementById( 'mw-content-text' ) );
 		if ( digests.length && mw.config.get( 'wgNamespaceNumber' ) === 3000 && mw.config.get( 'wgAction' ) === 'view' ) {
 			fillDigests( Array.prototype.slice.call( digests, 0, 200 ) );

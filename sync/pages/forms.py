@@ -5,9 +5,14 @@ itself, repeatable evidence (at least one instance), repeatable verification
 records and repeatable relations. Page Forms writes the templates of a save in
 the order of the form's ``for template`` sections, so this order is the page
 order. Enums are drop-downs
-showing Korean labels through the ``S3RM label <enum>`` mapping templates; new
-evidence and verification records never offer legacy-only values
-(``not_recorded``); record_origin offers ``form_values`` (lab, imported).
+showing Korean labels through the ``S3RM label <enum>`` mapping templates. A
+drop-down lists every value of its enum, so Page Forms selects the stored
+value of an existing page or record (a value missing from the list would show
+the first option and a save would write it: a synthetic Lesson became lab);
+what a NEW Lesson or record may choose — record_origin's ``form_values`` (lab,
+imported), never a ``legacy_only`` value (``not_recorded``) — is in the rules
+block :func:`form_rules` writes into the form, and the site script offers
+only those (docs/browser.md#form-rules).
 
 Provenance (``docs/data-contract.md#browser-forms``):
 
@@ -35,6 +40,10 @@ from __future__ import annotations
 
 from gateway.config.schema import FieldDef, RecordDef, Schema
 
+import json
+
+from gateway.domain.rules import URL_SCHEMES
+
 from .wikitext import banner_call, field_enum, label_template, wt
 
 #: Hidden inputs the site JavaScript must fill, by template: field → rule.
@@ -61,12 +70,73 @@ _LOCK_CLASS = "s3rm-lock-after-create"
 
 
 def _values(schema: Schema, f: FieldDef) -> list[str]:
+    """Every value of the field's enum (the drop-down must hold any stored value)."""
+    e = field_enum(schema, f)
+    return list(e.values) if e is not None else []
+
+
+def _new_values(schema: Schema, f: FieldDef) -> list[str]:
+    """The values a new Lesson or a new record may choose: ``form_values`` when the enum has them,
+    never a ``legacy_only`` value."""
     e = field_enum(schema, f)
     if e is None:
         return []
-    values = list(e.extra.get("form_values", e.values))
     legacy = set(e.extra.get("legacy_only", ()))
-    return [v for v in values if v not in legacy]
+    return [v for v in e.extra.get("form_values", e.values) if v not in legacy]
+
+
+#: id of the element holding :func:`form_rules` in the rendered form.
+RULES_ELEMENT_ID = "s3rm-form-rules"
+
+
+def form_rules(schema: Schema) -> dict:
+    """The save rules the site script checks in the form before Page Forms submits it, derived
+    from ``schema/lesson.toml`` (the same definitions ``gateway.domain.rules`` and the hooks
+    checker read; docs/browser.md#form-rules).
+
+    Shape: ``{"templates": {template: kind}, "fields": {kind: {name: {"type", "label", "required",
+    "settable", "max_length"?, "values"?, "new_values"?, "labels"?}}}, "patterns": {"id",
+    "id_max_length", "record_id", "sha256", "digest"}, "url_schemes": [...], "confidence":
+    {"rank", "claims", "supporting", "supports"}}``.
+    """
+    fields: dict[str, dict] = {}
+    for rec in schema.records:
+        out = {}
+        for f in rec.fields:
+            d = {"type": f.type, "label": f.label, "required": bool(f.required), "settable": f.settable}
+            if f.max_length:
+                d["max_length"] = f.max_length
+            e = field_enum(schema, f)
+            if e is not None:
+                d.update(values=list(e.values), new_values=_new_values(schema, f),
+                         labels={v: e.label(v) for v in e.values})
+            out[f.name] = d
+        fields[rec.kind] = out
+    claims = schema.enum("claim_field")
+    return {
+        "templates": {rec.template: rec.kind for rec in schema.records},
+        "fields": fields,
+        "patterns": {"id": schema.meta["id_pattern"], "id_max_length": int(schema.meta["id_max_length"]),
+                     "record_id": schema.meta["evidence_id_pattern"], "sha256": schema.patterns["sha256"],
+                     "digest": schema.patterns["digest"]},
+        "url_schemes": list(URL_SCHEMES),
+        "confidence": {"rank": list(schema.enum("confidence").values),
+                       "claims": list(claims.extra["high_confidence_claims"]),
+                       "supporting": list(schema.enum("verification_basis").extra["supporting"]),
+                       "supports": "supports"},  # the outcome gateway.domain.confidence counts as support
+    }
+
+
+_INERT = set('"&<>{}[]|\'~\\')
+
+
+def _rules_element(schema: Schema) -> str:
+    """A hidden ``<div>`` carrying :func:`form_rules` as JSON in ``data-rules``; every character
+    that could act in wikitext or HTML is a character reference, which the parser leaves to the
+    browser, so the attribute reads back as the JSON."""
+    text = json.dumps(form_rules(schema), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    inert = "".join(f"&#{ord(ch)};" if ch in _INERT else ch for ch in text).replace("__", "_&#95;")
+    return f'<div id="{RULES_ELEMENT_ID}" style="display:none" data-rules="{inert}"></div>'
 
 
 def _field_call(schema: Schema, rec: RecordDef, f: FieldDef) -> str:
@@ -144,6 +214,7 @@ def lesson_form(schema: Schema) -> str:
     lesson, evidence, verification, relation = schema.records
     body = "\n\n".join([
         "{{{info|create title=새 연구 메모 쓰기|edit title=연구 메모 고치기}}}",
+        _rules_element(schema),
         _section(schema, lesson, lesson.label,
                  "관찰한 사실과 그 해석을 나눠 적어 주세요. 작성 계정과 시각은 저장할 때 자동으로 채워집니다.",
                  multiple=False),
@@ -166,6 +237,8 @@ def lesson_form(schema: Schema) -> str:
         "* 작성 계정·추가한 계정·연결한 계정·검증한 계정은 로그인한 계정으로 자동으로 채워집니다.\n"
         "* 시각 값은 저장할 때 사이트 스크립트가 UTC로 채우고, 수정 시각은 저장할 때마다 앞으로 나아갑니다.\n"
         "* 자료 출처와 작성 시각은 처음 저장한 뒤 바꿀 수 없습니다.\n"
+        "* 이미 저장된 근거 자료, 검증 기록, 관계는 양식에서 고치거나 지울 수 없습니다. 바로잡으려면 새 기록을 덧붙입니다.\n"
+        "* 저장하기 전에 양식이 ID, URL, 신뢰도 같은 규칙을 확인하고, 맞지 않으면 무엇을 고칠지 알려 줍니다.\n"
         "</noinclude>"
     )
     return doc + "<includeonly>\n" + body + "\n</includeonly>"

@@ -297,20 +297,43 @@ def test_form_sections_follow_the_page_order():
     assert starts == sorted(starts)
 
 
+def test_form_carries_the_schemas_save_rules_for_the_site_script():
+    """docs/browser.md#form-rules: the form holds the rules the site script checks, derived from
+    schema/lesson.toml — new-record choices, patterns, URL schemes, the confidence rule — as JSON
+    in a hidden element whose every wikitext-active character is a reference."""
+    import html as _html
+    import json as _json
+
+    from s3rm.schema.pages.forms import form_rules
+    form = FULL["Form:Lesson"]
+    m = re.search(r'<div id="s3rm-form-rules" style="display:none" data-rules="([^"]*)"></div>', form)
+    raw = m.group(1)
+    assert not set(raw) & set("{}[]|<>'~\\") and "__" not in raw
+    rules = _json.loads(_html.unescape(raw))
+    assert rules == form_rules(SCHEMA)
+    assert rules["fields"]["lesson"]["record_origin"]["new_values"] == SCHEMA.enum("record_origin").extra["form_values"]
+    assert "not_recorded" not in rules["fields"]["evidence"]["verification_basis"]["new_values"]
+    assert rules["patterns"]["record_id"] == SCHEMA.meta["evidence_id_pattern"]
+    assert rules["confidence"]["claims"] == SCHEMA.enum("claim_field").extra["high_confidence_claims"]
+    assert rules["url_schemes"] == ["http", "https"]
+
+
 def _form_section(form: str, template: str) -> str:
     start = form.index("{{{for template|" + template + "|")
     return form[start:form.index("{{{end template}}}", start)]
 
 
-def test_form_offers_no_not_recorded_and_locks_provenance():
+def test_form_lists_every_stored_value_and_locks_provenance():
+    """Issue 42 B: a drop-down holds every value of its enum, so Page Forms selects a stored
+    ``synthetic`` or ``not_recorded`` (a value missing from the list shows and saves the first
+    option); what a new Lesson or record may choose is in the rules block (next test)."""
     form = FULL["Form:Lesson"]
     evidence = _form_section(form, "Lesson evidence")
     assert "multiple" in evidence and "minimum instances=1" in evidence
-    assert "not_recorded" not in form
     assert "{{{field|verification_basis|input type=dropdown|values=full_text,official_abstract,partial_source," \
-           "metadata_only|" in evidence
+           "metadata_only,not_recorded|" in evidence
     lesson = _form_section(form, "Lesson")
-    assert "{{{field|record_origin|input type=dropdown|values=lab,imported|" in lesson
+    assert "{{{field|record_origin|input type=dropdown|values=lab,imported,synthetic|" in lesson
     assert "{{{field|author|hidden|default=current user}}}" in lesson
     assert "{{{field|review_state|hidden|default=Draft}}}" in lesson
     assert "{{{field|reviewer|hidden}}}" in lesson

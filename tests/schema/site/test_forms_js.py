@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
+from urllib.parse import parse_qs, urlsplit
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,10 @@ window.mw = {
   config: { get: function (k) { return ({wgPageName: %(page)r, wgNamespaceNumber: %(ns)d,
                                           wgArticleId: %(article)d, wgAction: 'formedit'})[k]; } },
   loader: { using: function () { return { then: function (f) { f(); } }; } },
-  util: { getUrl: function (t) { return '/index.php/' + encodeURIComponent(t); } }, Api: function () {}
+  util: { getUrl: function (t, q) { return '/index.php/' + encodeURIComponent(t) + (q ? '?' + new URLSearchParams(q) : ''); } },
+  // the wiki API as far as the launcher asks it: which of window.__existing pages exist
+  Api: function () { this.get = function (q) { return Promise.resolve({query: {pages: [
+    {title: q.titles, missing: (window.__existing || []).indexOf(q.titles) === -1}]}}); }; }
 };
 """
 
@@ -73,7 +77,10 @@ def _common_js_page(body: str, page_name: str, ns: int, article: int):
             page = browser.new_page()
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.set_content("<html><body>" + body + "</body></html>")
+            # served from an http origin (not about:blank), so form submission works as on a wiki
+            page.route("http://s3rm.test/**", lambda route: route.fulfill(
+                status=200, content_type="text/html; charset=utf-8", body="<html><body>" + body + "</body></html>"))
+            page.goto("http://s3rm.test/index.php")
             page.add_script_tag(content=STUBS % {"page": page_name, "ns": ns, "article": article})
             page.add_script_tag(content=COMMON_JS.read_text(encoding="utf-8"))
             yield page, errors
@@ -171,7 +178,7 @@ FORMINPUT = """
 <span class="oo-ui-widget oo-ui-buttonElement oo-ui-buttonInputWidget pfCreateOrEditButton">
 <button type="submit" class="oo-ui-inputWidget-input oo-ui-buttonElement-button" value="Submit">쓰기 시작</button></span>
 </div></div></div></p></form></div>
-<script>window.__submitted = [];
+<script>window.__submitted = [];  /* a submission the launcher let through to Page Forms' own handling */
 document.addEventListener('submit', function (e) { window.__submitted.push(e.target.page_name.value); e.preventDefault(); });
 </script>
 """
@@ -185,14 +192,35 @@ def test_forminput_launcher_checks_the_id(typed: str, allowed: bool):
     with _common_js_page(FORMINPUT, "연구_메모리", 0, 1) as (page, errors):
         page.fill("[name=page_name]", typed)
         page.click(".pfCreateOrEditButton button")
+        if allowed:  # checked for an existing Lesson, then on to Special:FormStart
+            page.wait_for_url("**/Special:FormStart?**")
+            assert parse_qs(urlsplit(page.url).query)["page_name"] == [typed.strip()] and errors == []
+            return
         submitted = page.evaluate("() => window.__submitted")
         message = page.text_content(".pfFormInput .s3rm-create-message") or ""
         assert errors == []
-        if allowed:
-            assert submitted == [typed.strip()] and message == ""
-        else:
-            assert submitted == [] and message.strip()
-            assert page.get_attribute("[name=page_name]", "aria-invalid") == "true"
+        assert submitted == [] and message.strip()
+        assert page.get_attribute("[name=page_name]", "aria-invalid") == "true"
+
+
+def test_forminput_launcher_says_an_existing_id_exists_and_offers_it():
+    """Issue 42 J: an id that names an existing Lesson does not open that Lesson's form as if it were
+    new; the box says it exists and links the Lesson and its form."""
+    with _common_js_page(FORMINPUT, "연구_메모리", 0, 1) as (page, errors):
+        page.evaluate("() => { window.__existing = ['Lesson:gpu_oom_high']; }")
+        page.fill("[name=page_name]", "gpu_oom_high")
+        page.click(".pfCreateOrEditButton button")
+        page.wait_for_function("() => document.querySelector('.pfFormInput').dataset.state === 'exists'")
+        assert page.evaluate("() => window.__submitted") == []
+        message = page.text_content(".pfFormInput .s3rm-create-message")
+        assert "이미 같은 ID의 메모가 있습니다" in message and "Lesson:gpu_oom_high" in message
+        assert page.get_attribute(".s3rm-exists-open", "href") == "/index.php/Lesson%3Agpu_oom_high"
+        assert page.get_attribute(".s3rm-exists-edit", "href") == "/index.php/Lesson%3Agpu_oom_high?action=formedit"
+        assert errors == []
+        page.fill("[name=page_name]", "gpu_oom_new")  # a free id still goes through
+        page.click(".pfCreateOrEditButton button")
+        page.wait_for_url("**/Special:FormStart?**")
+        assert parse_qs(urlsplit(page.url).query)["page_name"] == ["gpu_oom_new"]
 
 
 def test_forminput_launcher_fits_its_panel():
