@@ -2538,7 +2538,7 @@
 	}
 
 	// ---- Page Forms: the schema's save rules, checked in the form (docs/browser.md#form-rules)
-	// s3rm/schema/pages/forms.py writes the rules derived from schema/lesson.toml into the form as
+	// sync/pages/forms.py writes the rules derived from schema/lesson.toml into the form as
 	// JSON (#s3rm-form-rules[data-rules]); nothing here repeats a pattern, a limit or an enum.
 	function formRules() {
 		var holder = document.getElementById( 's3rm-form-rules' );

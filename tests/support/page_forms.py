@@ -430,7 +430,7 @@ STANDIN_JS = r"""
 
 def label_maps(schema) -> dict[str, dict[str, str]]:
     """``S3RM label <enum>`` mapping templates as Page Forms shows them: value → Korean label (value)."""
-    from s3rm.schema.pages.wikitext import label_template
+    from sync.pages.wikitext import label_template
 
     return {label_template(name): {v: f"{e.label(v)} ({v})" for v in e.values} for name, e in schema.enums.items()}
 

@@ -304,7 +304,7 @@ def test_form_carries_the_schemas_save_rules_for_the_site_script():
     import html as _html
     import json as _json
 
-    from s3rm.schema.pages.forms import form_rules
+    from sync.pages.forms import form_rules
     form = FULL["Form:Lesson"]
     m = re.search(r'<div id="s3rm-form-rules" style="display:none" data-rules="([^"]*)"></div>', form)
     raw = m.group(1)

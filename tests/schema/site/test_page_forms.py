@@ -29,7 +29,7 @@ from gateway.domain.codec import parse_page
 from gateway.domain.model import LessonPage
 from gateway.domain.timestamps import format_ts
 from gateway.wiki.repository import MediaWikiRepository
-from s3rm.site.variants import render_page
+from sync.variants import render_page
 from support import browser as bh
 from support import page_forms as pf
 from support.schema_dirs import SCHEMA
