@@ -324,7 +324,7 @@ def _form_section(form: str, template: str) -> str:
 
 
 def test_form_lists_every_stored_value_and_locks_provenance():
-    """Issue 42 B: a drop-down holds every value of its enum, so Page Forms selects a stored
+    """a drop-down holds every value of its enum, so Page Forms selects a stored
     ``synthetic`` or ``not_recorded`` (a value missing from the list shows and saves the first
     option); what a new Lesson or record may choose is in the rules block (next test)."""
     form = FULL["Form:Lesson"]

@@ -204,7 +204,7 @@ def test_forminput_launcher_checks_the_id(typed: str, allowed: bool):
 
 
 def test_forminput_launcher_says_an_existing_id_exists_and_offers_it():
-    """Issue 42 J: an id that names an existing Lesson does not open that Lesson's form as if it were
+    """an id that names an existing Lesson does not open that Lesson's form as if it were
     new; the box says it exists and links the Lesson and its form."""
     with _common_js_page(FORMINPUT, "연구_메모리", 0, 1) as (page, errors):
         page.evaluate("() => { window.__existing = ['Lesson:gpu_oom_high']; }")

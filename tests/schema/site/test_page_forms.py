@@ -1,6 +1,6 @@
 """Form:Lesson and the site script in Chromium against Page Forms-shaped markup, saving into a REAL wiki.
 
-Issue 42 (B, C, E, F, H, J) and docs/browser.md#form-rules. CI has no Page Forms, so
+What docs/browser.md#form-rules promises. CI has no Page Forms, so
 ``tests/support/page_forms.py`` rebuilds what Page Forms would serve for the generated
 ``schema/Forms/Lesson.wiki`` (read in Page Forms 5.9.1 and 6.0.10): the page around it is the real
 wiki's (skin, ResourceLoader, jQuery, ``mw.hook``, ``mw.Api``, the real ``MediaWiki:Common.js``
@@ -200,7 +200,7 @@ def _unique(prefix: str) -> str:
 
 
 def test_form_save_of_each_lesson_kind_keeps_it_and_the_audit_is_clean(stack, context):
-    """Acceptance (issue 42): 양식으로 편집 → 저장 of an imported, a synthetic and a lab Lesson —
+    """Acceptance: 양식으로 편집 → 저장 of an imported, a synthetic and a lab Lesson —
     unchanged, and with a record appended — writes back the same record_origin (B: synthetic stayed
     synthetic, not lab) and ``s3rm audit`` then reports 0 violations for the whole wiki."""
     kinds = {stack.imported: "imported", stack.synthetic: "synthetic", LAB_ID: "lab"}
@@ -254,7 +254,7 @@ def _fill_new_lesson(form: FormPage, **over: str) -> None:
 
 
 def test_preview_and_show_changes_before_the_first_save_change_nothing_the_save_depends_on(stack, context):
-    """Issue 42 C: 차이 보기 and 미리 보기 of a new Lesson post the form and get it back filled from
+    """차이 보기 and 미리 보기 of a new Lesson post the form and get it back filled from
     the POST. They fill no time stamp and lock no field, so the later save still has created_at =
     updated_at = the save's time (HS14, HS16) and 자료 출처 stays choosable."""
     lesson_id = _unique("preview_first")
@@ -284,7 +284,7 @@ def test_preview_and_show_changes_before_the_first_save_change_nothing_the_save_
 
 
 def test_form_refuses_what_the_rules_refuse_with_korean_messages(stack, context):
-    """Issue 42 E: an evidence id `Run Log 2`, the URL `ftp://example.org/x y` and confidence high
+    """an evidence id `Run Log 2`, the URL `ftp://example.org/x y` and confidence high
     without a verification are refused before anything is posted, each with a Korean message; fixed,
     the same form saves and the audit finds nothing."""
     lesson_id = _unique("refused_first")
@@ -317,7 +317,7 @@ def test_form_refuses_what_the_rules_refuse_with_korean_messages(stack, context)
 
 
 def test_stored_records_are_read_only_and_a_changed_or_removed_one_is_refused(stack, context):
-    """Issue 42 H: evidence and relations already on the page cannot be typed into, re-chosen,
+    """evidence and relations already on the page cannot be typed into, re-chosen,
     removed or moved in the form; a change made anyway (here by script) or a removal is refused
     with a warning before anything is posted."""
     form = FormPage(stack, context, LAB_ID)
@@ -339,7 +339,7 @@ def test_stored_records_are_read_only_and_a_changed_or_removed_one_is_refused(st
 
 
 def test_an_unknown_stored_relation_type_is_refused_not_replaced(stack, context):
-    """Issue 42 H: a relation type the form does not know (written outside the gateway) would show
+    """a relation type the form does not know (written outside the gateway) would show
     as the first choice and be saved as `supports`; the form says so and refuses the save."""
     text = stack.text(LAB_ID).replace("|relation=works_when", "|relation=related_to")
     form = FormPage(stack, context, LAB_ID, page_text=text)
@@ -352,7 +352,7 @@ def test_an_unknown_stored_relation_type_is_refused_not_replaced(stack, context)
 
 
 def test_form_fits_a_phone_and_its_heading_shows_the_id(stack, playwright, tmp_path):
-    """Issue 42 J: on a 390 px phone the form is no wider than the screen, and the heading shows
+    """on a 390 px phone the form is no wider than the screen, and the heading shows
     the Lesson id (`lab_gpu_oom_note`), not the page name with spaces."""
     ctx = bh.launch_chromium(playwright, tmp_path / "phone", viewport=bh.PHONE, phone=True)
     try:
@@ -377,7 +377,7 @@ def test_form_fits_a_phone_and_its_heading_shows_the_id(stack, playwright, tmp_p
 
 
 def test_home_page_opens_at_the_top_with_the_page_forms_launcher(stack, playwright, tmp_path):
-    """Issue 42 F: the home page's {{#forminput}} (Page Forms variant) must not take the focus, which
+    """the home page's {{#forminput}} (Page Forms variant) must not take the focus, which
     scrolled the page down to the new-Lesson box; the page opens at its top on a desktop and a phone."""
     source = (REPO / "schema" / "pages" / "home.wiki").read_text(encoding="utf-8")
     text = render_page(source, {"smw", "pageforms", "scribunto"}, {"S3RM_MCP_URL": "http://127.0.0.1:9/mcp"})
