@@ -2339,7 +2339,7 @@
 
 	// ---- Page Forms: field values are data (docs/data-contract.md#codec, docs/browser.md#page-forms)
 	// The page stores every value encoded by the page codec (gateway/domain/codec.py): "|" as
-	// "&#124;", a line break as "&#10;" and so on. Page Forms copies a parameter's wikitext into
+	// "&#x7C;" (never "&#124;", which SMW turns back into "|"), a line break as "&#10;" and so on. Page Forms copies a parameter's wikitext into
 	// its field as it is, so the form shows those references, and it refuses a bare "|"
 	// (PageForms.js checkForPipes, "pf_pipe_error"). The site script decodes the fields when the
 	// form opens and encodes them again just before Page Forms validates and submits, with the
@@ -2347,7 +2347,7 @@
 	var CODEC_SCHEMES = [ 'bitcoin', 'ftp', 'ftps', 'geo', 'git', 'gopher', 'http', 'https', 'irc', 'ircs', 'magnet',
 		'mailto', 'matrix', 'mms', 'news', 'nntp', 'redis', 'sftp', 'sip', 'sips', 'sms', 'ssh', 'svn', 'tel', 'telnet',
 		'urn', 'worldwind', 'xmpp' ];
-	var CODEC_ALWAYS = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '|': '&#124;', '{': '&#123;', '}': '&#125;', '[': '&#91;', ']': '&#93;' };
+	var CODEC_ALWAYS = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '|': '&#x7C;', '{': '&#123;', '}': '&#125;', '[': '&#91;', ']': '&#93;' };
 	var CODEC_TWIN = '~\'_';
 	var CODEC_LEADING = ' *#:;=-';
 	var CODEC_TRIM = ' \t\n\r\0\x0b';
