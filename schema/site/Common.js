@@ -27,7 +27,9 @@
 	var PROTOCOL_VERSION = '2025-06-18';
 	var LESSON_NS = 'Lesson';
 	var PRELOAD_PAGE = 'Template:S3RM lesson preload';
-	var ID_PATTERN = /^[a-z0-9_-]+$/;
+	// schema/lesson.toml meta.id_pattern: "_" only between two other characters (MediaWiki trims and
+	// merges underscores in page titles, docs/data-contract.md#page)
+	var ID_PATTERN = /^[a-z0-9-]+(?:_[a-z0-9-]+)*$/;
 	var ID_MAX_LENGTH = 120;
 	var MAX_NODES = 2000;
 	var MAX_EDGES = 10000;
@@ -1974,6 +1976,9 @@
 		}
 		if ( value.length > ID_MAX_LENGTH ) {
 			return '문서 ID는 ' + ID_MAX_LENGTH + '자를 넘을 수 없습니다.';
+		}
+		if ( /^[a-z0-9_-]+$/.test( value ) && !ID_PATTERN.test( value ) ) {
+			return '밑줄(_)은 맨 앞이나 맨 끝에 쓰거나 두 개를 잇달아 쓸 수 없습니다. 위키가 문서 이름에서 지우거나 하나로 합쳐 다른 ID가 됩니다.';
 		}
 		if ( !ID_PATTERN.test( value ) ) {
 			return '영문 소문자(a–z), 숫자(0–9), 밑줄(_), 하이픈(-)만 쓸 수 있습니다.';
