@@ -1,4 +1,4 @@
-"""The generated templates on a wiki that treats ``&#124;`` as Semantic MediaWiki does (issue 42, A).
+"""The generated templates on a wiki that treats ``&#124;`` as Semantic MediaWiki does.
 
 SMW's in-text annotation parser runs on every parsed page after templates are
 expanded and before MediaWiki splits table cells (hook ``InternalParseBeforeLinks``),

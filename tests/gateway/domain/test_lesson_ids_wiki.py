@@ -1,4 +1,4 @@
-"""The Lesson id rule against MediaWiki's own title normalisation (issue 42, G).
+"""The Lesson id rule against MediaWiki's own title normalisation.
 
 A Lesson id is a page title, ``Lesson:<id>``. MediaWiki turns ``_`` into a
 space, trims and merges them (``MediaWikiTitleCodec::splitTitleString``), so an

@@ -1,4 +1,4 @@
-"""Page Forms' "could not save" message, as a reader sees it in Chromium (issue 42, I).
+"""Page Forms' "could not save" message, as a reader sees it in Chromium.
 
 On an edit conflict Page Forms (``PFAutoeditAPI::doStore``) throws its message
 ``pf_autoedit_fail`` already parsed to HTML (``->parse()``), ``execute`` parses
