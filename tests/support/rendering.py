@@ -1,7 +1,7 @@
 """What a reader sees of a wiki page: its rendered text, and whether a value shows in it.
 
 Shared by the tests that render Lesson pages on a real wiki
-(``tests/gateway/domain/test_codec_wiki.py``, ``tests/s3rm/schema/test_templates_under_smw.py``).
+(``tests/gateway/domain/test_codec_wiki.py``, ``tests/sync/test_templates_under_smw.py``).
 """
 from __future__ import annotations
 
