@@ -19,6 +19,9 @@ and then renders real pages through the generated templates:
 * ``test_shipped_records_with_a_pipe_show_whole`` — the cloud-incident records
   holding ``|`` (``azure-20161223-1``'s citation among them), imported as
   ``s3rm import`` does, show every value;
+* ``test_no_synced_wikitext_page_writes_the_decimal_pipe`` — no page ``sync``
+  writes in any variant (templates, form, help and home pages, messages) holds
+  ``&#124;``;
 * ``test_migrate_rewrites_old_pages_once`` — a page saved in the old encoding
   (``&#124;``) is broken here; ``s3rm migrate`` rewrites it so it shows
   whole, the save rules accept that revision (values unchanged, HS15), and a
@@ -190,6 +193,14 @@ def test_shipped_records_with_a_pipe_show_whole(wiki, agent) -> None:
         for key, value in (*record.fields.items(), *record.evidence.items()):
             if "|" in value:
                 assert shows(text, value), f"{record.lesson_id}: {key} is not shown whole"
+
+
+@pytest.mark.parametrize("caps", [set(), {"scribunto"}, {"smw", "pageforms", "scribunto"}], ids=["plain", "lua", "full"])
+def test_no_synced_wikitext_page_writes_the_decimal_pipe(caps) -> None:
+    pages = pageset.build_page_set(caps, placeholders={})
+    wikitext = [p for p in pages if p.kind not in ("site-script", "site-style", "module")]  # not parsed as pages
+    assert len(wikitext) > 20
+    assert [p.title for p in wikitext if "&#124;" in p.text] == []
 
 
 def test_migrate_rewrites_old_pages_once(wiki, agent) -> None:
