@@ -43,6 +43,7 @@ from gateway.domain.codec import serialize_page
 from gateway.wiki.client import WikiClient
 from gateway.wiki.repository import MediaWikiRepository
 from gateway.domain.checker import check_revision
+from s3rm import cli
 from s3rm.importing import Importer
 from s3rm.migrate import SUMMARY, migrate
 from sync import pageset, push, wikisite
@@ -203,7 +204,7 @@ def test_no_synced_wikitext_page_writes_the_decimal_pipe(caps) -> None:
     assert [p.title for p in wikitext if "&#124;" in p.text] == []
 
 
-def test_migrate_rewrites_old_pages_once(wiki, agent) -> None:
+def test_migrate_rewrites_old_pages_once(wiki, agent, monkeypatch, capsys) -> None:
     value = PIPED["question"]
     lesson_id = new_id("migrate")
     title = f"Lesson:{lesson_id}"
@@ -227,4 +228,12 @@ def test_migrate_rewrites_old_pages_once(wiki, agent) -> None:
 
     again = migrate(repo)
     assert again.rewritten == [] and again.failed == []
+    assert repo.get_snapshot(lesson_id).revision_id == snap.revision_id
+
+    # the command itself, as an operator runs it (sync account from the environment)
+    monkeypatch.setenv("S3RM_SYNC_USERNAME", wiki.sync.username)
+    monkeypatch.setenv("S3RM_SYNC_PASSWORD", wiki.sync.password)
+    capsys.readouterr()
+    assert cli.main(["migrate", "--api-url", wiki.api_url]) == 0
+    assert " 0 rewritten, 0 failed" in capsys.readouterr().out
     assert repo.get_snapshot(lesson_id).revision_id == snap.revision_id
