@@ -44,6 +44,8 @@ from sync.errors import SyncConfigError
 #: The spelling SMW undoes, and the one the codec writes instead.
 OLD_PIPE, NEW_PIPE = "&#124;", "&#x7C;"
 SUMMARY = "S3RM migrate: page encoding, every &#124; written &#x7C; (values unchanged)"
+#: How every migration revision's summary starts (``s3rm import`` looks through such revisions).
+SUMMARY_PREFIX = "S3RM migrate:"
 _BATCH = 50
 
 
