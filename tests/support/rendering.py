@@ -1,4 +1,4 @@
-"""What a reader sees of a wiki page: its rendered text, and whether a value shows in it.
+"""Saving a wiki page, and what a reader then sees of it: its rendered text, and whether a value shows in it.
 
 Shared by the tests that render Lesson pages on a real wiki
 (``tests/gateway/domain/test_codec_wiki.py``, ``tests/sync/test_templates_under_smw.py``).
@@ -52,3 +52,10 @@ def displayed(value: str) -> str:
 def shows(rendered: str, value: str) -> bool:
     """True when ``value`` appears as text in ``rendered`` (see :func:`displayed`)."""
     return displayed(value).replace("\xa0", " ") in rendered.replace("\xa0", " ")
+
+
+def save(site, title: str, text: str, summary: str = "test") -> None:
+    """Save ``text`` as ``site``'s account (mwclient); fails the test on any API error."""
+    result = site.post("edit", title=title, text=text, summary=summary, token=site.get_token("csrf"),
+                       formatversion=2)
+    assert result["edit"]["result"] == "Success", result

@@ -37,7 +37,7 @@ import time
 import pytest
 from support.browser import corpus_records, import_client
 from support.codec_cases import SCHEMA, sample_page
-from support.rendering import rendered_text, shows
+from support.rendering import rendered_text, save, shows
 
 from gateway.domain.codec import serialize_page
 from gateway.wiki.client import WikiClient
@@ -94,11 +94,6 @@ def agent(wiki):
 def new_id(prefix: str) -> str:
     return f"smw-{prefix}-{time.time_ns() % 10**9}-{next(_ids)}"
 
-
-def save(site, title: str, text: str) -> None:
-    result = site.post("edit", title=title, text=text, summary="smw pipe test", token=site.get_token("csrf"),
-                       formatversion=2)
-    assert result["edit"]["result"] == "Success", result
 
 
 def parsed_html(site, *, title: str | None = None, text: str | None = None) -> str:

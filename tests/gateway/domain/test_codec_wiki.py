@@ -31,7 +31,7 @@ import time
 
 import pytest
 from support.codec_cases import CONSTRUCTS, SCHEMA, field_text, record, sample_page
-from support.rendering import rendered_text, shows
+from support.rendering import rendered_text, save, shows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,12 +70,6 @@ def new_id(prefix: str) -> str:
     """A Lesson id unused in this session."""
     return f"codec-{prefix}-{time.time_ns() % 10**9}-{next(_ids)}"
 
-
-def save(site, title: str, text: str) -> None:
-    """Save ``text`` as the agent; fails the test on any API error."""
-    result = site.post("edit", title=title, text=text, summary="codec test", token=site.get_token("csrf"),
-                       formatversion=2)
-    assert result["edit"]["result"] == "Success", result
 
 
 def stored_wikitext(site, title: str) -> str:
