@@ -250,6 +250,8 @@ vec("HS15", "updated_at one second later", "pass", BASE,
 vec("HS15", "updated_at unchanged", "fail", BASE, page(fields(title="x"), [E1]), ts=T0, expect=["HS15"])
 vec("HS15", "updated_at moved backwards", "edge", page(fields(updated_at=T1), [E1]),
     page(fields(updated_at="2025-03-01T10:59:00Z", title="x"), [E1]), ts=T1, expect=["HS15"])
+PIPED = page(fields(title="a | b"), [ev(citation="c | d")])
+vec("HS15", "re-encoded only (s3rm migrate), updated_at kept", "edge", PIPED.replace("&#x7C;", "&#124;"), PIPED, ts=T1)
 
 vec("HS16", "updated_at exactly 300 s after the revision time", "edge", BASE,
     page(fields(updated_at="2025-03-01T11:05:00Z"), [E1]), ts=T1)
@@ -322,7 +324,7 @@ vec("HS23", "relation target re-spelled as its page name", "edge", page(fields()
     page(upd(), [E1], r=[R2]).replace("|to=other_page", "|to=other page"), existing={"other_page"})
 vec("HS21", "evidence re-encoded with other character references", "edge",
     page(fields(), [ev(citation="a & b | c")]),
-    page(upd(), [ev(citation="a & b | c")]).replace("a &amp; b &#124; c", "a &#38; b &#x7C; c"))
+    page(upd(), [ev(citation="a & b | c")]).replace("a &amp; b &#x7C; c", "a &#38; b &#124; c"))
 
 vec("HS24", "distinct evidence ids", "pass", BASE, page(upd(), [E1, ev("e1-2", at=T1)]))
 vec("HS24", "evidence id reused", "fail", BASE, page(upd(), [E1, ev("e1", at=T1, citation="other")]),

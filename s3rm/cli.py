@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "s3rm.devstack.serve",
     "s3rm.evaluate",
     "s3rm.importing",
+    "s3rm.migrate",
     "s3rm.audit",
     "s3rm.devstack.stack",
     "s3rm.collect",

@@ -13,6 +13,9 @@
    (see :mod:`sync.variants`);
 3. ``MediaWiki:Mainpage``, whose text is the home page's title (연구 메모리),
    so the wiki's main-page link points at it.
+4. the **interface messages** of ``schema/pages/messages.toml`` whose capability the
+   wiki has (:func:`interface_messages`; e.g. Page Forms' save-failure message in plain
+   Korean, ``docs/browser.md#smw-page-forms-behaviours``).
 
 Every title is canonical English (``Template:``, ``Property:``, ``Form:``,
 ``MediaWiki:``, ``Help:``); :mod:`sync.wikisite` maps them onto the wiki's
@@ -22,6 +25,7 @@ Pure apart from reading the source files; no network.
 """
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -178,8 +182,38 @@ def build_page_set(capabilities: Iterable[str], *, placeholders: Mapping[str, st
     if main_title:
         pages.append(DesiredPage(MAIN_PAGE_MESSAGE, main_title, "interface",
                                  "the manifest's main_page entry"))
+    pages.extend(interface_messages(root, caps))
     _reject_duplicates(pages)
     return pages
+
+
+MESSAGES_FILE = "pages/messages.toml"
+
+
+def interface_messages(root: Path, capabilities: Iterable[str]) -> list[DesiredPage]:
+    """``MediaWiki:<name>`` pages from ``<root>/pages/messages.toml`` whose ``requires`` is in ``capabilities``.
+
+    Raises:
+        SyncError: the file is malformed (an entry without name or text, an unknown capability).
+    """
+    path = Path(root) / MESSAGES_FILE
+    if not path.is_file():
+        return []
+    try:
+        entries = tomllib.loads(path.read_text(encoding="utf-8")).get("message", [])
+    except (tomllib.TOMLDecodeError, OSError) as exc:
+        raise SyncError(f"cannot read {_relative(path, root)}: {exc}") from None
+    caps = frozenset(capabilities)
+    out = []
+    for entry in entries:
+        name, text, needs = entry.get("name"), entry.get("text"), entry.get("requires")
+        if not isinstance(name, str) or not name or not isinstance(text, str) or not text.strip():
+            raise SyncError(f"{_relative(path, root)}: every [[message]] needs a name and a text")
+        if needs is not None and needs not in variants.CAPABILITIES:
+            raise SyncError(f"{_relative(path, root)}: {name}: unknown capability {needs!r}")
+        if needs is None or needs in caps:
+            out.append(DesiredPage(f"MediaWiki:{name}", text.strip(), "interface", _relative(path, root)))
+    return out
 
 
 def placeholder_values(url: str) -> dict[str, str]:

@@ -25,7 +25,8 @@ verbatim. Two structured fields have one canonical reading
 commas, and a relation's page reference with ``_`` for spaces.
 
 What is encoded (everything else stays literal so the page stays readable):
-``& < >`` always; ``| { } [ ]`` always; line breaks, tabs and other control
+``& < >`` always; ``| { } [ ]`` always (``|`` as the hex ``&#x7C;``, never the decimal
+``&#124;`` that Semantic MediaWiki turns back into a pipe); line breaks, tabs and other control
 or non-characters as numeric references; ``~``, ``'`` and ``_`` when they
 touch a twin (signatures, bold/italic, ``__MAGIC__``); the ``:`` after a URL
 scheme name (free external links); the first character when it is one of
@@ -61,7 +62,11 @@ _SCHEMES = (
     "redis|sftp|sip|sips|sms|ssh|svn|tel|telnet|urn|worldwind|xmpp"
 )
 _SCHEME_COLON = re.compile(rf"(?i)(?:{_SCHEMES}):")
-_ALWAYS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "{": "&#123;", "}": "&#125;",
+# "|" is written in hex: Semantic MediaWiki turns every decimal "&#124;" of a parsed page back
+# into "|" before MediaWiki splits table cells (LinksEncoder::removeLinkObfuscation, run by
+# InTextAnnotationParser on InternalParseBeforeLinks), so a decimal reference would split the
+# Lesson view's table rows (docs/browser.md#smw-page-forms-behaviours). decode_value reads both.
+_ALWAYS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#x7C;", "{": "&#123;", "}": "&#125;",
            "[": "&#91;", "]": "&#93;"}
 _TWIN = {"~", "'", "_"}
 _LEADING = set(" *#:;=-")

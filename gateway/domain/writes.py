@@ -56,6 +56,7 @@ from typing import Any, Callable, Collection, Mapping, NamedTuple, Sequence
 from gateway.core.errors import GatewayError
 from gateway.domain.codec import serialize_page
 from gateway.domain.idempotency import request_digest
+from gateway.domain.ids import lesson_id_problem
 from gateway.domain.markers import Marker, build_summary
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.rules import join_list, value_problems
@@ -171,14 +172,14 @@ def int_arg(args, name: str, *, minimum: int = 1) -> int:
     return value
 
 def lesson_id_arg(args, name: str, *, required: bool = True, schema: Schema) -> str:
-    """The Lesson id argument ``name`` (``meta.id_pattern``, ``meta.id_max_length``; ``""`` when optional and absent)."""
+    """The Lesson id argument ``name`` (``meta.id_pattern``, ``meta.id_max_length``; ``""`` when optional and absent);
+    refused with the reason :func:`gateway.domain.ids.lesson_id_problem` gives."""
     value = string_arg(args, name, required=required)
     if not value and not required:
         return ""
-    meta = schema.meta
-    if not _re.fullmatch(meta["id_pattern"], value) or len(value) > int(meta["id_max_length"]):
-        raise bad(name, "pattern", f"{name} must be a Lesson id ([a-z0-9_-], at most {meta['id_max_length']} "
-                                    "characters, without the Lesson: prefix)")
+    problem = lesson_id_problem(value, schema.meta)
+    if problem:
+        raise bad(name, "pattern", f"{name}: {problem}")
     return value
 
 def _no_legacy_basis(value: str, path: str, schema: Schema) -> None:

@@ -37,6 +37,7 @@ from mcp_types import CallToolResult
 from gateway.config import GatewayConfig
 from gateway.core.errors import INVALID_PARAMS, JsonRpcError, ToolError, error_payload
 from gateway.core.jsonio import encode_json
+from gateway.domain.ids import lesson_id_problem
 from gateway.ops.metrics import Metrics
 from gateway.tools.contract import (
     OutputBudget,
@@ -162,7 +163,7 @@ class Dispatcher:
         spec = entry.spec
         error = best_match(entry.input_validator.iter_errors(arguments))
         if error is not None:
-            field, rule, message = describe_validation_error(error)
+            field, rule, message = describe_validation_error(error, meta=self.config.schema.meta)
             return "invalid_argument", self._failure(
                 budget, error_payload("invalid_argument", message, field=field, rule=rule)
             )
@@ -309,13 +310,15 @@ def _closed_extras(error: ValidationError) -> list[str]:
     return sorted(extras)
 
 
-def describe_validation_error(error: ValidationError) -> tuple[str, str, str]:
+def describe_validation_error(error: ValidationError, *, meta=None) -> tuple[str, str, str]:
     """Return ``(field, rule, message)`` for one jsonschema error, without echoing the offending value.
 
     ``field`` is the dotted path of the failing argument (``filters.confidence``,
     ``initial_evidence[0].url``; ``""`` for the arguments object itself),
     ``rule`` the JSON Schema keyword that failed (``enum``, ``required``,
-    ``additionalProperties``, ``type``, ``maxLength``, ...).
+    ``additionalProperties``, ``type``, ``maxLength``, ...). With ``meta`` (the schema
+    source's ``[meta]``), a Lesson id that fails ``meta.id_pattern`` is explained by
+    :func:`gateway.domain.ids.lesson_id_problem` (e.g. a trailing ``_`` MediaWiki would drop).
     """
     rule = str(error.validator)
     value = error.validator_value
@@ -341,6 +344,8 @@ def describe_validation_error(error: ValidationError) -> tuple[str, str, str]:
         text = f"must be one of: {shown}"
     elif rule == "const":
         text = f"must equal {json.dumps(value, ensure_ascii=False)}"
+    elif rule == "pattern" and meta and value == meta.get("id_pattern") and isinstance(error.instance, str):
+        text = lesson_id_problem(error.instance, meta) or _RULE_TEXT[rule].format(value=value)
     elif rule in _RULE_TEXT:
         one = value == 1  # "at least 1 field", "at least 2 fields"
         text = _RULE_TEXT[rule].format(value=value, characters="character" if one else "characters",

@@ -24,7 +24,8 @@ Behaviour (issue "The main job end to end on real data"):
 * Existing Lesson whose latest revision is not an import (someone revised it
   in the browser or over MCP) → ``kept``, no edit: an import never overwrites
   a person's or an agent's revision, and ``s3rm stack up`` (which re-imports)
-  keeps working after such an edit.
+  keeps working after such an edit. Re-encodings by ``s3rm migrate`` change no
+  value and are looked through.
 * Anything the checker refuses is reported as failed with the rule ids.
 
 Prints a progress bar on stderr and a closing summary (created, updated,
@@ -53,6 +54,7 @@ from s3rm.errors import S3rmError
 from s3rm.errors import CliError
 from s3rm.importing import synthetic_lessons
 from s3rm.importing.cloud_incidents import ImportRecord, read_records
+from s3rm.migrate import SUMMARY_PREFIX as MIGRATE_SUMMARY_PREFIX
 
 SUMMARY = "S3RM import: {source} {lesson_id}"
 #: How every import revision's summary starts (a revision without it was made by someone else).
@@ -140,12 +142,21 @@ class Importer:
             return "failed: the stored evidence differs and evidence is append-only", None
         if have_lesson == want_lesson:
             return "unchanged", None
-        if not current.summary.startswith(SUMMARY_PREFIX):
+        if not self._imported_last(current):
             return "kept", None
         fields = dict(current.page.fields)
         fields.update(record.fields)
         fields["updated_at"] = next_updated_at(now_dt, current.page.fields.get("updated_at"))
         return "update", current.page.evolve(fields=fields)
+
+    def _imported_last(self, current: LessonSnapshot) -> bool:
+        """Whether the latest revision that changed anything is an import's; re-encodings by
+        ``s3rm migrate`` (values unchanged, docs/operations.md#migrate) are looked through."""
+        summary = current.summary
+        if summary.startswith(MIGRATE_SUMMARY_PREFIX):
+            history = self.repo.list_revisions(current.id, None, 50).revisions
+            summary = next((r.comment for r in history if not r.comment.startswith(MIGRATE_SUMMARY_PREFIX)), "")
+        return summary.startswith(SUMMARY_PREFIX)
 
     def apply(self, record: ImportRecord, current: LessonSnapshot | None) -> tuple[str, str]:
         """Plan and, when needed, save one record; returns ``(outcome, reason)``."""

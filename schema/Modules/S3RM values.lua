@@ -21,8 +21,6 @@
 --   text  free text: decoded; "&" is handed on as "&amp;" because SMW's SQL
 --         store keeps the htmlspecialchars_decode of a Text value
 --         (DIBlobHandler::getInsertValues), so the stored text is the value;
---   url   a URL: decoded when the result is a plain URL (plainUrl below),
---         else handed on as written;
 --   list  a comma list (+sep=,), handed on as written;
 --   keep  enum, date and page values, handed on as written (MediaWiki's
 --         title parser resolves references in page names itself).
@@ -31,19 +29,6 @@
 local p = {}
 
 local ENTITIES = mw.loadData( 'Module:S3RM entities' )
-
--- Whether a decoded URL may go to SMW as it is. SMW quotes a URL it rejects
--- in its error message (URIValue: smw_baduri and others, escaped for HTML
--- only), and that message lands in this #invoke's output as wikitext. So the
--- decoded form is used only when it holds nothing but RFC 3986 characters
--- (unreserved, reserved other than "[" "]", and "%") and none of the doubled
--- marks that act in wikitext ('' bold/italic, __ magic words, ~~~ signature).
-local function plainUrl( url )
-	return not url:find( "[^A-Za-z0-9%-%._~:/%?#@!%$&'%(%)%*%+,;=%%]" )
-		and not url:find( "''", 1, true )
-		and not url:find( '__', 1, true )
-		and not url:find( '~~~', 1, true )
-end
 
 -- One reference body (between "&" and ";"), or nil to keep it literal. Same
 -- forms as codec._ENTITY: 1-7 decimal digits, 1-6 hex digits, or a name (a
@@ -71,12 +56,6 @@ end
 local function handOn( mode, raw )
 	if mode == 'text' then
 		return ( p.decode( raw ):gsub( '&', '&amp;' ) )
-	elseif mode == 'url' then
-		local decoded = p.decode( raw )
-		if plainUrl( decoded ) then
-			return decoded
-		end
-		return raw
 	elseif mode == 'list' or mode == 'keep' then
 		return raw
 	end
@@ -122,14 +101,18 @@ function p.subobject( frame )
 	return frame:callParserFunction( '#subobject', call )
 end
 
--- JSON text in ASCII only: spaces and every non-ASCII character as \u escapes,
+-- JSON text in ASCII only: spaces, "|" and every non-ASCII character as \u escapes,
 -- so nothing between here and a reader (typography rules such as a no-break
--- space before ";", Unicode normalisation of API output) can change it.
+-- space before ";", Unicode normalisation of API output) can change it, and
+-- mw.text.nowiki writes no "&#124;" (which Semantic MediaWiki turns back into
+-- "|" on the page, docs/browser.md#smw-page-forms-behaviours).
 local function asciiJson( value )
 	local out = {}
 	for cp in mw.ustring.gcodepoint( mw.text.jsonEncode( value ) ) do
 		if cp == 32 then
 			out[#out + 1] = '\\u0020'
+		elseif cp == 124 then
+			out[#out + 1] = '\\u007c'
 		elseif cp < 128 then
 			out[#out + 1] = string.char( cp )
 		elseif cp < 0x10000 then

@@ -27,7 +27,9 @@
 	var PROTOCOL_VERSION = '2025-06-18';
 	var LESSON_NS = 'Lesson';
 	var PRELOAD_PAGE = 'Template:S3RM lesson preload';
-	var ID_PATTERN = /^[a-z0-9_-]+$/;
+	// schema/lesson.toml meta.id_pattern: "_" only between two other characters (MediaWiki trims and
+	// merges underscores in page titles, docs/data-contract.md#page)
+	var ID_PATTERN = /^[a-z0-9-]+(?:_[a-z0-9-]+)*$/;
 	var ID_MAX_LENGTH = 120;
 	var MAX_NODES = 2000;
 	var MAX_EDGES = 10000;
@@ -1975,6 +1977,9 @@
 		if ( value.length > ID_MAX_LENGTH ) {
 			return '문서 ID는 ' + ID_MAX_LENGTH + '자를 넘을 수 없습니다.';
 		}
+		if ( /^[a-z0-9_-]+$/.test( value ) && !ID_PATTERN.test( value ) ) {
+			return '밑줄(_)은 맨 앞이나 맨 끝에 쓰거나 두 개를 잇달아 쓸 수 없습니다. 위키가 문서 이름에서 지우거나 하나로 합쳐 다른 ID가 됩니다.';
+		}
 		if ( !ID_PATTERN.test( value ) ) {
 			return '영문 소문자(a–z), 숫자(0–9), 밑줄(_), 하이픈(-)만 쓸 수 있습니다.';
 		}
@@ -2331,7 +2336,7 @@
 
 	// ---- Page Forms: field values are data (docs/data-contract.md#codec, docs/browser.md#page-forms)
 	// The page stores every value encoded by the page codec (gateway/domain/codec.py): "|" as
-	// "&#124;", a line break as "&#10;" and so on. Page Forms copies a parameter's wikitext into
+	// "&#x7C;" (never "&#124;", which SMW turns back into "|"), a line break as "&#10;" and so on. Page Forms copies a parameter's wikitext into
 	// its field as it is, so the form shows those references, and it refuses a bare "|"
 	// (PageForms.js checkForPipes, "pf_pipe_error"). The site script decodes the fields when the
 	// form opens and encodes them again just before Page Forms validates and submits, with the
@@ -2339,7 +2344,7 @@
 	var CODEC_SCHEMES = [ 'bitcoin', 'ftp', 'ftps', 'geo', 'git', 'gopher', 'http', 'https', 'irc', 'ircs', 'magnet',
 		'mailto', 'matrix', 'mms', 'news', 'nntp', 'redis', 'sftp', 'sip', 'sips', 'sms', 'ssh', 'svn', 'tel', 'telnet',
 		'urn', 'worldwind', 'xmpp' ];
-	var CODEC_ALWAYS = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '|': '&#124;', '{': '&#123;', '}': '&#125;', '[': '&#91;', ']': '&#93;' };
+	var CODEC_ALWAYS = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '|': '&#x7C;', '{': '&#123;', '}': '&#125;', '[': '&#91;', ']': '&#93;' };
 	var CODEC_TWIN = '~\'_';
 	var CODEC_LEADING = ' *#:;=-';
 	var CODEC_TRIM = ' \t\n\r\0\x0b';

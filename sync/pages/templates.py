@@ -48,17 +48,14 @@ VALUES_MODULE = "S3RM values"
 
 
 def value_mode(f: FieldDef) -> str:
-    """How ``Module:S3RM values`` hands ``f`` to SMW: ``text``, ``url``, ``list`` or ``keep``.
+    """How ``Module:S3RM values`` hands ``f`` to SMW: ``text``, ``list`` or ``keep``.
 
-    Free text (SMW type Text, not an enum) is decoded; a URL is decoded when it
-    stays a plain URL; enum lists, enums, dates and page names go as written
+    Free text (SMW type Text, not an enum — the evidence URL included) is decoded; enum lists, enums, dates and page names go as written
     (their valid values hold no character the codec encodes, and SMW reports an
     invalid one with the text it was given).
     """
     if f.type == "enum_list":
         return "list"
-    if f.smw_type == "URL":
-        return "url"
     if f.smw_type == "Text" and f.type != "enum":
         return "text"
     return "keep"

@@ -73,7 +73,8 @@ def banner_call(schema: Schema) -> str:
     return "{{" + banner_template(schema) + "}}"
 
 
-_WIKITEXT_ESCAPES = {"|": "&#124;", "{": "&#123;", "}": "&#125;", "[": "&#91;", "]": "&#93;",
+# "|" in hex, never "&#124;", which Semantic MediaWiki turns back into "|" (gateway/domain/codec.py)
+_WIKITEXT_ESCAPES = {"|": "&#x7C;", "{": "&#123;", "}": "&#125;", "[": "&#91;", "]": "&#93;",
                      "<": "&lt;", ">": "&gt;"}
 
 

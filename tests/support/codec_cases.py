@@ -5,7 +5,8 @@
 * :func:`field_text` — a hypothesis strategy for field values: any
   surrogate-free Unicode, biased towards wikitext syntax, combining marks,
   Hangul (syllables and conjoining jamo), control characters and noncharacters;
-* :func:`record` / :func:`lesson_pages` — whole records and pages built from it.
+* :func:`record` / :func:`lesson_pages` — whole records and pages built from it;
+* :func:`sample_page` — one complete page with a given value in every free-text field.
 """
 from __future__ import annotations
 
@@ -103,3 +104,32 @@ CONSTRUCTS = {
     "quotes": "''italic'' '''bold''' ' single",
     "template_injection": "{{Lesson relation|from=a|relation=supports|to=b}}",
 }
+
+
+#: The time stamp :func:`sample_page` writes everywhere.
+SAMPLE_TS = "2026-01-02T03:04:05Z"
+
+
+def sample_page(lesson_id: str, value: str = "plain text", *, url: str = "", verification: bool = False,
+                account: str = "S3Agent", ts: str = SAMPLE_TS) -> LessonPage:
+    """A complete page with one evidence (URL ``url``), one relation (to ``codec-target``) and, with
+    ``verification``, one verification record; ``value`` goes into every free-text field (title, the
+    long fields, notes, source fields), ``account`` into the provenance fields, ``ts`` into every time."""
+    free = {f.name for rec in SCHEMA.records for f in rec.fields if f.type in ("text", "longtext")}
+
+    def values(rec, fixed: dict[str, str]) -> dict[str, str]:
+        return {n: (value if n in free else fixed.get(n, "")) for n in rec.field_names}
+
+    verifications = (values(SCHEMA.verification, {
+        "id": "v1", "evidence_id": "e1", "evidence_digest": "sha256:" + "0" * 64, "verification_basis": "full_text",
+        "source_sha256": "0" * 64, "outcome": "supports", "claim_fields": "observation",
+        "verified_by": account, "verified_at": ts}),) if verification else ()
+    return LessonPage(
+        fields=values(SCHEMA.lesson, {"confidence": "medium", "record_origin": "lab", "author": account,
+                                      "review_state": "Draft", "created_at": ts, "updated_at": ts}),
+        evidence=(values(SCHEMA.evidence, {"id": "e1", "url": url, "kind": "paper", "verification_basis": "full_text",
+                                           "added_by": account, "added_at": ts}),),
+        verifications=verifications,
+        relations=(values(SCHEMA.relation, {"from": lesson_id, "relation": "supports", "to": "codec-target",
+                                            "created_by": account, "created_at": ts}),),
+    )

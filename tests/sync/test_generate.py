@@ -179,13 +179,13 @@ def test_entities_module_holds_the_codec_table_in_ascii():
 
 
 def test_module_modes_follow_the_field_types():
-    """Free text decoded, URL decoded when it stays a URL, lists/enums/dates/pages as written."""
+    """Free text and the evidence URL (SMW type Text) decoded, lists/enums/dates/pages as written."""
     lesson = FULL["Template:Lesson"]
     assert "|Lesson title=text:{{{title|}}}\n" in lesson
     assert "|Confidence=keep:{{{confidence|}}}\n" in lesson
     assert "|Created at=keep:{{{created_at|}}}\n" in lesson
     evidence = FULL["Template:Lesson evidence"]
-    assert "|Evidence URL=url:{{{url|}}}\n" in evidence
+    assert "|Evidence URL=text:{{{url|}}}\n" in evidence
     assert "|Evidence citation=text:{{{citation|}}}\n" in evidence
     verification = FULL["Template:Lesson evidence verification"]
     assert "=list:{{{claim_fields|}}}\n" in verification
@@ -194,7 +194,7 @@ def test_module_modes_follow_the_field_types():
     assert "|Relation note=text:{{{note|}}}\n" in relation
     for rec in SCHEMA.records:
         for f in rec.fields:
-            assert value_mode(f) in ("text", "url", "list", "keep"), f.name
+            assert value_mode(f) in ("text", "list", "keep"), f.name
 
 
 def test_templates_never_reference_a_parameter_without_default():
@@ -231,7 +231,8 @@ def test_property_pages():
     assert "[[Allows value::not_recorded]]" in FULL["Property:Verification basis"]
     assert "[[Has type::Date]]" in FULL["Property:Updated at"]
     assert "[[Has type::Page]]" in FULL["Property:Relation to"]
-    assert "[[Has type::URL]]" in FULL["Property:Evidence URL"]
+    # Text, not URL: SMW's URL type re-encodes the address (docs/browser.md#values-in-smw)
+    assert "[[Has type::Text]]" in FULL["Property:Evidence URL"]
     # the home page relies on these (docs/browser.md#home-page)
     for name in ("Lesson title", "Confidence", "Updated at"):
         assert f"Property:{name}" in FULL

@@ -25,13 +25,13 @@ categories, magic words) cannot be simulated faithfully offline, so:
 """
 from __future__ import annotations
 
-import html.parser
 import io
 import itertools
 import time
 
 import pytest
-from support.codec_cases import CONSTRUCTS, SCHEMA, field_text, record
+from support.codec_cases import CONSTRUCTS, SCHEMA, field_text, record, sample_page
+from support.rendering import rendered_text, save, shows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,7 +44,6 @@ pytestmark = pytest.mark.wiki
 #: Values per generated page: every field of one record of each kind.
 VALUES_PER_PAGE = sum(len(r.field_names) for r in SCHEMA.records)
 MIN_VALUES = 200
-TS = "2026-01-02T03:04:05Z"
 _ids = itertools.count()
 
 
@@ -72,12 +71,6 @@ def new_id(prefix: str) -> str:
     return f"codec-{prefix}-{time.time_ns() % 10**9}-{next(_ids)}"
 
 
-def save(site, title: str, text: str) -> None:
-    """Save ``text`` as the agent; fails the test on any API error."""
-    result = site.post("edit", title=title, text=text, summary="codec test", token=site.get_token("csrf"),
-                       formatversion=2)
-    assert result["edit"]["result"] == "Success", result
-
 
 def stored_wikitext(site, title: str) -> str:
     """The latest revision's wikitext exactly as MediaWiki stores it."""
@@ -104,70 +97,6 @@ def link_tables(site, title: str) -> dict[str, frozenset]:
         "categories": frozenset(c["title"] for c in page.get("categories", [])),
         "extlinks": frozenset(e.get("url", e.get("*", "")) for e in page.get("extlinks", [])),
     }
-
-
-class _TextOf(html.parser.HTMLParser):
-    """Collects the text content of an HTML fragment (character references decoded)."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-
-    def handle_data(self, data: str) -> None:
-        self.parts.append(data)
-
-
-def rendered_text(site, title: str) -> str:
-    """What a reader sees: the text content of ``action=parse`` for the saved page."""
-    out = site.post("parse", page=title, prop="text", disablelimitreport=1, formatversion=2)["parse"]["text"]
-    collector = _TextOf()
-    collector.feed(out)
-    collector.close()
-    return "".join(collector.parts)
-
-
-def _html_safe(cp: int) -> bool:
-    """Code points MediaWiki lets a character reference produce (Sanitizer::validateCodepoint)."""
-    return (cp in (0x09, 0x0A) or 0x20 <= cp <= 0x7E or 0xA0 <= cp <= 0xD7FF or 0xE000 <= cp <= 0xFFFD
-            or 0x10000 <= cp <= 0x10FFFF)
-
-
-def displayed(value: str) -> str:
-    """The text a reader sees for ``value``.
-
-    Two things are MediaWiki's rendering, not the codec's encoding:
-
-    * characters HTML cannot carry (C0 controls other than tab and LF —
-      including CR —, DEL, C1 controls, U+FFFE/U+FFFF) are shown as their
-      reference, e.g. ``&#13;``;
-    * a space before ``? : ; ! % » ›`` (or after ``« ‹``) becomes a no-break
-      space (Sanitizer::armorFrenchSpaces runs on the final HTML text, so no
-      wikitext encoding can prevent it); :func:`shows` treats both spaces as equal.
-    """
-    return "".join(ch if _html_safe(ord(ch)) else f"&#{ord(ch)};" for ch in value)
-
-
-def shows(rendered: str, value: str) -> bool:
-    """True when ``value`` appears as text in ``rendered`` (see :func:`displayed`)."""
-    return displayed(value).replace("\xa0", " ") in rendered.replace("\xa0", " ")
-
-
-def sample_page(lesson_id: str, value: str = "plain text") -> LessonPage:
-    """A complete page with one evidence and one relation (to ``codec-target``);
-    ``value`` goes into every free-text field (title, the long fields, notes)."""
-    free = {f.name for rec in SCHEMA.records for f in rec.fields if f.type in ("text", "longtext")}
-
-    def values(rec, fixed: dict[str, str]) -> dict[str, str]:
-        return {n: (value if n in free else fixed.get(n, "")) for n in rec.field_names}
-
-    return LessonPage(
-        fields=values(SCHEMA.lesson, {"confidence": "medium", "record_origin": "lab", "author": "S3Agent",
-                                      "review_state": "Draft", "created_at": TS, "updated_at": TS}),
-        evidence=(values(SCHEMA.evidence, {"id": "e1", "kind": "paper", "verification_basis": "full_text",
-                                           "added_by": "S3Agent", "added_at": TS}),),
-        relations=(values(SCHEMA.relation, {"from": lesson_id, "relation": "supports", "to": "codec-target",
-                                            "created_by": "S3Agent", "created_at": TS}),),
-    )
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from gateway.wiki.repository import MediaWikiRepository
 from gateway.domain.checker import check_revision
 from s3rm.importing import Importer, build_new_page
 from s3rm.importing.cloud_incidents import NOT_RECORDED, map_row, read_records
+from s3rm.migrate import migrate
 
 CSV = Path(__file__).resolve().parents[3] / "data" / "cloud-incidents" / "cloud_incidents.csv"
 
@@ -107,3 +108,33 @@ def test_a_lesson_revised_in_the_wiki_since_its_import_is_kept_not_overwritten(d
     again = Importer(repo, user, "cloud-incidents").run([record])
     assert again.kept == [record.lesson_id] and again.edits == 0 and again.failed == []
     assert repo.get_snapshot(record.lesson_id).page.fields["title"].endswith("(fixed by hand)")
+
+
+def test_a_migration_revision_is_looked_through(dev_wiki, records):
+    """``s3rm migrate`` re-encodes a page without changing a value: a later import still updates an
+    imported Lesson, and a Lesson a person revised before the migration is still kept."""
+    acct, sync = dev_wiki.importer, dev_wiki.sync
+    repo = MediaWikiRepository(WikiClient(dev_wiki.api_url, acct.username, acct.password), SCHEMA)
+    admin = MediaWikiRepository(WikiClient(dev_wiki.api_url, sync.username, sync.password), SCHEMA)
+    user = acct.username.split("@")[0]
+    imported = next(r for r in records if any("|" in v for v in (*r.fields.values(), *r.evidence.values())))
+    revised = records[31]
+    assert Importer(repo, user, "cloud-incidents").run([imported, revised]).failed == []
+    snap = repo.get_snapshot(revised.lesson_id)
+    fields = {**snap.page.fields, "title": snap.page.fields["title"] + " | by hand"}
+    fields["updated_at"] = next_updated_at(datetime.now(timezone.utc), snap.page.fields["updated_at"])
+    repo.save_page(revised.lesson_id, serialize_page(snap.page.evolve(fields=fields), SCHEMA), "typo",
+                   base_revision_id=snap.revision_id)
+    for lesson_id, summary in ((imported.lesson_id, f"S3RM import: cloud-incidents {imported.lesson_id}"),
+                               (revised.lesson_id, "typo")):
+        # the page as a pre-upgrade save wrote it (a decimal pipe), then the migration
+        snap = repo.get_snapshot(lesson_id)
+        old = serialize_page(snap.page, SCHEMA).replace("&#x7C;", "&#124;") + "\n<!-- old encoding -->"
+        repo.save_page(lesson_id, old, summary, base_revision_id=snap.revision_id)
+    report = migrate(admin)
+    assert {imported.lesson_id, revised.lesson_id} <= set(report.rewritten) and report.failed == []
+
+    changed = [dataclasses.replace(r, fields={**r.fields, "title": r.fields["title"] + " (rev)"})
+               for r in (imported, revised)]
+    after = Importer(repo, user, "cloud-incidents").run(changed)
+    assert after.updated == [imported.lesson_id] and after.kept == [revised.lesson_id], after
