@@ -345,6 +345,8 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
                                               pins=service.store.pinned_logins())
         except github.UpstreamError as exc:
             return _page(error_page(str(exc)), 502)
+        for org, org_id in user.org_ids.items():  # first sight of an allowlisted org name: pin its numeric id
+            service.store.pin_login(f"org:{org}", org_id, service.clock())
         audit("sign_in", user_id=user.id, login=user.login, client_id=grant.client.get_client_id(),
               allowed=",".join(sorted(user.allowed)) or "none")
         # refused: a page, never a redirect — the client's URI is unverified, and GitHub approves a returning

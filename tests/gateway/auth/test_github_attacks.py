@@ -161,7 +161,7 @@ def test_allowlisted_login_counts_only_for_the_pinned_id(attacked):
     assert dave.token(dave.code()).json()["scope"] == "mcp:read mcp:write"
     carol = Login(gw, standin, user="carol")  # listed by login, not pinned yet: nothing
     refused = carol.to_consent()
-    assert refused.status_code == 302 and "error=access_denied" in refused.headers["Location"]
+    assert refused.status_code == 403 and page_error(refused) == "access_denied"  # a page, never a redirect
     pinned = _s3rm(gw, "auth", "pin", "carol", "--id", "5010")
     assert pinned.returncode == 0, pinned.stderr
     carol = Login(gw, standin, user="carol")
@@ -171,7 +171,7 @@ def test_allowlisted_login_counts_only_for_the_pinned_id(attacked):
     try:
         taker = Login(gw, standin, user="carol")
         answer = taker.to_consent()
-        assert answer.status_code == 302 and "error=access_denied" in answer.headers["Location"]
+        assert answer.status_code == 403 and page_error(answer) == "access_denied"
     finally:
         standin.users["carol"] = original
 
@@ -588,3 +588,31 @@ def test_the_callback_and_the_consent_form_are_rate_limited(attacked, request, t
         assert all(int(a.headers["Retry-After"]) >= 1 for a in callbacks[3:] + consents[3:])
         lines = re.findall(r"oauth rate limited endpoint=(\w+)", limited.log_text())
         assert sorted(lines) == ["callback", "consent"], lines  # one line per endpoint and minute, not per request
+
+
+def test_org_allowlists_hold_the_numeric_org_id_not_the_name(attacked, request, tmp_path):
+    """An org name is pinned to its numeric id at the first sign-in that sees it; the same name on another
+    organisation (renamed, name taken) grants nothing, teams in it neither; an org listed by id matches by id."""
+    gw, _, _ = attacked
+    own = _own_gateway(gw, request, tmp_path)
+    with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{own.base}/oauth/github/callback", _users()) as gh:
+        own.env.update(gh.env())
+        with own:
+            bob = Login(own, gh, user="bob")
+            assert bob.token(bob.code()).json()["scope"] == "mcp:read"
+            assert f"org:s3lab={gh.org_ids['s3lab']}" in _s3rm(own, "auth", "status").stdout
+            real_id, gh.org_ids["s3lab"] = gh.org_ids["s3lab"], 4242  # the name now belongs to another org
+            for user in ("bob", "alice"):  # org member, and member of the org's writers team
+                refused = Login(own, gh, user=user).to_consent()
+                assert refused.status_code == 403 and page_error(refused) == "access_denied", user
+            dave = Login(own, gh, user="dave")  # listed by user id: unaffected
+            assert dave.token(dave.code()).status_code == 200
+            gh.org_ids["s3lab"] = real_id
+    by_id = _own_gateway(gw, request, tmp_path / "by-id", S3RM_GITHUB_READ_ORGS=str(real_id),
+                         S3RM_GITHUB_WRITE_TEAMS="")
+    with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{by_id.base}/oauth/github/callback", _users()) as gh:
+        by_id.env.update(gh.env())
+        with by_id:
+            bob = Login(by_id, gh, user="bob")
+            assert bob.token(bob.code()).json()["scope"] == "mcp:read"
+            assert gh.requests_seen["/api/user/memberships/orgs"] >= 1
