@@ -36,8 +36,9 @@ token buckets on ``/register``, ``/authorize``, ``/token``, ``/revoke``, ``/oaut
 ``POST /authorize/consent``
 (429 with ``Retry-After``; the buckets live in the state store, so gateways
 on one PostgreSQL share them; an IPv6 caller counts as its /64; at most
-``S3RM_OAUTH_RATE_LIMIT_MAX_BUCKETS`` buckets, least recently used evicted); at most ``S3RM_OAUTH_MAX_PENDING`` pending
-logins; only the known authorization parameters are kept, each bounded; the
+``S3RM_OAUTH_RATE_LIMIT_MAX_BUCKETS`` buckets, least recently used evicted); per-address quotas on pending
+logins (:class:`~gateway.auth.store.Quota`, oldest evicted first) and at most ``S3RM_OAUTH_MAX_PENDING`` of them,
+a client that already got a token never refused (docs/operations.md#github-quotas); only the known authorization parameters are kept, each bounded; the
 expired state is purged every ``S3RM_OAUTH_PURGE_SECONDS`` by a background
 thread. The browser-session cookie is ``__Host-`` prefixed on an https issuer
 and only a value this server signed is ever adopted.

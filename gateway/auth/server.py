@@ -111,6 +111,7 @@ def install_audit_log(path: str, max_bytes: int, backups: int) -> None:
         return
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     handler = RotatingFileHandler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+    Path(path).chmod(0o600)  # logins and addresses: private like the state file
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S%z"))
     handler.setLevel(logging.INFO)
     audit_log.addHandler(handler)
