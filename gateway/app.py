@@ -307,7 +307,7 @@ def _check_host() -> Response | None:
     """421 for a ``Host`` outside the allowlist on every route but :data:`HEALTH_PROBES` (DNS rebinding,
     docs/transport.md#host-and-origin); ``/mcp`` itself is checked by its blueprint (JSON-RPC errors)."""
     path = request.path
-    if path in HEALTH_PROBES or request.blueprint == "mcp":
+    if path in HEALTH_PROBES or request.blueprint == "mcp" or request.url_rule is None:  # no route: a plain 404
         return None
     host = (request.headers.get("Host") or "").strip().lower()
     if host in current_app.extensions["s3rm"].config.allowed_hosts:
