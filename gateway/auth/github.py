@@ -188,32 +188,27 @@ def recheck(settings: GithubSettings, token: str, user_id: str, pins: dict[str, 
     return found[1]
 
 
-def lookup_user(settings: GithubSettings, login_name: str, token: str = "") -> str:
-    """GitHub's numeric id of ``login_name`` (``GET /users/{login}``), as text; raises :class:`UpstreamError`."""
+def _lookup_id(settings: GithubSettings, path: str, what: str, token: str) -> str:
+    """The numeric ``id`` of the GitHub API object at ``path``, as text; raises :class:`UpstreamError`."""
     headers = dict(_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {}))
     try:
-        answer = requests.get(f"{settings.api_url}/users/{quote(login_name)}", headers=headers,
-                              timeout=settings.upstream_timeout_seconds)
+        answer = requests.get(f"{settings.api_url}{path}", headers=headers, timeout=settings.upstream_timeout_seconds)
         data = answer.json() if answer.status_code == 200 else {}
     except (requests.RequestException, ValueError):
-        raise UpstreamError("GitHub could not be reached to look the login up.") from None
+        raise UpstreamError(f"GitHub could not be reached to look the {what.split()[0]} up.") from None
     if not isinstance(data, dict) or not isinstance(data.get("id"), int):
-        raise UpstreamError(f"GitHub knows no user {login_name!r} (HTTP {answer.status_code}).")
+        raise UpstreamError(f"GitHub knows no {what} (HTTP {answer.status_code}).")
     return str(data["id"])
+
+
+def lookup_user(settings: GithubSettings, login_name: str, token: str = "") -> str:
+    """GitHub's numeric id of ``login_name`` (``GET /users/{login}``), as text; raises :class:`UpstreamError`."""
+    return _lookup_id(settings, f"/users/{quote(login_name)}", f"user {login_name!r}", token)
 
 
 def lookup_org(settings: GithubSettings, name: str, token: str = "") -> str:
     """GitHub's numeric id of organisation ``name`` (``GET /orgs/{org}``), as text; raises :class:`UpstreamError`."""
-    headers = dict(_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {}))
-    try:
-        answer = requests.get(f"{settings.api_url}/orgs/{quote(name)}", headers=headers,
-                              timeout=settings.upstream_timeout_seconds)
-        data = answer.json() if answer.status_code == 200 else {}
-    except (requests.RequestException, ValueError):
-        raise UpstreamError("GitHub could not be reached to look the organisation up.") from None
-    if not isinstance(data, dict) or not isinstance(data.get("id"), int):
-        raise UpstreamError(f"GitHub knows no organisation {name!r} (HTTP {answer.status_code}).")
-    return str(data["id"])
+    return _lookup_id(settings, f"/orgs/{quote(name)}", f"organisation {name!r}", token)
 
 
 def login(settings: GithubSettings, *, code: str, code_verifier: str, redirect_uri: str,

@@ -34,8 +34,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from gateway.auth.store import (Family, Quota, RefreshOutcome, SigningKey, judge_refresh, rate_take,
-                                store_errors_as_unavailable)
+from gateway.auth.store import (Family, Quota, RefreshOutcome, SigningKey, evict_over_quota, judge_refresh,
+                                rate_take, store_errors_as_unavailable)
 
 __all__ = ["PostgresAuthStore"]
 
@@ -149,13 +149,8 @@ class PostgresAuthStore:
         quota = quota or Quota()
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CAP_LOCK,))
-            for column, key, limit in quota.limits():
-                extra = int(conn.execute(f"SELECT count(*) FROM s3rm_auth_client WHERE {column} = %s AND "
-                                         "last_used_at IS NULL", (key,)).fetchone()[0]) - limit + 1
-                if extra > 0:
-                    conn.execute(f"DELETE FROM s3rm_auth_client WHERE client_id IN (SELECT client_id FROM "
-                                 f"s3rm_auth_client WHERE {column} = %s AND last_used_at IS NULL ORDER BY created_at, "
-                                 "client_id LIMIT %s)", (key, extra))
+            evict_over_quota(conn.execute, quota, "s3rm_auth_client", "client_id", "created_at, client_id",
+                             " AND last_used_at IS NULL", mark="%s")
             if int(conn.execute("SELECT count(*) FROM s3rm_auth_client").fetchone()[0]) >= cap:
                 victim = conn.execute("DELETE FROM s3rm_auth_client WHERE client_id = (SELECT client_id FROM "
                                       "s3rm_auth_client WHERE last_used_at IS NULL AND created_at < %s ORDER BY "
@@ -283,14 +278,9 @@ class PostgresAuthStore:
         with self.pool.connection() as conn, conn.transaction():
             if cap or quota.limits():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CAP_LOCK + 1,))
-            for column, key, limit in quota.limits():
+            for column, key, _ in quota.limits():
                 conn.execute(f"DELETE FROM s3rm_auth_pending WHERE {column} = %s AND expires_at <= %s", (key, now))
-                extra = int(conn.execute(f"SELECT count(*) FROM s3rm_auth_pending WHERE {column} = %s",
-                                         (key,)).fetchone()[0]) - limit + 1
-                if extra > 0:
-                    conn.execute(f"DELETE FROM s3rm_auth_pending WHERE key_hash IN (SELECT key_hash FROM "
-                                 f"s3rm_auth_pending WHERE {column} = %s ORDER BY expires_at, key_hash LIMIT %s)",
-                                 (key, extra))
+            evict_over_quota(conn.execute, quota, "s3rm_auth_pending", "key_hash", "expires_at, key_hash", mark="%s")
             if cap and int(conn.execute("SELECT count(*) FROM s3rm_auth_pending").fetchone()[0]) >= cap:
                 conn.execute("DELETE FROM s3rm_auth_pending WHERE expires_at <= %s", (now,))
                 if int(conn.execute("SELECT count(*) FROM s3rm_auth_pending").fetchone()[0]) >= cap:

@@ -35,7 +35,7 @@ from typing import Any, Callable, Protocol, TypeVar
 from gateway.core.errors import StoreUnavailable
 
 __all__ = ["AuthStore", "Family", "Quota", "RefreshOutcome", "SigningKey", "SqliteAuthStore", "digest",
-           "judge_refresh", "rate_take"]
+           "evict_over_quota", "judge_refresh", "rate_take"]
 
 
 def digest(secret: str) -> str:
@@ -90,6 +90,20 @@ class Quota:
         """``(column, key, quota)`` of every quota in force."""
         return tuple((column, key, limit) for column, key, limit in (
             ("owner", self.address, self.per_address), ("prefix", self.prefix, self.per_prefix)) if key and limit)
+
+
+def evict_over_quota(execute: Callable[[str, tuple], Any], quota: Quota, table: str, key_column: str, order: str,
+                     where: str = "", mark: str = "?") -> None:
+    """Make room for one more row of ``quota``'s keys in ``table``: for each quota in force, delete that key's
+    oldest rows (``order``) beyond ``limit - 1``. ``where`` narrows the counted rows (``" AND ..."``: the
+    unused ones), ``mark`` is the driver's placeholder; ``execute`` runs inside the caller's transaction.
+    Shared by both :class:`AuthStore` implementations."""
+    for column, key, limit in quota.limits():
+        extra = int(execute(f"SELECT COUNT(*) FROM {table} WHERE {column} = {mark}{where}", (key,)).fetchone()[0]) \
+            - limit + 1
+        if extra > 0:
+            execute(f"DELETE FROM {table} WHERE {key_column} IN (SELECT {key_column} FROM {table} WHERE "
+                    f"{column} = {mark}{where} ORDER BY {order} LIMIT {mark})", (key, extra))
 
 
 @dataclass(frozen=True)
@@ -405,13 +419,8 @@ class SqliteAuthStore:
         """See :meth:`AuthStore.add_client` (``BEGIN IMMEDIATE``: count and insert are one step)."""
         quota = quota or Quota()
         with self._tx() as db:
-            for column, key, limit in quota.limits():
-                extra = int(db.execute(f"SELECT COUNT(*) FROM clients WHERE {column} = ? AND last_used_at IS NULL",
-                                       (key,)).fetchone()[0]) - limit + 1
-                if extra > 0:
-                    db.execute(f"DELETE FROM clients WHERE client_id IN (SELECT client_id FROM clients WHERE "
-                               f"{column} = ? AND last_used_at IS NULL ORDER BY created_at, client_id LIMIT ?)",
-                               (key, extra))
+            evict_over_quota(db.execute, quota, "clients", "client_id", "created_at, client_id",
+                             " AND last_used_at IS NULL")
             if int(db.execute("SELECT COUNT(*) FROM clients").fetchone()[0]) >= cap:
                 victim = db.execute("SELECT client_id FROM clients WHERE last_used_at IS NULL AND created_at < ? "
                                     "ORDER BY created_at, client_id LIMIT 1", (evict_before,)).fetchone()
@@ -539,13 +548,9 @@ class SqliteAuthStore:
         """See :meth:`AuthStore.save_pending`."""
         quota = quota or Quota()
         with self._tx() as db:
-            for column, key, limit in quota.limits():
+            for column, key, _ in quota.limits():
                 db.execute(f"DELETE FROM pending WHERE {column} = ? AND expires_at <= ?", (key, now))
-                extra = int(db.execute(f"SELECT COUNT(*) FROM pending WHERE {column} = ?", (key,)).fetchone()[0]) \
-                    - limit + 1
-                if extra > 0:
-                    db.execute(f"DELETE FROM pending WHERE key_hash IN (SELECT key_hash FROM pending WHERE "
-                               f"{column} = ? ORDER BY expires_at, key_hash LIMIT ?)", (key, extra))
+            evict_over_quota(db.execute, quota, "pending", "key_hash", "expires_at, key_hash")
             if cap and int(db.execute("SELECT COUNT(*) FROM pending").fetchone()[0]) >= cap:
                 db.execute("DELETE FROM pending WHERE expires_at <= ?", (now,))
                 if int(db.execute("SELECT COUNT(*) FROM pending").fetchone()[0]) >= cap:
