@@ -47,9 +47,10 @@ def _open():
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
-    from gateway.auth.server import audit
+    from gateway.auth.server import audit, install_audit_log
 
-    _, store = _open()
+    settings, store = _open()
+    install_audit_log(settings.audit_log, settings.audit_log_bytes, settings.audit_log_backups)
     count = store.revoke_user(args.user.strip(), int(time.time()))
     audit("revoked", reason="admin", user=args.user.strip(), families=count)
     print(f"revoked {count} sign-in(s) of GitHub user {args.user.strip()}")
