@@ -4,7 +4,8 @@
 Not a test. Starts (on free ports, stopped at exit) a dev wiki copy, the
 GitHub stand-in, a slow HTTPS client-metadata server (one header line every
 0.5 s) and a github-mode gunicorn gateway with 6 threads, the OAuth rate
-limits OFF, then prints two tables::
+limits OFF (part 1; parts 2 and 3 use a second gateway on default
+settings), then prints a table per part::
 
     python bench/bench_auth_attack.py                    # .dev/wiki (a test-wiki copy if missing)
     python bench/bench_auth_attack.py --no-stall           # only the lockout and state-size parts
