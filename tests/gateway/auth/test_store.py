@@ -353,17 +353,15 @@ def test_never_used_clients_per_address_evict_that_address_oldest_first(store):
 
 def test_a_purge_gives_the_space_back(open_store, tmp_path):
     store = open_store()
-    big = {"redirect_uris": ["https://a.example/" + "p" * 1900] * 10}
-    for i in range(300):
+    for i in range(300):  # random text: PostgreSQL would compress a repeated one to nothing
+        big = {"redirect_uris": [f"https://a.example/{secrets.token_hex(950)}" for _ in range(10)]}
         store.add_client(f"c{i}", big, None, 100, cap=1000, evict_before=0)
     if isinstance(store, SqliteAuthStore):
         full = store.file_bytes()
         assert store.purge(10**6, unused_client_before=10**5)["clients"] == 300
         assert store.file_bytes() < full / 4, (full, store.file_bytes())
-    else:
-        with store.pool.connection() as conn:
-            before = conn.execute("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 's3rm_auth_client'")
-            assert store.purge(10**6, unused_client_before=10**5)["clients"] == 300
-            vacuumed = conn.execute("SELECT vacuum_count + autovacuum_count FROM pg_stat_user_tables "
-                                    "WHERE relname = 's3rm_auth_client'").fetchone()[0]
-        assert before is not None and vacuumed >= 1
+    else:  # plain VACUUM: the dead rows' space is reusable and the emptied pages are cut off the table's end
+        size = "SELECT pg_total_relation_size('s3rm_auth_client')"
+        full = store._one(size)[0]
+        assert store.purge(10**6, unused_client_before=10**5)["clients"] == 300
+        assert store._one(size)[0] < full / 4, (full, store._one(size)[0])
