@@ -16,12 +16,14 @@ the RFC 9207 ``iss`` parameter. What Authlib lacks is small code here:
   URI matches the same URI on any port (:func:`redirect_matches`);
 * **client ID metadata documents**: an ``https`` ``client_id`` is fetched
   through :class:`gateway.auth.fetch.MetadataFetcher` (SSRF rules, absolute
-  deadline, concurrency cap, negative cache there), must name itself as
+  deadline, concurrency cap with a per-address share, negative cache there), must name itself as
   ``client_id``, and is cached for five minutes; the caller learns only that
   the document was refused (the reason goes to the log);
 * **bounded client metadata** (:data:`METADATA_LIMITS`): every field has a
-  size limit, unknown fields are dropped, the registration cap is atomic
-  and evicts the oldest never-used client when full;
+  size limit, unknown fields are dropped; one address (and one network)
+  holds a quota of never-used clients, its oldest evicted first
+  (docs/operations.md#github-quotas); the registration cap is atomic and
+  evicts the oldest never-used client when full;
 * **rotating refresh tokens with reuse detection**: every refresh returns a
   new refresh token of the same family; presenting a used one revokes the
   family (and with it every access token minted from it), as does replaying
