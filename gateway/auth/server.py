@@ -109,11 +109,16 @@ def install_audit_log(path: str, max_bytes: int, backups: int) -> None:
     from logging.handlers import RotatingFileHandler
     from pathlib import Path
 
+    class PrivateRotatingFile(RotatingFileHandler):
+        def _open(self):  # every file it opens, after each rotation too: logins and addresses stay private
+            stream = super()._open()
+            Path(self.baseFilename).chmod(0o600)
+            return stream
+
     if not path or path in _AUDIT_FILES:
         return
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    handler = RotatingFileHandler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
-    Path(path).chmod(0o600)  # logins and addresses: private like the state file
+    handler = PrivateRotatingFile(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S%z"))
     handler.setLevel(logging.INFO)
     audit_log.addHandler(handler)
