@@ -4,20 +4,25 @@
 Not a test. Starts (on free ports, stopped at exit) a dev wiki copy, the
 GitHub stand-in, a slow HTTPS client-metadata server (one header line every
 0.5 s) and a github-mode gunicorn gateway with 6 threads, the OAuth rate
-limits OFF, then prints two tables::
+limits OFF (part 1; parts 2 and 3 use a second gateway on default
+settings), then prints a table per part::
 
     python bench/bench_auth_attack.py                    # .dev/wiki (a test-wiki copy if missing)
-    python bench/bench_auth_attack.py --attempts 10000 --slow 50 --rounds 40
+    python bench/bench_auth_attack.py --no-stall           # only the lockout and state-size parts
 
 1. ``search_lessons`` (signed-in, legacy) latency, median and p95: quiet, and
    while ``--slow`` concurrent ``/authorize`` requests name ``--slow``
    distinct slow metadata URLs (each attacker repeats with a new URL as soon
    as it is answered), in the same process; plus the longest ``/authorize``
    answer against the documented deadline. Target: attacked p95 ≤ 2× quiet.
-2. The state store after ``--attempts`` anonymous ``/register`` +
-   ``/authorize`` pairs (8 at a time) on a gateway with
-   ``S3RM_OAUTH_MAX_CLIENTS`` / ``S3RM_OAUTH_MAX_PENDING`` = ``--cap``:
-   rows and bytes, beside the bound the settings imply.
+2. ``--lockout`` (on unless ``--no-lockout``): a second gateway on DEFAULT
+   settings (quotas, caps, rate limits) attacked from many loopback source
+   addresses (127.x.y.1, one per /24), each registering and starting
+   sign-ins past its quota with the largest records the limits allow: after
+   (needed - 1) addresses and after (needed), a newcomer's registration and
+   first sign-in from a fresh address, and a used client's sign-in; prints
+   the number of IPv4 addresses needed to lock anyone out.
+3. The state store's size at those default caps, and on disk after a purge.
 Slow-body part (``--slow-body``, default 50; 0 skips; ``--slow-body-only`` runs just this part):
    ``search_lessons`` (signed-in) latency, median and p95, quiet and while
    ``--slow-body`` connections each send ``POST /token`` or ``POST /mcp`` with
@@ -119,40 +124,93 @@ def stall(env: dict[str, str], drip: DripServer, slow: int, rounds: int) -> None
           f"longest {max(durations):.2f} s (fetch deadline {DEADLINE} s)")
 
 
-def growth(env: dict[str, str], attempts: int, cap: int) -> None:
-    env = {**env, "S3RM_OAUTH_RATE_LIMIT_PER_SECOND": "0", "S3RM_OAUTH_MAX_CLIENTS": str(cap),
-           "S3RM_OAUTH_MAX_PENDING": str(cap)}
+def _address(i: int) -> str:
+    """The i-th attacking source address: one per /24 (127.1.0.1, 127.1.1.1, ...), so the /24 budget never
+    helps the defence and the figure is the per-address bound alone."""
+    return f"127.{1 + i // 250}.{i % 250}.1"
+
+
+def lockout(env: dict[str, str]) -> None:
+    """Part 2: how many IPv4 addresses it takes to lock anyone out, against a gateway on DEFAULT settings
+    (quotas, caps, rate limits), filled with the largest records the limits allow; then the state's size
+    at the default caps, and after a purge."""
+    import math
+
+    from gateway.auth.service import open_auth_store
+    from gateway.config import load_config
+    from gateway.config.github import GithubSettings
+    from support.source_address import session_from
+
+    defaults = GithubSettings("x", "x", "x", "x")
+    per_address = min(defaults.address_quota, defaults.prefix_quota)
+    needed = {"pending logins": math.ceil(defaults.max_pending / per_address),
+              "registrations": math.ceil(defaults.max_clients / per_address)}
     gw = Gateway(env, threads=8)
     big = {"client_name": "x" * 200, "redirect_uris": [f"https://a{i}.example/{'p' * 1900}" for i in range(10)]}
-    with gw:
-        def attempt(i: int) -> tuple[int, int]:
-            reg = requests.post(f"{gw.base}/register", json=big, timeout=60)
-            client = reg.json().get("client_id", f"unknown-{i}")
-            auth = requests.get(f"{gw.base}/authorize", params={
-                "response_type": "code", "client_id": client, "redirect_uri": big["redirect_uris"][0],
-                "code_challenge": "x" * 43, "code_challenge_method": "S256", "state": "s" * 2000,
-                "scope": "mcp:read"}, allow_redirects=False, timeout=60)
-            return reg.status_code, auth.status_code
+    users = [StandInUser("alice", 5001, {"s3lab"}, {"s3lab/writers"})]
+    with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{gw.base}/oauth/github/callback", users) as standin:
+        gw.env.update(standin.env())
+        with gw:
+            used = Login(gw, standin)  # a client that already got a token (the lab's MCP client)
+            assert used.token(used.code()).status_code == 200
 
-        started = time.perf_counter()
-        with concurrent.futures.ThreadPoolExecutor(8) as pool:
-            codes = list(pool.map(attempt, range(attempts)))
-        elapsed = time.perf_counter() - started
-        from gateway.auth.service import open_auth_store
-        from gateway.config import load_config
+            def fill(i: int) -> tuple[list[int], list[int]]:
+                attempts = defaults.address_quota + 5
+                with session_from(_address(i)) as http:
+                    regs = [http.post(f"{gw.base}/register", json=big, timeout=120) for _ in range(attempts)]
+                    ids = [r.json()["client_id"] for r in regs if r.status_code == 201] or [used.client_id]
+                    auths = [http.get(f"{gw.base}/authorize", params={
+                        "response_type": "code", "client_id": ids[-1], "redirect_uri": big["redirect_uris"][0],
+                        "code_challenge": "x" * 43, "code_challenge_method": "S256", "state": "s" * 2048,
+                        "scope": "mcp:read", "resource": gw.url}, allow_redirects=False, timeout=120)
+                        for _ in range(attempts)]
+                return [r.status_code for r in regs], [a.status_code for a in auths]
 
-        size = open_auth_store(load_config(gw.env)).size()
-    client_max = len(str(big)) + 200  # the largest client METADATA_LIMITS lets through is about this
-    bound = cap * (client_max + 100) + cap * (8 * 2048 + 200)
-    print(f"\n2. state after {attempts} anonymous /register + /authorize pairs ({elapsed:.0f} s, rate limits off, "
-          f"caps {cap})")
-    print(f"{'kind':<10}{'rows':>8}")
-    for kind in ("clients", "pending", "codes", "families", "refresh", "rate"):
-        print(f"{kind:<10}{size[kind]:>8}")
-    print(f"stored bytes {size['bytes']} <= bound {bound} (caps x largest records): {size['bytes'] <= bound}")
-    print("register answers " + " ".join(f"{c}:{sum(1 for r, _ in codes if r == c)}" for c in sorted({r for r, _ in codes}))
-          + "; authorize answers " + " ".join(f"{c}:{sum(1 for _, a in codes if a == c)}"
-                                              for c in sorted({a for _, a in codes})))
+            def probe() -> tuple[int, int, int]:
+                """A newcomer's registration and first sign-in from a fresh address, and the used client's."""
+                with session_from("127.254.254.254") as http:
+                    reg = http.post(f"{gw.base}/register", json={"redirect_uris": ["http://127.0.0.1:9/cb"]},
+                                    timeout=60)
+                    fresh = http.get(f"{gw.base}/authorize", params={
+                        "response_type": "code", "client_id": newcomer, "redirect_uri": "http://127.0.0.1:9/cb",
+                        "code_challenge": "x" * 43, "code_challenge_method": "S256"}, allow_redirects=False,
+                        timeout=60)
+                known = used.http.get(f"{gw.base}/authorize", params=used.params(), allow_redirects=False, timeout=60)
+                return reg.status_code, fresh.status_code, known.status_code
+
+            newcomer = requests.post(f"{gw.base}/register", json={"redirect_uris": ["http://127.0.0.1:9/cb"]},
+                                     timeout=60).json()["client_id"]  # registered before the attack, never used
+            rows, started = [], time.perf_counter()
+            done = 0
+            store = open_auth_store(load_config(gw.env))
+            for upto in (min(needed.values()) - 1, max(needed.values())):
+                with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                    list(pool.map(fill, range(done, upto)))
+                done = upto
+                size = store.size()
+                rows.append((done, size["pending"], size["clients"], *probe()))
+            elapsed = time.perf_counter() - started
+            full = store.size()
+            disk_full = store.file_bytes() if hasattr(store, "file_bytes") else 0
+            later = int(time.time()) + 2 * 86400  # every anonymous row has expired two days later
+            removed = store.purge(later, unused_client_before=later, idle_client_before=0)
+            disk_purged = store.file_bytes() if hasattr(store, "file_bytes") else 0
+    print(f"\n2. Locking others out with many addresses (default settings: {defaults.address_quota} per address, "
+          f"{defaults.prefix_quota} per /24 or /48, caps {defaults.max_pending} pending / {defaults.max_clients} "
+          f"clients, rate limits on; {elapsed:.0f} s)")
+    print(f"{'attacking IPv4 addresses':<26}{'pending':>9}{'clients':>9}{'new reg':>9}{'new sign-in':>13}"
+          f"{'used client':>13}")
+    for done, pending, clients, reg, fresh, known in rows:
+        print(f"{done:<26}{pending:>9}{clients:>9}{reg:>9}{fresh:>13}{known:>13}")
+    for what, count in needed.items():
+        print(f"addresses needed to refuse new {what}: {count} (= cap / {per_address} per address, each in its "
+              f"own /24; target >= 200)")
+    print("a client that already got a token is never refused by the caps (its sign-in evicts the oldest "
+          "anonymous one)")
+    print(f"\n3. State at the default caps (largest records the limits allow): {full['pending']} pending logins, "
+          f"{full['clients']} clients, payload {full['bytes'] / 1e6:.1f} MB, SQLite file + WAL "
+          f"{disk_full / 1e6:.1f} MB; after a purge ({removed['pending']} pending and {removed['clients']} "
+          f"clients removed): {disk_purged / 1e6:.1f} MB")
 
 
 class SlowBodies:
@@ -246,10 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wiki-dir", default=str(REPO / ".dev" / "wiki"))
     parser.add_argument("--slow", type=int, default=50, help="concurrent slow-metadata /authorize requests")
     parser.add_argument("--rounds", type=int, default=40, help="search_lessons calls per phase")
-    parser.add_argument("--attempts", type=int, default=10000, help="anonymous register+authorize pairs (0: skip part 2)")
-    parser.add_argument("--cap", type=int, default=1000, help="S3RM_OAUTH_MAX_CLIENTS and _MAX_PENDING of part 2")
-    parser.add_argument("--slow-body", type=int, default=50, help="slow-body connections of part 3 (0: skip)")
-    parser.add_argument("--slow-body-only", action="store_true", help="run part 3 only")
+    parser.add_argument("--no-lockout", dest="lockout", action="store_false",
+                        help="skip parts 2 and 3 (many-address lockout, state size at the default caps)")
+    parser.add_argument("--no-stall", dest="stall", action="store_false", help="skip part 1")
+    parser.add_argument("--slow-body", type=int, default=50, help="slow-body connections of the slow-body part (0: skip)")
+    parser.add_argument("--slow-body-only", action="store_true", help="run the slow-body part only")
     args = parser.parse_args(argv)
     wiki = running_wiki(Path(args.wiki_dir))
     folder = Path(tempfile.mkdtemp(prefix="s3rm-bench-auth-"))
@@ -263,11 +322,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     drip = DripServer(folder)
     try:
-        stall(env, drip, args.slow, args.rounds)
+        if args.stall:
+            stall(env, drip, args.slow, args.rounds)
         if args.slow_body > 0:
             slow_body({**env, "S3RM_OAUTH_STATE_DB": str(folder / "slow-body.sqlite3")}, args.slow_body, args.rounds)
-        if args.attempts > 0:
-            growth({**env, "S3RM_OAUTH_STATE_DB": str(folder / "growth.sqlite3")}, args.attempts, args.cap)
+        if args.lockout:
+            lockout({**env, "S3RM_OAUTH_STATE_DB": str(folder / "lockout.sqlite3")})
     finally:
         drip.close()
     return 0

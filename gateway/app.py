@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable
 
-from flask import Flask, Response, request
+from flask import Flask, Response, current_app, request
 from werkzeug.exceptions import HTTPException
 
 from gateway.auth.endpoints import create_auth_blueprint
@@ -226,6 +227,7 @@ def create_app(
         app.register_blueprint(oauth_probe_bp)  # JSON 404s naming the token header for OAuth probes
     if graph_bp is not None:
         app.register_blueprint(graph_bp)  # GET /mcp/graph for the home page (not an MCP tool)
+    app.before_request(_check_host)  # every route but the health probes (the mcp blueprint checks its own)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(StoreUnavailable, _store_unavailable)
     app.register_error_handler(Exception, _unexpected_error)
@@ -291,6 +293,29 @@ def _unexpected_error(exc: Exception) -> Response:
 
 def _compress(response: Response) -> Response:
     return compress_response(response, request.headers.get("Accept-Encoding"))
+
+
+#: Routes never Host-checked: the container health probes (docs/transport.md#host-and-origin).
+HEALTH_PROBES = ("/livez", "/healthz", "/readyz")
+#: Operator routes (loopback or metrics token only): a loopback literal Host is accepted too, as
+#: ``curl http://127.0.0.1:8080/metrics`` inside the container sends; a rebound browser sends its own name.
+_OPERATOR_PREFIXES = ("/metrics", "/admin/")
+_LOOPBACK_HOST = re.compile(r"^(127\.[0-9.]+|\[::1\]|localhost)(:[0-9]{1,5})?$", re.IGNORECASE)
+
+
+def _check_host() -> Response | None:
+    """421 for a ``Host`` outside the allowlist on every route but :data:`HEALTH_PROBES` (DNS rebinding,
+    docs/transport.md#host-and-origin); ``/mcp`` itself is checked by its blueprint (JSON-RPC errors)."""
+    path = request.path
+    if path in HEALTH_PROBES or request.blueprint == "mcp" or request.url_rule is None:  # no route: a plain 404
+        return None
+    host = (request.headers.get("Host") or "").strip().lower()
+    if host in current_app.extensions["s3rm"].config.allowed_hosts:
+        return None
+    if path.startswith(_OPERATOR_PREFIXES) and _LOOPBACK_HOST.match(host):
+        return None
+    return json_response({"error": "misdirected_request", "error_description": "Misdirected Request: this Host is "
+                          "not served here (see S3RM_MCP_PUBLIC_URL / S3RM_MCP_ALLOWED_HOSTS)"}, 421)
 
 
 def _security_headers(response: Response) -> Response:

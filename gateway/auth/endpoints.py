@@ -24,17 +24,21 @@ Korean HTML page — never a stack trace. Before the person has signed in,
 ``/authorize`` never redirects an error to the client: anyone can register a
 client with any redirect URI, so an automatic redirect would make this
 trusted host an open redirector (RFC 9700 §4.11.2); the error is a page
-instead. Only after the GitHub sign-in (allowlist refusal, consent) does an
-error go back to the client. Discovery, registration, token and revocation
+instead. The same holds after the GitHub sign-in for a person the
+allowlists refuse (GitHub approves a returning user without a click, so a
+redirect would still be automatic); only the person's own decision on the
+consent page goes back to the client. Discovery, registration, token and revocation
 answer CORS for the allowlisted origins (``S3RM_MCP_ALLOWED_ORIGINS`` and the
 public origin).
 
 Abuse limits (docs/operations.md#github-limits): per-address and per-client
-token buckets on ``/register``, ``/authorize``, ``/token`` and ``/revoke``
+token buckets on ``/register``, ``/authorize``, ``/token``, ``/revoke``, ``/oauth/github/callback`` and
+``POST /authorize/consent``
 (429 with ``Retry-After``; the buckets live in the state store, so gateways
 on one PostgreSQL share them; an IPv6 caller counts as its /64; at most
-``S3RM_OAUTH_RATE_LIMIT_MAX_BUCKETS`` buckets, least recently used evicted); at most ``S3RM_OAUTH_MAX_PENDING`` pending
-logins; only the known authorization parameters are kept, each bounded; the
+``S3RM_OAUTH_RATE_LIMIT_MAX_BUCKETS`` buckets, least recently used evicted); per-address quotas on pending
+logins (:class:`~gateway.auth.store.Quota`, oldest evicted first) and at most ``S3RM_OAUTH_MAX_PENDING`` of them,
+a client that already got a token never refused (docs/operations.md#github-quotas); only the known authorization parameters are kept, each bounded; the
 expired state is purged every ``S3RM_OAUTH_PURGE_SECONDS`` by a background
 thread. The browser-session cookie is ``__Host-`` prefixed on an https issuer
 and only a value this server signed is ever adopted.
@@ -44,7 +48,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import logging
 import secrets
 import threading
@@ -53,17 +56,17 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from authlib.common.urls import add_params_to_uri
 from authlib.oauth2 import OAuth2Error
-from flask import Blueprint, Response, redirect, request
+from flask import Blueprint, Response, g, redirect, request
 
 from gateway.auth import github
 from gateway.auth.consent import PAGE_HEADERS, consent_page, error_page
 from gateway.auth.server import GrantUser, InvalidTargetError, StoredRequest, audit, redirect_uri_allowed
 from gateway.auth.service import AuthService
-from gateway.auth.store import digest
+from gateway.auth.store import Quota, digest
 from gateway.core.jsonio import json_response
 from gateway.ops.ratelimit import client_address, principal_key
 
-__all__ = ["AUTHORIZE_PARAMS", "SESSION_COOKIE", "create_auth_blueprint"]
+__all__ = ["AUTHORIZE_PARAMS", "SESSION_COOKIE", "ThrottledLines", "create_auth_blueprint"]
 
 log = logging.getLogger("s3rm.auth")
 
@@ -75,7 +78,8 @@ _CORS_PATHS = ("/.well-known/", "/register", "/token", "/revoke", "/oauth/jwks")
 AUTHORIZE_PARAMS = ("response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge",
                     "code_challenge_method", "resource")
 _PARAM_MAX = 2048
-_LIMITED = {"/register": "register", "/authorize": "authorize", "/token": "token", "/revoke": "revoke"}
+_LIMITED = {"/register": "register", "/authorize": "authorize", "/token": "token", "/revoke": "revoke",
+            "/oauth/github/callback": "callback", "/authorize/consent": "consent"}
 
 
 def _verifier(session: str, state: str) -> str:
@@ -90,16 +94,32 @@ def _challenge(verifier: str) -> str:
 
 def _rate_subject(address: str) -> str:
     """The rate-limit subject of a caller address: an IPv6 address counts as its /64 (one subscriber's
-    prefix: rotating through it gives no fresh buckets), an IPv4 address as itself."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
-    return str(ip)
+    prefix: rotating through it gives no fresh buckets), an IPv4 address as itself (:meth:`Quota.of`)."""
+    return Quota.of(address).address
+
+
+class ThrottledLines:
+    """One log line per ``interval`` seconds and key at most, naming how many were held back since the last one
+    (the "rate limited" lines: an attacker must not be able to flood the log, docs/operations.md#github-audit)."""
+
+    def __init__(self, logger: logging.Logger, message: str, interval: float,
+                 clock=time.monotonic):
+        self._logger, self._message, self._interval, self._clock = logger, message, interval, clock
+        self._lock = threading.Lock()
+        self._state: dict[str, tuple[float, int]] = {}  # key -> (last line, held back since)
+
+    def note(self, key: str) -> bool:
+        """Count one event of ``key``; log it (with the held-back count) when its interval has passed.
+        Returns True when a line was written."""
+        now = self._clock()
+        with self._lock:
+            last, held = self._state.get(key, (float("-inf"), 0))
+            if now - last < self._interval:
+                self._state[key] = (last, held + 1)
+                return False
+            self._state[key] = (now, 0)
+        self._logger.info(self._message + " (%d more since the last line)", key, held)
+        return True
 
 
 def _page(html: str, status: int) -> Response:
@@ -119,6 +139,7 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
     cookie_name = f"__Host-{SESSION_COOKIE}" if secure_cookie else SESSION_COOKIE
     vault = server.svc.vault
     purge_state = {"next": 0.0, "lock": threading.Lock()}
+    limited_lines = ThrottledLines(log, "oauth rate limited endpoint=%s", settings.rate_log_seconds)
 
     def purge_soon() -> None:
         """Start the periodic purge in a background thread when it is due (never on the request thread)."""
@@ -149,6 +170,14 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
                                        settings.rate_limit_burst, max_buckets=settings.rate_limit_max_buckets)
 
     @bp.before_request
+    def _caller():
+        """The caller's quota keys (address, prefix) for the per-address quotas, the metadata fetch slots
+        and the audit lines (``flask.g.s3rm_caller``, a :class:`~gateway.auth.store.Quota`)."""
+        address = client_address(request.headers, request.remote_addr, service.config.proxy_secret)
+        g.s3rm_caller = Quota.of(address, settings.address_quota, settings.prefix_quota)
+        g.s3rm_address = address
+
+    @bp.before_request
     def _limits():
         purge_soon()
         endpoint = _LIMITED.get(request.path)
@@ -162,7 +191,7 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
             wait = client and over_limit(f"oauth-{endpoint}-client", digest(client))
         if not wait:
             return None
-        log.info("oauth rate limited endpoint=%s", endpoint)
+        limited_lines.note(endpoint)
         response = oauth_error("temporarily_unavailable", f"Too many requests to {request.path}; retry after "
                                f"{wait} s.", 429)
         response.headers["Retry-After"] = str(wait)
@@ -280,9 +309,11 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
         session = presented if vault.session_ok(presented) else vault.new_session()
         state = secrets.token_urlsafe(32)
         params = {k: request.args[k] for k in AUTHORIZE_PARAMS if k in request.args}
+        client_id = grant.client.get_client_id()
+        trusted = not client_id.startswith("https://") and service.store.client_used(client_id)
         if not service.store.save_pending(digest(f"github:{state}"), {"params": params, "session": digest(session)},
                                           service.clock() + settings.login_seconds, cap=settings.max_pending,
-                                          now=service.clock()):
+                                          now=service.clock(), quota=g.s3rm_caller, priority=trusted):
             response = _page(error_page("temporarily_unavailable: too many sign-ins are in progress; retry in a "
                                         "minute."), 503)
             response.headers["Retry-After"] = "60"
@@ -317,20 +348,20 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
                                               pins=service.store.pinned_logins())
         except github.UpstreamError as exc:
             return _page(error_page(str(exc)), 502)
+        for org, org_id in user.org_ids.items():  # first sight of an allowlisted org name: pin its numeric id
+            service.store.pin_login(f"org:{org}", org_id, service.clock())
         audit("sign_in", user_id=user.id, login=user.login, client_id=grant.client.get_client_id(),
               allowed=",".join(sorted(user.allowed)) or "none")
+        # refused: a page, never a redirect — the client's URI is unverified, and GitHub approves a returning
+        # user without a click, so a redirect would make this host an open redirector (module doc)
         if not user.allowed:
             log.info("github login refused: not in the allowlists")
-            error = OAuth2Error(description="This GitHub account is not in this server's allowlists.",
-                                redirect_uri=grant.redirect_uri, state=stored.payload.state)
-            error.error = "access_denied"
-            return grant_error(error)
+            return _page(error_page("access_denied: this GitHub account is not in this server's allowlists; "
+                                    "nothing was granted."), 403)
         scopes = server.grant_scope(stored.payload.scope, GrantUser(user.id, user.login, user.allowed)).split()
         if not scopes:
-            error = OAuth2Error(description="This GitHub account may not use the requested scopes.",
-                                redirect_uri=grant.redirect_uri, state=stored.payload.state)
-            error.error = "access_denied"
-            return grant_error(error)
+            return _page(error_page("access_denied: this GitHub account may not use the requested scopes; "
+                                    "nothing was granted."), 403)
         request_id, csrf = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
         service.store.save_pending(digest(f"consent:{request_id}"), {
             "params": pending["params"], "session": pending["session"], "csrf": digest(csrf),
@@ -353,7 +384,8 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
                 or not csrf or not hmac.compare_digest(digest(csrf), record["csrf"])):
             return oauth_error("invalid_request", "The consent form is not valid for this browser session "
                                "(expired, already used or not from this page).", 403)
-        service.store.take_pending(key, service.clock())
+        if service.store.take_pending(key, service.clock()) is None:  # a parallel approval took it: one code
+            return oauth_error("invalid_request", "The consent form was already used.", 403)
         try:
             stored, grant = stored_grant(record["params"])
         except OAuth2Error as error:

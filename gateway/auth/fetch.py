@@ -242,6 +242,9 @@ class MetadataFetcher:
     * at most ``max_concurrent`` fetches run at once, on their own worker
       threads; a request finding every slot busy is refused at once
       (``FetchError("busy")``) instead of queueing;
+    * one caller (address key) holds at most ``per_caller`` of those slots
+      (default half of them, at least one): one address sending slow
+      documents refuses only itself, the other slots stay free for everyone else;
     * the request thread waits at most ``timeout`` seconds (the fetch's own
       absolute deadline) plus a small grace, even when DNS hangs;
     * a failed URL is refused without a new fetch for ``failure_seconds``
@@ -256,10 +259,13 @@ class MetadataFetcher:
 
     def __init__(self, *, timeout: float, max_concurrent: int, failure_seconds: int,
                  allow_networks: Iterable[str] = (), ca_file: str = "",
-                 fetch: Callable[[str, float], dict[str, Any]] | None = None, cache_size: int = 1024):
+                 fetch: Callable[[str, float], dict[str, Any]] | None = None, cache_size: int = 1024,
+                 per_caller: int = 0):
         import threading
 
         self.timeout = timeout
+        self.per_caller = per_caller or max(1, max_concurrent // 2)
+        self._held: dict[str, int] = {}
         self.failure_seconds = failure_seconds
         self.max_concurrent = max_concurrent
         self._slots = threading.BoundedSemaphore(max_concurrent)
@@ -289,22 +295,35 @@ class MetadataFetcher:
             while len(self._failures) > self._cache_size:
                 self._failures.pop(next(iter(self._failures)))
 
-    def get(self, url: str) -> dict[str, Any]:
-        """The JSON object at ``url``; raises :class:`FetchError` (``busy``, ``cached`` or a fetch reason)."""
+    def _release(self, caller: str) -> None:
+        with self._lock:
+            left = self._held.get(caller, 1) - 1
+            if left > 0:
+                self._held[caller] = left
+            else:
+                self._held.pop(caller, None)
+        self._slots.release()
+
+    def get(self, url: str, caller: str = "") -> dict[str, Any]:
+        """The JSON object at ``url`` for ``caller`` (its address key; ``""`` counts as one caller);
+        raises :class:`FetchError` (``busy``, ``cached`` or a fetch reason)."""
         from concurrent.futures import TimeoutError as FutureTimeout
 
         with self._lock:
             failed = self._failures.get(url)
             if failed and failed[0] > time.monotonic():
                 raise FetchError("cached", f"this document failed recently ({failed[1]})")
-        if not self._slots.acquire(blocking=False):
-            raise FetchError("busy", "too many client metadata documents are being fetched at once")
+            if self._held.get(caller, 0) >= self.per_caller:
+                raise FetchError("busy", "this address is already fetching client metadata documents")
+            if not self._slots.acquire(blocking=False):
+                raise FetchError("busy", "too many client metadata documents are being fetched at once")
+            self._held[caller] = self._held.get(caller, 0) + 1
         try:
             future = self._executor().submit(self._fetch, url, self.timeout)
         except BaseException:
-            self._slots.release()
+            self._release(caller)
             raise
-        future.add_done_callback(lambda _: self._slots.release())
+        future.add_done_callback(lambda _: self._release(caller))
         try:
             return future.result(timeout=self.timeout + self._GRACE)
         except FutureTimeout:

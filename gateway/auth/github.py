@@ -14,14 +14,19 @@ stand-in.
 
 Allowlisted users are GitHub's numeric ids; a login name in the settings
 counts only for the id an admin pinned it to (:func:`granted_scopes`).
-:func:`lookup_user` resolves a login for that admin command.
+:func:`lookup_user` resolves a login for that admin command. Allowlisted
+organisations are numeric ids or names; a name counts only for the
+organisation id pinned to it (pinned by ``s3rm auth pin --org`` or at the
+first sign-in that sees it, :func:`_active_orgs`), and a team counts only
+inside such an organisation — a freed org name taken by someone else grants
+nothing (docs/operations.md#github-ids).
 
 Errors are :class:`UpstreamError` (GitHub refused the code, answered
 unexpectedly or could not be reached) with a message safe to show.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
 
 import requests
@@ -29,7 +34,8 @@ import requests
 from gateway.config.github import SCOPE_READ, SCOPE_WRITE, GithubSettings
 from gateway.core.errors import GatewayError
 
-__all__ = ["GithubUser", "UpstreamError", "authorize_url", "granted_scopes", "login", "lookup_user", "recheck"]
+__all__ = ["GithubUser", "UpstreamError", "authorize_url", "granted_scopes", "login", "lookup_org", "lookup_user",
+           "recheck"]
 
 _HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
             "User-Agent": "s3rm-gateway"}
@@ -41,11 +47,13 @@ class UpstreamError(GatewayError):
 
 @dataclass(frozen=True)
 class GithubUser:
-    """A verified GitHub identity: numeric ``id`` (as text), ``login``, and the scopes its memberships allow."""
+    """A verified GitHub identity: numeric ``id`` (as text), ``login``, the scopes its memberships allow,
+    and ``org_ids``: allowlisted org names not pinned yet → the numeric id seen (the caller pins them)."""
 
     id: str
     login: str
     allowed: frozenset[str]
+    org_ids: dict[str, str] = field(default_factory=dict)
 
 
 def authorize_url(settings: GithubSettings, *, state: str, code_challenge: str, redirect_uri: str) -> str:
@@ -60,8 +68,8 @@ def _get(session: requests.Session, settings: GithubSettings, path: str) -> requ
     return session.get(f"{settings.api_url}{path}", timeout=settings.upstream_timeout_seconds)
 
 
-def _active(session: requests.Session, settings: GithubSettings, path: str) -> bool:
-    """True for an active membership; False when GitHub says there is none (404, or another refusal);
+def _membership(session: requests.Session, settings: GithubSettings, path: str) -> dict | list | None:
+    """The JSON of a membership call; ``None`` when GitHub says there is none (404, or another refusal);
     :class:`UpstreamError` when GitHub could not answer (5xx, or its rate limit: 429, or 403 with no
     requests left) — an outage is never taken for a lost membership."""
     response = _get(session, settings, path)
@@ -70,11 +78,55 @@ def _active(session: requests.Session, settings: GithubSettings, path: str) -> b
     if response.status_code >= 500 or limited:
         raise UpstreamError("GitHub is not answering the membership check right now.")
     if response.status_code != 200:
-        return False
+        return None
     try:
-        return response.json().get("state") == "active"
+        return response.json()
     except ValueError:
-        return False
+        return None
+
+
+def _active(session: requests.Session, settings: GithubSettings, path: str) -> bool:
+    """True for an active membership (see :func:`_membership`)."""
+    found = _membership(session, settings, path)
+    return isinstance(found, dict) and found.get("state") == "active"
+
+
+def _org_id(membership: object) -> str | None:
+    """The numeric id of the organisation of an ACTIVE org membership record, else ``None``."""
+    if not isinstance(membership, dict) or membership.get("state") != "active":
+        return None
+    org = membership.get("organization")
+    return str(org["id"]) if isinstance(org, dict) and isinstance(org.get("id"), int) else None
+
+
+def _active_orgs(session: requests.Session, settings: GithubSettings, pins: dict[str, str],
+                 learned: dict[str, str]) -> set[str]:
+    """The org allowlist entries (names and numeric ids) this session's user is an active member of.
+
+    A name counts only while its organisation's numeric id is the one pinned for it (``pins["org:<name>"]``:
+    GitHub frees an org name on rename and anyone may take it); an unpinned name counts and its id goes to
+    ``learned`` (the caller pins it: trust on first use). A numeric id is matched against the user's list of
+    active memberships (``GET /user/memberships/orgs``, which carries the ids)."""
+    entries = settings.read_orgs | settings.write_orgs | {t.partition("/")[0] for t in settings.read_teams
+                                                          | settings.write_teams}
+    found = set()
+    for name in sorted(e for e in entries if not e.isdigit()):
+        org_id = _org_id(_membership(session, settings, f"/user/memberships/orgs/{quote(name)}"))
+        pinned = pins.get(f"org:{name}")
+        if org_id is None or (pinned is not None and pinned != org_id):
+            continue
+        if pinned is None:
+            learned[name] = org_id
+        found.add(name)
+    wanted = {e for e in entries if e.isdigit()}
+    for page in range(1, 11) if wanted else ():  # at most 1000 memberships
+        listed = _membership(session, settings, f"/user/memberships/orgs?state=active&per_page=100&page={page}")
+        if not isinstance(listed, list):
+            break
+        found |= wanted & {org_id for org_id in map(_org_id, listed) if org_id}
+        if len(listed) < 100:
+            break
+    return found
 
 
 def granted_scopes(settings: GithubSettings, user_id: str, login_name: str, orgs: set[str], teams: set[str],
@@ -108,13 +160,15 @@ def _identity_and_scopes(session: requests.Session, settings: GithubSettings,
     if not isinstance(data, dict) or not isinstance(data.get("id"), int) or not isinstance(data.get("login"), str):
         raise UpstreamError("GitHub did not say who logged in.")
     name = data["login"].lower()
-    orgs = {org for org in settings.read_orgs | settings.write_orgs
-            if _active(session, settings, f"/user/memberships/orgs/{quote(org)}")}
+    learned: dict[str, str] = {}
+    orgs = _active_orgs(session, settings, pins or {}, learned) if settings.needs_org_scope else set()
     teams = set()
     for team in settings.read_teams | settings.write_teams:
         org, _, slug = team.partition("/")
-        if _active(session, settings, f"/orgs/{quote(org)}/teams/{quote(slug)}/memberships/{quote(name)}"):
+        if org in orgs and _active(session, settings, f"/orgs/{quote(org)}/teams/{quote(slug)}/memberships/"
+                                                      f"{quote(name)}"):
             teams.add(team)
+    data = {**data, "_learned_orgs": learned}
     return data, granted_scopes(settings, str(data["id"]), name, orgs, teams, pins)
 
 
@@ -134,18 +188,27 @@ def recheck(settings: GithubSettings, token: str, user_id: str, pins: dict[str, 
     return found[1]
 
 
-def lookup_user(settings: GithubSettings, login_name: str, token: str = "") -> str:
-    """GitHub's numeric id of ``login_name`` (``GET /users/{login}``), as text; raises :class:`UpstreamError`."""
+def _lookup_id(settings: GithubSettings, path: str, what: str, token: str) -> str:
+    """The numeric ``id`` of the GitHub API object at ``path``, as text; raises :class:`UpstreamError`."""
     headers = dict(_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {}))
     try:
-        answer = requests.get(f"{settings.api_url}/users/{quote(login_name)}", headers=headers,
-                              timeout=settings.upstream_timeout_seconds)
+        answer = requests.get(f"{settings.api_url}{path}", headers=headers, timeout=settings.upstream_timeout_seconds)
         data = answer.json() if answer.status_code == 200 else {}
     except (requests.RequestException, ValueError):
-        raise UpstreamError("GitHub could not be reached to look the login up.") from None
+        raise UpstreamError(f"GitHub could not be reached to look the {what.split()[0]} up.") from None
     if not isinstance(data, dict) or not isinstance(data.get("id"), int):
-        raise UpstreamError(f"GitHub knows no user {login_name!r} (HTTP {answer.status_code}).")
+        raise UpstreamError(f"GitHub knows no {what} (HTTP {answer.status_code}).")
     return str(data["id"])
+
+
+def lookup_user(settings: GithubSettings, login_name: str, token: str = "") -> str:
+    """GitHub's numeric id of ``login_name`` (``GET /users/{login}``), as text; raises :class:`UpstreamError`."""
+    return _lookup_id(settings, f"/users/{quote(login_name)}", f"user {login_name!r}", token)
+
+
+def lookup_org(settings: GithubSettings, name: str, token: str = "") -> str:
+    """GitHub's numeric id of organisation ``name`` (``GET /orgs/{org}``), as text; raises :class:`UpstreamError`."""
+    return _lookup_id(settings, f"/orgs/{quote(name)}", f"organisation {name!r}", token)
 
 
 def login(settings: GithubSettings, *, code: str, code_verifier: str, redirect_uri: str,
@@ -173,4 +236,5 @@ def login(settings: GithubSettings, *, code: str, code_verifier: str, redirect_u
         if found is None:
             raise UpstreamError("GitHub did not accept its own token.")
     data, allowed = found
-    return GithubUser(id=str(data["id"]), login=data["login"], allowed=allowed), token
+    return GithubUser(id=str(data["id"]), login=data["login"], allowed=allowed,
+                      org_ids=dict(data["_learned_orgs"])), token

@@ -34,7 +34,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from gateway.auth.store import Family, RefreshOutcome, SigningKey, judge_refresh, rate_take, store_errors_as_unavailable
+from gateway.auth.store import (Family, Quota, RefreshOutcome, SigningKey, evict_over_quota, judge_refresh,
+                                rate_take, store_errors_as_unavailable)
 
 __all__ = ["PostgresAuthStore"]
 
@@ -64,7 +65,20 @@ ALTER TABLE s3rm_auth_family ADD COLUMN IF NOT EXISTS user_id text NOT NULL DEFA
 CREATE INDEX IF NOT EXISTS s3rm_auth_refresh_family ON s3rm_auth_refresh (family);
 CREATE INDEX IF NOT EXISTS s3rm_auth_family_user ON s3rm_auth_family (user_id);
 CREATE INDEX IF NOT EXISTS s3rm_auth_rate_last ON s3rm_auth_rate (last);
+ALTER TABLE s3rm_auth_client ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS prefix text NOT NULL DEFAULT '';
+ALTER TABLE s3rm_auth_pending ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS prefix text NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS s3rm_auth_pending_owner ON s3rm_auth_pending (owner, expires_at);
+CREATE INDEX IF NOT EXISTS s3rm_auth_pending_prefix ON s3rm_auth_pending (prefix, expires_at);
+CREATE INDEX IF NOT EXISTS s3rm_auth_pending_expires ON s3rm_auth_pending (expires_at);
+CREATE INDEX IF NOT EXISTS s3rm_auth_client_owner ON s3rm_auth_client (owner, created_at) WHERE last_used_at IS NULL;
+CREATE INDEX IF NOT EXISTS s3rm_auth_client_prefix ON s3rm_auth_client (prefix, created_at) WHERE last_used_at IS NULL;
 """
+
+#: The tables a purge deletes from (VACUUMed afterwards so their space is reusable, and trailing pages returned).
+_PURGED = ("s3rm_auth_code", "s3rm_auth_refresh", "s3rm_auth_family", "s3rm_auth_pending", "s3rm_auth_rate",
+           "s3rm_auth_client")
 
 #: Serialises the count-then-insert of the client and pending caps between gateways.
 _CAP_LOCK = 0x53334D43
@@ -130,23 +144,32 @@ class PostgresAuthStore:
         return int(self._one("SELECT count(*) FROM s3rm_auth_client")[0])
 
     def add_client(self, client_id: str, metadata: dict[str, Any], secret_hash: str | None, now: int, *,
-                   cap: int, evict_before: int) -> bool:
+                   cap: int, evict_before: int, quota: Quota | None = None) -> bool:
         """See :meth:`AuthStore.add_client`; an advisory lock makes count and insert one step for all gateways."""
+        quota = quota or Quota()
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CAP_LOCK,))
+            evict_over_quota(conn.execute, quota, "s3rm_auth_client", "client_id", "created_at, client_id",
+                             " AND last_used_at IS NULL", mark="%s")
             if int(conn.execute("SELECT count(*) FROM s3rm_auth_client").fetchone()[0]) >= cap:
                 victim = conn.execute("DELETE FROM s3rm_auth_client WHERE client_id = (SELECT client_id FROM "
                                       "s3rm_auth_client WHERE last_used_at IS NULL AND created_at < %s ORDER BY "
                                       "created_at, client_id LIMIT 1) RETURNING client_id", (evict_before,)).fetchone()
                 if victim is None:
                     return False
-            conn.execute("INSERT INTO s3rm_auth_client (client_id, metadata, secret_hash, created_at) "
-                         "VALUES (%s, %s, %s, %s)", (client_id, Jsonb(metadata), secret_hash, now))
+            conn.execute("INSERT INTO s3rm_auth_client (client_id, metadata, secret_hash, created_at, owner, prefix) "
+                         "VALUES (%s, %s, %s, %s, %s, %s)",
+                         (client_id, Jsonb(metadata), secret_hash, now, quota.address, quota.prefix))
             return True
 
     def touch_client(self, client_id: str, now: int) -> None:
         """See :meth:`AuthStore.touch_client`."""
         self._run("UPDATE s3rm_auth_client SET last_used_at = %s WHERE client_id = %s", (now, client_id))
+
+    def client_used(self, client_id: str) -> bool:
+        """See :meth:`AuthStore.client_used`."""
+        return self._one("SELECT 1 FROM s3rm_auth_client WHERE client_id = %s AND last_used_at IS NOT NULL",
+                         (client_id,)) is not None
 
     # -------------------------------------------------------------- codes
     def save_code(self, code_hash: str, data: dict[str, Any], expires_at: int) -> None:
@@ -249,17 +272,27 @@ class PostgresAuthStore:
 
     # ------------------------------------------------------ pending logins
     def save_pending(self, key_hash: str, data: dict[str, Any], expires_at: int, *, cap: int = 0,
-                     now: int = 0) -> bool:
-        """See :meth:`AuthStore.save_pending`."""
+                     now: int = 0, quota: Quota | None = None, priority: bool = False) -> bool:
+        """See :meth:`AuthStore.save_pending`; one advisory lock serialises quotas and cap for all gateways."""
+        quota = quota or Quota()
         with self.pool.connection() as conn, conn.transaction():
-            if cap:
+            if cap or quota.limits():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CAP_LOCK + 1,))
+            for column, key, _ in quota.limits():
+                conn.execute(f"DELETE FROM s3rm_auth_pending WHERE {column} = %s AND expires_at <= %s", (key, now))
+            evict_over_quota(conn.execute, quota, "s3rm_auth_pending", "key_hash", "expires_at, key_hash", mark="%s")
+            if cap and int(conn.execute("SELECT count(*) FROM s3rm_auth_pending").fetchone()[0]) >= cap:
+                conn.execute("DELETE FROM s3rm_auth_pending WHERE expires_at <= %s", (now,))
                 if int(conn.execute("SELECT count(*) FROM s3rm_auth_pending").fetchone()[0]) >= cap:
-                    conn.execute("DELETE FROM s3rm_auth_pending WHERE expires_at <= %s", (now,))
-                    if int(conn.execute("SELECT count(*) FROM s3rm_auth_pending").fetchone()[0]) >= cap:
+                    victim = conn.execute("DELETE FROM s3rm_auth_pending WHERE key_hash = (SELECT key_hash FROM "
+                                          "s3rm_auth_pending WHERE owner <> '' ORDER BY expires_at, key_hash LIMIT 1) "
+                                          "RETURNING key_hash").fetchone() if priority else None
+                    if victim is None:
                         return False
-            conn.execute("INSERT INTO s3rm_auth_pending VALUES (%s, %s, %s) ON CONFLICT (key_hash) DO UPDATE SET "
-                         "data = EXCLUDED.data, expires_at = EXCLUDED.expires_at", (key_hash, Jsonb(data), expires_at))
+            conn.execute("INSERT INTO s3rm_auth_pending (key_hash, data, expires_at, owner, prefix) VALUES "
+                         "(%s, %s, %s, %s, %s) ON CONFLICT (key_hash) DO UPDATE SET data = EXCLUDED.data, "
+                         "expires_at = EXCLUDED.expires_at", (key_hash, Jsonb(data), expires_at, quota.address,
+                                                              quota.prefix))
             return True
 
     def get_pending(self, key_hash: str, now: int) -> dict[str, Any] | None:
@@ -331,4 +364,9 @@ class PostgresAuthStore:
                         "OR last_used_at < %s", (unused_client_before, idle_client_before)),
         }
         with self.pool.connection() as conn, conn.transaction():
-            return {name: conn.execute(sql, args).rowcount for name, (sql, args) in steps.items()}
+            removed = {name: conn.execute(sql, args).rowcount for name, (sql, args) in steps.items()}
+        if any(removed.values()):
+            with self.pool.connection() as conn:  # autocommit: VACUUM cannot run in a transaction
+                for table in _PURGED:  # plain VACUUM: no exclusive lock; frees the rows' space for reuse
+                    conn.execute(f"VACUUM {table}")
+        return removed

@@ -16,12 +16,14 @@ the RFC 9207 ``iss`` parameter. What Authlib lacks is small code here:
   URI matches the same URI on any port (:func:`redirect_matches`);
 * **client ID metadata documents**: an ``https`` ``client_id`` is fetched
   through :class:`gateway.auth.fetch.MetadataFetcher` (SSRF rules, absolute
-  deadline, concurrency cap, negative cache there), must name itself as
+  deadline, concurrency cap with a per-address share, negative cache there), must name itself as
   ``client_id``, and is cached for five minutes; the caller learns only that
   the document was refused (the reason goes to the log);
 * **bounded client metadata** (:data:`METADATA_LIMITS`): every field has a
-  size limit, unknown fields are dropped, the registration cap is atomic
-  and evicts the oldest never-used client when full;
+  size limit, unknown fields are dropped; one address (and one network)
+  holds a quota of never-used clients, its oldest evicted first
+  (docs/operations.md#github-quotas); the registration cap is atomic and
+  evicts the oldest never-used client when full;
 * **rotating refresh tokens with reuse detection**: every refresh returns a
   new refresh token of the same family; presenting a used one revokes the
   family (and with it every access token minted from it), as does replaying
@@ -36,9 +38,10 @@ the RFC 9207 ``iss`` parameter. What Authlib lacks is small code here:
   ``temporarily_unavailable``. A family lives at most
   ``S3RM_OAUTH_FAMILY_MAX_SECONDS`` from its sign-in.
 
-Audit lines (logger ``s3rm.auth.audit``, no secrets): ``sign_in``,
-``token_issued``, ``refreshed``, ``refresh_reuse``, ``revoked``,
-``membership_lost`` (:func:`audit`).
+Audit lines (logger ``s3rm.auth.audit``, no secrets, with the client
+address; also in their own rotating file, :func:`install_audit_log`):
+``sign_in``, ``token_issued``, ``refreshed``, ``refresh_reuse``,
+``revoked``, ``membership_lost`` (:func:`audit`).
 
 Tokens: :mod:`gateway.auth.tokens` (JWT, ES256, rotating keys). State:
 :class:`gateway.auth.store.AuthStore`.
@@ -69,6 +72,8 @@ from authlib.oauth2.rfc7591 import (ClientMetadataClaims, ClientRegistrationEndp
                                     InvalidRedirectURIError)
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc9207 import IssuerParameter
+from flask import g as flask_g
+from flask import has_request_context
 from flask import request as flask_request
 
 from gateway.auth import github
@@ -80,16 +85,46 @@ from gateway.config.github import SCOPE_READ, SCOPE_WRITE, GithubSettings
 from gateway.core.errors import GatewayError
 
 __all__ = ["GatewayAuthorizationServer", "GrantUser", "InvalidTargetError", "METADATA_LIMITS", "OAuthClient",
-           "SCOPES", "StoredRequest", "TemporarilyUnavailable", "audit", "clean_metadata", "redirect_matches",
-           "redirect_uri_allowed"]
+           "SCOPES", "StoredRequest", "TemporarilyUnavailable", "audit", "clean_metadata", "install_audit_log",
+           "redirect_matches", "redirect_uri_allowed"]
 
 log = logging.getLogger("s3rm.auth")
 audit_log = logging.getLogger("s3rm.auth.audit")
 
 
 def audit(event: str, **fields: str | int) -> None:
-    """One audit line ``oauth_audit event=<event> key=value ...`` (values must never be secrets)."""
+    """One audit line ``oauth_audit event=<event> key=value ... addr=<client address>`` (values must never be
+    secrets; ``addr`` is the caller's address when a request is being served, docs/operations.md#github-audit)."""
+    if has_request_context() and "addr" not in fields and flask_g.get("s3rm_address"):
+        fields = {**fields, "addr": flask_g.s3rm_address}
     audit_log.info("oauth_audit event=%s %s", event, " ".join(f"{k}={_plain(v)}" for k, v in fields.items()))
+
+
+_AUDIT_FILES: dict[str, logging.Handler] = {}
+
+
+def install_audit_log(path: str, max_bytes: int, backups: int) -> None:
+    """Send the audit lines (logger ``s3rm.auth.audit``) also to their own rotating file ``path`` (at most
+    ``backups`` + 1 files of ``max_bytes``), once per process and path; ``""`` installs nothing. Nothing
+    but audit lines goes there (the rate-limit and request lines stay in the main log)."""
+    from logging.handlers import RotatingFileHandler
+    from pathlib import Path
+
+    class PrivateRotatingFile(RotatingFileHandler):
+        def _open(self):  # every file it opens, after each rotation too: logins and addresses stay private
+            stream = super()._open()
+            Path(self.baseFilename).chmod(0o600)
+            return stream
+
+    if not path or path in _AUDIT_FILES:
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    handler = PrivateRotatingFile(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S%z"))
+    handler.setLevel(logging.INFO)
+    audit_log.addHandler(handler)
+    audit_log.setLevel(logging.INFO)
+    _AUDIT_FILES[path] = handler
 
 
 def _plain(value: str | int) -> str:
@@ -494,7 +529,8 @@ class GatewayAuthorizationServer(AuthorizationServer):
             if cached and cached[0] > now:
                 return cached[1]
         try:
-            document = self.svc.fetcher.get(url)
+            caller = flask_g.get("s3rm_caller")
+            document = self.svc.fetcher.get(url, caller=caller.address if caller else "")
         except FetchError as exc:
             log.info("client metadata document refused reason=%s", exc.reason)
             if exc.reason == "busy":
@@ -759,7 +795,8 @@ class _Registration(ClientRegistrationEndpoint):
         metadata = clean_metadata(dict(client_metadata))
         now = svc.clock()
         if not svc.store.add_client(client_info["client_id"], metadata, digest(secret) if secret else None, now,
-                                    cap=svc.settings.max_clients, evict_before=now - svc.settings.login_seconds):
+                                    cap=svc.settings.max_clients, evict_before=now - svc.settings.login_seconds,
+                                    quota=flask_g.get("s3rm_caller")):
             raise InvalidClientMetadataError(description="This server accepts no more client registrations right "
                                              "now (S3RM_OAUTH_MAX_CLIENTS reached); retry later or ask its "
                                              "administrator.")

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any, Callable
 
-from gateway.auth.server import SCOPES, GatewayAuthorizationServer
+from gateway.auth.server import SCOPES, GatewayAuthorizationServer, install_audit_log
 from gateway.auth.store import AuthStore, SqliteAuthStore
 from gateway.auth.tokens import KeyRing, TokenInvalid, verify_access_token
 from gateway.config import GatewayConfig
@@ -74,6 +74,7 @@ class AuthService:
         self.settings: GithubSettings = settings
         self.clock = clock
         self.store = store or open_auth_store(config)
+        install_audit_log(settings.audit_log, settings.audit_log_bytes, settings.audit_log_backups)
         self.ring = KeyRing(self.store, settings.key_rotation_seconds, settings.access_token_seconds, clock)
         self.server = GatewayAuthorizationServer(settings, self.store, self.ring, clock=clock, fetch=fetch)
         unpinned = sorted(settings.pending_logins - set(self.store.pinned_logins()))

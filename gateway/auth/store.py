@@ -34,8 +34,8 @@ from typing import Any, Callable, Protocol, TypeVar
 
 from gateway.core.errors import StoreUnavailable
 
-__all__ = ["AuthStore", "Family", "RefreshOutcome", "SigningKey", "SqliteAuthStore", "digest", "judge_refresh",
-           "rate_take"]
+__all__ = ["AuthStore", "Family", "Quota", "RefreshOutcome", "SigningKey", "SqliteAuthStore", "digest",
+           "evict_over_quota", "judge_refresh", "rate_take"]
 
 
 def digest(secret: str) -> str:
@@ -50,6 +50,60 @@ class SigningKey:
     kid: str
     private_jwk: str
     created_at: int
+
+
+@dataclass(frozen=True)
+class Quota:
+    """Who stores an anonymous row and how many unused rows each of its keys may hold
+    (docs/operations.md#github-quotas).
+
+    ``address`` is the caller's address key (IPv4 /32, IPv6 /64), ``prefix`` its wider network
+    (IPv4 /24, IPv6 /48); ``per_address`` / ``per_prefix`` are the most unused rows (pending logins,
+    never-used clients) each may hold: at the quota, that key's OLDEST unused row is evicted to make
+    room, so a caller only ever pushes out its own state. ``0`` turns a quota off.
+    """
+
+    address: str = ""
+    prefix: str = ""
+    per_address: int = 0
+    per_prefix: int = 0
+
+    @classmethod
+    def of(cls, address: str, per_address: int = 0, per_prefix: int = 0) -> "Quota":
+        """The quota keys of a caller ``address``: an IPv4 address counts as itself and its /24, an IPv6
+        address as its /64 and /48 (one subscriber's prefix, one site); an IPv4-mapped IPv6 address as the
+        IPv4 address; anything else (a Unix socket peer) as itself with no prefix."""
+        import ipaddress
+
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return cls(address, "", per_address, per_prefix)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if isinstance(ip, ipaddress.IPv6Address):
+            return cls(str(ipaddress.ip_network(f"{ip}/64", strict=False)),
+                       str(ipaddress.ip_network(f"{ip}/48", strict=False)), per_address, per_prefix)
+        return cls(str(ip), str(ipaddress.ip_network(f"{ip}/24", strict=False)), per_address, per_prefix)
+
+    def limits(self) -> tuple[tuple[str, str, int], ...]:
+        """``(column, key, quota)`` of every quota in force."""
+        return tuple((column, key, limit) for column, key, limit in (
+            ("owner", self.address, self.per_address), ("prefix", self.prefix, self.per_prefix)) if key and limit)
+
+
+def evict_over_quota(execute: Callable[[str, tuple], Any], quota: Quota, table: str, key_column: str, order: str,
+                     where: str = "", mark: str = "?") -> None:
+    """Make room for one more row of ``quota``'s keys in ``table``: for each quota in force, delete that key's
+    oldest rows (``order``) beyond ``limit - 1``. ``where`` narrows the counted rows (``" AND ..."``: the
+    unused ones), ``mark`` is the driver's placeholder; ``execute`` runs inside the caller's transaction.
+    Shared by both :class:`AuthStore` implementations."""
+    for column, key, limit in quota.limits():
+        extra = int(execute(f"SELECT COUNT(*) FROM {table} WHERE {column} = {mark}{where}", (key,)).fetchone()[0]) \
+            - limit + 1
+        if extra > 0:
+            execute(f"DELETE FROM {table} WHERE {key_column} IN (SELECT {key_column} FROM {table} WHERE "
+                    f"{column} = {mark}{where} ORDER BY {order} LIMIT {mark})", (key, extra))
 
 
 @dataclass(frozen=True)
@@ -133,12 +187,17 @@ class AuthStore(Protocol):
         """How many clients are registered (the registration cap compares it)."""
 
     def add_client(self, client_id: str, metadata: dict[str, Any], secret_hash: str | None, now: int, *,
-                   cap: int, evict_before: int) -> bool:
-        """Register a client unless ``cap`` clients exist; when full, first evict the oldest client never
-        used and created before ``evict_before``. One transaction; False when nothing could be evicted."""
+                   cap: int, evict_before: int, quota: "Quota | None" = None) -> bool:
+        """Register a client. With ``quota``: at its address or prefix quota of never-used clients, that
+        key's oldest never-used client is evicted first. Then, when ``cap`` clients exist, the oldest
+        client never used and created before ``evict_before`` is evicted (a client that got a token never
+        is). One transaction; False when the cap is full and nothing could be evicted."""
 
     def touch_client(self, client_id: str, now: int) -> None:
         """Record that ``client_id`` was just issued a token (unused clients expire, :meth:`purge`)."""
+
+    def client_used(self, client_id: str) -> bool:
+        """True when ``client_id`` is registered and was issued a token at least once."""
 
     def save_code(self, code_hash: str, data: dict[str, Any], expires_at: int) -> None:
         """Store an authorization code's grant (client, redirect URI, PKCE challenge, resource, user, scope)."""
@@ -184,9 +243,13 @@ class AuthStore(Protocol):
         """Forget a retired key (no token signed with it can still be valid)."""
 
     def save_pending(self, key_hash: str, data: dict[str, Any], expires_at: int, *, cap: int = 0,
-                     now: int = 0) -> bool:
+                     now: int = 0, quota: "Quota | None" = None, priority: bool = False) -> bool:
         """Store (or replace) a pending browser login keyed by the hash of its state/session secret.
-        With ``cap``: expired ones are dropped first and False is returned when ``cap`` unexpired remain."""
+
+        With ``quota``: expired rows of its keys are dropped and, at an address or prefix quota, that
+        key's oldest pending login is evicted. With ``cap`` (the global last resort): expired ones are
+        dropped; when ``cap`` unexpired remain, a ``priority`` login (a client that already got a token)
+        evicts the oldest anonymous one, any other gets False."""
 
     def get_pending(self, key_hash: str, now: int) -> dict[str, Any] | None:
         """The unexpired pending login, or ``None``."""
@@ -214,7 +277,8 @@ class AuthStore(Protocol):
         """Delete expired codes (a day after expiry), expired refresh tokens, tokens of revoked families,
         families left without tokens (revoked before ``revoked_before``, default ``now - 3600``), expired
         pending logins, rate buckets idle for a day, clients never used and created before
-        ``unused_client_before`` and clients last used before ``idle_client_before``. Returns counts."""
+        ``unused_client_before`` and clients last used before ``idle_client_before``. Returns counts.
+        The space the deleted rows took is given back (SQLite: incremental vacuum; PostgreSQL: VACUUM)."""
 
 
 _SCHEMA = """
@@ -234,9 +298,21 @@ CREATE INDEX IF NOT EXISTS refresh_family ON refresh_tokens (family);
 CREATE INDEX IF NOT EXISTS rate_last ON rate (last);
 """
 
+#: Indexes on columns of :data:`_ADDED_COLUMNS` (created once those exist).
+_LATE_INDEXES = """
+CREATE INDEX IF NOT EXISTS pending_owner ON pending (owner, expires_at);
+CREATE INDEX IF NOT EXISTS pending_prefix ON pending (prefix, expires_at);
+CREATE INDEX IF NOT EXISTS pending_expires ON pending (expires_at);
+CREATE INDEX IF NOT EXISTS clients_owner ON clients (owner, created_at) WHERE last_used_at IS NULL;
+CREATE INDEX IF NOT EXISTS clients_prefix ON clients (prefix, created_at) WHERE last_used_at IS NULL;
+CREATE INDEX IF NOT EXISTS clients_unused ON clients (created_at) WHERE last_used_at IS NULL;
+"""
+
 #: Columns added after the first release (added to an older file when it is opened).
 _ADDED_COLUMNS = {
-    "clients": (("last_used_at", "INTEGER"),),
+    "clients": (("last_used_at", "INTEGER"), ("owner", "TEXT NOT NULL DEFAULT ''"),
+                ("prefix", "TEXT NOT NULL DEFAULT ''")),
+    "pending": (("owner", "TEXT NOT NULL DEFAULT ''"), ("prefix", "TEXT NOT NULL DEFAULT ''")),
     "families": (("user_id", "TEXT NOT NULL DEFAULT ''"), ("login", "TEXT NOT NULL DEFAULT ''"),
                  ("created_at", "INTEGER NOT NULL DEFAULT 0"), ("checked_at", "INTEGER NOT NULL DEFAULT 0"),
                  ("credential", "TEXT NOT NULL DEFAULT ''"), ("allowed", "TEXT NOT NULL DEFAULT '[]'")),
@@ -286,12 +362,16 @@ class SqliteAuthStore:
         self.path.chmod(0o600)
         self._local = threading.local()
         db = self._db()
+        if int(db.execute("PRAGMA auto_vacuum").fetchone()[0]) != 2:  # incremental: a purge gives space back
+            db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+            db.execute("VACUUM")  # converts an older file (instant on a new one)
         db.executescript(_SCHEMA)
         for table, columns in _ADDED_COLUMNS.items():
             have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
             for name, kind in columns:
                 if name not in have:
                     db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+        db.executescript(_LATE_INDEXES)
 
     # ----------------------------------------------------------- plumbing
     def _db(self) -> sqlite3.Connection:
@@ -335,23 +415,32 @@ class SqliteAuthStore:
         return int(self._db().execute("SELECT COUNT(*) FROM clients").fetchone()[0])
 
     def add_client(self, client_id: str, metadata: dict[str, Any], secret_hash: str | None, now: int, *,
-                   cap: int, evict_before: int) -> bool:
+                   cap: int, evict_before: int, quota: Quota | None = None) -> bool:
         """See :meth:`AuthStore.add_client` (``BEGIN IMMEDIATE``: count and insert are one step)."""
+        quota = quota or Quota()
         with self._tx() as db:
+            evict_over_quota(db.execute, quota, "clients", "client_id", "created_at, client_id",
+                             " AND last_used_at IS NULL")
             if int(db.execute("SELECT COUNT(*) FROM clients").fetchone()[0]) >= cap:
                 victim = db.execute("SELECT client_id FROM clients WHERE last_used_at IS NULL AND created_at < ? "
                                     "ORDER BY created_at, client_id LIMIT 1", (evict_before,)).fetchone()
                 if victim is None:
                     return False
                 db.execute("DELETE FROM clients WHERE client_id = ?", victim)
-            db.execute("INSERT INTO clients (client_id, metadata, secret_hash, created_at) VALUES (?, ?, ?, ?)",
-                       (client_id, json.dumps(metadata), secret_hash, now))
+            db.execute("INSERT INTO clients (client_id, metadata, secret_hash, created_at, owner, prefix) "
+                       "VALUES (?, ?, ?, ?, ?, ?)",
+                       (client_id, json.dumps(metadata), secret_hash, now, quota.address, quota.prefix))
             return True
 
     def touch_client(self, client_id: str, now: int) -> None:
         """See :meth:`AuthStore.touch_client`."""
         with self._tx() as db:
             db.execute("UPDATE clients SET last_used_at = ? WHERE client_id = ?", (now, client_id))
+
+    def client_used(self, client_id: str) -> bool:
+        """See :meth:`AuthStore.client_used`."""
+        return self._db().execute("SELECT 1 FROM clients WHERE client_id = ? AND last_used_at IS NOT NULL",
+                                  (client_id,)).fetchone() is not None
 
     # -------------------------------------------------------------- codes
     def save_code(self, code_hash: str, data: dict[str, Any], expires_at: int) -> None:
@@ -455,14 +544,23 @@ class SqliteAuthStore:
 
     # ------------------------------------------------------ pending logins
     def save_pending(self, key_hash: str, data: dict[str, Any], expires_at: int, *, cap: int = 0,
-                     now: int = 0) -> bool:
+                     now: int = 0, quota: Quota | None = None, priority: bool = False) -> bool:
         """See :meth:`AuthStore.save_pending`."""
+        quota = quota or Quota()
         with self._tx() as db:
+            for column, key, _ in quota.limits():
+                db.execute(f"DELETE FROM pending WHERE {column} = ? AND expires_at <= ?", (key, now))
+            evict_over_quota(db.execute, quota, "pending", "key_hash", "expires_at, key_hash")
             if cap and int(db.execute("SELECT COUNT(*) FROM pending").fetchone()[0]) >= cap:
                 db.execute("DELETE FROM pending WHERE expires_at <= ?", (now,))
                 if int(db.execute("SELECT COUNT(*) FROM pending").fetchone()[0]) >= cap:
-                    return False
-            db.execute("INSERT OR REPLACE INTO pending VALUES (?, ?, ?)", (key_hash, json.dumps(data), expires_at))
+                    victim = db.execute("SELECT key_hash FROM pending WHERE owner <> '' ORDER BY expires_at, key_hash "
+                                        "LIMIT 1").fetchone() if priority else None
+                    if victim is None:
+                        return False
+                    db.execute("DELETE FROM pending WHERE key_hash = ?", victim)
+            db.execute("INSERT OR REPLACE INTO pending (key_hash, data, expires_at, owner, prefix) VALUES "
+                       "(?, ?, ?, ?, ?)", (key_hash, json.dumps(data), expires_at, quota.address, quota.prefix))
             return True
 
     def get_pending(self, key_hash: str, now: int) -> dict[str, Any] | None:
@@ -530,4 +628,13 @@ class SqliteAuthStore:
                         (unused_client_before, idle_client_before)),
         }
         with self._tx() as db:
-            return {name: db.execute(sql, args).rowcount for name, (sql, args) in steps.items()}
+            removed = {name: db.execute(sql, args).rowcount for name, (sql, args) in steps.items()}
+        if any(removed.values()):
+            db = self._db()
+            db.executescript("PRAGMA incremental_vacuum;")  # every freed page back to the file system (steps to the end)
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # ... and the log does not keep them
+        return removed
+
+    def file_bytes(self) -> int:
+        """Bytes the state takes on disk: the database file and its write-ahead log."""
+        return sum(p.stat().st_size for p in (self.path, self.path.with_name(self.path.name + "-wal")) if p.exists())

@@ -49,11 +49,16 @@ class GithubSettings:
     ``postgres`` (the ``S3RM_PG_DSN`` database shared by every gateway,
     docs/operations.md#github-state); ``max_clients`` caps open dynamic
     registration (when full, the oldest never-used client is evicted, else
-    registration is refused). ``read_user_ids``/``write_user_ids`` are numeric
+    registration is refused); ``address_quota`` / ``prefix_quota`` are the most
+    pending logins and never-used clients one address (IPv4 /32, IPv6 /64) and
+    one network (IPv4 /24, IPv6 /48) may hold, oldest evicted first
+    (docs/operations.md#github-quotas). ``read_user_ids``/``write_user_ids`` are numeric
     GitHub ids; ``read_users``/``write_users`` the login names still waiting
     to be pinned to an id. The abuse limits (client metadata fetches, state
     size, rate limits, membership re-checks, family lifetime) are described
-    in docs/operations.md#github-limits.
+    in docs/operations.md#github-limits; ``audit_log`` is the audit lines' own
+    rotating file (``""``: none), ``rate_log_seconds`` the most one "rate
+    limited" line per endpoint is written (docs/operations.md#github-audit).
     """
 
     client_id: str
@@ -82,6 +87,8 @@ class GithubSettings:
     max_clients: int = 10000
     unused_client_seconds: int = 86400
     max_pending: int = 10000
+    address_quota: int = 40
+    prefix_quota: int = 160
     purge_seconds: int = 300
     cimd_timeout_seconds: float = 3.0
     cimd_max_concurrent: int = 2
@@ -91,6 +98,10 @@ class GithubSettings:
     rate_limit_per_second: float = 5.0
     rate_limit_burst: int = 60
     rate_limit_max_buckets: int = 100000
+    audit_log: str = ""
+    audit_log_bytes: int = 10 * 1024 * 1024
+    audit_log_backups: int = 10
+    rate_log_seconds: float = 60.0
     membership_check_seconds: int = 900
     membership_stale_seconds: int = 3600
     family_max_seconds: int = 90 * 86400
@@ -135,6 +146,11 @@ def _networks(get: Getter, name: str) -> tuple[str, ...]:
         except ValueError:
             raise ConfigError(name, "must list IP networks in CIDR form (10.1.0.0/16), comma separated") from None
     return tuple(out)
+
+
+def _audit_path(value: str) -> str:
+    """``S3RM_OAUTH_AUDIT_LOG``: a file path, or ``-`` for no file of its own (``""``)."""
+    return "" if value.strip() == "-" else value.strip()
 
 
 def _url(get: Getter, name: str, default: str) -> str:
@@ -182,6 +198,7 @@ def load_github(get: Getter, public_url: str, public_origin: str, default_state_
     if store == "postgres" and not pg_dsn:
         raise ConfigError("S3RM_PG_DSN", "is required when S3RM_AUTH_STORE=postgres (the shared auth state)")
     access = number(get, "S3RM_OAUTH_ACCESS_TOKEN_SECONDS", 600, int, 30, 3600)
+    state_db = Path(get("S3RM_OAUTH_STATE_DB", str(default_state_db)))
     return GithubSettings(
         client_id=client_id,
         client_secret=secret,
@@ -190,7 +207,7 @@ def load_github(get: Getter, public_url: str, public_origin: str, default_state_
         authorize_url=_url(get, "S3RM_GITHUB_AUTHORIZE_URL", GithubSettings.authorize_url),
         token_url=_url(get, "S3RM_GITHUB_TOKEN_URL", GithubSettings.token_url),
         api_url=_url(get, "S3RM_GITHUB_API_URL", GithubSettings.api_url),
-        state_db=Path(get("S3RM_OAUTH_STATE_DB", str(default_state_db))),
+        state_db=state_db,
         state_store=store,
         access_token_seconds=access,
         refresh_token_seconds=number(get, "S3RM_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 86400, int, 300, 365 * 86400),
@@ -199,6 +216,8 @@ def load_github(get: Getter, public_url: str, public_origin: str, default_state_
         max_clients=number(get, "S3RM_OAUTH_MAX_CLIENTS", 10000, int, 1, 10_000_000),
         unused_client_seconds=number(get, "S3RM_OAUTH_UNUSED_CLIENT_SECONDS", 86400, int, 600, 365 * 86400),
         max_pending=number(get, "S3RM_OAUTH_MAX_PENDING", 10000, int, 10, 10_000_000),
+        address_quota=number(get, "S3RM_OAUTH_ADDRESS_QUOTA", 40, int, 1, 1_000_000),
+        prefix_quota=number(get, "S3RM_OAUTH_PREFIX_QUOTA", 160, int, 1, 10_000_000),
         purge_seconds=number(get, "S3RM_OAUTH_PURGE_SECONDS", 300, int, 1, 86400),
         cimd_timeout_seconds=number(get, "S3RM_OAUTH_CIMD_TIMEOUT_SECONDS", 3.0, float, 0.5, 30.0),
         cimd_max_concurrent=number(get, "S3RM_OAUTH_CIMD_MAX_CONCURRENT", 2, int, 1, 64),
@@ -208,6 +227,10 @@ def load_github(get: Getter, public_url: str, public_origin: str, default_state_
         rate_limit_per_second=number(get, "S3RM_OAUTH_RATE_LIMIT_PER_SECOND", 5.0, float, 0.0, 10000.0),
         rate_limit_burst=number(get, "S3RM_OAUTH_RATE_LIMIT_BURST", 60, int, 1, 100000),
         rate_limit_max_buckets=number(get, "S3RM_OAUTH_RATE_LIMIT_MAX_BUCKETS", 100000, int, 100, 10_000_000),
+        audit_log=_audit_path(get("S3RM_OAUTH_AUDIT_LOG", str(state_db.parent / "audit.log"))),
+        audit_log_bytes=number(get, "S3RM_OAUTH_AUDIT_LOG_BYTES", 10 * 1024 * 1024, int, 65536, 1 << 34),
+        audit_log_backups=number(get, "S3RM_OAUTH_AUDIT_LOG_BACKUPS", 10, int, 1, 1000),
+        rate_log_seconds=number(get, "S3RM_OAUTH_RATE_LOG_SECONDS", 60.0, float, 0.0, 86400.0),
         membership_check_seconds=number(get, "S3RM_GITHUB_MEMBERSHIP_CHECK_SECONDS", 900, int, 0, 86400),
         membership_stale_seconds=number(get, "S3RM_GITHUB_MEMBERSHIP_STALE_SECONDS", 3600, int, 0, 7 * 86400),
         family_max_seconds=number(get, "S3RM_OAUTH_FAMILY_MAX_SECONDS", 90 * 86400, int, 3600, 3650 * 86400),

@@ -24,11 +24,13 @@ Fields:
   (base64url, no padding).
 * S3U (compensation after a detected merge): ``r`` the revision whose content
   was restored, ``p`` the merged revision it replaces.
-* ``gh`` (optional, last, S3W/S3V/S3R): the verified GitHub login of the
+* ``gh`` (optional, S3W/S3V/S3R): the verified GitHub login of the
   person whose github-mode access token made the write
-  (docs/tools.md#attribution). Not part of any digest or seal; only the
-  gateway account may save markers (HS41), so it is as trustworthy as the
-  marker itself.
+  (docs/tools.md#attribution), followed by ``ghid`` (optional, last): their
+  numeric GitHub id, which a rename does not change (markers written before
+  ``ghid`` existed have ``gh`` alone and still parse). Not part of any
+  digest or seal; only the gateway account may save markers (HS41), so it is
+  as trustworthy as the marker itself.
 
 Length: MediaWiki 1.39 truncates summaries to
 ``CommentStore::COMMENT_CHARACTER_LIMIT`` = 500 *characters* (Unicode code
@@ -53,7 +55,7 @@ from gateway.core.errors import GatewayError
 from gateway.config.schema import Schema
 
 __all__ = ["SUMMARY_LIMIT", "TAGS", "S3W_KINDS", "Marker", "MarkerError", "parse_summary", "format_marker",
-           "build_summary", "undo_summary", "sanitize_human", "KID_PATTERN", "GITHUB_LOGIN",
+           "build_summary", "undo_summary", "sanitize_human", "KID_PATTERN", "GITHUB_LOGIN", "GITHUB_ID",
            "attribute_summary"]
 
 #: MediaWiki 1.39 CommentStore::COMMENT_CHARACTER_LIMIT (code points).
@@ -64,6 +66,8 @@ S3W_KINDS = ("create", "link", "evidence")
 KID_PATTERN = r"[A-Za-z0-9._-]{1,32}"
 #: A GitHub login as a marker's ``gh`` field holds it (1–39 letters, digits and hyphens, not leading).
 GITHUB_LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
+#: A GitHub numeric user id as a marker's ``ghid`` field holds it.
+GITHUB_ID = r"[1-9][0-9]{0,19}"
 
 _VALUE = {
     "k": "|".join(S3W_KINDS),
@@ -76,6 +80,7 @@ _VALUE = {
     "h": r"[0-9a-f]{32}",
     "s": r"[A-Za-z0-9_-]{43}",
     "gh": GITHUB_LOGIN,
+    "ghid": GITHUB_ID,
 }
 _KEYS = {
     "S3W": ("op", "k", "d", "p"),
@@ -92,7 +97,8 @@ def _grammar(op_pattern: str) -> tuple[dict[str, str], dict[str, re.Pattern]]:
     ``[patterns] operation_id`` (without its anchors)."""
     values = {"op": op_pattern.strip("^$"), **_VALUE}
     bodies = {tag: re.compile(" ".join(f"{k}=(?P<{k}>{values[k]})" for k in keys)
-                              + (f"(?: gh=(?P<gh>{values['gh']}))?" if tag in _ATTRIBUTED else "") + r"\Z")
+                              + (f"(?: gh=(?P<gh>{values['gh']})(?: ghid=(?P<ghid>{values['ghid']}))?)?"
+                                 if tag in _ATTRIBUTED else "") + r"\Z")
               for tag, keys in _KEYS.items()}
     return values, bodies
 _TOKEN = re.compile(r"\[S3[WVRU]")
@@ -116,6 +122,7 @@ class Marker:
         kid, basis, fields, body, signature: S3R seal parts.
         restored: S3U restored revision id.
         actor: the verified GitHub login (``gh``) of a github-mode write, else None.
+        actor_id: that person's numeric GitHub id (``ghid``), None in markers written before it existed.
     """
 
     tag: str
@@ -130,6 +137,7 @@ class Marker:
     signature: str | None = None
     restored: int | None = None
     actor: str | None = None
+    actor_id: str | None = None
 
     def same_request(self, tag: str, kind: str, digest: str) -> bool:
         """True when this marker records the request (tag, kind, digest prefix)."""
@@ -173,6 +181,7 @@ def parse_summary(summary: str, schema: Schema) -> Marker | None:
         signature=g.get("s"),
         restored=int(g["r"]) if g.get("r") else None,
         actor=g.get("gh"),
+        actor_id=g.get("ghid"),
     )
 
 
@@ -199,6 +208,10 @@ def _format(marker: Marker, patterns: dict[str, str]) -> str:
         if marker.tag not in _ATTRIBUTED or not re.fullmatch(_VALUE["gh"], marker.actor):
             raise ValueError(f"{marker.tag} marker value gh is malformed")
         parts.append(f"gh={marker.actor}")
+    if marker.actor_id is not None:
+        if marker.actor is None or not re.fullmatch(_VALUE["ghid"], marker.actor_id):
+            raise ValueError(f"{marker.tag} marker value ghid is malformed or without gh")
+        parts.append(f"ghid={marker.actor_id}")
     return f"[{marker.tag} v1 {' '.join(parts)}]"
 
 
@@ -251,11 +264,12 @@ def _summary(human: str, tail: str) -> str:
     return f"{prefix} {tail}" if prefix else tail
 
 
-def attribute_summary(summary: str, actor: str, schema: Schema) -> str:
-    """``summary`` (``<human> <marker>``) with its marker carrying ``gh=<actor>``; raises ValueError
-    for a summary without an attributable marker or a malformed login."""
+def attribute_summary(summary: str, actor: str, schema: Schema, actor_id: str | None = None) -> str:
+    """``summary`` (``<human> <marker>``) with its marker carrying ``gh=<actor>`` and, when given,
+    ``ghid=<actor_id>``; raises ValueError for a summary without an attributable marker or a malformed
+    login or id."""
     marker = parse_summary(summary, schema)
     if marker is None:
         raise ValueError("the summary has no marker")
     human = summary.rstrip()[: -len(format_marker(marker, schema))].rstrip()
-    return build_summary(human, replace(marker, actor=actor), schema)
+    return build_summary(human, replace(marker, actor=actor, actor_id=actor_id or None), schema)

@@ -30,7 +30,7 @@ from typing import Any
 
 from gateway.core.errors import ToolError
 from gateway.domain.digests import content_digest
-from gateway.domain.markers import GITHUB_LOGIN, parse_summary
+from gateway.domain.markers import GITHUB_ID, GITHUB_LOGIN, parse_summary
 from gateway.tools.shaping import ItemTooLarge, truncate_text
 from gateway.tools.contract import ToolContext, tool_spec, WholeRead
 from gateway.tools.policy import describe
@@ -139,12 +139,15 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     digest = content_digest(snap.page, schema)
     marker = parse_summary(snap.summary, schema)
     writer = marker.actor if marker is not None else None  # docs/tools.md#attribution
+    writer_id = marker.actor_id if marker is not None else None
 
     def build(counts: dict[str, int], cap: int | None) -> dict[str, Any]:
         lesson, cut = lesson_view(cap)
         out = {"id": lesson_id, "revision_id": snap.revision_id, "content_digest": digest, "lesson": lesson}
         if writer:
             out["revision_github_login"] = writer
+        if writer_id:
+            out["revision_github_id"] = writer_id
         if standing:
             out["standing"] = standing
         out.update({name: subs[name].view(counts[name]) for name in SUBLISTS})
@@ -264,6 +267,9 @@ def output_schema(schema_fields: Fields) -> dict:
         "revision_github_login": string(
             "GitHub login github mode verified for the write that made this revision; absent otherwise.", 39,
             pattern=f"^{GITHUB_LOGIN}$"),
+        "revision_github_id": string(
+            "That person's numeric GitHub id (a rename keeps it); absent for revisions written before it was "
+            "recorded.", 20, pattern=f"^{GITHUB_ID}$"),
         "lesson": lesson,
         "standing": standing_out(schema_fields),
         "citations": _sub_page(schema_fields, "Evidence of the Lesson.", citation_item_schema(schema_fields)),

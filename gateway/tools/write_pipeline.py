@@ -14,7 +14,7 @@ creates the page); :func:`write_handler` runs it. For one call, in order
    whose id is taken by another request → ``lesson_exists``;
 4. plan the new page (the operation's ``plan``): ``rule_violation``,
    ``revision_conflict``, ``not_found``, ``not_configured``; in github mode
-   the marker also records the verified GitHub login (``gh=``,
+   the marker also records the verified GitHub login and numeric id (``gh=``, ``ghid=``,
    docs/tools.md#attribution) — the provenance fields (author, added_by, …)
    stay the gateway account, as hooks_spec HS10 requires;
 5. run the hooks_spec checker on (current, planned) — any violation refuses
@@ -208,7 +208,8 @@ def _run(operation: WriteOperation, arguments: dict[str, Any], ctx: ToolContext)
         raise WriteRefused("not_found", f"Lesson {request.lesson_id} does not exist", field=operation.lesson_field)
     planned = operation.plan(request, snapshot, env)
     if ctx.principal.kind == "github" and ctx.principal.subject:
-        planned = replace(planned, summary=attribute_summary(planned.summary, ctx.principal.subject, schema))
+        planned = replace(planned, summary=attribute_summary(planned.summary, ctx.principal.subject, schema,
+                                                             ctx.principal.user_id or None))
 
     violations = check_revision(
         snapshot.wikitext if snapshot is not None else None, planned.wikitext, account, env.now, planned.summary,

@@ -12,7 +12,9 @@ Verbs:
 * ``pin <login> [--id N]`` — pin a login name of the user allowlists to
   GitHub's numeric id (looked up on GitHub when ``--id`` is not given, after
   which the admin should compare it): only then does the login grant
-  anything (docs/operations.md#github-ids);
+  anything (docs/operations.md#github-ids); ``pin --org <name> [--id N]``
+  pins an organisation name of the org/team allowlists ahead of its first
+  sign-in (which would otherwise pin the id it sees);
 * ``status`` — rows and bytes per kind of state, the pinned logins and the
   allowlisted logins still waiting for a pin;
 * ``purge`` — delete expired state now (the gateways also do it periodically).
@@ -45,9 +47,10 @@ def _open():
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
-    from gateway.auth.server import audit
+    from gateway.auth.server import audit, install_audit_log
 
-    _, store = _open()
+    settings, store = _open()
+    install_audit_log(settings.audit_log, settings.audit_log_bytes, settings.audit_log_backups)
     count = store.revoke_user(args.user.strip(), int(time.time()))
     audit("revoked", reason="admin", user=args.user.strip(), families=count)
     print(f"revoked {count} sign-in(s) of GitHub user {args.user.strip()}")
@@ -59,6 +62,19 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
     settings, store = _open()
     login = args.login.strip().lower()
+    if args.org:
+        orgs = settings.read_orgs | settings.write_orgs | {t.partition("/")[0] for t in
+                                                           settings.read_teams | settings.write_teams}
+        if login not in orgs or login.isdigit():
+            raise CliError(f"{login!r} is not an organisation name in the org or team allowlists", 2)
+        try:
+            org_id = str(args.id) if args.id is not None else github.lookup_org(
+                settings, login, CliSettings().github_lookup_token)
+        except github.UpstreamError as exc:
+            raise CliError(str(exc), 1) from exc
+        store.pin_login(f"org:{login}", org_id, int(time.time()))
+        print(f"pinned organisation {login} to GitHub id {org_id}")
+        return 0
     if login not in settings.pending_logins:
         raise CliError(f"{login!r} is not a login in S3RM_GITHUB_READ_USERS / S3RM_GITHUB_WRITE_USERS", 2)
     user_id = args.id
@@ -104,6 +120,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pin = verbs.add_parser("pin", help="pin an allowlisted login name to its GitHub id")
     pin.add_argument("login")
     pin.add_argument("--id", type=int, help="the numeric id (default: look it up on GitHub)")
+    pin.add_argument("--org", action="store_true", help="pin an organisation name of the org/team allowlists")
     pin.set_defaults(handler=cmd_pin)
     verbs.add_parser("status", help="state size, pins").set_defaults(handler=cmd_status)
     verbs.add_parser("purge", help="delete expired state now").set_defaults(handler=cmd_purge)

@@ -18,11 +18,16 @@ at this server. It behaves as GitHub documents for OAuth apps
   ``{"access_token", "token_type": "bearer", "scope"}``.
 * ``GET /api/user`` — ``{"login", "id", ...}`` for ``Authorization: Bearer``
   (or ``token``) of a valid token, else 401 ``{"message": "Bad credentials"}``.
-* ``GET /api/user/memberships/orgs/{org}`` — 200 ``{"state": "active", ...}``
-  for a member (the token needs ``read:org``), 404 otherwise.
+* ``GET /api/user/memberships/orgs/{org}`` — 200 ``{"state": "active",
+  "organization": {"login", "id"}, ...}`` for a member (the token needs
+  ``read:org``), 404 otherwise; ``GET /api/user/memberships/orgs`` lists the
+  user's memberships the same way (paged with ``per_page``/``page``).
+* ``GET /api/orgs/{org}`` — ``{"login", "id"}`` of an organisation.
 * ``GET /api/orgs/{org}/teams/{team}/memberships/{username}`` — 200
   ``{"state": "active", "role": "member"}`` or 404.
 
+``GithubStandIn.org_ids`` maps each org login to its numeric id (change one
+to play an org renamed and its name taken by another organisation);
 ``GithubStandIn.requests_seen`` counts calls per path for assertions;
 ``GithubStandIn.membership_outage`` (an HTTP status, e.g. 502) makes both
 membership calls answer that status, as GitHub does during an incident.
@@ -34,6 +39,7 @@ import hashlib
 import html
 import secrets
 import threading
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
@@ -67,6 +73,8 @@ class GithubStandIn:
         self.signed_in: str | None = None
         self.requests_seen: Counter[str] = Counter()
         self.membership_outage: int | None = None
+        self.org_ids = {org: 10000 + zlib.crc32(org.encode()) % 900000 for u in users for org in u.orgs | {
+            t.partition("/")[0] for t in u.teams}}
         self._codes: dict[str, dict] = {}
         self._tokens: dict[str, dict] = {}
         self._lock = threading.Lock()
@@ -158,18 +166,43 @@ class GithubStandIn:
                 return jsonify(message="Bad credentials"), 401
             return jsonify(login=found.login, id=found.id, type="User", name=None)
 
-        @app.get("/api/user/memberships/orgs/<org>")
-        def org_membership(org: str):
+        def membership(org: str) -> dict:
+            return {"state": "active", "role": "member", "organization": {"login": org, "id": self.org_ids[org]}}
+
+        def org_reader():
+            """(user, None) when the token may read memberships, else (None, error response)."""
             if self.membership_outage:
-                return jsonify(message="Server Error"), self.membership_outage
+                return None, (jsonify(message="Server Error"), self.membership_outage)
             found, info = current()
             if found is None:
-                return jsonify(message="Bad credentials"), 401
+                return None, (jsonify(message="Bad credentials"), 401)
             if "read:org" not in info["scope"].split(",") and "read:org" not in info["scope"].split():
-                return jsonify(message="Not Found"), 404
+                return None, (jsonify(message="Not Found"), 404)
+            return found, None
+
+        @app.get("/api/user/memberships/orgs/<org>")
+        def org_membership(org: str):
+            found, error = org_reader()
+            if error:
+                return error
             if org.lower() not in found.orgs:
                 return jsonify(message="Not Found"), 404
-            return jsonify(state="active", role="member", organization={"login": org})
+            return jsonify(membership(org.lower()))
+
+        @app.get("/api/user/memberships/orgs")
+        def org_memberships():
+            found, error = org_reader()
+            if error:
+                return error
+            per_page, page = int(request.args.get("per_page", 30)), int(request.args.get("page", 1))
+            every = [membership(org) for org in sorted(found.orgs)]
+            return jsonify(every[(page - 1) * per_page: page * per_page])
+
+        @app.get("/api/orgs/<org>")
+        def organisation(org: str):
+            if org.lower() not in self.org_ids:
+                return jsonify(message="Not Found"), 404
+            return jsonify(login=org.lower(), id=self.org_ids[org.lower()])
 
         @app.get("/api/orgs/<org>/teams/<team>/memberships/<username>")
         def team_membership(org: str, team: str, username: str):

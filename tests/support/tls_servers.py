@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
 import socket
 import ssl
 import threading
@@ -38,7 +39,9 @@ def make_certificate(folder: Path, name: str) -> tuple[Path, Path]:
 
 class DripServer:
     """HTTPS on 127.0.0.1 that answers every request with a status line and then one header line every
-    ``interval`` seconds for ``lines`` lines (the slow-metadata stall); ``seen`` counts paths."""
+    ``interval`` seconds for ``lines`` lines (the slow-metadata stall); ``seen`` counts paths. A path
+    under ``/fast/`` is answered at once with a valid client metadata document naming its own URL and the
+    redirect URI ``http://127.0.0.1:9/cb`` (a well-behaved client's first-time sign-in)."""
 
     def __init__(self, folder: Path, *, interval: float = 0.5, lines: int = 120):
         self.cert, key = make_certificate(folder, "127.0.0.1")
@@ -68,7 +71,14 @@ class DripServer:
             with self._context.wrap_socket(raw, server_side=True) as tls:
                 tls.settimeout(5)
                 request = tls.recv(4096).decode("latin-1")
-                self.seen[request.split(" ")[1] if " " in request else "?"] += 1
+                path = request.split(" ")[1] if " " in request else "?"
+                self.seen[path] += 1
+                if path.startswith("/fast/"):
+                    body = json.dumps({"client_id": self.url(path), "client_name": "fast client",
+                                       "redirect_uris": ["http://127.0.0.1:9/cb"]}).encode()
+                    tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                                b"Connection: close\r\n\r\n%s" % (len(body), body))
+                    return
                 tls.sendall(b"HTTP/1.1 200 OK\r\n")
                 for i in range(self.lines):
                     if self._stop.wait(self.interval):

@@ -15,7 +15,7 @@ import time
 import pytest
 from support.tls_servers import make_certificate
 
-from gateway.auth.fetch import FetchError, address_allowed, fetch_json
+from gateway.auth.fetch import FetchError, MetadataFetcher, address_allowed, fetch_json
 
 
 @pytest.mark.parametrize("address,allowed", [
@@ -136,3 +136,34 @@ def test_certificate_must_match_the_host_name(tls_server):
         fetch_json(f"https://other.example:{port}/ok", resolve=lambda h, p: ["127.0.0.1"], allow=lambda a: True,
                    ssl_context=context)
     assert err.value.reason == "network"
+
+
+def test_one_address_cannot_hold_every_fetch_slot():
+    """One address keeping slow documents in flight takes at most half the slots (docs/operations.md#github-limits):
+    it is refused itself while another address's first-time metadata document is still fetched."""
+    release = threading.Event()
+    started = threading.Semaphore(0)
+
+    def fetch(url: str, timeout: float) -> dict:
+        if "slow" in url:
+            started.release()
+            release.wait(30)
+            raise FetchError("timeout", "slow")
+        return {"client_id": url}
+
+    fetcher = MetadataFetcher(timeout=30.0, max_concurrent=2, failure_seconds=0, fetch=fetch)
+    attacker = threading.Thread(target=lambda: pytest.raises(FetchError, fetcher.get, "https://a.example/slow-1",
+                                                             caller="192.0.2.66"))
+    attacker.start()
+    assert started.acquire(timeout=30)  # the attacker's first slow fetch holds one slot
+    try:
+        for i in range(2, 6):  # every further fetch of the attacking address is refused at once
+            with pytest.raises(FetchError) as refused:
+                fetcher.get(f"https://a.example/slow-{i}", caller="192.0.2.66")
+            assert refused.value.reason == "busy"
+        for i in range(8):  # ... while eight first-time sign-ins of other addresses go through
+            assert fetcher.get(f"https://c{i}.example/meta.json", caller=f"198.51.100.{i}") == {
+                "client_id": f"https://c{i}.example/meta.json"}
+    finally:
+        release.set()
+        attacker.join(30)

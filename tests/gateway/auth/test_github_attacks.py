@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import re
 import secrets
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import pytest
 import requests
 from support.github_standin import GithubStandIn, StandInUser
 from support.services import Gateway, call_tool, free_port
+from support.source_address import session_from
 from support.tls_servers import DripServer
 from support.write_harness import evidence_args, lesson_fields, unique
 from test_github_mode import CLIENT_SECRET, Login, bearer, lesson_exists, page_error, register
@@ -159,7 +162,7 @@ def test_allowlisted_login_counts_only_for_the_pinned_id(attacked):
     assert dave.token(dave.code()).json()["scope"] == "mcp:read mcp:write"
     carol = Login(gw, standin, user="carol")  # listed by login, not pinned yet: nothing
     refused = carol.to_consent()
-    assert refused.status_code == 302 and "error=access_denied" in refused.headers["Location"]
+    assert refused.status_code == 403 and page_error(refused) == "access_denied"  # a page, never a redirect
     pinned = _s3rm(gw, "auth", "pin", "carol", "--id", "5010")
     assert pinned.returncode == 0, pinned.stderr
     carol = Login(gw, standin, user="carol")
@@ -169,7 +172,7 @@ def test_allowlisted_login_counts_only_for_the_pinned_id(attacked):
     try:
         taker = Login(gw, standin, user="carol")
         answer = taker.to_consent()
-        assert answer.status_code == 302 and "error=access_denied" in answer.headers["Location"]
+        assert answer.status_code == 403 and page_error(answer) == "access_denied"
     finally:
         standin.users["carol"] = original
 
@@ -356,6 +359,32 @@ def test_audit_lines_without_secrets(attacked):
         assert f"oauth_audit event={event}" in log, event
     for secret in (tokens["refresh_token"], tokens["access_token"], rotated["refresh_token"], CLIENT_SECRET):
         assert secret not in log
+    own = (Path(gw.env["S3RM_OAUTH_STATE_DB"]).parent / "audit.log").read_text()  # the audit log of its own
+    for event in ("sign_in", "token_issued", "refreshed", "refresh_reuse"):
+        assert re.search(rf"oauth_audit event={event} .*addr=127\.0\.0\.1", own), event
+    assert "rate limited" not in own and "GET /" not in own and tokens["refresh_token"] not in own
+
+
+def test_rate_limited_lines_are_throttled():
+    import logging
+
+    from gateway.auth.endpoints import ThrottledLines
+
+    now = [0.0]
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("s3rm.test.throttled")
+    logger.addHandler(Keep())
+    logger.setLevel(logging.INFO)
+    lines = ThrottledLines(logger, "limited endpoint=%s", 60.0, clock=lambda: now[0])
+    assert [lines.note("token") for _ in range(1000)].count(True) == 1  # 1000 refusals in one minute: one line
+    assert lines.note("register")  # another endpoint has its own line
+    now[0] = 61.0
+    assert lines.note("token") and records[-1] == "limited endpoint=token (999 more since the last line)"
 
 
 def test_oauth_endpoints_are_rate_limited(attacked, request, tmp_path):
@@ -453,3 +482,179 @@ def test_family_lifetime_and_github_outage_on_refresh(attacked, request, tmp_pat
             assert int(down.headers["Retry-After"]) >= 1
             unused = store.use_refresh(digest(tokens["refresh_token"]), int(time.time()), consume=False)
             assert unused.status == "ok"  # the refused refresh left the token usable
+
+
+# ------------------------------------------------- per-address quotas (docs/operations.md#github-quotas)
+def _fill(gw, address: str, attempts: int) -> tuple[list[int], list[int], list[str]]:
+    """``attempts`` anonymous registrations, then as many /authorize of the last client registered, from
+    ``address``: the status codes of both and the client ids registered."""
+    cb = "http://127.0.0.1:9/cb"
+    with session_from(address) as http:
+        regs = [http.post(f"{gw.base}/register", json={"redirect_uris": [cb]}, timeout=30) for _ in range(attempts)]
+        ids = [r.json()["client_id"] for r in regs if r.status_code == 201]
+        params = {"response_type": "code", "client_id": ids[-1], "redirect_uri": cb,
+                  "code_challenge": "x" * 43, "code_challenge_method": "S256"}
+        auths = [http.get(f"{gw.base}/authorize", params=params, allow_redirects=False, timeout=30)
+                 for _ in range(attempts)]
+    return [r.status_code for r in regs], [a.status_code for a in auths], ids
+
+
+def test_a_few_addresses_cannot_lock_out_a_lab_behind_one_nat_address(attacked, request, tmp_path):
+    """Two attacking addresses each hold only their quota (40); twenty people behind ONE address sign in at once
+    with the default rate limits; when a third address fills the global cap, a new anonymous sign-in or
+    registration is refused, but a client that already got a token still signs in."""
+    gw, standin, _ = attacked
+    own = _own_gateway(gw, request, tmp_path, S3RM_OAUTH_RATE_LIMIT_PER_SECOND="5", S3RM_OAUTH_MAX_PENDING="100",
+                       S3RM_OAUTH_MAX_CLIENTS="130")
+    with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{own.base}/oauth/github/callback", _users()) as gh:
+        own.env.update(gh.env())
+        with own:
+            unused = []
+            for address in ("127.0.1.1", "127.0.2.1"):  # other /24s than the lab's 127.0.0.1
+                regs, auths, ids = _fill(own, address, 50)
+                assert regs == [201] * 50 and auths == [302] * 50  # never refused: its own oldest made room
+                unused.append(ids[-2])
+            assert _status(own, "pending") == 80 and _status(own, "clients") == 80
+
+            lab = [Login(own, gh, user="alice") for _ in range(20)]  # 20 browsers behind 127.0.0.1
+            gh.signed_in = "alice"
+            with concurrent.futures.ThreadPoolExecutor(20) as pool:
+                firsts = list(pool.map(lambda login: login.http.get(
+                    f"{own.base}/authorize", params=login.params(), allow_redirects=False, timeout=30), lab))
+            assert [f.status_code for f in firsts] == [302] * 20  # twenty sign-ins in progress at once
+            tokens = []
+            for login, first in zip(lab, firsts):
+                page = login.http.get(first.headers["Location"], timeout=10)
+                action = re.search(r'action="([^"]+)"', page.text).group(1).replace("&amp;", "&")
+                back = login.http.post(f"{gh.base}{action}", allow_redirects=False, timeout=10)
+                consent = login.http.get(back.headers["Location"], allow_redirects=False, timeout=10)
+                tokens.append(login.token(login.approve(consent)["code"]).status_code)
+            assert tokens == [200] * 20
+
+            regs, auths, _ = _fill(own, "127.0.3.1", 45)  # a third address fills both global caps
+            assert regs == [201] * 30 + [400] * 15 and auths == [302] * 20 + [503] * 25
+            with session_from("127.0.9.1") as http:  # the last resort: a new anonymous sign-in waits
+                stranger = http.get(f"{own.base}/authorize", params={
+                    "response_type": "code", "client_id": unused[0], "redirect_uri": "http://127.0.0.1:9/cb",
+                    "code_challenge": "x" * 43, "code_challenge_method": "S256"}, allow_redirects=False, timeout=10)
+            assert stranger.status_code == 503 and int(stranger.headers["Retry-After"]) >= 1
+            known = lab[0].http.get(f"{own.base}/authorize", params=lab[0].params(), allow_redirects=False, timeout=10)
+            assert known.status_code == 302 and known.headers["Location"].startswith(gh.base)  # a used client: in
+
+
+def test_eight_parallel_approvals_of_one_consent_give_one_code(attacked):
+    gw, standin, _ = attacked
+    login = Login(gw, standin)
+    consent = login.to_consent()
+    fields = dict(re.findall(r'name="(request_id|csrf_token)" value="([^"]+)"', consent.text))
+    cookies = login.http.cookies.get_dict()
+
+    def approve(_: int) -> requests.Response:
+        return requests.post(f"{gw.base}/authorize/consent", data={**fields, "decision": "approve"}, cookies=cookies,
+                             allow_redirects=False, timeout=30)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(approve, range(8)))
+    codes = [a for a in answers if a.status_code == 302 and "code=" in a.headers.get("Location", "")]
+    assert len(codes) == 1, [a.status_code for a in answers]
+    assert sorted(a.status_code for a in answers) == [302] + [403] * 7
+
+
+def test_host_is_checked_on_every_route_but_the_health_probes(attacked):
+    gw, _, _ = attacked
+    rebound = {"Host": "evil.example"}
+    for method, path in (("GET", "/mcp/graph"), ("POST", "/register"), ("GET", "/authorize"),
+                         ("GET", "/.well-known/oauth-authorization-server"), ("GET", "/oauth/jwks"),
+                         ("POST", "/token"), ("GET", "/oauth/github/callback"), ("GET", "/metrics")):
+        answer = requests.request(method, f"{gw.base}{path}", headers=rebound, timeout=30)
+        assert answer.status_code == 421, (path, answer.status_code)
+    assert requests.get(f"{gw.base}/mcp/graph", timeout=60).status_code in (200, 503)  # its own Host: served
+    for probe in ("/livez", "/healthz"):
+        assert requests.get(f"{gw.base}{probe}", headers=rebound, timeout=30).status_code == 200
+    loopback = {"Host": f"127.0.0.1:{gw.port}"}  # an operator's curl to the loopback address
+    assert requests.get(f"{gw.base}/metrics", headers=loopback, timeout=30).status_code == 200
+
+
+def test_the_callback_and_the_consent_form_are_rate_limited(attacked, request, tmp_path):
+    gw, _, _ = attacked
+    limited = _own_gateway(gw, request, tmp_path, S3RM_OAUTH_RATE_LIMIT_PER_SECOND="0.01",
+                           S3RM_OAUTH_RATE_LIMIT_BURST="3")
+    with limited:
+        callbacks = [requests.get(f"{limited.base}/oauth/github/callback", params={"state": "s", "code": "c"},
+                                  timeout=10) for _ in range(6)]
+        consents = [requests.post(f"{limited.base}/authorize/consent", data={"request_id": "r", "csrf_token": "c"},
+                                  timeout=10) for _ in range(6)]
+        assert [a.status_code for a in callbacks] == [400] * 3 + [429] * 3
+        assert [a.status_code for a in consents] == [403] * 3 + [429] * 3
+        assert all(int(a.headers["Retry-After"]) >= 1 for a in callbacks[3:] + consents[3:])
+        lines = re.findall(r"oauth rate limited endpoint=(\w+)", limited.log_text())
+        assert sorted(lines) == ["callback", "consent"], lines  # one line per endpoint and minute, not per request
+
+
+def test_org_allowlists_hold_the_numeric_org_id_not_the_name(attacked, request, tmp_path):
+    """An org name is pinned to its numeric id at the first sign-in that sees it; the same name on another
+    organisation (renamed, name taken) grants nothing, teams in it neither; an org listed by id matches by id."""
+    gw, _, _ = attacked
+    own = _own_gateway(gw, request, tmp_path)
+    with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{own.base}/oauth/github/callback", _users()) as gh:
+        own.env.update(gh.env())
+        with own:
+            bob = Login(own, gh, user="bob")
+            assert bob.token(bob.code()).json()["scope"] == "mcp:read"
+            assert f"org:s3lab={gh.org_ids['s3lab']}" in _s3rm(own, "auth", "status").stdout
+            real_id, gh.org_ids["s3lab"] = gh.org_ids["s3lab"], 4242  # the name now belongs to another org
+            for user in ("bob", "alice"):  # org member, and member of the org's writers team
+                refused = Login(own, gh, user=user).to_consent()
+                assert refused.status_code == 403 and page_error(refused) == "access_denied", user
+            dave = Login(own, gh, user="dave")  # listed by user id: unaffected
+            assert dave.token(dave.code()).status_code == 200
+            gh.org_ids["s3lab"] = real_id
+    by_id = _own_gateway(gw, request, tmp_path / "by-id", S3RM_GITHUB_READ_ORGS=str(real_id),
+                         S3RM_GITHUB_WRITE_TEAMS="")
+    with GithubStandIn("Iv1.standin", CLIENT_SECRET, f"{by_id.base}/oauth/github/callback", _users()) as gh:
+        by_id.env.update(gh.env())
+        with by_id:
+            bob = Login(by_id, gh, user="bob")
+            assert bob.token(bob.code()).json()["scope"] == "mcp:read"
+            assert gh.requests_seen["/api/user/memberships/orgs"] >= 1
+
+
+def test_one_address_sending_slow_metadata_documents_leaves_the_fetch_slots_to_others(attacked):
+    """One address requesting new slow metadata documents from three connections at once holds at most one of
+    the two fetch slots (its other requests are refused at once): eight first-time metadata-document sign-ins
+    from elsewhere all reach GitHub meanwhile."""
+    gw, standin, drip = attacked
+    tag, stop, answers = secrets.token_hex(3), threading.Event(), []
+
+    def attacker(n: int) -> None:
+        with session_from("127.0.5.1") as http:
+            k = 0
+            while not stop.is_set():
+                k += 1
+                answers.append(http.get(f"{gw.base}/authorize", params={
+                    "response_type": "code", "client_id": drip.url(f"/{tag}/slow-{n}-{k}.json"),
+                    "redirect_uri": "http://127.0.0.1:9/cb"}, allow_redirects=False, timeout=60).status_code)
+                stop.wait(0.3)
+
+    threads = [threading.Thread(target=attacker, args=(n,), daemon=True) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not (503 in answers and any(p.startswith(f"/{tag}/slow-") for p in list(drip.seen))) \
+                and time.monotonic() < deadline:
+            stop.wait(0.05)  # one slow fetch under way, and the address already refused a second one
+        assert 503 in answers, answers
+        statuses = []
+        for i in range(8):
+            fast = drip.url(f"/fast/{tag}/client-{i}.json")
+            answer = requests.get(f"{gw.base}/authorize", params={
+                "response_type": "code", "client_id": fast, "redirect_uri": "http://127.0.0.1:9/cb",
+                "code_challenge": "x" * 43, "code_challenge_method": "S256", "state": "s"}, allow_redirects=False,
+                timeout=60)
+            statuses.append((answer.status_code, answer.headers.get("Location", "").startswith(standin.base)))
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+    assert statuses == [(302, True)] * 8, statuses

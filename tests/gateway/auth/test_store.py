@@ -15,7 +15,7 @@ import pytest
 
 from gateway.auth.pgstore import PostgresAuthStore
 from gateway.auth.server import redirect_matches, redirect_uri_allowed
-from gateway.auth.store import Family, SigningKey, SqliteAuthStore, digest
+from gateway.auth.store import Family, Quota, SigningKey, SqliteAuthStore, digest
 from gateway.auth.tokens import KeyRing, TokenInvalid, mint_access_token, verify_access_token
 from gateway.config import ConfigError, load_config
 from gateway.ops.access import github_subject_hash
@@ -310,3 +310,58 @@ def test_rate_buckets_are_bounded_least_recently_used_first(store):
     assert store.take_rate("ip:d", 111.0, 0.001, 2, max_buckets=3) == 0  # evicts b, the least recently used
     assert store.size()["rate"] == 3
     assert store.take_rate("ip:a", 111.0, 0.001, 2, max_buckets=3) > 0  # a kept its empty bucket (no fresh burst)
+
+
+# ------------------------------------------------------- per-address quotas (docs/operations.md#github-quotas)
+def test_quota_keys_are_the_address_and_its_network():
+    assert Quota.of("198.51.100.7", 3, 9) == Quota("198.51.100.7", "198.51.100.0/24", 3, 9)
+    assert Quota.of("::ffff:198.51.100.7").address == "198.51.100.7"
+    v6 = Quota.of("2001:db8:1:2:aaaa::1")
+    assert (v6.address, v6.prefix) == ("2001:db8:1:2::/64", "2001:db8:1::/48")
+    assert Quota.of("unix-peer") == Quota("unix-peer", "")
+
+
+def test_pending_logins_per_address_evict_that_address_oldest_first(store):
+    a, b = Quota.of("192.0.2.1", 3, 5), Quota.of("192.0.2.2", 3, 5)
+    for i in range(5):  # a at its quota: each new login pushes out a's OLDEST, never anyone else's
+        assert store.save_pending(digest(f"a{i}"), {}, expires_at=1000 + i, cap=100, now=0, quota=a)
+    assert [store.get_pending(digest(f"a{i}"), 0) is not None for i in range(5)] == [False, False, True, True, True]
+    for i in range(3):  # b shares a's /24 (quota 5): the network's oldest, a2, makes room
+        assert store.save_pending(digest(f"b{i}"), {}, expires_at=2000 + i, cap=100, now=0, quota=b)
+    assert store.size()["pending"] == 5 and store.get_pending(digest("a2"), 0) is None
+    assert all(store.get_pending(digest(f"b{i}"), 0) is not None for i in range(3))
+
+
+def test_a_full_pending_cap_refuses_anonymous_logins_but_not_a_used_client(store):
+    for i in range(4):
+        assert store.save_pending(digest(f"x{i}"), {}, 1000 + i, cap=4, now=0, quota=Quota.of(f"203.0.113.{i}"))
+    assert not store.save_pending(digest("new"), {}, 2000, cap=4, now=0, quota=Quota.of("198.51.100.1"))
+    assert store.save_pending(digest("known"), {}, 2000, cap=4, now=0, quota=Quota.of("198.51.100.1"), priority=True)
+    assert store.get_pending(digest("x0"), 0) is None and store.size()["pending"] == 4  # the oldest made room
+
+
+def test_never_used_clients_per_address_evict_that_address_oldest_first(store):
+    a = Quota.of("192.0.2.1", 2, 10)
+    for i in range(3):
+        assert store.add_client(f"c{i}", {}, None, 100 + i, cap=100, evict_before=0, quota=a)
+    store.touch_client("c1", 200)  # a client that got a token is never pushed out
+    assert store.add_client("c3", {}, None, 300, cap=100, evict_before=0, quota=a)  # c1 no longer counts
+    assert store.add_client("c4", {}, None, 400, cap=100, evict_before=0, quota=a)  # c2: a's oldest unused
+    assert [store.get_client(f"c{i}") is not None for i in range(5)] == [False, True, False, True, True]
+    assert store.client_used("c1") and not store.client_used("c3") and not store.client_used("nope")
+
+
+def test_a_purge_gives_the_space_back(open_store, tmp_path):
+    store = open_store()
+    for i in range(300):  # random text: PostgreSQL would compress a repeated one to nothing
+        big = {"redirect_uris": [f"https://a.example/{secrets.token_hex(950)}" for _ in range(10)]}
+        store.add_client(f"c{i}", big, None, 100, cap=1000, evict_before=0)
+    if isinstance(store, SqliteAuthStore):
+        full = store.file_bytes()
+        assert store.purge(10**6, unused_client_before=10**5)["clients"] == 300
+        assert store.file_bytes() < full / 4, (full, store.file_bytes())
+    else:  # plain VACUUM: the dead rows' space is reusable and the emptied pages are cut off the table's end
+        size = "SELECT pg_total_relation_size('s3rm_auth_client')"
+        full = store._one(size)[0]
+        assert store.purge(10**6, unused_client_before=10**5)["clients"] == 300
+        assert store._one(size)[0] < full / 4, (full, store._one(size)[0])

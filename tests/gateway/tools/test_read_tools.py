@@ -12,7 +12,7 @@ import pytest
 from dataclasses import replace
 
 from gateway.domain.codec import serialize_page
-from gateway.domain.markers import Marker, build_summary
+from gateway.domain.markers import Marker, MarkerError, attribute_summary, build_summary, parse_summary
 from gateway.domain.digests import content_digest, evidence_digest
 from gateway.domain.repository import WikiUnavailable
 from support.schema_dirs import SCHEMA
@@ -179,6 +179,26 @@ def test_get_lesson_names_the_github_writer_of_the_revision_it_read(repo):
     assert "revision_github_login" not in Harness(repo).call("get_lesson", id="gh1")
     repo.put_page("gh1", text, "browser edit mentioning gh=alice]")
     assert "revision_github_login" not in Harness(repo).call("get_lesson", id="gh1")
+
+
+def test_the_write_marker_carries_the_numeric_github_id_and_old_markers_still_parse(repo):
+    """A rename keeps identity: ``ghid=`` follows ``gh=``; a marker written before it parses with no id."""
+    marker = Marker(tag="S3W", parent=0, op="op-gh2-0001", kind="create", digest="0" * 32)
+    old = build_summary("MCP create_lesson_draft", replace(marker, actor="alice"), SCHEMA)
+    assert old.endswith(" gh=alice]") and parse_summary(old, SCHEMA).actor_id is None
+    new = attribute_summary(build_summary("MCP create_lesson_draft", marker, SCHEMA), "alice-renamed", SCHEMA, "5001")
+    assert new.endswith(" gh=alice-renamed ghid=5001]")
+    parsed = parse_summary(new, SCHEMA)
+    assert (parsed.actor, parsed.actor_id) == ("alice-renamed", "5001")
+    for bad in ("[S3W v1 op=op-gh2-0001 k=create d=" + "0" * 32 + " p=0 ghid=5001]",  # an id without a login
+                "[S3W v1 op=op-gh2-0001 k=create d=" + "0" * 32 + " p=0 gh=alice ghid=05001]"):
+        with pytest.raises(MarkerError):
+            parse_summary(bad, SCHEMA)
+    with pytest.raises(ValueError):
+        attribute_summary(new, "alice", SCHEMA, "not-a-number")
+    repo.put_page("gh2", serialize_page(lesson("gh2"), SCHEMA), new)
+    answer = Harness(repo).call("get_lesson", id="gh2")
+    assert answer["revision_github_login"] == "alice-renamed" and answer["revision_github_id"] == "5001"
 
 
 def test_get_lesson_digests_verdicts_and_sub_pages(repo):

@@ -392,11 +392,13 @@ def test_flask_404_405_and_500_are_json(schema_dir):
     client = app.test_client()
     r = client.get("/does-not-exist")
     assert r.status_code == 404 and assert_json(r)["error"]["code"] == "not_found"
-    r = client.get("/.well-known/oauth-protected-resource/mcp")
+    r = client.get("/.well-known/oauth-protected-resource/mcp", headers={"Host": HOST})
     assert r.status_code == 404 and assert_json(r)
+    r = client.get("/.well-known/oauth-protected-resource/mcp")  # a Host this server does not serve
+    assert r.status_code == 421 and assert_json(r)["error"] == "misdirected_request"
     r = client.post("/livez")
     assert r.status_code == 405 and "GET" in r.headers["Allow"] and assert_json(r)
-    r = client.get("/explode")
+    r = client.get("/explode", headers={"Host": HOST})
     assert r.status_code == 500
     assert b"secret detail" not in r.data
     assert assert_json(r)["error"]["code"] == "internal_error"
