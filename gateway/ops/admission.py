@@ -51,6 +51,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
+import threading
 import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
@@ -83,6 +84,8 @@ _CLASS_STATS = ("state", "in_use", "waiting", "admitted", "queued", "rejected_fu
 SERVICE_WEIGHT = 0.1
 #: A longer call counts as this many seconds in the estimate (one stuck call must not refuse a class for long).
 MAX_SERVICE_SAMPLE_SECONDS = 60.0
+#: At most one "admission refused" log line per class and reason per this many seconds.
+REFUSAL_LOG_SECONDS = 1.0
 
 _CURRENT: contextvars.ContextVar["Admission | None"] = contextvars.ContextVar("s3rm_admission", default=None)
 
@@ -222,6 +225,8 @@ class Admission:
         self.classes: dict[str, AdmissionClass] = {"read": read, "write": write, "semantic": semantic}
         self.metrics = metrics
         self._gate_stats: Callable[[], Mapping[str, Any]] | None = None
+        self._log_lock = threading.Lock()
+        self._refusals: dict[tuple[str, str], tuple[float | None, int]] = {}
 
     @classmethod
     def from_config(cls, config, *, metrics: Any = None) -> "Admission":
@@ -245,7 +250,7 @@ class Admission:
             klass.acquire()
         except AdmissionRejected as exc:
             self._count("admission_rejections", **{"class": kind, "reason": exc.reason})
-            log.warning("admission refused class=%s reason=%s", kind, exc.reason)
+            self._log_refusal(kind, exc.reason)
             raise
         token = _CURRENT.set(self)
         started = time.monotonic()
@@ -255,6 +260,18 @@ class Admission:
             _CURRENT.reset(token)
             klass.observe(time.monotonic() - started)
             klass.release()
+
+    def _log_refusal(self, kind: str, reason: str) -> None:
+        """One log line per class and reason per :data:`REFUSAL_LOG_SECONDS` at most, with the count
+        since the last line: under overload a line per refusal would cost more than the refusal."""
+        now = time.monotonic()
+        with self._log_lock:
+            last, count = self._refusals.get((kind, reason), (None, 0))
+            if last is not None and now - last < REFUSAL_LOG_SECONDS:
+                self._refusals[(kind, reason)] = (last, count + 1)
+                return
+            self._refusals[(kind, reason)] = (now, 0)
+        log.warning("admission refused class=%s reason=%s (%d more since the last line)", kind, reason, count)
 
     # ----------------------------------------------------------- semantic
     def attach_semantic_gate(self, stats: Callable[[], Mapping[str, Any]]) -> None:
