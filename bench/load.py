@@ -443,6 +443,15 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def read_levels(url: str, ids: list[str], levels: list[int], seconds: float) -> dict[int, Run]:
+    """Phase 1: :func:`read_load` at each client level for ``seconds``, printing one line a level."""
+    runs = {}
+    for level in levels:
+        runs[level] = read_load(url, ids, level, seconds)
+        print(runs[level].line(f"concurrency {level}"), flush=True)
+    return runs
+
+
 def print_admission_targets(runs: dict[int, Run]) -> None:
     """The admission targets of docs/operations.md#admission per level: reads refused < 1 % and
     p95 ≤ 4× the p95 of the lowest level (answered calls; refusals apart)."""
@@ -675,11 +684,7 @@ def main(argv: list[str] | None = None) -> int:
                 read_load(old.url, ids, 2, 3.0)  # warm-up: login, caches
                 print(f"\n== 1. BASELINE: former limits (48 threads, reads 8 slots + 8 places, 2 s wait), "
                       f"{args.read_seconds:g} s per level ==")
-                old_runs = {}
-                for level in levels:
-                    old_runs[level] = read_load(old.url, ids, level, args.read_seconds)
-                    print(old_runs[level].line(f"concurrency {level}"), flush=True)
-                print_admission_targets(old_runs)
+                print_admission_targets(read_levels(old.url, ids, levels, args.read_seconds))
                 if args.overload:
                     overload(old, ids, args.overload, args.read_seconds)
         with Gateway(env, threads=args.threads) as gw:
@@ -690,10 +695,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.only_hybrid_burst:
                 print(f"\n== 1. sustained reads ({args.read_seconds:g} s per level, gunicorn threads "
                       f"{args.threads}, {os.cpu_count()} CPUs shared with the wiki) ==")
-                runs = {}
-                for level in levels:
-                    runs[level] = read_load(gw.url, ids, level, args.read_seconds)
-                    print(runs[level].line(f"concurrency {level}"), flush=True)
+                runs = read_levels(gw.url, ids, levels, args.read_seconds)
                 good = [lv for lv, r in runs.items() if r.total and r.errors / r.total < 0.01]
                 best = max(good or levels, key=lambda lv: runs[lv].total / runs[lv].seconds)
                 base = runs[best]

