@@ -106,6 +106,8 @@ def load_secrets() -> dict:
     return data
 
 
+#: How long ``up`` waits for an embedding server to embed its first text (each try up to a quarter of it).
+EMBEDDING_WAIT_SECONDS = 120.0
 #: Niceness of the document embedding server (background work, like the job runner's).
 DOCUMENT_EMBEDDING_NICENESS = 10
 #: The helper processes of the stack besides the wiki: pid-file name and command-line marker.
@@ -159,13 +161,13 @@ def _run_step(label: str, cmd: list[str], env: dict[str, str]) -> None:
 
 
 def _wait_http(url: str, timeout: float, *, ok=lambda status, body: status == 200, data: bytes | None = None,
-               headers: dict | None = None) -> dict:
+               headers: dict | None = None, request_timeout: float = 5.0) -> dict:
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
         try:
             resp = requests.request("GET" if data is None else "POST", url, data=data, headers=headers or {},
-                                    timeout=5)
+                                    timeout=request_timeout)
             status, body = resp.status_code, resp.content
         except requests.RequestException as exc:
             status, body, last = 0, b"", str(exc)
@@ -201,8 +203,9 @@ def _await_embedding(port: int, name: str = "embedding") -> None:
     _, log = _paths(name)
     body = json.dumps({"input": ["ready?"], "model": "e5"}).encode()
     try:
-        _wait_http(f"http://{HOST}:{port}/v1/embeddings", 120, data=body,
-                   headers={"Content-Type": "application/json"})
+        # a server at a lower CPU priority on a busy machine may take longer than 5 s for its first text
+        _wait_http(f"http://{HOST}:{port}/v1/embeddings", EMBEDDING_WAIT_SECONDS, data=body,
+                   headers={"Content-Type": "application/json"}, request_timeout=EMBEDDING_WAIT_SECONDS / 4)
     except StackError as exc:
         raise StackError(f"{exc}; see {log}") from None
 
