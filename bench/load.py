@@ -20,9 +20,15 @@ Phases (each prints one block):
 1. **sustained reads** — for each ``--concurrency`` level, closed-loop clients
    call read tools (``search_lessons`` with fixed queries, ``get_lesson``,
    ``find_related_lessons``, ``find_analogies``) for ``--read-seconds``;
-   prints requests/s, p50/p95/p99 latency, the error rate (HTTP errors and
-   tool errors) and 429/503 counts; the best level with < 1 % errors is the
-   sustained rate this machine holds.
+   prints requests/s, p50/p95/p99 latency of the answered calls, the share
+   refused by admission (429/503), the error rate (HTTP errors and tool
+   errors) and the admission targets per level (refused < 1 %, p95 ≤ 4× the
+   lowest level's, docs/operations.md#admission); the best level with < 1 %
+   errors is the sustained rate this machine holds. ``--baseline`` first runs
+   the same levels against a gateway with the former fixed limits.
+1b. **deliberate overload** (``--overload``, default 128 clients) — the same
+   read mix; prints the refusals' latencies (p50/p95/p99) and the gateway
+   worker's resident memory before, at most and after.
 4. **hybrid reads during a burst of creates** (``--embedding``; ``--creates``,
    default 50) — two clients call ``search_lessons`` with
    ``retrieval_mode=hybrid_v1`` for ``--read-seconds`` (quiet), then again while
