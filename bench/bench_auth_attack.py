@@ -27,7 +27,7 @@ Slow-body part (``--slow-body``, default 50; 0 skips; ``--slow-body-only`` runs 
    ``search_lessons`` (signed-in) latency, median and p95, quiet and while
    ``--slow-body`` connections each send ``POST /token`` or ``POST /mcp`` with
    ``Content-Length: 5000`` and one body byte every 2 s (reconnecting when
-   answered), against a gateway with the default 48 threads — directly, and
+   answered), against a gateway with the default thread count — directly, and
    through real Caddy running the shipped Caddyfile (``tests/support/caddy.py``),
    in the same run. Target: attacked p95 ≤ 2× quiet on both
    (docs/operations.md#request-reading).
@@ -55,6 +55,7 @@ sys.path.insert(0, str(REPO / "tests" / "gateway" / "auth"))
 sys.path.insert(0, str(REPO / "bench"))
 
 import requests  # noqa: E402
+from gateway.config import GatewayConfig  # noqa: E402
 from bench_read import running_wiki  # noqa: E402
 from support.caddy import Caddy  # noqa: E402
 from support.github_standin import GithubStandIn, StandInUser  # noqa: E402
@@ -273,7 +274,7 @@ def slow_body(env: dict[str, str], count: int, rounds: int) -> None:
     rows = []
     for route in ("direct", "caddy"):
         secret = "bench-proxy-secret-0123456789"
-        gw = Gateway({**env, "S3RM_PROXY_SECRET": secret}, threads=48)  # the default thread count
+        gw = Gateway({**env, "S3RM_PROXY_SECRET": secret}, threads=GatewayConfig.gunicorn_threads)  # the default
         caddy = Caddy(f"127.0.0.1:{gw.port}", secret) if route == "caddy" else None
         front = SimpleNamespace(base=caddy.base, url=f"{caddy.base}/mcp", port=caddy.port) if caddy else gw
         gw.env["S3RM_MCP_PUBLIC_URL"] = front.url
@@ -289,7 +290,7 @@ def slow_body(env: dict[str, str], count: int, rounds: int) -> None:
                     attacked = _searches(front, token, rounds)
                 rows.append((route, quiet, attacked, dict(attack.answers)))
     print(f"\nslow-body: search_lessons under {count} slow-body connections (POST /token and /mcp, Content-Length "
-          f"5000, 1 byte / 2 s), 48 gunicorn threads, {rounds} calls per phase")
+          f"5000, 1 byte / 2 s), {GatewayConfig.gunicorn_threads} gunicorn threads, {rounds} calls per phase")
     print(f"{'route':<8}{'quiet med':>11}{'quiet p95':>11}{'att. med':>10}{'att. p95':>10}{'p95 x':>7}  slow answers")
     for route, quiet, attacked, answers in rows:
         (q_med, q_p95), (a_med, a_p95) = [(statistics.median(v) * 1000, _pct(v, 0.95) * 1000)

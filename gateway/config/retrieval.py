@@ -118,6 +118,7 @@ class RetrievalSettings:
     follow_seconds: float = 2.0
     checkpoint_file: str = ""
     state_dir: str = ""
+    seed_file: str = ""
     rc_max_age_seconds: float = 90 * 86400.0
     quarantine_after: int = 3
     index_backend: str = "memory"
@@ -189,6 +190,7 @@ def load_retrieval(environ: Mapping[str, str]) -> RetrievalSettings:
         follow_seconds=number(get, "S3RM_SEMANTIC_FOLLOW_SECONDS", 2.0, float, 0.0, 3600.0),
         checkpoint_file=get("S3RM_SEMANTIC_CHECKPOINT_FILE", ""),
         state_dir=get("S3RM_SEMANTIC_STATE_DIR", ""),
+        seed_file=get("S3RM_SEMANTIC_SEED_FILE", ""),
         rc_max_age_seconds=number(get, "S3RM_SEMANTIC_RC_MAX_AGE_SECONDS", 90 * 86400.0, float, 60.0,
                                   10 * 365 * 86400.0),
         quarantine_after=number(get, "S3RM_SEMANTIC_QUARANTINE_AFTER", 3, int, 1, 100),

@@ -8,8 +8,9 @@ Three independent classes, each with its own limits (``GatewayConfig``):
 ===========  ==============================  ===========================================
 class        limits                          over capacity
 ===========  ==============================  ===========================================
-``read``     S3RM_ADMISSION_READ_*           queue full → HTTP 429; wait ran out → 503
-``write``    S3RM_ADMISSION_WRITE_*          queue full → HTTP 429; wait ran out → 503
+``read``     S3RM_ADMISSION_READ_*           expected wait over the deadline, or queue
+                                             places all taken → HTTP 429; wait ran out → 503
+``write``    S3RM_ADMISSION_WRITE_*          the same rule with the write limits
 ``semantic`` S3RM_ADMISSION_SEMANTIC_*       never waits, never an HTTP error: a first
                                              page falls back to legacy at once (docs/retrieval.md#resource-isolation); a
                                              continued hybrid cursor gets the retryable
@@ -50,6 +51,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
+import threading
 import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
@@ -78,6 +80,12 @@ CLASSES = ("read", "write", "semantic")
 #: The keys of :meth:`AdmissionClass.stats` (the /metrics ``admission`` entries).
 _CLASS_STATS = ("state", "in_use", "waiting", "admitted", "queued", "rejected_full", "rejected_timeout",
                 "max_wait_seconds")
+#: Weight of the newest call in the service-time estimate of :class:`AdmissionClass` (about the last 10 calls).
+SERVICE_WEIGHT = 0.1
+#: A longer call counts as this many seconds in the estimate (one stuck call must not refuse a class for long).
+MAX_SERVICE_SAMPLE_SECONDS = 60.0
+#: At most one "admission refused" log line per class and reason per this many seconds.
+REFUSAL_LOG_SECONDS = 1.0
 
 _CURRENT: contextvars.ContextVar["Admission | None"] = contextvars.ContextVar("s3rm_admission", default=None)
 
@@ -104,13 +112,22 @@ class AdmissionRejected(JsonRpcError):
 
 
 class AdmissionClass(BoundedGate):
-    """One class: a :class:`~gateway.ops.gate.BoundedGate` of ``concurrency`` slots plus at most
-    ``queue`` callers waiting up to ``timeout_seconds``, refusing with :class:`AdmissionRejected`.
+    """One class: a :class:`~gateway.ops.gate.BoundedGate` of ``concurrency`` slots plus a queue that a
+    caller joins only while its expected wait fits its deadline (docs/operations.md#admission).
 
-    :meth:`acquire` admits, queues or raises :class:`AdmissionRejected` (429
-    ``queue_full`` / 503 ``queue_timeout``); :meth:`try_acquire` never waits
-    (the semantic class). Queue rules are the gate's (see
-    :mod:`gateway.ops.gate`). Thread-safe; counters only grow.
+    The rule: with every slot busy, a caller that would be ``p``-th in the
+    queue expects to wait ``p × s / concurrency`` seconds, ``s`` being the
+    recent service time of this class (an exponentially weighted mean of
+    the seconds a slot was held, :meth:`observe`, weight :data:`SERVICE_WEIGHT`
+    per call; unknown before the first call ends, then the caller queues). It queues when that
+    is at most ``timeout_seconds`` (its deadline) and fewer than ``queue``
+    callers wait; ``queue`` is the memory bound (each waiting call holds a
+    gunicorn thread), not the rule. Otherwise it gets 429 ``queue_full`` at
+    once; a queued caller that gets no slot by the deadline gets 503
+    ``queue_timeout``.
+
+    :meth:`acquire` admits, queues or raises :class:`AdmissionRejected`;
+    :meth:`try_acquire` never waits (the semantic class). Thread-safe; counters only grow.
     """
 
     def __init__(self, name: str, concurrency: int, queue: int, timeout_seconds: float, *,
@@ -118,6 +135,37 @@ class AdmissionClass(BoundedGate):
         if concurrency < 1 or queue < 0 or timeout_seconds <= 0:
             raise ValueError("concurrency must be ≥ 1, queue ≥ 0 and timeout > 0")
         super().__init__(name, concurrency, queue, timeout_seconds=timeout_seconds, monotonic=monotonic)
+        self.service_seconds: float | None = None
+        self.rejected_delay = 0
+
+    def observe(self, seconds: float) -> None:
+        """Fold the seconds one admitted call held its slot into the service-time estimate."""
+        seconds = min(max(0.0, seconds), MAX_SERVICE_SAMPLE_SECONDS)
+        with self._cond:
+            s = self.service_seconds
+            self.service_seconds = seconds if s is None else s + SERVICE_WEIGHT * (seconds - s)
+
+    def expected_wait(self, position: int) -> float:
+        """Seconds the ``position``-th waiter (1 = next) should wait with every slot busy; 0 when unknown."""
+        s = self.service_seconds
+        return 0.0 if s is None else position * s / self.slots
+
+    def _too_slow(self) -> bool:
+        """The next waiter's expected wait exceeds the deadline (lock held)."""
+        return self.expected_wait(self._waiting + 1) > self.timeout_seconds
+
+    def _may_queue(self) -> bool:
+        if not super()._may_queue():
+            return False
+        if self._too_slow():
+            self.rejected_delay += 1
+            return False
+        return True
+
+    def saturated(self) -> bool:
+        """True when every slot is busy and the next caller would be refused (places or expected wait)."""
+        with self._cond:
+            return self._in_use >= self.slots and (self._waiting >= self.queue_limit or self._too_slow())
 
     @property
     def concurrency(self) -> int:
@@ -131,8 +179,10 @@ class AdmissionClass(BoundedGate):
 
     @property
     def retry_after(self) -> int:
-        """Seconds a refused caller should wait: the queue timeout rounded up, at least 1."""
-        return max(1, math.ceil(self.timeout_seconds))
+        """Seconds a refused caller should wait: the time the callers waiting now should take to drain
+        (waiting × service time / slots), rounded up, at least 1 and at most the deadline rounded up."""
+        drain = self.expected_wait(self._waiting)
+        return max(1, min(math.ceil(self.timeout_seconds), math.ceil(drain)))
 
     def rejection(self, reason: str) -> AdmissionRejected:
         """429 for ``queue_full``, 503 for ``queue_timeout``, both with ``Retry-After``."""
@@ -149,11 +199,18 @@ class AdmissionClass(BoundedGate):
         )
 
     def stats(self) -> dict[str, Any]:
-        """Counts only: ``in_use``, ``waiting``, ``admitted``, ``queued``, ``rejected_full``,
-        ``rejected_timeout``, ``max_wait_seconds`` and the bounded ``state`` word
+        """Counts only: ``in_use``, ``waiting``, ``admitted``, ``queued``, ``rejected_full`` (every 429,
+        of which ``rejected_delay`` by the expected-wait rule), ``rejected_timeout``, ``max_wait_seconds``,
+        ``service_seconds`` (the estimate, None before a call ended) and the bounded ``state`` word
         (``ok`` | ``busy`` | ``saturated``). Limits are configuration and are not included."""
         counts = super().stats()
-        return {key: counts[key] for key in _CLASS_STATS}
+        out = {key: counts[key] for key in _CLASS_STATS}
+        if out["state"] == "busy" and self.saturated():
+            out["state"] = "saturated"
+        with self._cond:
+            out["rejected_delay"] = self.rejected_delay
+            out["service_seconds"] = None if self.service_seconds is None else round(self.service_seconds, 4)
+        return out
 
 
 class Admission:
@@ -168,6 +225,8 @@ class Admission:
         self.classes: dict[str, AdmissionClass] = {"read": read, "write": write, "semantic": semantic}
         self.metrics = metrics
         self._gate_stats: Callable[[], Mapping[str, Any]] | None = None
+        self._log_lock = threading.Lock()
+        self._refusals: dict[tuple[str, str], tuple[float | None, int]] = {}
 
     @classmethod
     def from_config(cls, config, *, metrics: Any = None) -> "Admission":
@@ -191,14 +250,28 @@ class Admission:
             klass.acquire()
         except AdmissionRejected as exc:
             self._count("admission_rejections", **{"class": kind, "reason": exc.reason})
-            log.warning("admission refused class=%s reason=%s", kind, exc.reason)
+            self._log_refusal(kind, exc.reason)
             raise
         token = _CURRENT.set(self)
+        started = time.monotonic()
         try:
             yield
         finally:
             _CURRENT.reset(token)
+            klass.observe(time.monotonic() - started)
             klass.release()
+
+    def _log_refusal(self, kind: str, reason: str) -> None:
+        """One log line per class and reason per :data:`REFUSAL_LOG_SECONDS` at most, with the count
+        since the last line: under overload a line per refusal would cost more than the refusal."""
+        now = time.monotonic()
+        with self._log_lock:
+            last, count = self._refusals.get((kind, reason), (None, 0))
+            if last is not None and now - last < REFUSAL_LOG_SECONDS:
+                self._refusals[(kind, reason)] = (last, count + 1)
+                return
+            self._refusals[(kind, reason)] = (now, 0)
+        log.warning("admission refused class=%s reason=%s (%d more since the last line)", kind, reason, count)
 
     # ----------------------------------------------------------- semantic
     def attach_semantic_gate(self, stats: Callable[[], Mapping[str, Any]]) -> None:

@@ -98,6 +98,13 @@ class BoundedGate:
         return GateRejected(self.name, reason)
 
     # ------------------------------------------------------------- acquire
+    def _may_queue(self) -> bool:
+        """Whether one more caller may join the queue (override point; called with the lock held).
+
+        Here: fewer than ``queue_limit`` wait. :class:`gateway.ops.admission.AdmissionClass` adds
+        its expected-wait rule (docs/operations.md#admission)."""
+        return self._waiting < self.queue_limit
+
     def _free_for(self, priority: bool) -> bool:
         if priority:
             return self._in_use < self.slots
@@ -118,7 +125,7 @@ class BoundedGate:
                 self._in_use += 1
                 self.admitted += 1
                 return
-            if self._waiting >= self.queue_limit:
+            if not self._may_queue():
                 self.rejected_full += 1
                 raise self.rejection(QUEUE_FULL)
             self._waiting += 1

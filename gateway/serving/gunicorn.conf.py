@@ -8,7 +8,7 @@ each other's cursors. Scale with threads here; several processes or hosts
 only with shared state (docs/retrieval.md#one-process).
 
 Settings come from the same validated configuration as the app
-(``S3RM_BIND``, default 127.0.0.1:8080; ``S3RM_GUNICORN_THREADS``, default 48; admission limits derive from it).
+(``S3RM_BIND``, default 127.0.0.1:8080; ``S3RM_GUNICORN_THREADS``, default 64; admission limits derive from it).
 """
 import os
 

