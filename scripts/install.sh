@@ -5,7 +5,9 @@
 
 # Debian packages CI needs. Add yours here (one list, installed in one go).
 # lua5.1: the Lua binary Scribunto's standalone engine runs (Module:S3RM values, docs/browser.md#values-in-smw).
-DEBIAN_PACKAGES="mediawiki php-cli php-sqlite3 php-intl php-mbstring php-xml lua5.1 chromium chromium-driver"
+# fonts-noto-cjk: Korean glyphs for headless Chromium, so the browser tests lay out the page Korean users
+# see (without it Hangul renders as empty boxes of another width, and the graph settles elsewhere).
+DEBIAN_PACKAGES="mediawiki php-cli php-sqlite3 php-intl php-mbstring php-xml lua5.1 chromium chromium-driver fonts-noto-cjk"
 
 install_debian_packages() {
   local wanted=(${DEBIAN_PACKAGES}) missing=() p
