@@ -9,7 +9,6 @@ and a purged stream triggering a full rebuild.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import replace
 
 import pytest
@@ -63,8 +62,7 @@ def followed(built, tmp_path):
 
 
 def follow(service) -> None:
-    service.refresher.request_follow()
-    time.sleep(0.05)
+    service.refresher.request_follow()  # wait_idle now waits for that poll to have run
     assert service.refresher.wait_idle(120)
 
 
