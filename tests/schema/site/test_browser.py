@@ -202,13 +202,19 @@ def pixel_alpha(page, points: list[tuple[float, float]], radius: int = 0) -> lis
 
 def settled_hub(page) -> tuple[dict, tuple[float, float]]:
     """Wait until the graph has settled, then pick :func:`_hub` from the positions it has NOW and return it with
-    its viewport point (canvas box and node position read in one script, at click time)."""
+    its viewport point: the page is scrolled so that the node sits mid-viewport (with Korean fonts the text
+    above pushes the lower half of the graph below the fold, where a click reaches nothing), and the canvas
+    box and the node's position are read in that same script, at click time."""
     page.wait_for_function(GRAPH_SETTLED, timeout=60_000)
     hub = _hub(graph_state(page))
     point = page.evaluate("""(id) => {
-        const g = mw.s3rm.home.graph, box = g.canvas.getBoundingClientRect(), p = g.screenPosition(id);
-        return [box.left + p.x, box.top + p.y];
+        const g = mw.s3rm.home.graph, p = g.screenPosition(id);
+        const before = g.canvas.getBoundingClientRect();
+        window.scrollBy({top: before.top + p.y - window.innerHeight / 2, left: 0, behavior: 'instant'});
+        const box = g.canvas.getBoundingClientRect(), q = g.screenPosition(id);
+        return [box.left + q.x, box.top + q.y, window.innerWidth, window.innerHeight];
     }""", hub["id"])
+    assert 0 <= point[0] < point[2] and 0 <= point[1] < point[3], f"{hub['id']} is outside the viewport: {point}"
     return hub, (point[0], point[1])
 
 
