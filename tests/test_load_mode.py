@@ -88,7 +88,7 @@ def _gone(pids: list[int]) -> bool:
                          ids=["plain", "xdist", "failing"])
 def test_n_busy_processes_for_the_whole_session_and_none_after(tmp_path, extra, fail, code):
     proc = _inner(tmp_path, "2", *extra, env={"INNER_FAIL": fail})
-    output, _ = proc.communicate(timeout=300)
+    output, _ = proc.communicate(timeout=900)
     assert proc.returncode == code, output[-3000:]
     pids = _header_pids(output)
     assert len(pids) == 2
@@ -100,11 +100,11 @@ def test_ctrl_c_stops_the_busy_processes(tmp_path):
     block = tmp_path / "blocked"
     proc = _inner(tmp_path, "2", env={"INNER_BLOCK": str(block)})
     try:
-        wait_until(block.exists, 120, "the inner test starting")
+        wait_until(block.exists, 600, "the inner test starting")
         seen = list(map(int, (tmp_path / "seen").read_text().split()))
         assert len(seen) == 2
         proc.send_signal(signal.SIGINT)
-        output, _ = proc.communicate(timeout=120)
+        output, _ = proc.communicate(timeout=900)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -23,6 +23,7 @@ Every loop is bounded; nothing here mocks anything.
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -319,8 +320,9 @@ def launch_chromium(playwright, user_data_dir: str | Path | None = None, *, view
     )
     # every wait is on an event (a selector, a data-state, a URL); these are only the bounds on a busy
     # machine (S3RM_TEST_LOAD, xdist workers), where a page load can take many times its idle length
-    context.set_default_timeout(60_000)
-    context.set_default_navigation_timeout(90_000)
+    if not asyncio.iscoroutine(context):  # the async API hands back a coroutine: its caller awaits it
+        context.set_default_timeout(60_000)
+        context.set_default_navigation_timeout(90_000)
     return context
 
 
