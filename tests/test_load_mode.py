@@ -52,8 +52,10 @@ INNER = textwrap.dedent('''
 def _inner(tmp_path: Path, load: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     (tmp_path / "test_inner.py").write_text(INNER)
     full = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
-    full.update({"S3RM_TEST_LOAD": load, "INNER_SEEN": str(tmp_path / "seen"), "PYTHONPATH": str(REPO)},
-                **(env or {}))
+    # no plugin auto-loading (playwright, hypothesis, ...): an inner session starts in a fraction of the time;
+    # xdist is named explicitly where a case needs it
+    full.update({"S3RM_TEST_LOAD": load, "INNER_SEEN": str(tmp_path / "seen"), "PYTHONPATH": str(REPO),
+                 "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, **(env or {}))
     argv = [sys.executable, "-c",
             "import os, sys, pytest; os.environ['INNER_CONTROLLER_PID'] = str(os.getpid()); "
             "sys.exit(pytest.main(sys.argv[1:]))",
@@ -84,7 +86,7 @@ def _gone(pids: list[int]) -> bool:
     return True
 
 
-@pytest.mark.parametrize("extra, fail, code", [((), "0", 0), (("-n", "2"), "0", 0), ((), "1", 1)],
+@pytest.mark.parametrize("extra, fail, code", [((), "0", 0), (("-p", "xdist.plugin", "-n", "2"), "0", 0), ((), "1", 1)],
                          ids=["plain", "xdist", "failing"])
 def test_n_busy_processes_for_the_whole_session_and_none_after(tmp_path, extra, fail, code):
     proc = _inner(tmp_path, "2", *extra, env={"INNER_FAIL": fail})
