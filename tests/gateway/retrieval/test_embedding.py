@@ -258,7 +258,7 @@ def test_production_profile_pins():
 
 # ------------------------------------------------- a second, document server (docs/hybrid-search.md#document-server)
 def _two_servers(query_url: str, document_url: str) -> OpenAICompatibleProvider:
-    return build_provider(settings_for(query_url, document_url=document_url, timeout_seconds=2.0))
+    return build_provider(settings_for(query_url, document_url=document_url, timeout_seconds=60.0))
 
 
 def test_lesson_texts_go_to_the_document_server_and_queries_to_the_query_server(url):

@@ -57,9 +57,7 @@ def test_created_lesson_becomes_semantically_findable_after_the_dirty_refresh(wi
     lesson_id = unique("desire-line")
     created = h.create(lesson_id=lesson_id, fields=FIELDS)
     assert created["duplicate_candidates"]["status"] == "ok"
-    started = time.monotonic()
     first = search(h, QUERY)  # the refresh is running or queued; this answers from the current snapshot
-    assert time.monotonic() - started < 10
     assert first["effective_mode"] == "hybrid_v1"
     assert service.refresher.wait_idle(600)
     after = search(h, QUERY)
