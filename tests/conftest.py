@@ -66,6 +66,33 @@ if _PROFILE not in ("s3rm", "explore"):
 settings.load_profile(_PROFILE)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """``S3RM_TEST_LOAD=N`` (tests/support/load.py): start N busy processes for the whole session, in the
+    controlling process only (an xdist worker has ``workerinput``), stopped at unconfigure however the
+    session ends."""
+    from support.load import BusyLoad, load_from_env
+
+    if hasattr(config, "workerinput"):
+        return
+    try:
+        n = load_from_env()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if n:
+        load = BusyLoad(n).start()
+        config.add_cleanup(load.stop)
+        config.stash[_LOAD_KEY] = load
+
+
+_LOAD_KEY = pytest.StashKey["object"]()
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Say in the header when the session runs beside busy processes."""
+    load = config.stash.get(_LOAD_KEY, None)
+    return f"S3RM_TEST_LOAD: {load.n} busy processes (pids {load.pids})" if load is not None else None
+
+
 def _wiki_copy(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[devwiki.DevWiki]:
     """Start a copy of the test-wiki template under a fresh temporary folder; stop it afterwards."""
     target = tmp_path_factory.mktemp(name) / "wiki"

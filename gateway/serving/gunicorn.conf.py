@@ -31,7 +31,12 @@ threads = _config.gunicorn_threads
 # A tools/call reads the wiki with its own timeouts; 60 s bounds a stuck request.
 timeout = 60
 graceful_timeout = 30
-keepalive = 5
+# An idle keep-alive connection is closed by the CLIENT first: Node's fetch (undici) drops its idle sockets
+# after 4 s and Caddy's upstream pool after 2 min. With the server closing first (5 s), a client whose
+# timer fires late (a busy machine) reuses a socket gunicorn has just closed and its POST fails with
+# "other side closed" (seen in tests/gateway/test_clients.py under load). gthread parks idle connections
+# in its poller, so a long keep-alive holds no thread.
+keepalive = 130
 # Request line and header limits: MCP requests are small JSON POSTs.
 limit_request_line = 8190
 limit_request_fields = 100

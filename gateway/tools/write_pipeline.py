@@ -154,7 +154,13 @@ def _replayed(operation: WriteOperation, request: Request, snapshot: LessonSnaps
 
 def _prior_outcome(operation: WriteOperation, repo, request: Request, account: str,
                    keys, schema: Schema) -> tuple[LessonSnapshot | None, dict | None]:
-    """Re-read the Lesson and its history: (snapshot, replay response) — raises on a conflicting prior."""
+    """Re-read the Lesson and its history: (snapshot, replay response) — raises on a conflicting prior.
+
+    The snapshot is read BEFORE the history scan, so a plan made on it is never newer than what the scan
+    saw (a write landing in between makes the conditional save conflict, and the scan is repeated). A
+    prior write found by the scan may be newer than that snapshot (an identical parallel retry saved it in
+    between): the replay answer is then built from a fresh snapshot that holds it, not from the older one.
+    """
     snapshot = repo.get_snapshot(request.lesson_id)
     if snapshot is None:
         return None, None
@@ -163,6 +169,8 @@ def _prior_outcome(operation: WriteOperation, repo, request: Request, account: s
     if scan.prior is None:
         return snapshot, None
     if scan.prior.matches(request.tag, request.kind, request.digest):
+        if snapshot.revision_id < scan.prior.revision_id:
+            snapshot = repo.get_snapshot(request.lesson_id) or snapshot
         return snapshot, _replayed(operation, request, snapshot, scan.prior, schema)
     raise WriteToolError(
         "idempotency_conflict",

@@ -744,6 +744,8 @@
 		this.results = null; // { order: [index...], set: {index: rank} }
 		this.animation = null;
 		this.frameRequested = false;
+		this.settleHolds = 0;
+		this.settleFrame = null;
 		this.build();
 		layoutModel( model );
 		mark( 's3rm-graph-layout' );
@@ -751,7 +753,49 @@
 		this.fit( false );
 		this.bind();
 		this.draw();
+		this.unsettle();
 	}
+
+	/**
+	 * The "settled" signal (docs/browser.md#graph-settled): `data-settled` on the graph root is "false"
+	 * while anything can still move a node on screen (an animation, a pending redraw, a size change, a
+	 * held promise such as the page's fonts or the recent list above the graph) and becomes "true", with a
+	 * `s3rm-graph-settled` event on the root, once two animation frames have passed with none of them left.
+	 * Every move (resize, zoom, pan, animateTo) sets it back to "false".
+	 */
+	GraphView.prototype.unsettle = function () {
+		var self = this;
+		if ( this.root.getAttribute( 'data-settled' ) !== 'false' ) {
+			this.root.setAttribute( 'data-settled', 'false' );
+		}
+		if ( this.settleFrame ) {
+			return;
+		}
+		// two frames: ResizeObserver callbacks run after the first frame's layout, before its paint
+		this.settleFrame = window.requestAnimationFrame( function () {
+			self.settleFrame = window.requestAnimationFrame( function () {
+				self.settleFrame = null;
+				if ( self.animation || self.frameRequested ) {
+					self.unsettle();
+				} else if ( self.settleHolds === 0 ) {
+					self.root.setAttribute( 'data-settled', 'true' );
+					self.root.dispatchEvent( new CustomEvent( 's3rm-graph-settled' ) );
+				}
+			} );
+		} );
+	};
+
+	/** Keep the graph unsettled until ``promise`` is done (fulfilled or rejected); returns nothing. */
+	GraphView.prototype.holdSettle = function ( promise ) {
+		var self = this;
+		function release() {
+			self.settleHolds -= 1;
+			self.unsettle();
+		}
+		this.settleHolds += 1;
+		this.unsettle();
+		Promise.resolve( promise ).then( release, release );
+	};
 
 	GraphView.prototype.build = function () {
 		var self = this;
@@ -965,6 +1009,7 @@
 					self.view.x = drag.vx + event.clientX - drag.x;
 					self.view.y = drag.vy + event.clientY - drag.y;
 					self.requestDraw();
+					self.unsettle();
 				}
 				return;
 			}
@@ -1042,6 +1087,7 @@
 				this.view.x -= dirs[ key ][ 0 ] * 60;
 				this.view.y -= dirs[ key ][ 1 ] * 60;
 				this.requestDraw();
+				this.unsettle();
 			} else {
 				this.moveSelection( dirs[ key ][ 0 ], dirs[ key ][ 1 ] );
 			}
@@ -1294,6 +1340,7 @@
 		this.canvas.height = Math.round( height * dpr );
 		this.canvas.style.width = width + 'px';
 		this.canvas.style.height = height + 'px';
+		this.unsettle();
 		return true;
 	};
 
@@ -1336,6 +1383,7 @@
 		this.view.y = sy - ( sy - this.view.y ) * factor;
 		this.view.scale = scale;
 		this.requestDraw();
+		this.unsettle();
 	};
 
 	/** Move nodes (targets: array of [x, y] per node, or null) and the view, animated unless motion is reduced. */
@@ -1347,6 +1395,7 @@
 		var from = [];
 		var fromView = { scale: this.view.scale, x: this.view.x, y: this.view.y };
 		var i;
+		this.unsettle();
 		if ( this.animation ) {
 			window.cancelAnimationFrame( this.animation );
 			this.animation = null;
@@ -2221,7 +2270,7 @@
 		var api = { graph: null, search: null, data: null, buildModel: buildModel };
 		var searchRoot = document.getElementById( 's3rm-semantic-search' );
 		var recentRoot = document.getElementById( 's3rm-recent-list' );
-		var ready;
+		var ready, recentFilled = null;
 		mw.s3rm = mw.s3rm || {};
 		mw.s3rm.home = api;
 		mw.s3rm.mcpUrl = mcpUrl();
@@ -2268,10 +2317,18 @@
 		} );
 		api.ready = ready;
 		if ( recentRoot ) {
-			ready.then( function ( data ) {
+			recentFilled = ready.then( function ( data ) {
 				return fillRecent( recentRoot, data );
 			} );
 		}
+		// what can still move the graph on the page after it is drawn: the fonts (Korean glyphs change
+		// the text's size above and beside it) and the recent list filling in
+		ready.then( function () {
+			if ( api.graph ) {
+				api.graph.holdSettle( document.fonts ? document.fonts.ready : null );
+				api.graph.holdSettle( recentFilled );
+			}
+		} );
 	}
 
 	// ---- Page Forms: hidden provenance and time fields (docs/data-contract.md#browser-forms)

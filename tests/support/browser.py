@@ -23,6 +23,7 @@ Every loop is bounded; nothing here mocks anything.
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -312,11 +313,17 @@ def launch_chromium(playwright, user_data_dir: str | Path | None = None, *, view
     """
     profile = str(user_data_dir or tempfile.mkdtemp(prefix="s3rm-chromium-"))
     extra = {"is_mobile": True, "has_touch": True, "device_scale_factor": 3} if phone else {}
-    return playwright.chromium.launch_persistent_context(
+    context = playwright.chromium.launch_persistent_context(
         profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
         viewport={"width": viewport[0], "height": viewport[1]}, locale="ko-KR", timezone_id=timezone_id,
         reduced_motion="reduce", **extra,
     )
+    # every wait is on an event (a selector, a data-state, a URL); these are only the bounds on a busy
+    # machine (S3RM_TEST_LOAD, xdist workers), where a page load can take many times its idle length
+    if not asyncio.iscoroutine(context):  # the async API hands back a coroutine: its caller awaits it
+        context.set_default_timeout(60_000)
+        context.set_default_navigation_timeout(90_000)
+    return context
 
 
 def write_lessons(wiki, specs: list[dict]) -> None:

@@ -7,6 +7,7 @@ installs it instead of skipping (docs: README.md, "Two commands").
 """
 from __future__ import annotations
 
+import fcntl
 import subprocess
 from pathlib import Path
 
@@ -22,9 +23,14 @@ PYTHON_SDK2 = REPO / ".dev" / "venv-mcp2" / "bin" / "python"
 
 def install() -> None:
     """Install the pinned clients (idempotent). Raises AssertionError with the installer's output tail
-    when it fails or a client is still missing afterwards."""
-    done = subprocess.run(["bash", "-c", "source scripts/install.sh && install_test_clients"], cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
+    when it fails or a client is still missing afterwards. xdist workers call it at once: an exclusive
+    lock (``.dev/test-clients.lock``) lets one install while the others wait, then find it done."""
+    lock_path = REPO / ".dev" / "test-clients.lock"
+    lock_path.parent.mkdir(exist_ok=True)
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = subprocess.run(["bash", "-c", "source scripts/install.sh && install_test_clients"], cwd=REPO,
+                              capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     for path in (NODE, INSPECTOR, MCP_REMOTE, CONFORMANCE, PYTHON_SDK2):
         assert path.exists(), path

@@ -95,7 +95,7 @@ def settings_for(url: str, **overrides) -> RetrievalSettings:
     The duplicate-candidate budget is 20 s: tests that list candidates assert what is listed, and
     on a loaded two-core CI machine 5 s was once not enough; the budget's own behaviour is tested
     with an explicit small ``duplicate_budget_seconds``."""
-    values = dict(provider="openai_compatible", embedding_url=url, timeout_seconds=10.0, max_concurrency=2,
+    values = dict(provider="openai_compatible", embedding_url=url, timeout_seconds=60.0, max_concurrency=2,
                   queue_limit=8, batch_size=16, reconcile_seconds=3600.0, max_lag_seconds=7200.0,
                   duplicate_budget_seconds=20.0)
     values.update(overrides)

@@ -343,9 +343,12 @@ class IndexRefresher:
 
     # ------------------------------------------------------------- worker
     def request_follow(self) -> None:
-        """Poll the recent-changes follower now instead of at its next interval (admin/test use)."""
+        """Poll the recent-changes follower now instead of at its next interval (admin/test use); a
+        :meth:`wait_idle` after it returns once that poll has run (not before the worker has woken)."""
         with self._cond:
             self._next_follow = 0.0
+            if self.follower is not None and self._state.snapshot is not None:
+                self._idle.clear()
             self._cond.notify_all()
 
     def _run(self) -> None:

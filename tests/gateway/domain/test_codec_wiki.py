@@ -84,7 +84,7 @@ def link_tables(site, title: str) -> dict[str, frozenset]:
     Waits (up to 10 s) for the links update, which MediaWiki may finish
     just after answering the edit: a Lesson page always uses Template:Lesson.
     """
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # the links tables are written after the edit's answer, later on a busy machine
     while True:
         page = site.get("query", titles=title, prop="templates|links|categories|extlinks", tllimit="max",
                         pllimit="max", cllimit="max", ellimit="max", formatversion=2)["query"]["pages"][0]

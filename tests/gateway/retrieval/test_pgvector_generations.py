@@ -30,7 +30,7 @@ def _top(snap, query, k=5) -> list[str]:
     return [h.lesson_id for h in snap.search("whole", query, k)]
 
 
-def _until(predicate, timeout: float = 10.0):
+def _until(predicate, timeout: float = 60.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

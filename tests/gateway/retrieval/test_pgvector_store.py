@@ -8,11 +8,12 @@ transitions; every store user sees the same cursor keys.
 from __future__ import annotations
 
 import secrets
-import time
 
 import numpy as np
 import psycopg
 import pytest
+
+from support.services import wait_until
 
 from gateway.core.errors import ToolError
 from gateway.tools.cursors import CursorCodec, CursorKeyRing
@@ -51,12 +52,11 @@ def _leader(store: PgStore, generation: str, ttl: float = 30.0) -> LeaseHandle:
 def test_a_stale_leader_is_fenced_and_writes_nothing(store):
     gen = _gen()
     store.register(gen, DIMS)
-    a = _leader(store, gen, ttl=1.0)
+    a = _leader(store, gen, ttl=5.0)  # long enough that the next two steps run inside it on a busy machine
     entries = _entries(4)
     store.write(gen, a.holder, a.token, entries[:2])
     assert store.acquire(gen, "other", 5.0) is None  # a live lease is not taken over
-    time.sleep(1.2)
-    b_token = store.acquire(gen, "other", 5.0)
+    b_token = wait_until(lambda: store.acquire(gen, "other", 5.0), 60, "the stale lease expiring")
     assert b_token == a.token + 1
     with pytest.raises(FencingError):
         store.write(gen, a.holder, a.token, entries[2:3])

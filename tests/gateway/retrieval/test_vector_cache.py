@@ -34,7 +34,7 @@ from gateway.retrieval.embedding.vector_cache import CACHE_FILE, VectorCache
 from gateway.web.health import readiness
 from support.memory import InMemoryRepository, repository_with
 
-READY_SECONDS = 120
+READY_SECONDS = 600  # a generous bound: the first build embeds every Lesson, slow on a busy machine
 
 
 # ------------------------------------------------------------------ the file alone

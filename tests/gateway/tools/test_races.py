@@ -212,9 +212,39 @@ def test_identical_parallel_retries_write_once(h):
             t.start()
         for t in threads:
             t.join()
-        assert sorted(o["status"] for o in outs) == ["created", "replayed"], outs
+        statuses = sorted(str(o.get("status", o.get("error", {}).get("code"))) for o in outs)
+        assert statuses == ["created", "replayed"], f"two identical parallel retries answered {outs!r}"
         assert len(h.repo.get_snapshot(a["id"]).page.evidence) == 2
         assert len(h.history(a["id"])) == 2
+
+
+def test_retry_whose_twin_lands_between_its_read_and_its_history_scan_is_replayed(h, dev_wiki, monkeypatch):
+    """The interleaving that failed under load, made to happen every time: retry B reads the Lesson, then
+    its identical twin A saves, then B scans the history and finds A's marker. B answers ``replayed`` with
+    A's evidence and the current revision (it used to build the answer from the snapshot it read before A
+    landed, which lacked the evidence, and answered ``malformed_lesson``)."""
+    a = h.create()
+    args = {"operation_id": unique("op-twin"), "lesson_id": a["id"], **evidence_args()}
+    b = WriteHarness(dev_wiki)  # the retry's gateway: its own client and repository
+    real_snapshot = b.repo.get_snapshot
+    first: dict[str, dict] = {}
+
+    def read_then_twin_lands(lesson_id):
+        snap = real_snapshot(lesson_id)
+        if not first:
+            first["twin"] = h.call("attach_evidence", **args)
+        return snap
+
+    monkeypatch.setattr(b.repo, "get_snapshot", read_then_twin_lands)
+    retry = b.call("attach_evidence", **args)
+    monkeypatch.undo()
+    twin = first["twin"]
+    assert twin.get("status") == "created", f"the twin answered {twin!r}"
+    assert retry.get("status") == "replayed", f"the retry answered {retry!r}"
+    assert retry["evidence_id"] == twin["evidence_id"] and retry["evidence_digest"] == twin["evidence_digest"]
+    assert retry["current_revision_id"] == twin["current_revision_id"] == h.latest(a["id"])
+    assert len(h.repo.get_snapshot(a["id"]).page.evidence) == 2
+    assert len(h.history(a["id"])) == 2
 
 
 # ------------------------------------------------------------------ a stale base slipping past the pre-check

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from playwright.sync_api import expect
 from playwright import sync_api as playwright  # noqa: E402  (test extra; Debian chromium)
 
 COMMON_JS = Path(__file__).resolve().parents[3] / "schema" / "site" / "Common.js"
@@ -93,8 +94,9 @@ def _run(page_name: str, ns: int, article: int, created: str, updated: str, to1:
     with _common_js_page(FORM.format(created=created, updated=updated, to1=to1), page_name, ns, article) as (page,
                                                                                                        errors):
         for i in range(clicks):
-            if i:
-                page.wait_for_timeout(1100)  # the next click is in a later second
+            if i:  # the next click is in a later second (of the page's clock)
+                second = page.evaluate("() => Math.floor(Date.now() / 1000)")
+                page.wait_for_function("s => Math.floor(Date.now() / 1000) > s", arg=second, timeout=60_000)
             page.click("[name=wpSave]")
         values = page.evaluate("""() => Object.fromEntries(Array.from(
             document.querySelectorAll('#pfForm [name]')).map(e => [e.name, e.value]))""")
@@ -397,8 +399,8 @@ def test_form_shows_decoded_values_and_submits_encoded_ones():
         page.fill("[name='Lesson evidence[1][citation]']", "repo | commit abc")
         page.click("[name=wpSave]")
         posted = page.evaluate("() => window.__posted")[-1]
-        page.wait_for_timeout(50)
-        assert page.input_value("[name='Lesson evidence[1][citation]']") == "repo | commit abc"  # as typed again
+        # as typed again, once the script has put the reader's text back
+        expect(page.locator("[name='Lesson evidence[1][citation]']")).to_have_value("repo | commit abc")
         assert errors == []
     assert "|" not in posted["Lesson evidence[1][citation]"] and "\n" not in posted["Lesson[context]"]
     assert decode_value(posted["Lesson evidence[1][citation]"]) == "repo | commit abc"
