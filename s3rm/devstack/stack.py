@@ -63,7 +63,7 @@ SECRETS_FILE = DEV_SECRETS_FILE
 STATE_DIR = DEV_DIR / "state" / "gateway"
 TOKEN_FILE = DEV_DIR / "mcp-write-token"
 CORPUS = REPO_ROOT / "data" / "cloud-incidents" / "cloud_incidents.csv"
-#: What ``up`` imports: (``s3rm import`` source, path). ``scripts/vector_seed.py`` seeds exactly these.
+#: What ``up`` imports: (``s3rm import`` source, path); ``scripts/vector_seed.py`` writes the vectors of exactly these.
 CORPORA = (("cloud-incidents", CORPUS),)
 #: The committed vectors of :data:`CORPORA` (docs/hybrid-search.md#vector-seed), per embedding profile.
 SEED_DIR = REPO_ROOT / "data" / "vector-seed"
