@@ -32,8 +32,16 @@ Search (ranking version :data:`RANKING_VERSION`):
 
    The MediaWiki rank term keeps the backend's own order (CirrusSearch ranks
    by relevance; the SQL backends return page-id order) as the smallest
-   contribution and a tiebreak. Order: score desc, MediaWiki rank, id.
-   ``min_score`` drops hits below it after scoring.
+   contribution and a tiebreak. The score is then weighted by the Lesson's
+   content quality ``q`` (:func:`gateway.retrieval.quality.lesson_quality`, computed from
+   the same fresh snapshot, remembered per revision; docs/retrieval.md#content-quality-in-legacy)::
+
+       score · (NOISE_WEIGHT + (1 − NOISE_WEIGHT) · min(1, q / FULL_QUALITY))
+
+   so a Lesson whose text is language (q ≥ :data:`FULL_QUALITY`) keeps its score
+   and one that is not (emoji, random code points, mojibake, word salad: q ≈ 0)
+   keeps :data:`NOISE_WEIGHT` of it: still found, below the Lessons that match.
+   Order: score desc, MediaWiki rank, id. ``min_score`` drops hits below it after scoring.
 4. Stable order → offset pagination → byte-cap fitting (in the tool).
 
 Listing (empty query): newest first by last edit through the repository's
@@ -58,17 +66,19 @@ from typing import Iterable, Mapping, Sequence
 
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import LessonRepository
+from gateway.core.lru import BoundedLRU
 from gateway.retrieval.legacy import lexical
+from gateway.retrieval.quality import lesson_quality
 from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.request import AnalogyRequest, SearchRequest
 
 __all__ = [
-    "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "search", "candidates", "fallback_terms",
+    "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "quality_weight", "search", "candidates", "fallback_terms",
     "holds_fallback_term", "rank_candidates", "listing", "analogies",
     "analogy_projection", "projection_hash",
 ]
 
-RANKING_VERSION = "legacy-v1"
+RANKING_VERSION = "legacy-v2"
 ANALOGY_RANKING_VERSION = "legacy-analogy-v1"
 SEARCH_SCAN_LIMIT = 100
 FALLBACK_THRESHOLD = 20
@@ -78,6 +88,13 @@ ANALOGY_TERMS = 6
 ANALOGY_PER_TERM = 20
 ANALOGY_SCAN_LIMIT = 60
 W_TITLE, W_BODY, W_RANK = 0.50, 0.35, 0.15
+#: Content quality from which a Lesson keeps its whole score (the hybrid semantic channels' floor too).
+FULL_QUALITY = 0.5
+#: Share of its score a Lesson of quality 0 keeps.
+NOISE_WEIGHT = 0.05
+#: Revisions whose content quality this process remembers ((id, revision id) → quality).
+QUALITY_MEMO_SIZE = 8192
+_quality_memo: BoundedLRU[tuple[str, int], float] = BoundedLRU(QUALITY_MEMO_SIZE)
 
 #: Lesson fields that make up the analogy projection (title first).
 ANALOGY_FIELDS = ("title", "question", "attempt", "context", "observation", "interpretation",
@@ -182,7 +199,7 @@ def _body_words(page: LessonPage) -> set[str]:
 
 
 def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int) -> float:
-    """The legacy-v1 score of ``page`` at MediaWiki rank ``rank`` (see module doc)."""
+    """The relevance of ``page`` at MediaWiki rank ``rank`` before the quality weight (see module doc)."""
     title, body = _field_words(page, ("title",)), _body_words(page)
     n = len(terms) or 1
     in_title = sum(lexical.term_matches(t, title) for t in terms) / n
@@ -190,28 +207,44 @@ def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int) -
     return round(W_TITLE * in_title + W_BODY * in_body + W_RANK / (1 + rank), 6)
 
 
+def quality_weight(snapshot: LessonSnapshot) -> float:
+    """The factor in [NOISE_WEIGHT, 1] the legacy score of ``snapshot`` is multiplied by (module doc step 3);
+    the quality is computed once per (id, revision id) in this process."""
+    key = (snapshot.id, snapshot.revision_id)
+    quality = _quality_memo.get(key)
+    if quality is None:
+        quality = lesson_quality(snapshot.page.fields)
+        _quality_memo.put(key, quality)
+    return NOISE_WEIGHT + (1.0 - NOISE_WEIGHT) * min(1.0, quality / FULL_QUALITY)
+
+
 def search(repo: LessonRepository, request: SearchRequest, scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
-    """Full-text search of ``request.query`` → fresh snapshots → ``request.filters`` → legacy-v1 order,
+    """Full-text search of ``request.query`` → fresh snapshots → ``request.filters`` → legacy-v2 order,
     ``request.min_score`` applied (complete list, unpaged)."""
     terms = lexical.query_terms(request.query)
     if not terms:
         return RankedList((), 0, scan_limit, False)
     ids, partial, snaps = candidates(repo, terms, scan_limit)
-    ranked = rank_candidates(terms, ids, snaps, request.filters, request.min_score)
+    ranked = rank_candidates(terms, ids, snaps, request.filters, request.min_score, by_quality=True)
     return RankedList(ranked, len(ids), scan_limit, partial)
 
 
 def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snapshots: Mapping[str, LessonSnapshot],
-                    filters: SearchFilters, min_score: float = 0.0) -> tuple[Ranked, ...]:
+                    filters: SearchFilters, min_score: float = 0.0, *, by_quality: bool = False
+                    ) -> tuple[Ranked, ...]:
     """Step 3: candidates ``ids`` (search rank order) with their fresh ``snapshots`` scored by
-    :func:`relevance` at their position, filtered on the fresh page, ``min_score`` applied,
-    ordered by score desc, rank, id. Ids without a snapshot (gone) drop out."""
+    :func:`relevance` at their position — times :func:`quality_weight` when ``by_quality`` (legacy
+    search; hybrid's full-text channel ranks by relevance alone, its fusion weighs quality) —,
+    filtered on the fresh page, ``min_score`` applied, ordered by score desc, rank, id. Ids without a
+    snapshot (gone) drop out."""
     ranked = []
     for rank, lesson_id in enumerate(ids):
         snap = snapshots.get(lesson_id)
         if snap is None or not filters.matches(snap.page):
             continue
         score = relevance(terms, snap.page, rank)
+        if by_quality:
+            score = round(score * quality_weight(snap), 6)
         if score >= min_score:
             ranked.append((score, rank, lesson_id, snap))
     ranked.sort(key=lambda row: (-row[0], row[1], row[2]))
