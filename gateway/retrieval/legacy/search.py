@@ -61,6 +61,7 @@ analogy projection (title and the seven claim/body fields), with
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -73,7 +74,7 @@ from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.request import AnalogyRequest, SearchRequest
 
 __all__ = [
-    "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "quality_weight", "search", "candidates", "fallback_terms",
+    "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "quality_weight", "search", "merge_phrasings", "candidates", "fallback_terms",
     "holds_fallback_term", "rank_candidates", "listing", "analogies",
     "analogy_projection", "projection_hash",
 ]
@@ -95,6 +96,9 @@ NOISE_WEIGHT = 0.05
 #: Revisions whose content quality this process remembers ((id, revision id) → quality).
 QUALITY_MEMO_SIZE = 8192
 _quality_memo: BoundedLRU[tuple[str, int], float] = BoundedLRU(QUALITY_MEMO_SIZE)
+#: Threads that search a request's other phrasings beside its query (started only when needed).
+PHRASING_WORKERS = 32
+_PHRASINGS = ThreadPoolExecutor(max_workers=PHRASING_WORKERS, thread_name_prefix="s3rm-legacy-phrasing")
 
 #: Lesson fields that make up the analogy projection (title first).
 ANALOGY_FIELDS = ("title", "question", "attempt", "context", "observation", "interpretation",
@@ -220,8 +224,42 @@ def quality_weight(snapshot: LessonSnapshot) -> float:
 
 def search(repo: LessonRepository, request: SearchRequest, scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
     """Full-text search of ``request.query`` → fresh snapshots → ``request.filters`` → legacy-v2 order,
-    ``request.min_score`` applied (complete list, unpaged)."""
-    terms = lexical.query_terms(request.query)
+    ``request.min_score`` applied (complete list, unpaged).
+
+    With other phrasings (``request.phrasings``, docs/retrieval.md#phrasings) each phrasing is searched
+    the same way — the others on :data:`_PHRASINGS`' threads while the query's runs here — and the
+    lists merge by :func:`merge_phrasings`. Raises the repository's errors.
+    """
+    if not request.phrasings:
+        return _search_one(repo, request.query, request, scan_limit)
+    others = [_PHRASINGS.submit(_search_one, repo, text, request, scan_limit) for text in request.phrasings]
+    try:
+        first = _search_one(repo, request.query, request, scan_limit)
+    except BaseException:
+        for future in others:
+            future.cancel()
+        raise
+    return merge_phrasings([first, *(future.result() for future in others)])
+
+
+def merge_phrasings(lists: Sequence[RankedList]) -> RankedList:
+    """One list of the per-phrasing lists ``lists`` (the query's first): each Lesson once, with its best
+    score over the phrasings (a legacy score is a share of that phrasing's terms, so scores compare
+    across phrasings), ordered by that score, then the earlier phrasing, then its place there;
+    ``scanned`` and ``scan_limit`` add up, ``partial`` when any list was."""
+    best: dict[str, tuple[tuple[float, int, int, str], Ranked]] = {}
+    for number, ranked in enumerate(lists):
+        for position, item in enumerate(ranked.items):
+            key = (-item.score, number, position, item.snapshot.id)
+            if item.snapshot.id not in best or key < best[item.snapshot.id][0]:
+                best[item.snapshot.id] = (key, item)
+    items = tuple(item for _, item in sorted(best.values(), key=lambda row: row[0]))
+    return RankedList(items, sum(r.scanned for r in lists), sum(r.scan_limit for r in lists),
+                      any(r.partial for r in lists))
+
+
+def _search_one(repo: LessonRepository, query: str, request: SearchRequest, scan_limit: int) -> RankedList:
+    terms = lexical.query_terms(query)
     if not terms:
         return RankedList((), 0, scan_limit, False)
     ids, partial, snaps = candidates(repo, terms, scan_limit)

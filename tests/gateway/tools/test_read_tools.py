@@ -21,6 +21,9 @@ from support.lessons import evidence, lesson, relation, verification
 from support.read_harness import Harness
 
 BIG = "가나다라마바사아자차카타파하 " * 14000   # ≈ 200 KB of UTF-8 in one field
+#: ≈ 420 KB of UTF-8 in one field that reads as language (content quality 1 when it stands alone), so legacy
+#: ranks its Lesson by the words it matches, not below its neighbours as a repeated run
+BIG_TEXT = " ".join(f"실험 {i}번의 관측을 기록했다." for i in range(9000))
 
 
 def add(repo: InMemoryRepository, lesson_id: str, **kwargs) -> int:
@@ -141,7 +144,7 @@ def test_pagination_walk_each_match_once_and_cursor_binding(repo):
 
 
 def test_huge_field_keeps_every_response_under_the_cap(repo):
-    add(repo, "huge", title="huge lesson", observation=BIG, evidence_items=[evidence("e1", note=BIG)])
+    add(repo, "huge", title="huge lesson", observation=BIG_TEXT, evidence_items=[evidence("e1", note=BIG)])
     for i in range(3):
         add(repo, f"small{i}", title="huge neighbour")
     h = Harness(repo)
