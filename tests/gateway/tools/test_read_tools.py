@@ -547,3 +547,51 @@ def test_get_lesson_says_how_many_records_it_left_out(repo):
     rels = out["relations"]
     assert rels["total"] == 2 and [r["to"] for r in rels["items"]] == ["ok_target"] and rels["skipped"] == 1
     assert "skipped" not in out["citations"] and "skipped" not in out["verifications"]
+
+
+# ------------------------------------------------------------- phrasings
+def _two_languages(repo: InMemoryRepository) -> None:
+    add(repo, "dns-en", title="DNS changes took hours because resolvers cached the old record",
+        observation="Clients kept resolving the old address for hours after the change.")
+    add(repo, "dns-ko", title="도메인 레코드 변경이 늦게 반영됨", observation="리졸버 캐시 때문에 옛 주소로 접속했다.")
+    for i in range(4):
+        add(repo, f"resolver-{i}", title=f"Resolver note {i}", observation="The resolver cached the old record.")
+
+
+def test_another_phrasing_finds_the_lesson_written_in_the_other_language(repo):
+    _two_languages(repo)
+    h = Harness(repo)
+    alone = h.call("search_lessons", query="도메인 레코드 변경", limit=10)
+    assert [r["id"] for r in alone["results"]] == ["dns-ko"]
+    both = h.call("search_lessons", query="도메인 레코드 변경", also_phrased_as=["DNS changes took hours"], limit=10)
+    found = [r["id"] for r in both["results"]]
+    assert found[:2] in (["dns-ko", "dns-en"], ["dns-en", "dns-ko"]) and len(found) == len(set(found))
+    assert both["ranking_version"] == "legacy-v2" and both["effective_mode"] == "legacy"
+
+
+def test_cursors_bind_the_other_phrasings(repo):
+    _two_languages(repo)
+    h = Harness(repo)
+    args = {"query": "resolver", "also_phrased_as": ["리졸버 캐시"], "limit": 2}
+    first = h.call("search_lessons", **args)
+    assert first["next_cursor"]
+    walked = h.walk("search_lessons", query="resolver", also_phrased_as=["리졸버 캐시"], limit=2)
+    assert len(walked) == len({r["id"] for r in walked}) >= 5
+    for other in ({**args, "also_phrased_as": ["리졸버"]}, {k: v for k, v in args.items() if k != "also_phrased_as"}):
+        err = h.error("search_lessons", **other, cursor=first["next_cursor"])
+        assert err["code"] == "invalid_cursor"
+
+
+@pytest.mark.parametrize("phrasings", [
+    ["a", "b", "c", "d"],          # more than query_phrasings_max
+    ["x" * 501],                  # longer than query may be
+    [""],                         # empty
+    ["same", "same"],             # repeated
+    "DNS outage",                 # not a list
+    [],                           # an empty list says nothing
+])
+def test_bad_phrasings_get_a_clear_invalid_argument(repo, phrasings):
+    _two_languages(repo)
+    err = Harness(repo).error("search_lessons", query="DNS", also_phrased_as=phrasings)
+    assert err["code"] == "invalid_argument"
+    assert "also_phrased_as" in err["message"]
