@@ -41,6 +41,9 @@ Search (ranking version :data:`RANKING_VERSION`):
    so a Lesson whose text is language (q ≥ :data:`FULL_QUALITY`) keeps its score
    and one that is not (emoji, random code points, mojibake, word salad: q ≈ 0)
    keeps :data:`NOISE_WEIGHT` of it: still found, below the Lessons that match.
+   A Lesson below :data:`NOISE_QUALITY` that holds only some of the query's terms
+   (a single-term search's partial match) is left out: found by a word of a word
+   salad, it answers nothing; holding every term, it stays.
    Order: score desc, MediaWiki rank, id. ``min_score`` drops hits below it after scoring.
 4. Stable order → offset pagination → byte-cap fitting (in the tool).
 
@@ -93,6 +96,8 @@ W_TITLE, W_BODY, W_RANK = 0.50, 0.35, 0.15
 FULL_QUALITY = 0.5
 #: Share of its score a Lesson of quality 0 keeps.
 NOISE_WEIGHT = 0.05
+#: Below this content quality a Lesson is not language: only a match of every query term keeps it.
+NOISE_QUALITY = 0.2
 #: Revisions whose content quality this process remembers ((id, revision id) → quality).
 QUALITY_MEMO_SIZE = 8192
 _quality_memo: BoundedLRU[tuple[str, int], float] = BoundedLRU(QUALITY_MEMO_SIZE)
@@ -211,15 +216,25 @@ def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int) -
     return round(W_TITLE * in_title + W_BODY * in_body + W_RANK / (1 + rank), 6)
 
 
-def quality_weight(snapshot: LessonSnapshot) -> float:
-    """The factor in [NOISE_WEIGHT, 1] the legacy score of ``snapshot`` is multiplied by (module doc step 3);
-    the quality is computed once per (id, revision id) in this process."""
+def quality_of(snapshot: LessonSnapshot) -> float:
+    """The content quality of ``snapshot`` (:func:`gateway.retrieval.quality.lesson_quality`), computed once
+    per (id, revision id) in this process."""
     key = (snapshot.id, snapshot.revision_id)
     quality = _quality_memo.get(key)
     if quality is None:
         quality = lesson_quality(snapshot.page.fields)
         _quality_memo.put(key, quality)
-    return NOISE_WEIGHT + (1.0 - NOISE_WEIGHT) * min(1.0, quality / FULL_QUALITY)
+    return quality
+
+
+def quality_weight(snapshot: LessonSnapshot) -> float:
+    """The factor in [NOISE_WEIGHT, 1] the legacy score of ``snapshot`` is multiplied by (module doc step 3)."""
+    return NOISE_WEIGHT + (1.0 - NOISE_WEIGHT) * min(1.0, quality_of(snapshot) / FULL_QUALITY)
+
+
+def _holds_every_term(terms: Sequence[lexical.QueryTerm], page: LessonPage) -> bool:
+    words = _field_words(page, ("title",)) | _body_words(page)
+    return all(lexical.term_matches(t, words) for t in terms)
 
 
 def search(repo: LessonRepository, request: SearchRequest, scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
@@ -272,7 +287,8 @@ def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snap
                     ) -> tuple[Ranked, ...]:
     """Step 3: candidates ``ids`` (search rank order) with their fresh ``snapshots`` scored by
     :func:`relevance` at their position — times :func:`quality_weight` when ``by_quality`` (legacy
-    search; hybrid's full-text channel ranks by relevance alone, its fusion weighs quality) —,
+    search; hybrid's full-text channel ranks by relevance alone, its fusion weighs quality), a Lesson
+    below :data:`NOISE_QUALITY` then kept only when it holds every term —,
     filtered on the fresh page, ``min_score`` applied, ordered by score desc, rank, id. Ids without a
     snapshot (gone) drop out."""
     ranked = []
@@ -282,6 +298,8 @@ def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snap
             continue
         score = relevance(terms, snap.page, rank)
         if by_quality:
+            if quality_of(snap) < NOISE_QUALITY and not _holds_every_term(terms, snap.page):
+                continue
             score = round(score * quality_weight(snap), 6)
         if score >= min_score:
             ranked.append((score, rank, lesson_id, snap))
