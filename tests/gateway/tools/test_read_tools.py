@@ -595,3 +595,24 @@ def test_bad_phrasings_get_a_clear_invalid_argument(repo, phrasings):
     err = Harness(repo).error("search_lessons", query="DNS", also_phrased_as=phrasings)
     assert err["code"] == "invalid_argument"
     assert "also_phrased_as" in err["message"]
+
+
+# ------------------------------------------------------- content quality
+def _salad(lesson_id: str, words: str) -> dict[str, str]:
+    """Every text field a word salad of ``words`` (content quality 0)."""
+    text = " ".join(words.split() * 6)
+    return {name: text for name in ("title", "question", "attempt", "context", "observation", "interpretation",
+                                    "reusable_lesson", "applicability")}
+
+
+def test_legacy_ranks_a_word_salad_below_lessons_and_drops_it_when_it_matches_only_some_terms(repo):
+    """docs/retrieval.md#content-quality-in-legacy."""
+    add(repo, "salad-full", **_salad("salad-full", "dns outage rollback cache quota"))
+    add(repo, "salad-part", **_salad("salad-part", "dns rollback cache quota shard"))
+    add(repo, "real", title="Resolvers kept the old record",
+        observation="The DNS outage lasted two hours because the resolvers cached the old record.")
+    out = Harness(repo).call("search_lessons", query="DNS outage", limit=10)
+    found = [r["id"] for r in out["results"]]
+    assert found == ["real", "salad-full"], out["results"]  # the salad matching every term stays, last
+    assert out["results"][1]["score"] < 0.1 < out["results"][0]["score"]
+    assert [r["id"] for r in Harness(repo).call("search_lessons", query="rollback shard")["results"]] == ["salad-part"]
