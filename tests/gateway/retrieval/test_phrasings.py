@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.domain.model import LessonSnapshot
-from gateway.retrieval.hybrid.phrasings import PHRASING_RRF_K, fuse_phrasings
+from gateway.retrieval.hybrid.phrasings import fuse_phrasings
 from gateway.retrieval.hybrid.results import HybridList, HybridResult
 from support.lessons import lesson
 
@@ -24,14 +24,13 @@ def ids(fused: HybridList) -> list[str]:
     return [r.snapshot.id for r in fused.results]
 
 
-def test_a_lesson_both_phrasings_find_beats_one_only_one_finds_and_the_query_breaks_ties():
-    query = _list(("a", 1.0, 0), ("b", 0.9, 0), ("c", 0.5, 0))
-    other = _list(("x", 1.0, 0), ("c", 0.8, 0), ("y", 0.7, 0))
+def test_each_lesson_takes_its_best_rank_with_no_bonus_for_agreement_and_the_query_breaks_ties():
+    query = _list(("hub", 1.0, 0), ("b", 0.9, 0), ("c", 0.5, 0))
+    other = _list(("answer", 1.0, 0), ("hub", 0.8, 0), ("y", 0.7, 0))
     fused = fuse_phrasings([query, other])
-    # c: 1/(k+3) + 1/(k+2) > a: 1/(k+1) = x: 1/(k+1) (the query's list first) > b = y
-    assert ids(fused) == ["c", "a", "x", "b", "y"]
-    assert 2 / (PHRASING_RRF_K + 3) > 1 / (PHRASING_RRF_K + 1)
-    assert [r.score for r in fused.results] == [0.8, 1.0, 1.0, 0.9, 0.7]  # the best score over the phrasings
+    # hub: best rank 1 (the query's list) = answer: rank 1 (the other list) > b, hub again not counted > c = y
+    assert ids(fused) == ["hub", "answer", "b", "c", "y"]
+    assert [r.score for r in fused.results] == [1.0, 1.0, 0.9, 0.5, 0.7]  # the best score over the phrasings
 
 
 def test_a_tier_from_any_phrasing_keeps_its_lesson_first_and_the_counts_add_up():
