@@ -10,8 +10,9 @@ same run and over the same wiki and index, six lists:
 ``legacy`` / ``hybrid``        the query alone (what the main table measures);
 ``legacy_p`` / ``hybrid_p``    the phrasing alone (the better phrasing is the max of these two columns);
 ``legacy_2`` / ``hybrid_2``    the query with the phrasing in ``also_phrased_as`` (fused);
-``hy_max``                     a trial rule computed here from ``hybrid`` and ``hybrid_p``: each Lesson at
-                               its best rank over the two lists (:func:`interleave`).
+``hy_max``                     the merge rule recomputed here from ``hybrid`` and ``hybrid_p`` alone (each
+                               Lesson at its best rank over the two lists, :func:`interleave`): a check
+                               of ``hybrid_2``, and how the rule was chosen over RRF on the tuning half.
 
 The table gives per group recall@5 (any-of) over every query, recall@5 over the
 single-answer ones, share of expected Lessons in the top 10 over the multi-answer
@@ -84,8 +85,8 @@ def collect(cases: Sequence[QueryCase], repo, service, table: dict[str, tuple[st
 
 
 def interleave(*lists: Sequence[str]) -> list[str]:
-    """A trial rule, measured beside the shipped one: each Lesson at its best rank over the lists (no
-    bonus for agreement), ties to the earlier list."""
+    """Each Lesson at its best rank over the id lists (no bonus for agreement), ties to the earlier list
+    (gateway/retrieval/hybrid/phrasings.py's rule without tiers and scores)."""
     best: dict[str, tuple[int, int]] = {}
     for number, ranked in enumerate(lists):
         for rank, lesson_id in enumerate(ranked):
