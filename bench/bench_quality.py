@@ -54,6 +54,7 @@ files). Tune on ``--half tuning`` only::
     python bench/bench_quality.py                      # both halves, one run
     python bench/bench_quality.py --half heldout --outside <an outside evaluation file>
     python bench/bench_quality.py --half tuning --corpus no-korean   # no Korean Lesson in the wiki
+    python bench/bench_quality.py --half heldout --phrasings eval/phrasings/dev_mixed.jsonl  # bench/phrasings.py
 
 Query text and Lesson content are never printed.
 """
@@ -81,6 +82,7 @@ sys.path.insert(0, str(REPO / "tests"))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import bm25s  # noqa: E402
+import phrasings  # noqa: E402
 
 from embedding_cache import CachingProvider  # noqa: E402
 from gateway.retrieval.legacy import search as legacy  # noqa: E402
@@ -120,7 +122,8 @@ class Corpus:
 #: same without the Korean Lessons, as on a wiki that holds English Lessons only (the development stack):
 #: Korean questions then have no same-language Lesson to compete with (ko_ko queries are left out).
 CORPORA = {
-    "all": Corpus(REPO / ".dev" / "bench-wiki", (INCIDENTS, KOREAN, NOISE), ("cloud_incidents", "synthetic_ko")),
+    "all": Corpus(REPO / ".dev" / "bench-wiki", (INCIDENTS, KOREAN, NOISE),
+                  ("cloud_incidents", "synthetic_ko", "short_queries")),
     "no-korean": Corpus(REPO / ".dev" / "bench-wiki-no-korean", (INCIDENTS, NOISE), ("cloud_incidents",)),
 }
 BUILDER = ProjectionBuilder(SCHEMA)
@@ -587,7 +590,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", choices=sorted(CORPORA), default="all",
                         help="all: incidents + Korean Lessons + noise; no-korean: the same without the Korean "
                              "Lessons (its own wiki, .dev/bench-wiki-no-korean; ko_ko queries left out)")
+    parser.add_argument("--phrasings", action="append", default=[],
+                        help="a file of other phrasings keyed by query (eval/phrasings/): after each table, the "
+                             "queries it covers with the phrasing alone and fused (bench/phrasings.py)")
     args = parser.parse_args(argv)
+    phrasing_table = phrasings.load(args.phrasings)
 
     corpus = CORPORA[args.corpus]
     print(f"corpus {args.corpus}: {', '.join(path.parent.name for _, path in corpus.sources)}", flush=True)
@@ -641,9 +648,13 @@ def main(argv: list[str] | None = None) -> int:
         halves = {"both": ("tuning", "heldout"), "none": ()}.get(args.half, (args.half,))
         for half in halves:
             run_half(half, half_files(half, corpus.query_sets), reads, service, baseline, explain_groups)
+            if phrasing_table:
+                phrasings.report(half, half_files(half, corpus.query_sets), reads, service, phrasing_table)
         for path in args.outside:
             outside = str(Path(path).resolve())
             run_half(outside, half_files(outside, corpus.query_sets), reads, service, baseline, explain_groups)
+            if phrasing_table:
+                phrasings.report(outside, half_files(outside, corpus.query_sets), reads, service, phrasing_table)
     finally:
         service.stop()
     print(f"\nembedding cache: hits {provider.hits}, misses {provider.misses} ({provider.cache_dir})")

@@ -45,7 +45,15 @@ What it does, in one run:
    ``/readyz`` reports ``semantic: ready``, and times every ``search_lessons``
    case also as ``retrieval_mode=hybrid_v1`` in the same rounds: hybrid and
    legacy p50/p95 for the same queries and the ratio (target p95 ≤ 1.2×).
-6. With ``--baseline-tree PATH`` (a checkout) or ``--baseline-rev REV`` (exported once with
+6. With ``--phrasings``: every ``search_lessons`` case is also timed with one other
+   phrasing (``also_phrased_as``: the query in Korean, :data:`PHRASINGS`,
+   docs/retrieval.md#phrasings) in legacy and, with ``--hybrid``, in hybrid_v1, in the
+   same rounds: p50/p95 of each mode with the query alone and with two phrasings,
+   and hybrid/legacy per count (target p95 ≤ 1.2× for both)::
+
+       python bench/bench_read.py --wiki-dir .dev/bench-wiki --rounds 10 --seed 6 --hybrid --phrasings
+
+7. With ``--baseline-tree PATH`` (a checkout) or ``--baseline-rev REV`` (exported once with
    ``git archive`` into ``.dev/bench-read-baseline/<commit>``): starts a second gateway from that
    tree's own code, on its own free port, against the same wiki and the same embedding servers,
    and times hybrid ``search_lessons`` on it in the same interleaved rounds: p50/p95 of this tree
@@ -102,6 +110,9 @@ CORPUS = REPO / "data" / "cloud-incidents" / "cloud_incidents.csv"  # the vendor
 SEARCHES = ["network outage", "DNS resolution", "configuration change", "storage latency", "authentication",
             "power failure"]
 LEGACY, HYBRID = {"retrieval_mode": "legacy"}, {"retrieval_mode": "hybrid_v1"}
+#: ``--phrasings``: each search query's other phrasing (the query in Korean), sent in ``also_phrased_as``.
+PHRASINGS = {"network outage": "네트워크 장애", "DNS resolution": "DNS 이름 해석 실패", "configuration change": "구성 변경",
+             "storage latency": "스토리지 지연", "authentication": "인증 오류", "power failure": "정전"}
 PROTOCOL = "2025-11-25"
 
 
@@ -320,6 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     base = parser.add_mutually_exclusive_group()
     base.add_argument("--baseline-tree", help="a checkout whose gateway also answers hybrid search_lessons, "
                                               "timed in the same rounds (implies --hybrid)")
+    parser.add_argument("--phrasings", action="store_true",
+                        help="also time search_lessons with one other phrasing (also_phrased_as) in legacy and, "
+                             "with --hybrid, hybrid_v1")
     base.add_argument("--baseline-rev", help="like --baseline-tree, for a revision of this repository "
                                              "(exported into .dev/bench-read-baseline/)")
     args = parser.parse_args(argv)
@@ -393,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
 
         for rnd in range(args.rounds):
             for (tool, a), calls in zip(cases, recorded):
-                slot = samples.setdefault(tool, {"gateway": [], "raw": [], "single": [], "hybrid": [], "baseline": []})
+                slot = samples.setdefault(tool, {"gateway": [], "raw": [], "single": [], "hybrid": [], "baseline": [],
+                                                 "legacy_2": [], "hybrid_2": []})
                 order = [("gateway", lambda: gateway.run(tool, a)), ("raw", lambda: raw.run(calls))]
                 if tool == "search_lessons":  # the ONE generator=search request returning the pages + wikitext
                     order.append(("single", lambda: raw.run([single_search(a["query"])])))
@@ -401,6 +416,11 @@ def main(argv: list[str] | None = None) -> int:
                         order.append(("hybrid", lambda: hybrid(a)))
                     if base_gateway is not None:
                         order.append(("baseline", lambda: hybrid(a, base_gateway, "baseline")))
+                    if args.phrasings:
+                        two = {**a, "also_phrased_as": [PHRASINGS[a["query"]]]}
+                        order.append(("legacy_2", lambda: gateway.run(tool, two)))
+                        if args.hybrid:
+                            order.append(("hybrid_2", lambda: hybrid(two)))
                 for name, fn in (order if rnd % 2 == 0 else order[::-1]):
                     value = fn()
                     slot[name].append(value)
@@ -453,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
               f"semantic_status seen: {tallies['hybrid']['statuses']}")
         if stages:
             print("  hybrid stages (gateway /metrics, mean / p95 bucket): " + "  ".join(stages))
+    if args.phrasings:
+        print_phrasings(samples["search_lessons"], args.hybrid, args.rounds)
     if baseline is not None:
         print_baseline(baseline[1], samples["search_lessons"], by_query, tallies["baseline"], same_ids, base_stages,
                        args.rounds)
@@ -461,6 +483,22 @@ def main(argv: list[str] | None = None) -> int:
 
 def _ids(body: dict[str, Any]) -> list[str]:
     return [r.get("id") for r in body.get("results", [])]
+
+
+def print_phrasings(slot: dict[str, list[float]], hybrid: bool, rounds: int) -> None:
+    """``search_lessons`` with the query alone and with one other phrasing, legacy and hybrid_v1, same rounds."""
+    print(f"\nsearch_lessons with one phrasing (the query) and two (also_phrased_as), {len(SEARCHES)} queries, "
+          f"same {rounds} rounds (limit 5):")
+    print(f"  {'phrasings':<10} {'legacy p50':>11} {'p95':>9} {'hybrid p50':>11} {'p95':>9} {'ratio p95':>10}")
+    for label, lg, hy in (("one", "gateway", "hybrid"), ("two", "legacy_2", "hybrid_2")):
+        (l50, l95) = _ms(slot[lg])
+        if hybrid:
+            (h50, h95) = _ms(slot[hy])
+            print(f"  {label:<10} {l50:>9.1f}ms {l95:>7.1f}ms {h50:>9.1f}ms {h95:>7.1f}ms {h95 / l95:>9.2f}x")
+        else:
+            print(f"  {label:<10} {l50:>9.1f}ms {l95:>7.1f}ms")
+    if hybrid:
+        print("  (target: hybrid p95 <= 1.2x legacy p95 for each count)")
 
 
 def print_baseline(label: str, slot: dict[str, list[float]], by_query: dict[str, dict[str, list[float]]],

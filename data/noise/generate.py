@@ -64,6 +64,39 @@ def salad(words: list[str], n: int) -> str:
     return " ".join(RNG.choice(words) for _ in range(n))
 
 
+#: Fragments a write check mixes into random text (wikitext, markup, a little Korean and English).
+WRITE_CHECK = ("{{Lesson}}", "한국어 메모", "* item", "''bold''", "<script>alert(1)</script>", "= heading =",
+               " lead", "[[Category:Spam]]", "http://example.org/x", "cold start")
+#: A Korean paragraph whose UTF-8 bytes are read in the wrong encoding (mojibake Lessons).
+KO_PARAGRAPH = ("학습 중에 GPU 메모리가 부족해서 배치 크기를 줄였지만 단편화 때문에 다시 죽었다. 원인은 캐시 할당자가 "
+                "큰 블록을 반환하지 않는 것이었고, 환경 변수로 분할 크기를 제한하니 해결되었다. 같은 증상이 보이면 "
+                "먼저 메모리 스냅샷을 확인하고 로그에서 할당 실패 시점을 찾는다. 스토리지 장애나 DNS 장애와는 무관했다.")
+#: Its own generator, so the Lessons above keep the texts they had before these kinds were added.
+WRITE_CHECK_RNG = random.Random(20261204)
+
+
+def write_check_text(pieces: int) -> str:
+    """Random printable code points from every plane with write-check fragments between them (what a
+    property-based write test leaves in a wiki)."""
+    out = []
+    for _ in range(pieces):
+        run = []
+        while len(run) < WRITE_CHECK_RNG.randint(2, 12):
+            ch = chr(WRITE_CHECK_RNG.randint(0x20, 0x2FFFF))
+            if ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF:
+                run.append(ch)
+        out.append("".join(run) + WRITE_CHECK_RNG.choice(WRITE_CHECK))
+    return " ".join(out)[:LIMITS["title"]]
+
+
+def mojibake(encoding: str) -> dict[str, str]:
+    """Every field holds :data:`KO_PARAGRAPH`'s UTF-8 bytes decoded as ``encoding`` (undecodable bytes
+    become U+FFFD, control characters are dropped as a browser shows them), cut to the field's limit."""
+    text = KO_PARAGRAPH.encode("utf-8").decode(encoding, errors="replace")
+    text = " ".join("".join(ch for ch in text if ch.isprintable() or ch.isspace()).split())
+    return same(text)
+
+
 def lessons() -> list[tuple[str, dict[str, str]]]:
     out = [
         ("noise-emoji-run-laugh", same("😂" * 40)),
@@ -101,6 +134,10 @@ def lessons() -> list[tuple[str, dict[str, str]]]:
         ("noise-draft-ko-incident", same("장애")),
         ("noise-draft-ko-memo", same("메모")),
         ("noise-draft-gpu", same("GPU")),
+        ("noise-unicode-write-check", {name: write_check_text(30) for name in ("title", *FIELDS)}),
+        ("noise-mojibake-latin1", mojibake("latin-1")),
+        ("noise-mojibake-cp1252", mojibake("cp1252")),
+        ("noise-mojibake-cp949", mojibake("cp949")),
     ]
     return out
 

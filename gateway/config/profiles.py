@@ -68,8 +68,8 @@ INDEX_STRUCTURE: Mapping[str, Any] = MappingProxyType({
     "dtype": "float32",
     "row_normalisation": "l2",
     "lexical": "bm25s lucene k1=1.5 b=0.75 over the analysed whole text",
-    #: per-row content quality (gateway.retrieval.indexing.quality: change it with its rules and constants)
-    "content_quality": "vocabulary12-variety0.35-ksx1001-grammar0.08-v1",
+    #: per-row content quality (gateway.retrieval.quality: change it with its rules and constants)
+    "content_quality": "vocabulary12-variety0.35-script0.8-grammar0.08-v2",
 })
 
 

@@ -17,8 +17,9 @@ source Lesson).
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from gateway.config import GatewayConfig
 from gateway.core.errors import ToolError
@@ -43,7 +44,8 @@ class SearchRequest:
     """One ``search_lessons`` call, parsed (docs/tools.md#search-lessons).
 
     ``query`` (empty: the newest-first listing, docs/retrieval.md#listing),
-    ``filters`` (caller's ∩ scope's), ``min_score``, ``facet`` (hybrid_v1 only,
+    ``phrasings`` (``also_phrased_as``: other phrasings of the same question, ranked
+    with it, the query first; docs/retrieval.md#phrasings), ``filters`` (caller's ∩ scope's), ``min_score``, ``facet`` (hybrid_v1 only,
     docs/retrieval.md#facet-selector), ``mode`` (requested retrieval mode),
     ``scope`` (its name, echoed in the answer), ``limit`` and ``cursor``.
     """
@@ -56,11 +58,22 @@ class SearchRequest:
     scope: str | None = None
     limit: int = DEFAULT_LIMIT
     cursor: str | None = None
+    phrasings: tuple[str, ...] = ()
 
     @property
     def listing(self) -> bool:
         """True for an empty query: the newest-first listing instead of a search."""
         return not self.query.strip()
+
+    @property
+    def queries(self) -> tuple[str, ...]:
+        """The query, then each other phrasing (what the rankings fuse, docs/retrieval.md#phrasings)."""
+        return (self.query, *self.phrasings)
+
+    def phrased(self, query: str) -> "SearchRequest":
+        """This request for ``query`` alone (no other phrasing): what one ranking of a fused search runs."""
+        return SearchRequest(query=query, filters=self.filters, min_score=self.min_score, facet=self.facet,
+                             mode=self.mode, scope=self.scope, limit=self.limit, cursor=self.cursor)
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any], config: GatewayConfig,
@@ -69,11 +82,14 @@ class SearchRequest:
 
         Raises ToolError ``invalid_argument`` / ``scope_*`` / ``unknown_scope`` (module doc).
         """
+        query = arguments.get("query", "") or ""
+        phrasings = _phrasings(query, arguments.get("also_phrased_as") or ())
         filters = SearchFilters.from_mapping(arguments.get("filters")).intersect(_scope(arguments, config, principal))
-        return cls(query=arguments.get("query", "") or "", filters=filters,
+        return cls(query=query, filters=filters,
                    min_score=float(arguments.get("min_score", 0.0)), facet=arguments.get("facet"),
                    mode=_mode(arguments, config), scope=arguments.get("scope"),
-                   limit=int(arguments.get("limit", DEFAULT_LIMIT)), cursor=arguments.get("cursor"))
+                   limit=int(arguments.get("limit", DEFAULT_LIMIT)), cursor=arguments.get("cursor"),
+                   phrasings=phrasings)
 
 
 @dataclass(frozen=True)
@@ -118,6 +134,36 @@ class AnalogyRequest:
         return cls(source=source, stored_ids=tuple(stored), partners=partners, filters=filters,
                    min_score=float(arguments.get("min_score", 0.0)), mode=mode, scope=arguments.get("scope"),
                    limit=int(arguments.get("limit", DEFAULT_LIMIT)), cursor=arguments.get("cursor"))
+
+
+def _same_text(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _phrasings(query: str, phrasings: Sequence[str]) -> tuple[str, ...]:
+    """The other phrasings of ``query`` worth ranking (docs/retrieval.md#phrasings): in the caller's
+    order, a phrasing equal to the query or to an earlier one (NFKC, case and spacing aside) dropped.
+
+    Raises ToolError ``invalid_argument`` for phrasings beside an empty query (a listing has nothing
+    to rephrase) and for a phrasing of whitespace only.
+    """
+    if not phrasings:
+        return ()
+    if not query.strip():
+        raise ToolError("invalid_argument", "also_phrased_as needs a query: other phrasings of an empty query "
+                        "(the newest-first listing) mean nothing; put the question in query.",
+                        details={"field": "also_phrased_as", "rule": "requires-query"})
+    seen = {_same_text(query)}
+    kept = []
+    for n, text in enumerate(phrasings):
+        if not text.strip():
+            raise ToolError("invalid_argument", f"also_phrased_as[{n}] is blank; give the question in other words "
+                            "or leave it out.", details={"field": f"also_phrased_as[{n}]", "rule": "not-blank"})
+        key = _same_text(text)
+        if key not in seen:
+            seen.add(key)
+            kept.append(text)
+    return tuple(kept)
 
 
 def _scope(arguments: Mapping[str, Any], config: GatewayConfig, principal: Principal) -> SearchFilters:

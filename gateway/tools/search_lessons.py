@@ -9,7 +9,9 @@ view: ``id, score, basis, title``, a one-line ``reusable_lesson``,
 ``fields`` replaces the view (``id``, ``score`` and ``basis`` always come).
 Legacy scoring and ``min_score``: :mod:`gateway.retrieval.legacy.search`.
 
-Pagination: the cursor binds a fingerprint of (query, effective filters,
+``also_phrased_as`` adds other phrasings of the same question, ranked with
+``query`` (docs/retrieval.md#phrasings). Pagination: the cursor binds a
+fingerprint of (query, its other phrasings, effective filters,
 fields, min_score, modes, ranking version, generation, scope); positions are
 offsets into the freshly recomputed ranking (search) or the repository's
 recency walk (listing). Pages shrink to the byte cap and the cursor advances
@@ -152,7 +154,8 @@ def handle(arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     exclude_superseded = bool(arguments.get("exclude_superseded"))
     modes = retrieval_state(request.mode, ctx)
     bound = {  # what the cursor fingerprint binds (docs/tools.md#cursors)
-        "query": query, "filters": request.filters.canonical(), "fields": list(fields) if fields else None,
+        "query": query, **({"also_phrased_as": list(request.phrasings)} if request.phrasings else {}),
+        "filters": request.filters.canonical(), "fields": list(fields) if fields else None,
         "min_score": request.min_score, "effective_mode": modes["effective_mode"],
         "ranking_version": legacy.RANKING_VERSION,
         "generation": GENERATION, "scope": scope, "listing": listing, "schema": ctx.schema.meta["schema_version"],
@@ -283,6 +286,10 @@ def input_schema(schema_fields: Fields) -> dict:
     return obj({
         "query": string("Keywords or natural language; empty lists newest first.",
                         schema_fields.limits["query_max_length"], default=""),
+        "also_phrased_as": array("The same question in other words, e.g. in the other language (Korean/English); "
+                                 "ranked together with query, query first.",
+                                 string("", schema_fields.limits["query_max_length"], min_length=1),
+                                 min_items=1, max_items=schema_fields.limits["query_phrasings_max"], unique=True),
         "filters": filters,
         "fields": array("Fields per result (default: a compact view).",
                         {"type": "string", "enum": _search_fields(schema_fields)}, min_items=1, unique=True),
@@ -345,5 +352,5 @@ def output_schema(schema_fields: Fields) -> dict:
 
 
 SPEC = tool_spec(NAME, 'Search Lessons', describe(
-        """Search the lab's research Lessons: full text over all fields; an empty query lists newest first. Hits are compact (id, title, one-line reusable_lesson, confidence, short citation); `fields` picks others. hybrid_v1 also matches meaning across wording and languages; effective_mode says what answered. Search well: exact id or title words first; rephrase and switch language (Korean/English) before concluding nothing exists; check semantic_status, partial and hint before trusting an empty page. A hit with standing was superseded or contradicted: read those Lessons first."""
+        """Search the lab's research Lessons: full text over all fields; an empty query lists newest first. Hits are compact (id, title, one-line reusable_lesson, confidence, short citation); `fields` picks others. hybrid_v1 also matches meaning across wording and languages; effective_mode says what answered. Lessons are written in Korean and in English, so also send your question translated into the other language in `also_phrased_as`: it finds more. Search well: exact id or title words first; rephrase before concluding nothing exists; check semantic_status, partial and hint before trusting an empty page. A hit with standing was superseded or contradicted: read those Lessons first."""
     ), 'read', handle, input_schema, output_schema)

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 from s3rm.errors import S3rmError
 
 #: Query groups, in report order.
-GROUPS = ("en_paraphrase", "ko", "ko_ko", "mixed", "exact")
+GROUPS = ("en_paraphrase", "ko", "ko_ko", "ko_multi", "en_ko", "ko_en", "mixed", "en_en", "exact", "short")
 #: Retrieval modes search_lessons accepts.
 MODES = ("legacy", "hybrid_v1")
 #: Upper bound on query lines in one file.

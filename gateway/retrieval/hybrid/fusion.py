@@ -152,7 +152,7 @@ class RankingConfig:
         "relation": 50, "source:situation": 30, "source:mechanism": 30, "source:whole": 50, "lexical": 50,
     }))
     #: Semantic channels (search and analogies) skip Lessons whose content quality
-    #: (:mod:`gateway.retrieval.indexing.quality`) is below this: text that is not language embeds near
+    #: (:mod:`gateway.retrieval.quality`) is below this: text that is not language embeds near
     #: every question (docs/hybrid-search.md#content-quality). Lexical channels still see them.
     semantic_quality_floor: float = 0.5
     #: Outside the relation and exact tiers a candidate's service score is scaled by

@@ -56,6 +56,7 @@ from gateway.retrieval.hybrid.fusion import (
     partial_share,
     preliminary_order,
 )
+from gateway.retrieval.hybrid.phrasings import fuse_phrasings
 from gateway.retrieval.hybrid.results import HybridList, SemanticFallback
 from gateway.retrieval.hybrid.shadow import ShadowProbe, ShadowRunner
 from gateway.retrieval.hybrid.stages import Stages, votes_by_lesson
@@ -87,10 +88,14 @@ class SearchPipeline:
         self.shadow = shadow
         #: runs each hybrid search's MediaWiki full-text channel beside its in-process channels
         self._pool = ThreadPoolExecutor(max_workers=FULL_TEXT_WORKERS, thread_name_prefix="s3rm-full-text")
+        #: ranks a request's other phrasings beside its query (a pool of its own: these wait on :attr:`_pool`)
+        self._phrasing_pool = ThreadPoolExecutor(max_workers=FULL_TEXT_WORKERS, thread_name_prefix="s3rm-phrasing")
 
     def close(self) -> None:
-        """Stop the workers; a request still running runs its full-text search on its own thread."""
+        """Stop the workers; a request still running runs its full-text search (and its other phrasings)
+        on its own thread."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._phrasing_pool.shutdown(wait=False, cancel_futures=True)
 
     def run(self, repository: Any, request: SearchRequest, *, continuation: bool = False,
             beside: Callable[[list[str]], Any] | None = None) -> HybridList:
@@ -109,9 +114,52 @@ class SearchPipeline:
         ``beside(ids)``, when given, is called on this thread with the read-ahead ids (likely hits,
         in preliminary order) and may return a callable, which then runs on a worker while the
         full-text search runs; its result and errors are the caller's (docs/hybrid-search.md#read-ahead).
+        With other phrasings (``request.phrasings``, docs/retrieval.md#phrasings) each phrasing is
+        ranked on its own by these steps — the others on :attr:`_phrasing_pool`'s threads while the
+        query's runs here, ``beside`` and the shadow sample with the query's only — and the lists are
+        fused by :func:`~gateway.retrieval.hybrid.phrasings.fuse_phrasings`; any phrasing's fallback
+        is the request's.
+
         Raises SemanticFallback (first page) or ToolError ``semantic_unavailable`` (continuation);
         ``ValueError`` for an unknown facet.
         """
+        if not request.phrasings:
+            return self._run_one(repository, request, continuation=continuation, beside=beside, shadow=True)
+        phrased = [request.phrased(text) for text in request.phrasings]
+        others = [self._submit_phrasing(repository, one, continuation) for one in phrased]
+        try:
+            lists = [self._run_one(repository, request.phrased(request.query), continuation=continuation,
+                                   beside=beside, shadow=True)]
+            for one, future in zip(phrased, others):
+                try:
+                    lists.append(future.result())
+                except CancelledError:  # the service stopped meanwhile: this request still gets its answer
+                    lists.append(self._run_one(repository, one, continuation=continuation, beside=None,
+                                               shadow=False))
+        except BaseException:
+            for future in others:
+                future.cancel()
+            raise
+        return fuse_phrasings(lists)
+
+    def _submit_phrasing(self, repository: Any, request: SearchRequest, continuation: bool) -> Future:
+        """:meth:`_run_one` of one other phrasing on :attr:`_phrasing_pool`; on the calling thread when
+        the pool is shut down (its result or error then comes with the returned future)."""
+        try:
+            return self._phrasing_pool.submit(self._run_one, repository, request, continuation=continuation,
+                                              beside=None, shadow=False)
+        except RuntimeError:  # stop() shut the pool down while this request was running
+            done: Future = Future()
+            try:
+                done.set_result(self._run_one(repository, request, continuation=continuation, beside=None,
+                                              shadow=False))
+            except Exception as exc:
+                done.set_exception(exc)
+            return done
+
+    def _run_one(self, repository: Any, request: SearchRequest, *, continuation: bool,
+                 beside: Callable[[list[str]], Any] | None, shadow: bool) -> HybridList:
+        """Steps 1–8 of the module docstring for ``request.query`` alone (the shadow sample only when ``shadow``)."""
         query, filters, facet = request.query, request.filters, request.facet
         if facet is not None and facet not in FACETS:
             raise ValueError(f"unknown facet {facet!r}")
@@ -175,7 +223,7 @@ class SearchPipeline:
             if full_text is not None:
                 full_text.cancel()
             raise
-        if facet is None:  # a sampled copy runs against a shadow generation, off this request's path
+        if facet is None and shadow:  # a sampled copy runs against a shadow generation, off this request's path
             self.shadow.offer(snap, self.service.refresher.shadow_target(),
                               ShadowProbe(query_terms, vectors, index_mask(filters), cfg, floor, standardized))
         channels = SEARCH_CHANNELS if facet is None else (f"semantic:{facet}",)

@@ -43,7 +43,7 @@ class IndexRecord:
 @dataclass(frozen=True)
 class IndexEntry:
     """A record, its facet vectors (each ``(dims,)`` float32, L2-normalised or all zero), lexical terms and
-    content quality in [0, 1] (:func:`gateway.retrieval.indexing.quality.content_quality`; 1.0 when not computed)."""
+    content quality in [0, 1] (:func:`gateway.retrieval.quality.lesson_quality`; 1.0 when not computed)."""
 
     record: IndexRecord
     vectors: Mapping[str, np.ndarray]

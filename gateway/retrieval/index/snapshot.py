@@ -255,7 +255,7 @@ class IndexSnapshot:
                            truncated_mask=int(seg.truncated[row]))
 
     def quality(self, lesson_id: str) -> float | None:
-        """The row's content quality in [0, 1] (:mod:`gateway.retrieval.indexing.quality`), None when not indexed."""
+        """The row's content quality in [0, 1] (:mod:`gateway.retrieval.quality`), None when not indexed."""
         found = self._locate(lesson_id)
         return None if found is None else float(self._segments[found[0]].quality[found[1]])
 
@@ -346,7 +346,7 @@ class IndexSnapshot:
         return out  # type: ignore[return-value]
 
     def quality_rows(self) -> np.ndarray:
-        """Read-only float32 ``(n,)``: each row's content quality in [0, 1] (:mod:`gateway.retrieval.indexing.quality`)."""
+        """Read-only float32 ``(n,)``: each row's content quality in [0, 1] (:mod:`gateway.retrieval.quality`)."""
         out = self._cache.get("quality")
         if out is None:
             out = self._gather([seg.quality for seg in self._segments]).astype(np.float32)

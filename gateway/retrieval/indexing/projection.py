@@ -54,6 +54,7 @@ from gateway.core.lru import BoundedLRU
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.config.schema import Schema
 from gateway.retrieval.index.analyzer import ANALYZER_VERSION
+from gateway.retrieval.quality import lesson_quality
 from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE
 
 __all__ = [
@@ -185,6 +186,8 @@ class ProjectionDocument:
         retrieval_hash: ``"sha256:" + hex`` over projection identity and facet texts.
         metadata: the Lesson's :class:`LessonMetadata`.
         truncation: one :class:`FacetTruncation` per cut facet.
+        quality: the page's content quality in [0, 1] (:func:`gateway.retrieval.quality.lesson_quality`,
+            docs/hybrid-search.md#content-quality), stored with the index row.
     """
 
     lesson_id: str
@@ -194,6 +197,7 @@ class ProjectionDocument:
     retrieval_hash: str
     metadata: LessonMetadata
     truncation: tuple[FacetTruncation, ...] = ()
+    quality: float = 1.0
 
     def text(self, facet: str) -> str:
         """Text of ``facet`` (KeyError when unknown)."""
@@ -313,7 +317,8 @@ class ProjectionBuilder:
         retrieval_hash = _sha({"projection": self.identity(), "facets": dict(facets)})
         return ProjectionDocument(lesson_id=lesson_id, revision_id=revision_id, projection_version=self.version,
                                   facets=tuple(facets), retrieval_hash=retrieval_hash,
-                                  metadata=self.metadata(page), truncation=tuple(cuts))
+                                  metadata=self.metadata(page), truncation=tuple(cuts),
+                                  quality=lesson_quality(page.fields))
 
     def build_snapshot(self, snapshot: LessonSnapshot) -> ProjectionDocument:
         """Project a repository snapshot (keeps its revision id)."""

@@ -35,7 +35,6 @@ from gateway.retrieval.index.analyzer import analyze
 from gateway.retrieval.index.records import IndexEntry, IndexRecord, epoch_seconds
 from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.retrieval.indexing.projection import ProjectionDocument
-from gateway.retrieval.indexing.quality import content_quality
 
 __all__ = ["SemanticState", "RefreshOutcome", "index_entry", "record_of"]
 
@@ -55,10 +54,8 @@ def record_of(doc: ProjectionDocument) -> IndexRecord:
 
 def index_entry(doc: ProjectionDocument, vectors: Mapping[str, np.ndarray]) -> IndexEntry:
     """The index entry of a projection: its record, ``vectors`` (facet → ``(dims,)``), the analysed terms
-    of its ``whole`` text and its content quality (docs/hybrid-search.md#content-quality)."""
-    text = doc.text(WHOLE)
-    terms = tuple(analyze(text))
-    return IndexEntry(record_of(doc), vectors, terms, content_quality(text, terms))
+    of its ``whole`` text and its content quality (``doc.quality``, docs/hybrid-search.md#content-quality)."""
+    return IndexEntry(record_of(doc), vectors, tuple(analyze(doc.text(WHOLE))), doc.quality)
 
 
 @dataclass

@@ -32,8 +32,19 @@ Search (ranking version :data:`RANKING_VERSION`):
 
    The MediaWiki rank term keeps the backend's own order (CirrusSearch ranks
    by relevance; the SQL backends return page-id order) as the smallest
-   contribution and a tiebreak. Order: score desc, MediaWiki rank, id.
-   ``min_score`` drops hits below it after scoring.
+   contribution and a tiebreak. The score is then weighted by the Lesson's
+   content quality ``q`` (:func:`gateway.retrieval.quality.lesson_quality`, computed from
+   the same fresh snapshot, remembered per revision; docs/retrieval.md#content-quality-in-legacy)::
+
+       score · (NOISE_WEIGHT + (1 − NOISE_WEIGHT) · min(1, q / FULL_QUALITY))
+
+   so a Lesson whose text is language (q ≥ :data:`FULL_QUALITY`) keeps its score
+   and one that is not (emoji, random code points, mojibake, word salad: q ≈ 0)
+   keeps :data:`NOISE_WEIGHT` of it: still found, below the Lessons that match.
+   A Lesson below :data:`NOISE_QUALITY` that holds only some of the query's terms
+   (a single-term search's partial match) is left out: found by a word of a word
+   salad, it answers nothing; holding every term, it stays.
+   Order: score desc, MediaWiki rank, id. ``min_score`` drops hits below it after scoring.
 4. Stable order → offset pagination → byte-cap fitting (in the tool).
 
 Listing (empty query): newest first by last edit through the repository's
@@ -53,23 +64,26 @@ analogy projection (title and the seven claim/body fields), with
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.domain.repository import LessonRepository
+from gateway.core.lru import BoundedLRU
 from gateway.retrieval.legacy import lexical
+from gateway.retrieval.quality import lesson_quality
 from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.index.analyzer import word_initial_terms
 from gateway.retrieval.request import AnalogyRequest, SearchRequest
 
 __all__ = [
-    "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "search", "candidates", "fallback_terms",
+    "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "quality_weight", "search", "merge_phrasings", "candidates", "fallback_terms",
     "holds_fallback_term", "rank_candidates", "listing", "analogies",
     "analogy_projection", "projection_hash",
 ]
 
-RANKING_VERSION = "legacy-v1"
+RANKING_VERSION = "legacy-v2"
 ANALOGY_RANKING_VERSION = "legacy-analogy-v1"
 SEARCH_SCAN_LIMIT = 100
 FALLBACK_THRESHOLD = 20
@@ -79,6 +93,18 @@ ANALOGY_TERMS = 6
 ANALOGY_PER_TERM = 20
 ANALOGY_SCAN_LIMIT = 60
 W_TITLE, W_BODY, W_RANK = 0.50, 0.35, 0.15
+#: Content quality from which a Lesson keeps its whole score (the hybrid semantic channels' floor too).
+FULL_QUALITY = 0.5
+#: Share of its score a Lesson of quality 0 keeps.
+NOISE_WEIGHT = 0.05
+#: Below this content quality a Lesson is not language: only a match of every query term keeps it.
+NOISE_QUALITY = 0.2
+#: Revisions whose content quality this process remembers ((id, revision id) → quality).
+QUALITY_MEMO_SIZE = 8192
+_quality_memo: BoundedLRU[tuple[str, int], float] = BoundedLRU(QUALITY_MEMO_SIZE)
+#: Threads that search a request's other phrasings beside its query (started only when needed).
+PHRASING_WORKERS = 32
+_PHRASINGS = ThreadPoolExecutor(max_workers=PHRASING_WORKERS, thread_name_prefix="s3rm-legacy-phrasing")
 
 #: Lesson fields that make up the analogy projection (title first).
 ANALOGY_FIELDS = ("title", "question", "attempt", "context", "observation", "interpretation",
@@ -183,7 +209,7 @@ def _body_words(page: LessonPage) -> set[str]:
 
 
 def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int) -> float:
-    """The legacy-v1 score of ``page`` at MediaWiki rank ``rank`` (see module doc)."""
+    """The relevance of ``page`` at MediaWiki rank ``rank`` before the quality weight (see module doc)."""
     title, body = _field_words(page, ("title",)), _body_words(page)
     n = len(terms) or 1
     in_title = sum(lexical.term_matches(t, title) for t in terms) / n
@@ -191,28 +217,91 @@ def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int) -
     return round(W_TITLE * in_title + W_BODY * in_body + W_RANK / (1 + rank), 6)
 
 
+def quality_of(snapshot: LessonSnapshot) -> float:
+    """The content quality of ``snapshot`` (:func:`gateway.retrieval.quality.lesson_quality`), computed once
+    per (id, revision id) in this process."""
+    key = (snapshot.id, snapshot.revision_id)
+    quality = _quality_memo.get(key)
+    if quality is None:
+        quality = lesson_quality(snapshot.page.fields)
+        _quality_memo.put(key, quality)
+    return quality
+
+
+def quality_weight(snapshot: LessonSnapshot) -> float:
+    """The factor in [NOISE_WEIGHT, 1] the legacy score of ``snapshot`` is multiplied by (module doc step 3)."""
+    return NOISE_WEIGHT + (1.0 - NOISE_WEIGHT) * min(1.0, quality_of(snapshot) / FULL_QUALITY)
+
+
+def _holds_every_term(terms: Sequence[lexical.QueryTerm], page: LessonPage) -> bool:
+    words = _field_words(page, ("title",)) | _body_words(page)
+    return all(lexical.term_matches(t, words) for t in terms)
+
+
 def search(repo: LessonRepository, request: SearchRequest, scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
-    """Full-text search of ``request.query`` → fresh snapshots → ``request.filters`` → legacy-v1 order,
-    ``request.min_score`` applied (complete list, unpaged)."""
-    terms = lexical.query_terms(request.query)
+    """Full-text search of ``request.query`` → fresh snapshots → ``request.filters`` → legacy-v2 order,
+    ``request.min_score`` applied (complete list, unpaged).
+
+    With other phrasings (``request.phrasings``, docs/retrieval.md#phrasings) each phrasing is searched
+    the same way — the others on :data:`_PHRASINGS`' threads while the query's runs here — and the
+    lists merge by :func:`merge_phrasings`. Raises the repository's errors.
+    """
+    if not request.phrasings:
+        return _search_one(repo, request.query, request, scan_limit)
+    others = [_PHRASINGS.submit(_search_one, repo, text, request, scan_limit) for text in request.phrasings]
+    try:
+        first = _search_one(repo, request.query, request, scan_limit)
+    except BaseException:
+        for future in others:
+            future.cancel()
+        raise
+    return merge_phrasings([first, *(future.result() for future in others)])
+
+
+def merge_phrasings(lists: Sequence[RankedList]) -> RankedList:
+    """One list of the per-phrasing lists ``lists`` (the query's first): each Lesson once, with its best
+    score over the phrasings (a legacy score is a share of that phrasing's terms, so scores compare
+    across phrasings), ordered by that score, then the earlier phrasing, then its place there;
+    ``scanned`` and ``scan_limit`` add up, ``partial`` when any list was."""
+    best: dict[str, tuple[tuple[float, int, int, str], Ranked]] = {}
+    for number, ranked in enumerate(lists):
+        for position, item in enumerate(ranked.items):
+            key = (-item.score, number, position, item.snapshot.id)
+            if item.snapshot.id not in best or key < best[item.snapshot.id][0]:
+                best[item.snapshot.id] = (key, item)
+    items = tuple(item for _, item in sorted(best.values(), key=lambda row: row[0]))
+    return RankedList(items, sum(r.scanned for r in lists), sum(r.scan_limit for r in lists),
+                      any(r.partial for r in lists))
+
+
+def _search_one(repo: LessonRepository, query: str, request: SearchRequest, scan_limit: int) -> RankedList:
+    terms = lexical.query_terms(query)
     if not terms:
         return RankedList((), 0, scan_limit, False)
     ids, partial, snaps = candidates(repo, terms, scan_limit)
-    ranked = rank_candidates(terms, ids, snaps, request.filters, request.min_score)
+    ranked = rank_candidates(terms, ids, snaps, request.filters, request.min_score, by_quality=True)
     return RankedList(ranked, len(ids), scan_limit, partial)
 
 
 def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snapshots: Mapping[str, LessonSnapshot],
-                    filters: SearchFilters, min_score: float = 0.0) -> tuple[Ranked, ...]:
+                    filters: SearchFilters, min_score: float = 0.0, *, by_quality: bool = False
+                    ) -> tuple[Ranked, ...]:
     """Step 3: candidates ``ids`` (search rank order) with their fresh ``snapshots`` scored by
-    :func:`relevance` at their position, filtered on the fresh page, ``min_score`` applied,
-    ordered by score desc, rank, id. Ids without a snapshot (gone) drop out."""
+    :func:`relevance` at their position — times :func:`quality_weight` when ``by_quality`` (legacy
+    search; hybrid's full-text channel ranks by relevance alone, its fusion weighs quality), a Lesson
+    below :data:`NOISE_QUALITY` then kept only when it holds every term —,
+    filtered on the fresh page, ``min_score`` applied, ordered by score desc, rank, id. Ids without a
+    snapshot (gone) drop out."""
     ranked = []
     for rank, lesson_id in enumerate(ids):
         snap = snapshots.get(lesson_id)
         if snap is None or not filters.matches(snap.page):
             continue
         score = relevance(terms, snap.page, rank)
+        if by_quality:
+            if quality_of(snap) < NOISE_QUALITY and not _holds_every_term(terms, snap.page):
+                continue
+            score = round(score * quality_weight(snap), 6)
         if score >= min_score:
             ranked.append((score, rank, lesson_id, snap))
     ranked.sort(key=lambda row: (-row[0], row[1], row[2]))

@@ -536,3 +536,24 @@ def test_channel_caps_set_partial_and_scan_limit_bounds_scanned(shared):
     assert out.scanned <= out.scan_limit == 3
     assert len(out.results) <= 3
     service.stop()
+
+
+# ------------------------------------------------------------- phrasings
+def test_another_phrasing_is_ranked_and_fused_with_the_query(shared):
+    """docs/retrieval.md#phrasings: each phrasing through the pipeline, lists fused, cursors bind them."""
+    repo, service = shared
+    h = harness(repo, service)
+    query = "동시에 재시도해서 잠깐의 장애가 긴 장애로 번짐"
+    english = "everyone retried at once and a short blip became a long outage"
+    before = calls(service)
+    page = h.call("search_lessons", query=query, also_phrased_as=[english], retrieval_mode="hybrid_v1", limit=3,
+                  explain=True)
+    assert page["effective_mode"] == "hybrid_v1" and calls(service) > before
+    assert ids(page)[0] == "retry-storm", page["results"]
+    assert all(0 < r["score"] <= 1 and r["explain"]["channels"] for r in page["results"])
+    first = h.call("search_lessons", query=query, also_phrased_as=[english], retrieval_mode="hybrid_v1", limit=1)
+    second = h.call("search_lessons", query=query, also_phrased_as=[english], retrieval_mode="hybrid_v1", limit=1,
+                    cursor=first["next_cursor"])
+    assert ids(second) and ids(second)[0] != ids(first)[0]
+    err = h.error("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=1, cursor=first["next_cursor"])
+    assert err["code"] == "invalid_cursor"

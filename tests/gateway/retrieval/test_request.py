@@ -73,3 +73,26 @@ def test_analogy_request_reads_the_source_and_its_stored_partners_in_both_direct
     assert request.partners is not None and request.partners.scanned >= 1
     assert request.filters == SearchFilters(record_origin=frozenset({"lab"}))
     assert (request.mode, request.scope, request.min_score, request.cursor) == ("legacy", "lab", 0.1, None)
+
+
+def test_other_phrasings_keep_the_callers_order_without_repeats_of_the_query():
+    request = SearchRequest.from_arguments(
+        {"query": "DNS 장애", "also_phrased_as": ["DNS outage", "dns  OUTAGE", "ＤＮＳ 장애", "resolver failure"]},
+        _config(), Principal())
+    assert request.phrasings == ("DNS outage", "resolver failure")
+    assert request.queries == ("DNS 장애", "DNS outage", "resolver failure")
+    one = request.phrased("DNS outage")
+    assert (one.query, one.phrasings, one.filters, one.mode) == ("DNS outage", (), request.filters, request.mode)
+    assert SearchRequest.from_arguments({"query": "x"}, _config(), Principal()).phrasings == ()
+
+
+@pytest.mark.parametrize("arguments, field, rule", [
+    ({"query": "", "also_phrased_as": ["DNS outage"]}, "also_phrased_as", "requires-query"),
+    ({"query": "  ", "also_phrased_as": ["DNS outage"]}, "also_phrased_as", "requires-query"),
+    ({"query": "DNS", "also_phrased_as": ["DNS outage", " \t"]}, "also_phrased_as[1]", "not-blank"),
+])
+def test_phrasings_without_a_query_or_blank_ones_are_refused(arguments, field, rule):
+    with pytest.raises(ToolError) as refused:
+        SearchRequest.from_arguments(arguments, _config(), Principal())
+    assert refused.value.code == "invalid_argument"
+    assert refused.value.details == {"field": field, "rule": rule}

@@ -21,6 +21,9 @@ from support.lessons import evidence, lesson, relation, verification
 from support.read_harness import Harness
 
 BIG = "가나다라마바사아자차카타파하 " * 14000   # ≈ 200 KB of UTF-8 in one field
+#: ≈ 420 KB of UTF-8 in one field that reads as language (content quality 1 when it stands alone), so legacy
+#: ranks its Lesson by the words it matches, not below its neighbours as a repeated run
+BIG_TEXT = " ".join(f"실험 {i}번의 관측을 기록했다." for i in range(9000))
 
 
 def add(repo: InMemoryRepository, lesson_id: str, **kwargs) -> int:
@@ -141,7 +144,7 @@ def test_pagination_walk_each_match_once_and_cursor_binding(repo):
 
 
 def test_huge_field_keeps_every_response_under_the_cap(repo):
-    add(repo, "huge", title="huge lesson", observation=BIG, evidence_items=[evidence("e1", note=BIG)])
+    add(repo, "huge", title="huge lesson", observation=BIG_TEXT, evidence_items=[evidence("e1", note=BIG)])
     for i in range(3):
         add(repo, f"small{i}", title="huge neighbour")
     h = Harness(repo)
@@ -564,3 +567,72 @@ def test_get_lesson_says_how_many_records_it_left_out(repo):
     rels = out["relations"]
     assert rels["total"] == 2 and [r["to"] for r in rels["items"]] == ["ok_target"] and rels["skipped"] == 1
     assert "skipped" not in out["citations"] and "skipped" not in out["verifications"]
+
+
+# ------------------------------------------------------------- phrasings
+def _two_languages(repo: InMemoryRepository) -> None:
+    add(repo, "dns-en", title="DNS changes took hours because resolvers cached the old record",
+        observation="Clients kept resolving the old address for hours after the change.")
+    add(repo, "dns-ko", title="도메인 레코드 변경이 늦게 반영됨", observation="리졸버 캐시 때문에 옛 주소로 접속했다.")
+    for i in range(4):
+        add(repo, f"resolver-{i}", title=f"Resolver note {i}", observation="The resolver cached the old record.")
+
+
+def test_another_phrasing_finds_the_lesson_written_in_the_other_language(repo):
+    _two_languages(repo)
+    h = Harness(repo)
+    alone = h.call("search_lessons", query="도메인 레코드 변경", limit=10)
+    assert [r["id"] for r in alone["results"]] == ["dns-ko"]
+    both = h.call("search_lessons", query="도메인 레코드 변경", also_phrased_as=["DNS changes took hours"], limit=10)
+    found = [r["id"] for r in both["results"]]
+    assert found[:2] in (["dns-ko", "dns-en"], ["dns-en", "dns-ko"]) and len(found) == len(set(found))
+    assert both["ranking_version"] == "legacy-v2" and both["effective_mode"] == "legacy"
+
+
+def test_cursors_bind_the_other_phrasings(repo):
+    _two_languages(repo)
+    h = Harness(repo)
+    args = {"query": "resolver", "also_phrased_as": ["리졸버 캐시"], "limit": 2}
+    first = h.call("search_lessons", **args)
+    assert first["next_cursor"]
+    walked = h.walk("search_lessons", query="resolver", also_phrased_as=["리졸버 캐시"], limit=2)
+    assert len(walked) == len({r["id"] for r in walked}) >= 5
+    for other in ({**args, "also_phrased_as": ["리졸버"]}, {k: v for k, v in args.items() if k != "also_phrased_as"}):
+        err = h.error("search_lessons", **other, cursor=first["next_cursor"])
+        assert err["code"] == "invalid_cursor"
+
+
+@pytest.mark.parametrize("phrasings", [
+    ["a", "b", "c", "d"],          # more than query_phrasings_max
+    ["x" * 501],                  # longer than query may be
+    [""],                         # empty
+    ["same", "same"],             # repeated
+    "DNS outage",                 # not a list
+    [],                           # an empty list says nothing
+])
+def test_bad_phrasings_get_a_clear_invalid_argument(repo, phrasings):
+    _two_languages(repo)
+    err = Harness(repo).error("search_lessons", query="DNS", also_phrased_as=phrasings)
+    assert err["code"] == "invalid_argument"
+    assert "also_phrased_as" in err["message"]
+
+
+# ------------------------------------------------------- content quality
+def _salad(lesson_id: str, words: str) -> dict[str, str]:
+    """Every text field a word salad of ``words`` (content quality 0)."""
+    text = " ".join(words.split() * 6)
+    return {name: text for name in ("title", "question", "attempt", "context", "observation", "interpretation",
+                                    "reusable_lesson", "applicability")}
+
+
+def test_legacy_ranks_a_word_salad_below_lessons_and_drops_it_when_it_matches_only_some_terms(repo):
+    """docs/retrieval.md#content-quality-in-legacy."""
+    add(repo, "salad-full", **_salad("salad-full", "dns outage rollback cache quota"))
+    add(repo, "salad-part", **_salad("salad-part", "dns rollback cache quota shard"))
+    add(repo, "real", title="Resolvers kept the old record",
+        observation="The DNS outage lasted two hours because the resolvers cached the old record.")
+    out = Harness(repo).call("search_lessons", query="DNS outage", limit=10)
+    found = [r["id"] for r in out["results"]]
+    assert found == ["real", "salad-full"], out["results"]  # the salad matching every term stays, last
+    assert out["results"][1]["score"] < 0.1 < out["results"][0]["score"]
+    assert [r["id"] for r in Harness(repo).call("search_lessons", query="rollback shard")["results"]] == ["salad-part"]

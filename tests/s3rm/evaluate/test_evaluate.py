@@ -166,13 +166,15 @@ def committed_cases() -> list[es.QueryCase]:
 def test_committed_query_file_is_balanced(committed_cases):
     assert len(committed_cases) >= 60
     counts = Counter(c.group for c in committed_cases)
-    assert set(counts) == set(es.GROUPS) - {"ko_ko"}  # Korean→Korean lives in synthetic_ko.queries.jsonl
+    # Korean→Korean lives in synthetic_ko.queries.jsonl, the short queries in short_queries.queries.jsonl, the
+    # groups of the mixed-language development set in its own file
+    assert set(counts) == set(es.GROUPS) - {"ko_ko", "ko_multi", "en_ko", "ko_en", "en_en", "short"}
     assert all(n >= 15 for n in counts.values()), counts
     assert len({c.query for c in committed_cases}) == len(committed_cases), "duplicate query"
     assert any(c.analogous_ids for c in committed_cases)
 
 
-@pytest.mark.parametrize("name", ["cloud_incidents", "synthetic_ko"])
+@pytest.mark.parametrize("name", ["cloud_incidents", "synthetic_ko", "short_queries"])
 def test_tuning_and_heldout_halves_are_the_fixed_odd_and_even_lines(name):
     lines = (REPO / "eval" / f"{name}.queries.jsonl").read_text(encoding="utf-8").splitlines()
     tuning = (REPO / "eval" / f"{name}.tuning.jsonl").read_text(encoding="utf-8").splitlines()
@@ -194,6 +196,18 @@ def test_korean_queries_target_the_synthetic_korean_lessons():
     for case in cases:  # the query never repeats the title: matching must survive other spellings
         title = next(r.fields["title"] for r in records if r.lesson_id == case.expected_ids[0])
         assert case.query != title
+
+
+def test_short_queries_are_two_to_four_words_in_both_languages_about_shipped_lessons():
+    from s3rm.importing.synthetic_lessons import read_records as read_synthetic
+
+    cases = es.load_queries(REPO / "eval" / "short_queries.queries.jsonl")
+    assert {c.group for c in cases} == {"short"} and len({c.query for c in cases}) == len(cases) >= 30
+    assert all(2 <= len(c.query.split()) <= 4 for c in cases)
+    korean = [c for c in cases if any("\uac00" <= ch <= "\ud7a3" for ch in c.query)]
+    assert 10 <= len(korean) <= len(cases) - 10
+    ids = {r.lesson_id for r in read_records(CSV_PATH)[0]} | {r.lesson_id for r in read_synthetic(KO_LESSONS)[0]}
+    assert es.dangling_ids(cases, ids) == []
 
 
 def test_every_expected_and_analogous_id_exists_in_the_imported_corpus(committed_cases):

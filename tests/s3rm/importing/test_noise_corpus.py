@@ -18,7 +18,7 @@ def test_noise_corpus_holds_every_kind_and_passes_the_importers_checks():
     assert len({r.lesson_id for r in records}) == len(records)
     assert all(r.lesson_id.startswith(NOISE_PREFIX) and r.record_origin == "synthetic" for r in records)
     kinds = Counter(r.lesson_id.split("-")[1] for r in records)
-    assert {"emoji", "unicode", "repeat", "placeholder", "lorem", "salad", "draft"} <= set(kinds)
+    assert {"emoji", "unicode", "repeat", "placeholder", "lorem", "salad", "draft", "mojibake"} <= set(kinds)
     schema = SCHEMA
     limits = {f.name: f.max_length for f in schema.lesson.fields}
     at_limit = 0
