@@ -7,7 +7,8 @@ embedding server, in the same run:
 * a MediaWiki of its own (``.dev/bench-wiki``, a copy of the test-wiki
   template on a free port, started on first use and reused afterwards) holding
   the 356 cloud-incident Lessons (``data/cloud-incidents``), the 42 Korean
-  synthetic Lessons (``data/synthetic-ko``) and the 34 noise Lessons
+  synthetic Lessons (``data/synthetic-ko``), the 48 Lessons of the mixed-language
+  development set (``data/dev-mixed-language``) and the 34 noise Lessons
   (``data/noise``: emoji runs, random scripts, placeholders …), all written by
   the importer (``s3rm.importing.Importer``, the path of ``s3rm import``), so
   every figure is measured with the noise present; ``--corpus no-korean`` runs the
@@ -30,7 +31,9 @@ Systems compared (all over the Lessons read from the wiki):
                column with the best overall recall@5 in this run (named in the title);
 ``legacy``     ``gateway.retrieval.legacy.search.search`` (what ``retrieval_mode=legacy`` ranks);
 ``hybrid``     ``RetrievalService.search_lessons`` (what ``retrieval_mode=hybrid_v1``
-               ranks; a fallback to legacy is counted and scored as legacy's list).
+               ranks; a fallback to legacy is counted and scored as legacy's list);
+``rrf_v8``     the same service with the previous ranking (no per-query language decision,
+               no hub centring), switched per query in the same run.
 
 Metrics per query group and overall (definitions: ``s3rm/evaluate/metrics.py``):
 recall@1/5/10 (any-of), MRR@10, nDCG@10 over all queries; recall@5 over the
@@ -45,15 +48,22 @@ measured: ``analogous_recall@10`` (mean share of analogous ids in the top 10)
 for legacy, hybrid and the baseline (RRF of BM25 with the source's text as
 query and the source's whole-Lesson ``passage:`` vector, source excluded).
 
-Query sets: ``eval/cloud_incidents.{tuning,heldout}.jsonl`` and
-``eval/synthetic_ko.{tuning,heldout}.jsonl`` (odd / even lines of the full
-files). Tune on ``--half tuning`` only::
+Hubs: per system, the Lessons in the top 5 of the largest share of the queries that do not
+expect them, over every query file of the run (``print_hubs``). At the end one summary table
+gives, per corpus, query file, half and group, every system's headline figure (recall@5; in a
+``*_multi`` group the share of relevant Lessons in the top 10), the best baseline and the noise slots.
+
+Query sets: ``eval/cloud_incidents.{tuning,heldout}.jsonl``,
+``eval/synthetic_ko.{tuning,heldout}.jsonl`` and ``eval/dev_mixed.{tuning,heldout}.jsonl``
+(odd / even lines of the full files; the last over ``data/dev-mixed-language``, imported
+beside the others). Tune on ``--half tuning`` only::
 
     python bench/bench_quality.py --half tuning
     python bench/bench_quality.py --half heldout
     python bench/bench_quality.py                      # both halves, one run
     python bench/bench_quality.py --half heldout --outside <an outside evaluation file>
     python bench/bench_quality.py --half tuning --corpus no-korean   # no Korean Lesson in the wiki
+    python bench/bench_quality.py --corpus all,no-korean --outside <file>   # the committed table
 
 Query text and Lesson content are never printed.
 """
@@ -140,7 +150,11 @@ DEPTH = 100
 DENSE = {"dense_p": "passage", "dense_q": "query"}
 DENSE_COLUMNS = ("dense_p", "dense_q", "dense_p_z", "dense_q_z")
 BASELINES = ("bm25", *DENSE_COLUMNS, "rrf")
-SYSTEMS = (*BASELINES, "legacy", "hybrid")
+#: ``rrf_v8``: hybrid with the previous ranking, measured in the same run by switching the service's
+#: ranking per query (:data:`PREVIOUS_RANKING`: rrf_v9 without its per-query language decision and hub
+#: centring is exactly rrf_v8; the index and generation stay those of the current version).
+SYSTEMS = (*BASELINES, "legacy", "rrf_v8", "hybrid")
+PREVIOUS_RANKING = {"adaptive_languages": (), "hub_centering": 0.0}
 #: Ranks scanned for noise Lessons above an expected one.
 NOISE_DEPTH = 10
 
@@ -500,11 +514,16 @@ def collect_half(half: str, files: Sequence[Path], repo, service: RetrievalServi
         service.last_votes = {}
         request = SearchRequest(query=case.query)
         lists["legacy"] = [r.snapshot.id for r in legacy.search(repo, request).items]
-        try:
-            lists["hybrid"] = [r.snapshot.id for r in service.search_lessons(repo, request).results]
-        except SemanticFallback as exc:
-            fallbacks[exc.cause] += 1
-            lists["hybrid"] = lists["legacy"]
+        current = service.ranking
+        for system, ranking in (("hybrid", current), ("rrf_v8", dataclasses.replace(current, **PREVIOUS_RANKING))):
+            service.ranking = ranking
+            try:
+                lists[system] = [r.snapshot.id for r in service.search_lessons(repo, request).results]
+            except SemanticFallback as exc:
+                fallbacks[exc.cause] += system == "hybrid"
+                lists[system] = lists["legacy"]
+            finally:
+                service.ranking = current
         runs.append((label, case, lists, dict(getattr(service, "last_votes", {}))))
         if case.analogous_ids:
             source = repo.get_snapshot(case.expected_ids[0])
@@ -574,7 +593,7 @@ def hub_shares(tops: Sequence[tuple[Sequence[str], dict[str, list[str]]]], syste
     return sorted(out, key=lambda h: (-h[1], h[0]))
 
 
-def print_hubs(label: str, tops, systems: Sequence[str] = ("legacy", "hybrid"), worst: int = 10) -> None:
+def print_hubs(label: str, tops, systems: Sequence[str] = ("legacy", "rrf_v8", "hybrid"), worst: int = 10) -> None:
     """The ``worst`` hub Lessons per system over ``tops`` (every query file of the run; noise marked ``*``)."""
     print(f"\n-- hubs ({label}, {len(tops)} queries): share of the queries not expecting a Lesson whose top 5 hold it;"
           f" worst {worst} (* noise) --")
@@ -610,11 +629,11 @@ def print_summary(rows: Sequence[tuple]) -> None:
     print("\n== summary: headline figure per group (recall@5; *_multi: share of relevant in the top 10); "
           "noise = noise Lessons' top-5 slots / all, hybrid above = queries with a noise Lesson above an "
           "expected one (top 10) ==")
-    head = "".join(f"{s:>10}" for s in ("legacy", "hybrid", *BASELINES))
+    head = "".join(f"{s:>10}" for s in ("legacy", "rrf_v8", "hybrid", *BASELINES))
     print(f"{'corpus':<10}{'set':<34}{'group':<14}{'n':>4}{head}{'best':>8}  {'column':<10}"
           f"{'noise legacy':>14}{'noise hybrid':>14}{'above':>6}")
     for corpus, name, group, n, values, best, best_value, slots, above in rows:
-        cells = "".join(_cell(values[s], 10) for s in ("legacy", "hybrid", *BASELINES))
+        cells = "".join(_cell(values[s], 10) for s in ("legacy", "rrf_v8", "hybrid", *BASELINES))
         mark = " " if values["hybrid"] is None or best_value is None or values["hybrid"] >= best_value - 1e-9 else "<"
         legacy_noise, hybrid_noise = (f"{slots[s][0]}/{slots[s][1]}" for s in ("legacy", "hybrid"))
         print(f"{corpus:<10}{name[:33]:<34}{group:<14}{n:>4}{cells}{_cell(best_value)}{mark} {best:<10}"
