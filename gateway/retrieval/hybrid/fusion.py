@@ -153,9 +153,11 @@ class RankingConfig:
     #: language) and by ``stand_out_margin`` more than the other language's best, or the lexical
     #: channel's first hit is among the first ``agreement_depth`` semantic hits of the query's language.
     adaptive_languages: tuple[str, ...] = ("hangul",)
-    stand_out_z: float = 3.0
-    stand_out_margin: float = 0.5
-    agreement_depth: int = 3
+    stand_out_z: float = 3.5
+    stand_out_margin: float = 1.0
+    #: 0: the agreement test is off (measured: it fired on Korean questions about English Lessons,
+    #: docs/hybrid-search.md#rrf-v9-quality).
+    agreement_depth: int = 0
     #: When the query's language leads: z subtracted from the other language's rows in the semantic
     #: channels, and the weight overrides used instead of :attr:`language_weights` (empty: ``weights``).
     other_demotion: float = 1.0
