@@ -152,7 +152,9 @@ class RankingConfig:
     #: query's language stands out at ``stand_out_z`` or more (z of the whole-Lesson vector within its
     #: language) and by ``stand_out_margin`` more than the other language's best, or the lexical
     #: channel's first hit is among the first ``agreement_depth`` semantic hits of the query's language.
-    adaptive_languages: tuple[str, ...] = ("hangul",)
+    #: Shipped empty (the decision off, so rrf_v9 ranks as rrf_v8): with it on for ``hangul`` the
+    #: held-out Korean→English figures fell (docs/hybrid-search.md#rrf-v9-quality).
+    adaptive_languages: tuple[str, ...] = ()
     stand_out_z: float = 3.5
     stand_out_margin: float = 1.0
     #: 0: the agreement test is off (measured: it fired on Korean questions about English Lessons,

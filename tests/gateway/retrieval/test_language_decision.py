@@ -119,7 +119,7 @@ def one_scale_score(snap: IndexSnapshot, query: np.ndarray, lesson_id: str) -> f
 
 # ------------------------------------------------------- per-query config
 def test_decide_language_puts_the_korean_lesson_first_only_when_the_evidence_says_so():
-    ranking = RankingConfig(stand_out_z=3.0, stand_out_margin=0.5)
+    ranking = RankingConfig(adaptive_languages=("hangul",), stand_out_z=3.0, stand_out_margin=0.5)
     snap = corpus(ko_answer=True, en_answer=True)
     vectors_ko = {f: korean_query(TOPIC_KO) for f in FACETS}
     vectors_en = {f: korean_query(TOPIC_EN) for f in FACETS}
@@ -132,7 +132,8 @@ def test_decide_language_puts_the_korean_lesson_first_only_when_the_evidence_say
     # a Latin query ranks raw cosine with the base weights, whatever its scores say
     cfg, plan = decide_language(snap, "training ran out of memory", vectors_ko, [], None, ranking)
     assert plan is RAW and cfg.weights == ranking.weights
-    # a language outside adaptive_languages keeps one scale
+    # a language outside adaptive_languages (the shipped default: none) keeps one scale
+    assert RankingConfig().adaptive_languages == ()
     fixed = RankingConfig(adaptive_languages=(), stand_out_z=3.0, stand_out_margin=0.5)
     assert decide_language(snap, "메모리 부족으로 학습이 죽음", vectors_ko, [], None, fixed)[1] == LanguagePlan(True, True)
 
