@@ -165,7 +165,7 @@ class RankingConfig:
     other_demotion: float = 1.0
     #: Standardised semantic channels score with the query minus this share of the centroid of the
     #: query language's Lessons (hub reduction, docs/hybrid-search.md#hubs; 0: off).
-    hub_centering: float = 0.0
+    hub_centering: float = 0.5
     same_language_weights: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({
         "hangul": MappingProxyType({}), "mixed": MappingProxyType({}),
     }))

