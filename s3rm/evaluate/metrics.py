@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from s3rm.evaluate.queryset import GROUPS, QueryCase
+from s3rm.evaluate.queryset import GROUPS, QueryCase, multi_answer
 
 #: The one tool this command calls.
 TOOL = "search_lessons"
@@ -94,6 +94,14 @@ def ndcg_at_k(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
         seen.add(item)
     ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(rel), k) + 1))
     return dcg / ideal
+
+
+def query_score(ranked: Sequence[str], case: QueryCase, k: int) -> float:
+    """One query's headline figure: recall@5 (any-of), or for a multi-answer group
+    (:func:`s3rm.evaluate.queryset.multi_answer`) the share of its expected ids in the top ``k``."""
+    if multi_answer(case.group):
+        return id_recall_at_k(ranked, case.expected_ids, k)
+    return recall_at_k(ranked, case.expected_ids, 5)
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:
@@ -179,6 +187,7 @@ def _block(cases: dict[int, QueryCase], outcomes: list[QueryOutcome], k: int) ->
         block[f"recall@{cut}"] = mean([recall_at_k(o.ranked_ids, cases[o.line].expected_ids, cut) for o in ok])
     block[f"id_recall@{k}"] = mean([id_recall_at_k(o.ranked_ids, cases[o.line].expected_ids, k) for o in ok])
     block["mrr"] = mean([mrr_at_k(o.ranked_ids, cases[o.line].expected_ids, k) for o in ok])
+    block["score"] = mean([query_score(o.ranked_ids, cases[o.line], k) for o in ok])
     block[f"ndcg@{k}"] = mean([ndcg_at_k(o.ranked_ids, cases[o.line].expected_ids, k) for o in ok])
     latencies = [o.latency_ms for o in ok if o.latency_ms is not None]
     block["latency_ms"] = {"p50": _round(percentile(latencies, 50), 1), "p95": _round(percentile(latencies, 95), 1)}
@@ -256,7 +265,7 @@ def format_report(report: dict[str, Any], output: str = "json") -> str:
     if output != "text":
         raise ValueError(f"unknown output format {output!r}")
     k = report["k"]
-    cols = ["recall@1", "recall@5", f"recall@{k}", f"id_recall@{k}", "mrr", f"ndcg@{k}"]
+    cols = ["score", "recall@1", "recall@5", f"recall@{k}", f"id_recall@{k}", "mrr", f"ndcg@{k}"]
     lines = [f"search_lessons evaluation: {report['queries']} queries, k={k}, corpus={_fmt(report['corpus_size'])}"]
     for mode, data in report["modes"].items():
         lines.append(f"\n[{mode}] effective={data['effective_mode']} semantic={data['semantic_status']} "

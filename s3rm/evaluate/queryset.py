@@ -13,8 +13,19 @@ from typing import Any, Iterable
 
 from s3rm.errors import S3rmError
 
-#: Query groups, in report order.
-GROUPS = ("en_paraphrase", "ko", "ko_ko", "ko_multi", "en_ko", "ko_en", "mixed", "en_en", "exact", "short")
+#: Query groups, in report order: ``<query language>_<Lesson language>`` where both are named
+#: (``ko_en``: a Korean question about an English Lesson), ``ko``: a Korean question about the cloud
+#: incidents, ``mixed``: Korean with English terms, ``exact``: identifiers and error strings,
+#: ``short``: 2–4-word queries, ``help_examples``: the example searches the help pages show.
+GROUPS = ("en_paraphrase", "ko", "ko_ko", "ko_multi", "ko_en", "en_ko", "mixed", "en_en", "exact", "short", "help_examples")
+#: Groups whose queries each have several relevant Lessons (:func:`multi_answer`).
+MULTI_SUFFIX = "_multi"
+
+
+def multi_answer(group: str) -> bool:
+    """True for a ``*_multi`` group: scored by the share of relevant Lessons in the top k
+    (``id_recall@k``), not by any-of recall@5 (docs/retrieval.md#evaluation)."""
+    return group.endswith(MULTI_SUFFIX)
 #: Retrieval modes search_lessons accepts.
 MODES = ("legacy", "hybrid_v1")
 #: Upper bound on query lines in one file.

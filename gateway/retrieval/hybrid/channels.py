@@ -13,15 +13,22 @@ indexed revision and retrieval hash (what revalidation compares).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from gateway.retrieval.index.backend import SemanticIndex
-from gateway.retrieval.hybrid.fusion import RankContribution, partial_share
-from gateway.retrieval.hybrid.cross_language import search_by_language
+from gateway.retrieval.hybrid.fusion import RankContribution, RankingConfig, partial_share
+from gateway.retrieval.hybrid.cross_language import (
+    RAW,
+    LanguagePlan,
+    language_evidence,
+    same_language_first,
+    search_by_language,
+)
+from gateway.retrieval.language import query_language
 
-__all__ = ["Votes", "indexed_votes", "lexical_votes", "quality_allowed", "semantic_votes", "split_by_coverage"]
+__all__ = ["Votes", "decide_language", "indexed_votes", "lexical_votes", "quality_allowed", "semantic_votes", "split_by_coverage"]
 
 #: One channel's votes, best first.
 Votes = list[tuple[str, RankContribution]]
@@ -85,14 +92,44 @@ def quality_allowed(snap: SemanticIndex, allowed: np.ndarray | None, quality_flo
 
 
 def semantic_votes(snap: SemanticIndex, facet: str, vector: np.ndarray, cap: int, allowed: np.ndarray | None,
-                   floor: float | None, standardized: bool, quality_floor: float = 0.0) -> tuple[Votes, bool]:
+                   floor: float | None, plan: LanguagePlan, quality_floor: float = 0.0) -> tuple[Votes, bool]:
     """The ``semantic:<facet>`` votes of a ``(dims,)`` query vector (cosine ≥ ``floor``, at most ``cap``,
-    content quality ≥ ``quality_floor``; z-scored per Lesson language when ``standardized``, the
-    partition statistics over rows above the quality floor), and whether the cap was hit."""
+    content quality ≥ ``quality_floor``; z-scored per Lesson language when ``plan.standardized``, the
+    partition statistics over rows above the quality floor, the other language demoted by
+    ``plan.other_demotion``), and whether the cap was hit."""
     rows = quality_allowed(snap, allowed, quality_floor)
-    if standardized:
+    if plan.standardized:
         eligible = quality_allowed(snap, None, quality_floor)
-        hits = search_by_language(snap, facet, vector, cap, allowed=rows, min_score=floor, eligible=eligible)
+        hits = search_by_language(snap, facet, vector, cap, allowed=rows, min_score=floor, eligible=eligible,
+                                  plan=plan)
     else:
         hits = snap.search(facet, vector, cap, allowed=rows, min_score=floor)
     return indexed_votes(snap, f"semantic:{facet}", hits), len(hits) >= cap
+
+
+def decide_language(snap: SemanticIndex, query: str, vectors: Mapping[str, np.ndarray], lexical_ids: Sequence[str],
+                    allowed: np.ndarray | None, ranking: RankingConfig) -> tuple[RankingConfig, LanguagePlan]:
+    """The ranking configuration and semantic :class:`LanguagePlan` of one (normalised) ``query``
+    (docs/hybrid-search.md#language-decision).
+
+    Latin queries (and languages outside :attr:`RankingConfig.standardized_languages`) rank raw cosine
+    with their language's weights. Standardised languages rank z-scores per Lesson language; for those
+    in :attr:`RankingConfig.adaptive_languages` the evidence of the query's scores (the ``whole`` vector,
+    else the one facet of ``vectors``; ``lexical_ids``: the ``bm25`` channel's list) decides whether
+    the query's own language leads (other language demoted, :attr:`RankingConfig.same_language_weights`)
+    or both languages share one scale (:attr:`RankingConfig.language_weights`).
+    """
+    language = query_language(query)
+    if language not in ranking.standardized_languages:
+        return ranking.for_query(query), RAW
+    plan = LanguagePlan(standardized=True, korean_query=True, centering=ranking.hub_centering)
+    if language in ranking.adaptive_languages and vectors:
+        facet = "whole" if "whole" in vectors else next(iter(vectors))
+        evidence = language_evidence(snap, facet, vectors[facet], korean_query=True, lexical_ids=lexical_ids,
+                                     depth=ranking.agreement_depth,
+                                     eligible=quality_allowed(snap, None, ranking.semantic_quality_floor),
+                                     allowed=allowed, centering=ranking.hub_centering)
+        if same_language_first(evidence, stand_out=ranking.stand_out_z, margin=ranking.stand_out_margin):
+            return (ranking.for_query(query, same_language_first=True),
+                    replace(plan, other_demotion=ranking.other_demotion))
+    return ranking.for_query(query), plan

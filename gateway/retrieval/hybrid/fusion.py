@@ -1,4 +1,4 @@
-"""Versioned rank fusion ``rrf_v8``: channels → one ordered list with 0–1 service scores.
+"""Versioned rank fusion ``rrf_v9``: channels → one ordered list with 0–1 service scores.
 
 Contract: ``docs/retrieval.md#fusion``, ``docs/retrieval.md#min-score``; weights and
 calibration in ``docs/hybrid-search.md``. Everything that decides an order is pinned by
@@ -75,7 +75,7 @@ __all__ = [
     "exact_match",
 ]
 
-RANKING_VERSION = "rrf_v8"
+RANKING_VERSION = "rrf_v9"
 
 #: What a fusion ranks: a search (a lexical-only result has basis ``full_text``) or an analogy list
 #: (basis ``lexical``); also the ``operation`` label of the ``hybrid_candidates`` counter.
@@ -146,6 +146,29 @@ class RankingConfig:
     #: Query languages whose semantic channels rank by cosine standardised within each Lesson
     #: language (:meth:`gateway.retrieval.index.snapshot.IndexSnapshot.search_by_language`).
     standardized_languages: tuple[str, ...] = ("hangul", "mixed")
+    #: Query languages (among the standardised ones) whose ranking decides per query whether a Lesson of
+    #: the query's own language leads (docs/hybrid-search.md#language-decision,
+    #: :func:`gateway.retrieval.hybrid.cross_language.same_language_first`): the best Lesson of the
+    #: query's language stands out at ``stand_out_z`` or more (z of the whole-Lesson vector within its
+    #: language) and by ``stand_out_margin`` more than the other language's best, or the lexical
+    #: channel's first hit is among the first ``agreement_depth`` semantic hits of the query's language.
+    #: Shipped empty (the decision off, so rrf_v9 ranks as rrf_v8): with it on for ``hangul`` the
+    #: held-out Korean→English figures fell (docs/hybrid-search.md#rrf-v9-quality).
+    adaptive_languages: tuple[str, ...] = ()
+    stand_out_z: float = 3.5
+    stand_out_margin: float = 1.0
+    #: 0: the agreement test is off (measured: it fired on Korean questions about English Lessons,
+    #: docs/hybrid-search.md#rrf-v9-quality).
+    agreement_depth: int = 0
+    #: When the query's language leads: z subtracted from the other language's rows in the semantic
+    #: channels, and the weight overrides used instead of :attr:`language_weights` (empty: ``weights``).
+    other_demotion: float = 1.0
+    #: Standardised semantic channels score with the query minus this share of the centroid of the
+    #: query language's Lessons (hub reduction, docs/hybrid-search.md#hubs; 0: off).
+    hub_centering: float = 0.5
+    same_language_weights: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({
+        "hangul": MappingProxyType({}), "mixed": MappingProxyType({}),
+    }))
     channel_caps: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({
         "full_text": 50, "full_text_partial": 50, "bm25": 50, "bm25_partial": 50,
         "semantic:situation": 30, "semantic:approach": 30, "semantic:mechanism": 30, "semantic:whole": 50,
@@ -176,12 +199,16 @@ class RankingConfig:
         if self.prior_weight >= self.band_width:
             raise ValueError("the evidence prior must stay inside one score band")
 
-    def for_query(self, query: str | None) -> "RankingConfig":
-        """This configuration with the :attr:`language_weights` of the query's language applied.
+    def for_query(self, query: str | None, same_language_first: bool = False) -> "RankingConfig":
+        """This configuration with the weight overrides of the query's language applied:
+        :attr:`language_weights`, or :attr:`same_language_weights` when the language decision
+        (docs/hybrid-search.md#language-decision) put the query's own language first.
 
         Language: :func:`query_language`. Same version (the overrides are part of it).
         """
-        overrides = self.language_weights.get(query_language(query or ""), {})
+        language = query_language(query or "")
+        table = self.same_language_weights if same_language_first else self.language_weights
+        overrides = table.get(language, {})
         if not overrides:
             return self
         from dataclasses import replace

@@ -47,7 +47,7 @@ from gateway.config.profiles import FACETS, INDEX_FACETS
 from gateway.domain.model import LessonSnapshot
 from gateway.retrieval.embedding.errors import EmbeddingError
 from gateway.retrieval.filters import SearchFilters, index_mask
-from gateway.retrieval.hybrid.channels import lexical_votes, semantic_votes
+from gateway.retrieval.hybrid.channels import decide_language, lexical_votes, semantic_votes
 from gateway.retrieval.hybrid.fusion import (
     SEARCH,
     SEARCH_CHANNELS,
@@ -62,7 +62,6 @@ from gateway.retrieval.hybrid.shadow import ShadowProbe, ShadowRunner
 from gateway.retrieval.hybrid.stages import Stages, votes_by_lesson
 from gateway.retrieval.index.analyzer import analyze
 from gateway.retrieval.indexing.projection import normalize_query
-from gateway.retrieval.language import query_language
 from gateway.retrieval.legacy import lexical, search as legacy
 from gateway.retrieval.request import SearchRequest
 
@@ -198,12 +197,13 @@ class SearchPipeline:
                 self.stages.fallback(exc.code, self.stages.status_after_failure(), continuation)
             self.stages.observe("hybrid_stage_seconds", time.monotonic() - t0, stage="embedding_wait")
             t0 = time.monotonic()
-            standardized = query_language(q) in cfg.standardized_languages
             floor = self.service.calibration.semantic_floor
+            cfg, plan = decide_language(snap, q, vectors, [i for i, _ in channel_hits.get("bm25", [])], allowed,
+                                        self.service.ranking)
             for name in facets:
                 channel = f"semantic:{name}"
                 channel_hits[channel], capped = semantic_votes(snap, name, vectors[name], cfg.channel_caps[channel],
-                                                               allowed, floor, standardized, cfg.semantic_quality_floor)
+                                                               allowed, floor, plan, cfg.semantic_quality_floor)
                 partial |= capped
             self.stages.observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
             if full_text is not None:
@@ -225,7 +225,7 @@ class SearchPipeline:
             raise
         if facet is None and shadow:  # a sampled copy runs against a shadow generation, off this request's path
             self.shadow.offer(snap, self.service.refresher.shadow_target(),
-                              ShadowProbe(query_terms, vectors, index_mask(filters), cfg, floor, standardized))
+                              ShadowProbe(query_terms, vectors, index_mask(filters), cfg, floor, plan))
         channels = SEARCH_CHANNELS if facet is None else (f"semantic:{facet}",)
         return self.stages.finish(repository, snap, channel_hits, operation=SEARCH, channels=channels,
                                   filters=filters, min_score=request.min_score, partial=partial, query=q,

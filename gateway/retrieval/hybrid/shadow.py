@@ -34,6 +34,7 @@ import numpy as np
 from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.index.backend import SemanticIndex
 from gateway.retrieval.hybrid.channels import lexical_votes, semantic_votes
+from gateway.retrieval.hybrid.cross_language import LanguagePlan
 from gateway.retrieval.hybrid.fusion import RankingConfig, preliminary_order
 from gateway.retrieval.index.records import FilterMask
 
@@ -50,15 +51,16 @@ QUEUE_LIMIT = 16
 @dataclass(frozen=True)
 class ShadowProbe:
     """What a sampled request hands over: analysed ``query_terms``, ``vectors`` ``{facet: (dims,)}``,
-    the index pre-filter ``mask`` (None: none), the ranking ``config``, the semantic cosine ``floor`` and
-    whether semantic scores are ``standardized`` per Lesson language."""
+    the index pre-filter ``mask`` (None: none), the ranking ``config`` (the query's, decided), the semantic
+    cosine ``floor`` and the semantic channels' language ``plan``
+    (:class:`~gateway.retrieval.hybrid.cross_language.LanguagePlan`)."""
 
     query_terms: tuple[str, ...]
     vectors: Mapping[str, np.ndarray]
     mask: FilterMask | None
     config: RankingConfig
     floor: float | None
-    standardized: bool
+    plan: LanguagePlan
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def index_order(snap: SemanticIndex, probe: ShadowProbe) -> list[str]:
         if facet in probe.vectors:
             name = f"semantic:{facet}"
             channels[name], _ = semantic_votes(snap, facet, probe.vectors[facet], cfg.channel_caps[name], allowed,
-                                               probe.floor, probe.standardized, cfg.semantic_quality_floor)
+                                               probe.floor, probe.plan, cfg.semantic_quality_floor)
     votes: dict[str, list] = {}
     for hits in channels.values():
         for lesson_id, vote in hits:

@@ -166,21 +166,50 @@ def committed_cases() -> list[es.QueryCase]:
 def test_committed_query_file_is_balanced(committed_cases):
     assert len(committed_cases) >= 60
     counts = Counter(c.group for c in committed_cases)
-    # Korean→Korean lives in synthetic_ko.queries.jsonl, the short queries in short_queries.queries.jsonl, the
-    # groups of the mixed-language development set in its own file
-    assert set(counts) == set(es.GROUPS) - {"ko_ko", "ko_multi", "en_ko", "ko_en", "en_en", "short"}
+    # Korean→Korean lives in synthetic_ko.queries.jsonl, the Lesson-language groups in dev_mixed.queries.jsonl,
+    # the short queries in short_queries.queries.jsonl
+    assert set(counts) == {"en_paraphrase", "ko", "mixed", "exact"}
     assert all(n >= 15 for n in counts.values()), counts
     assert len({c.query for c in committed_cases}) == len(committed_cases), "duplicate query"
     assert any(c.analogous_ids for c in committed_cases)
 
 
-@pytest.mark.parametrize("name", ["cloud_incidents", "synthetic_ko", "short_queries"])
+@pytest.mark.parametrize("name", ["cloud_incidents", "synthetic_ko", "dev_mixed", "short_queries"])
 def test_tuning_and_heldout_halves_are_the_fixed_odd_and_even_lines(name):
     lines = (REPO / "eval" / f"{name}.queries.jsonl").read_text(encoding="utf-8").splitlines()
     tuning = (REPO / "eval" / f"{name}.tuning.jsonl").read_text(encoding="utf-8").splitlines()
     heldout = (REPO / "eval" / f"{name}.heldout.jsonl").read_text(encoding="utf-8").splitlines()
     assert tuning == lines[0::2] and heldout == lines[1::2]
     assert not set(tuning) & set(heldout)
+
+
+def test_dev_mixed_queries_name_lessons_of_the_corpora_in_its_six_groups():
+    from s3rm.importing.synthetic_lessons import read_records as read_synthetic
+
+    dev, failures = read_synthetic(REPO / "data" / "dev-mixed-language" / "lessons.jsonl")
+    assert not failures and len(dev) == 48 and all(r.lesson_id.startswith("s3-") for r in dev)
+    korean, _ = read_synthetic(KO_LESSONS)
+    cloud, _ = read_records(CSV_PATH)
+    cases = es.load_queries(REPO / "eval" / "dev_mixed.queries.jsonl")
+    counts = Counter(c.group for c in cases)
+    assert counts == {"ko_ko": 30, "ko_multi": 10, "en_ko": 10, "ko_en": 30, "mixed": 10, "en_en": 10}
+    ids = {r.lesson_id for r in dev + korean + cloud}
+    assert es.dangling_ids(cases, ids) == []
+    assert all(len(c.expected_ids) >= 2 for c in cases if c.group == "ko_multi")
+    assert all(not es.privacy_findings(c.query) for c in cases)
+
+
+def test_multi_answer_groups_score_the_share_of_relevant_lessons_in_the_top_k():
+    assert es.multi_answer("ko_multi") and not es.multi_answer("ko_ko") and not es.multi_answer("ko_en")
+    cases = [_case(1, "ko_multi", ("a", "b", "c", "d")), _case(2, "ko_ko", ("e",))]
+    outcomes = [em.QueryOutcome(1, "ko_multi", "hybrid_v1", ["a", "x", "b"], [_result("a")], latency_ms=1.0),
+                em.QueryOutcome(2, "ko_ko", "hybrid_v1", ["y", "e"], [_result("y")], latency_ms=1.0)]
+    report = em.summarize(cases, outcomes, k=10, modes=["hybrid_v1"])["modes"]["hybrid_v1"]
+    assert report["groups"]["ko_multi"]["score"] == 0.5        # 2 of 4 relevant in the top 10
+    assert report["groups"]["ko_multi"]["recall@5"] == 1.0     # any-of would say 1.0
+    assert report["groups"]["ko_ko"]["score"] == 1.0           # single answer: recall@5
+    assert report["overall"]["score"] == 0.75
+    assert "score" in em.format_report(em.summarize(cases, outcomes, k=10, modes=["hybrid_v1"]), "text")
 
 
 def test_korean_queries_target_the_synthetic_korean_lessons():
