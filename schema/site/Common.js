@@ -1806,7 +1806,7 @@
 			name: 'q',
 			maxlength: '500',
 			autocomplete: 'off',
-			placeholder: '예: 배포 뒤 재시도가 몰려 응답이 느려진 적이 있나요?'
+			placeholder: '예: 체크포인트를 저장하다가 디스크가 가득 찬 적이 있나요?'
 		} );
 		this.submit = el( 'button', { type: 'submit', id: 's3rm-search-submit', className: 's3rm-semantic-submit' }, '찾기' );
 		this.form = el( 'form', { id: 's3rm-search-form', className: 's3rm-semantic-form', role: 'search' }, [
