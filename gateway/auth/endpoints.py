@@ -279,13 +279,25 @@ def create_auth_blueprint(service: AuthService) -> Blueprint:
     def register(rest: str):
         return server.create_endpoint_response("client_registration")
 
+    def unreadable_basic() -> Response | None:
+        """401 ``invalid_client`` for ``Authorization: Basic`` credentials that are not base64 of UTF-8
+        (Authlib decodes them unguarded on some endpoints: a ``UnicodeDecodeError`` would be a 500)."""
+        scheme, _, value = (request.headers.get("Authorization") or "").partition(" ")
+        if scheme.lower() != "basic":
+            return None
+        try:
+            base64.b64decode(value.strip(), validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return oauth_error("invalid_client", "The Basic client credentials are not base64 of UTF-8 text.", 401)
+        return None
+
     @cors_route("POST", "/token")
     def token(rest: str):
-        return server.create_token_response()
+        return unreadable_basic() or server.create_token_response()
 
     @cors_route("POST", "/revoke")
     def revoke(rest: str):
-        return server.create_endpoint_response("revocation")
+        return unreadable_basic() or server.create_endpoint_response("revocation")
 
     # ------------------------------------------------------ browser steps
     @bp.route("/authorize", methods=["GET"])

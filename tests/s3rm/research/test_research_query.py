@@ -303,4 +303,4 @@ def test_fusion_uses_rrf_v9_ranks_and_reports_the_facets():
     assert hits[0].score == 1.0 or hits[0].score > hits[1].score > hits[2].score
     from s3rm.research.facets import VersionMismatch
     with pytest.raises(VersionMismatch):
-        fuse_facets([FacetRun("situation", [{"id": "a"}], "hybrid_v1", "ready", "rrf_v9")], 5)
+        fuse_facets([FacetRun("situation", [{"id": "a"}], "hybrid_v1", "ready", "rrf_v8")], 5)
