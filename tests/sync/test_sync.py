@@ -350,8 +350,11 @@ def test_push_never_overwrites_a_page_edited_after_planning(first_push, sync_env
     account, or the sync account itself (the case ``basetimestamp`` lets MediaWiki overwrite)."""
     title = "Template:Lesson relation"
     wiki = connect_as(dev_wiki, "sync")
-    admin = WikiClient(dev_wiki.api_url, dev_wiki.sync.username, dev_wiki.sync.password)
-    other = WikiClient(dev_wiki.api_url, dev_wiki.account(racer).username, dev_wiki.account(racer).password)
+    # generous per-request timeouts: on a busy machine (S3RM_TEST_LOAD) the one php -S process of the wiki copy
+    # can take longer than the client's 10 s default to accept a connection, which is not what this test is about
+    admin = WikiClient(dev_wiki.api_url, dev_wiki.sync.username, dev_wiki.sync.password, timeout=120)
+    other = WikiClient(dev_wiki.api_url, dev_wiki.account(racer).username, dev_wiki.account(racer).password,
+                       timeout=120)
     page = next(p for p in first_push["pages"] if p.title == title)
     try:
         _raw_edit(admin, title, page.text + "\n<!-- drift -->")
