@@ -63,7 +63,6 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.integrations.flask_oauth2.requests import FlaskJsonRequest, FlaskOAuth2Payload, FlaskOAuth2Request
 from authlib.oauth2 import OAuth2Error, OAuth2Request
 from authlib.oauth2.rfc6749 import AuthorizationCodeMixin, ClientMixin, TokenMixin, grants, scope_to_list
-from authlib.oauth2.rfc6749.authenticate_client import authenticate_client_secret_basic
 from authlib.oauth2.rfc6749.errors import (InvalidClientError, InvalidGrantError, InvalidRequestError,
                                            InvalidScopeError, UnsupportedResponseTypeError)
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload, JsonRequest
@@ -396,15 +395,6 @@ class StoredRequest(OAuth2Request):
 _RESPONSE_TYPE = re.compile(r"[A-Za-z0-9_]+( [A-Za-z0-9_]+)*")
 
 
-def _basic_client(query_client, request):
-    """Authlib's ``client_secret_basic``, where credentials that are not UTF-8 authenticate no client
-    (Authlib decodes them unguarded: a ``UnicodeDecodeError`` would be a 500) → ``invalid_client`` 401."""
-    try:
-        return authenticate_client_secret_basic(query_client, request)
-    except UnicodeDecodeError:
-        return None
-
-
 class _FlaskRequest(FlaskOAuth2Request):
     """The current Flask request with its URL rebuilt on the public issuer (TLS ends at the proxy)."""
 
@@ -467,7 +457,6 @@ class GatewayAuthorizationServer(AuthorizationServer):
         self.svc = _Services(settings, store, ring, clock, fetcher, Vault(settings.client_secret))
         self.scopes_supported = list(SCOPES)
         self.register_token_generator("default", self._generate_token)
-        self.register_client_auth_method("client_secret_basic", _basic_client)
         self.register_grant(_CodeGrant, [S256Only(required=True)])
         self.register_grant(_RefreshGrant)
         self.register_endpoint(_Revocation)
