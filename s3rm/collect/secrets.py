@@ -28,7 +28,8 @@ reported):
   strings (:func:`high_entropy`).
 
 Masking errs on the side of hiding: long hex digests and random-looking
-identifiers are masked as ``high_entropy`` too.
+identifiers are masked as ``high_entropy`` too, and a 40-character string written
+within 40 characters of an AWS access key id is masked as its secret key.
 """
 from __future__ import annotations
 
@@ -55,10 +56,17 @@ class MaskResult:
     counts: Counter
 
 
+#: An AWS access key id (its documented prefixes, 20 characters).
+_AWS_KEY_ID = r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"
+
 #: (kind, pattern, group): ``group`` is the regex group holding the secret (0 = the whole match).
 PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"), 0),
+    ("aws_access_key", re.compile(_AWS_KEY_ID), 0),
     ("aws_secret_key", re.compile(r"(?i)aws.{0,24}?(?:secret|key).{0,24}?[\s'\"=:]+([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"), 1),
+    # a secret key written beside its access key id ("rotated AKIA… / <secret>", either order), whatever
+    # its shape: a random 40-character key split by "/" or "+" need not look random to high_entropy()
+    ("aws_secret_key", re.compile(_AWS_KEY_ID + r".{0,40}?(?<![A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), 1),
+    ("aws_secret_key", re.compile(r"(?<![A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=]).{0,40}?" + _AWS_KEY_ID), 1),
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), 0),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})"), 0),
     ("slack_token", re.compile(r"\bx(?:ox[abposre]|app)-[A-Za-z0-9-]{10,}"), 0),

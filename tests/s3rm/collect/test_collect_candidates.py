@@ -2,8 +2,9 @@
 Slack export.
 
 Secrets of every kind docs/research-tools.md#secret-masking names are planted
-(generated per run: a real RSA key, a real JWT, random tokens in each
-provider's shape); none of them, nor any long piece of them, may appear in the
+(a real RSA key, a real JWT, random tokens in each provider's shape, drawn
+from a fixed seed so every run plants the same values; explore mode,
+``S3RM_HYPOTHESIS=explore``, draws a new seed and names it in a failure); none of them, nor any long piece of them, may appear in the
 output, stdout, stderr (progress bars included) or the checkpoint. A second
 run with the checkpoint writes only what changed.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import random
 import secrets
 import string
 import subprocess
@@ -27,20 +29,24 @@ from s3rm.collect.slack import readable_text
 
 ROOT = Path(__file__).resolve().parents[3]
 ALNUM = string.ascii_letters + string.digits
-
-
-def rand(n: int, alphabet: str = ALNUM) -> str:
-    return "".join(secrets.choice(alphabet) for _ in range(n))
+#: The planted values' seed: fixed by default, new in explore mode (tests/conftest.py).
+SEED = secrets.randbits(32) if os.environ.get("S3RM_HYPOTHESIS") == "explore" else 20261205
 
 
 def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def make_secrets() -> dict[str, str]:
-    """One fresh value per kind (never committed anywhere)."""
+def make_secrets(use: str) -> dict[str, str]:
+    """One value per kind, drawn from :data:`SEED` and ``use`` (each use plants its own values, whatever
+    tests run before it; never committed anywhere)."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
+
+    rng = random.Random(f"{SEED}:{use}")
+
+    def rand(n: int, alphabet: str = ALNUM) -> str:
+        return "".join(rng.choice(alphabet) for _ in range(n))
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
@@ -58,7 +64,7 @@ def make_secrets() -> dict[str, str]:
         "slack_webhook": "https://hooks.slack.com/services/T" + rand(8, string.ascii_uppercase + string.digits)
                          + "/B" + rand(8, string.ascii_uppercase + string.digits) + "/" + rand(24),
         "openai_key": "s" + "k-" + rand(48),
-        "jwt": f"{header}.{payload}.{b64url(secrets.token_bytes(32))}",
+        "jwt": f"{header}.{payload}.{b64url(rng.randbytes(32))}",
         "url_password": "Pw" + rand(14),
         "connection_password": "Cs" + rand(14),
         "assigned_password": "As" + rand(14),
@@ -106,7 +112,8 @@ def fragments(s: dict[str, str]) -> list[str]:
 
 def assert_no_secret(text: str, s: dict[str, str], where: str) -> None:
     leaked = [f for f in fragments(s) if f in text]
-    assert not leaked, f"{len(leaked)} secret fragment(s) in {where}"
+    kinds = sorted(k for k, v in s.items() if any(f in v for f in leaked))
+    assert not leaked, f"{len(leaked)} secret fragment(s) of {kinds} in {where} (seed {SEED})"
 
 
 # ------------------------------------------------------------------ inputs
@@ -207,12 +214,12 @@ def read_jsonl(path: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("collect")
-    s = make_secrets()
+    s = make_secrets("inputs")
     return tmp, s, make_checkout(tmp, s), make_docs(tmp, s), slack_export(tmp, s)
 
 
 def test_mask_text_masks_every_planted_kind_and_keeps_lines():
-    s = make_secrets()
+    s = make_secrets("mask_text")
     text = planted_text(s)
     result = mask_text(text, "notes.env")
     assert result.text.count("\n") == text.count("\n")
