@@ -30,16 +30,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "bench"), str(REPO / "tests")]
 
-import bench_quality as bq  # noqa: E402
-import phrasings  # noqa: E402
+import bench_quality as bq
+import phrasings
+from support.noise import is_noise
 
-from gateway.retrieval.legacy import lexical, search as legacy  # noqa: E402
-from gateway.retrieval.request import SearchRequest  # noqa: E402
-from gateway.wiki.client import WikiClient  # noqa: E402
-from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
-from s3rm.evaluate.metrics import outranked_by, query_score  # noqa: E402
-from s3rm.evaluate.queryset import load_queries  # noqa: E402
-from support.noise import is_noise  # noqa: E402
+from gateway.retrieval.legacy import lexical
+from gateway.retrieval.legacy import search as legacy
+from gateway.retrieval.request import SearchRequest
+from gateway.wiki.client import WikiClient
+from gateway.wiki.repository import MediaWikiRepository
+from s3rm.evaluate.metrics import outranked_by, query_score
+from s3rm.evaluate.queryset import load_queries
 
 
 def best_score_merge(lists: list[legacy.RankedList]) -> list[str]:

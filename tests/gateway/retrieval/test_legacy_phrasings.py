@@ -6,34 +6,48 @@ wiki in tests/gateway/tools/test_read_tools.py (``test_another_phrasing_finds_th
 """
 from __future__ import annotations
 
+from support.lessons import lesson
+
 from gateway.domain.model import LessonSnapshot
 from gateway.retrieval.legacy import lexical
-from gateway.retrieval.legacy.search import Ranked, RankedList, merge_phrasings, quality_weight, relevance
-from support.lessons import lesson
+from gateway.retrieval.legacy.search import (
+    ANALOGY_FIELDS,
+    Ranked,
+    RankedList,
+    merge_phrasings,
+    quality_weight,
+    relevance,
+)
 
 KOREAN = "oauth 토큰 인증 호출 실패함"
 ENGLISH = "Why did OAuth token calls fail for customers in the Seoul region"
 
-#: A Korean Lesson the Korean question reaches by two of its four words (in the title), and nothing else.
-HUB = lesson(
-    "hub", title="내부 인증서 만료로 서비스 간 호출 장애",
-    question="아무 배포도 없었는데 서비스 간 인증 호출이 한꺼번에 막힌 이유는?",
-    context="사내 서비스끼리 상호 TLS로 통신하고 인증서는 수동으로 1년마다 갱신했다.",
-    attempt="막힌 호출의 오류를 확인하고 인증서를 재발급했다. 이후 자동 갱신과 만료 알림을 추가했다.",
-    observation="새벽에 모든 서비스 간 호출이 만료 오류로 막혔다.",
-    interpretation="갱신 담당자가 바뀌면서 만료일 관리가 누락되었고 감시도 없었다.",
-    reusable_lesson="인증서 갱신은 자동화하고 만료일을 모니터링한다.",
-    applicability="인증서를 쓰는 모든 내부 서비스.")
-#: The English Lesson the question is about: it holds three of the English phrasing's eight words, one Korean one.
-ANSWER = lesson(
-    "answer", title="OAuth token calls broke after a key rotation",
-    question="Why were OAuth token calls rejected for a while?",
-    context="The platform rotated the signing keys that its authentication service uses.",
-    attempt="We compared the key ids in the rejected tokens with the published set of keys.",
-    observation="Calls signed with the old key were refused until the caches of the frontends expired.",
-    interpretation="The engine trusted a cached key set that no longer held the key in use.",
-    reusable_lesson="Publish a new key before signing with it and keep the old one until caches expire.",
-    applicability="Any service that validates tokens against a cached set of keys.")
+def _lesson(lesson_id: str, *texts: str):
+    """A Lesson whose title and seven text fields are ``texts``, in the analogy projection's order."""
+    return lesson(lesson_id, **dict(zip(ANALOGY_FIELDS, texts, strict=True)))
+
+
+#: A Korean Lesson the Korean question reaches by two of its words (in the title), and nothing else.
+HUB = _lesson(
+    "hub", "내부 인증서 만료로 서비스 간 호출 장애",
+    "아무 배포도 없었는데 서비스 간 인증 호출이 한꺼번에 막힌 이유는?",
+    "막힌 호출의 오류를 확인하고 인증서를 재발급했다. 이후 자동 갱신과 만료 알림을 추가했다.",
+    "사내 서비스끼리 상호 TLS로 통신하고 인증서는 수동으로 1년마다 갱신했다.",
+    "새벽에 모든 서비스 간 호출이 만료 오류로 막혔다.",
+    "갱신 담당자가 바뀌면서 만료일 관리가 누락되었고 감시도 없었다.",
+    "인증서 갱신은 자동화하고 만료일을 모니터링한다.",
+    "인증서를 쓰는 모든 내부 서비스.")
+#: The English Lesson the question is about: it holds three of the English phrasing's eight words and
+#: the Korean question's one Latin word.
+ANSWER = _lesson(
+    "answer", "OAuth token calls broke after a key rotation",
+    "Why were OAuth token calls rejected for a while?",
+    "We compared the key ids in the rejected tokens with the published set of keys.",
+    "The platform rotated the signing keys that its authentication service uses.",
+    "Calls signed with the old key were refused until the caches of the frontends expired.",
+    "The engine trusted a cached key set that no longer held the key in use.",
+    "Publish a new key before signing with it and keep the old one until caches expire.",
+    "Any service that validates tokens against a cached set of keys.")
 
 
 def _snap(page) -> LessonSnapshot:
