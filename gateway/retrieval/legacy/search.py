@@ -47,6 +47,10 @@ Search (ranking version :data:`RANKING_VERSION`):
    Order: score desc, MediaWiki rank, id. ``min_score`` drops hits below it after scoring.
 4. Stable order → offset pagination → byte-cap fitting (in the tool).
 
+Other phrasings (``also_phrased_as``, docs/retrieval.md#phrasings): steps 1–3 per
+phrasing, then one list scored by each Lesson's mean relevance over the phrasings
+(:func:`merge_phrasings`; ``legacy-v2`` kept its best score).
+
 Listing (empty query): newest first by last edit through the repository's
 ``list_recent`` walk, filters applied, at most :data:`LISTING_SCAN_LIMIT`
 Lessons examined per call; every listed Lesson scores 1.0 (``min_score`` has
