@@ -47,6 +47,10 @@ Search (ranking version :data:`RANKING_VERSION`):
    Order: score desc, MediaWiki rank, id. ``min_score`` drops hits below it after scoring.
 4. Stable order → offset pagination → byte-cap fitting (in the tool).
 
+Other phrasings (``also_phrased_as``, docs/retrieval.md#phrasings): steps 1–3 per
+phrasing, then one list scored by each Lesson's mean relevance over the phrasings
+(:func:`merge_phrasings`; ``legacy-v2`` kept its best score).
+
 Listing (empty query): newest first by last edit through the repository's
 ``list_recent`` walk, filters applied, at most :data:`LISTING_SCAN_LIMIT`
 Lessons examined per call; every listed Lesson scores 1.0 (``min_score`` has
@@ -65,7 +69,7 @@ from __future__ import annotations
 
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
 
 from gateway.domain.model import LessonPage, LessonSnapshot
@@ -83,7 +87,7 @@ __all__ = [
     "analogy_projection", "projection_hash",
 ]
 
-RANKING_VERSION = "legacy-v2"
+RANKING_VERSION = "legacy-v3"
 ANALOGY_RANKING_VERSION = "legacy-analogy-v1"
 SEARCH_SCAN_LIMIT = 100
 FALLBACK_THRESHOLD = 20
@@ -208,13 +212,14 @@ def _body_words(page: LessonPage) -> set[str]:
     return out
 
 
-def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int) -> float:
-    """The relevance of ``page`` at MediaWiki rank ``rank`` before the quality weight (see module doc)."""
+def relevance(terms: Sequence[lexical.QueryTerm], page: LessonPage, rank: int | None) -> float:
+    """The relevance of ``page`` at MediaWiki rank ``rank`` before the quality weight (see module doc);
+    ``rank=None`` (a Lesson another phrasing's list holds, :func:`merge_phrasings`): no rank part."""
     title, body = _field_words(page, ("title",)), _body_words(page)
     n = len(terms) or 1
     in_title = sum(lexical.term_matches(t, title) for t in terms) / n
     in_body = sum(lexical.term_matches(t, body) for t in terms) / n
-    return round(W_TITLE * in_title + W_BODY * in_body + W_RANK / (1 + rank), 6)
+    return round(W_TITLE * in_title + W_BODY * in_body + (0.0 if rank is None else W_RANK / (1 + rank)), 6)
 
 
 def quality_of(snapshot: LessonSnapshot) -> float:
@@ -239,7 +244,7 @@ def _holds_every_term(terms: Sequence[lexical.QueryTerm], page: LessonPage) -> b
 
 
 def search(repo: LessonRepository, request: SearchRequest, scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
-    """Full-text search of ``request.query`` → fresh snapshots → ``request.filters`` → legacy-v2 order,
+    """Full-text search of ``request.query`` → fresh snapshots → ``request.filters`` → legacy-v3 order,
     ``request.min_score`` applied (complete list, unpaged).
 
     With other phrasings (``request.phrasings``, docs/retrieval.md#phrasings) each phrasing is searched
@@ -247,39 +252,60 @@ def search(repo: LessonRepository, request: SearchRequest, scan_limit: int = SEA
     lists merge by :func:`merge_phrasings`. Raises the repository's errors.
     """
     if not request.phrasings:
-        return _search_one(repo, request.query, request, scan_limit)
-    others = [_PHRASINGS.submit(_search_one, repo, text, request, scan_limit) for text in request.phrasings]
+        return _search_one(repo, request.query, request, scan_limit, request.min_score)
+    others = [_PHRASINGS.submit(_search_one, repo, text, request, scan_limit, 0.0) for text in request.phrasings]
     try:
-        first = _search_one(repo, request.query, request, scan_limit)
+        first = _search_one(repo, request.query, request, scan_limit, 0.0)
     except BaseException:
         for future in others:
             future.cancel()
         raise
-    return merge_phrasings([first, *(future.result() for future in others)])
+    lists = [first, *(future.result() for future in others)]
+    terms = [lexical.query_terms(text) for text in (request.query, *request.phrasings)]
+    return merge_phrasings(terms, lists, request.min_score)
 
 
-def merge_phrasings(lists: Sequence[RankedList]) -> RankedList:
-    """One list of the per-phrasing lists ``lists`` (the query's first): each Lesson once, with its best
-    score over the phrasings (a legacy score is a share of that phrasing's terms, so scores compare
-    across phrasings), ordered by that score, then the earlier phrasing, then its place there;
-    ``scanned`` and ``scan_limit`` add up, ``partial`` when any list was."""
-    best: dict[str, tuple[tuple[float, int, int, str], Ranked]] = {}
+def merge_phrasings(terms: Sequence[Sequence[lexical.QueryTerm]], lists: Sequence[RankedList],
+                    min_score: float = 0.0) -> RankedList:
+    """One list of the per-phrasing lists ``lists`` (the query's first; ``terms[n]``: phrasing ``n``'s
+    query terms): each Lesson once, scored by the MEAN over the phrasings (those with terms) of its :func:`relevance` to
+    each phrasing's terms (at its place in that phrasing's list, no rank part where the list lacks it),
+    times :func:`quality_weight`; ``min_score`` applied to that score; ordered by it, then the earlier
+    phrasing, then the place there, then id. ``scanned`` and ``scan_limit`` add up, ``partial`` when any
+    list was.
+
+    Why the mean and not the best score (legacy-v2): a question and its translation are two views of
+    one need, so a Lesson holding words of both (the answer) gathers evidence from both, while a
+    Lesson one phrasing reaches by a generic word or two gets a share from that phrasing alone;
+    the best score let a short phrasing's two-of-four partial match outrank the other phrasing's
+    answer (docs/hybrid-search.md#phrasings-quality).
+    """
+    first_seen: dict[str, tuple[tuple[int, int], Ranked]] = {}
+    places: list[dict[str, int]] = []
     for number, ranked in enumerate(lists):
+        places.append({item.snapshot.id: position for position, item in enumerate(ranked.items)})
         for position, item in enumerate(ranked.items):
-            key = (-item.score, number, position, item.snapshot.id)
-            if item.snapshot.id not in best or key < best[item.snapshot.id][0]:
-                best[item.snapshot.id] = (key, item)
-    items = tuple(item for _, item in sorted(best.values(), key=lambda row: row[0]))
-    return RankedList(items, sum(r.scanned for r in lists), sum(r.scan_limit for r in lists),
-                      any(r.partial for r in lists))
+            first_seen.setdefault(item.snapshot.id, ((number, position), item))
+    merged = []
+    for lesson_id, (order, item) in first_seen.items():
+        page = item.snapshot.page
+        total = sum(relevance(phrasing_terms, page, place.get(lesson_id))
+                    for phrasing_terms, place in zip(terms, places))
+        score = round(total / max(1, sum(1 for t in terms if t)) * quality_weight(item.snapshot), 6)
+        if score >= min_score:
+            merged.append((-score, order, lesson_id, replace(item, score=score)))
+    merged.sort(key=lambda row: row[:3])
+    return RankedList(tuple(row[3] for row in merged), sum(r.scanned for r in lists),
+                      sum(r.scan_limit for r in lists), any(r.partial for r in lists))
 
 
-def _search_one(repo: LessonRepository, query: str, request: SearchRequest, scan_limit: int) -> RankedList:
+def _search_one(repo: LessonRepository, query: str, request: SearchRequest, scan_limit: int,
+                min_score: float) -> RankedList:
     terms = lexical.query_terms(query)
     if not terms:
         return RankedList((), 0, scan_limit, False)
     ids, partial, snaps = candidates(repo, terms, scan_limit)
-    ranked = rank_candidates(terms, ids, snaps, request.filters, request.min_score, by_quality=True)
+    ranked = rank_candidates(terms, ids, snaps, request.filters, min_score, by_quality=True)
     return RankedList(ranked, len(ids), scan_limit, partial)
 
 

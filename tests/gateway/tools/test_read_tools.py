@@ -586,7 +586,7 @@ def test_another_phrasing_finds_the_lesson_written_in_the_other_language(repo):
     both = h.call("search_lessons", query="도메인 레코드 변경", also_phrased_as=["DNS changes took hours"], limit=10)
     found = [r["id"] for r in both["results"]]
     assert found[:2] in (["dns-ko", "dns-en"], ["dns-en", "dns-ko"]) and len(found) == len(set(found))
-    assert both["ranking_version"] == "legacy-v2" and both["effective_mode"] == "legacy"
+    assert both["ranking_version"] == "legacy-v3" and both["effective_mode"] == "legacy"
 
 
 def test_cursors_bind_the_other_phrasings(repo):
