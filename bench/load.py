@@ -531,6 +531,95 @@ def _light_clients(url: str, ids: list[str], clients: int, deadline: float, seed
     out.close()
 
 
+CANNED_429 = (b"HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+              b"Content-Length: 2\r\nConnection: keep-alive\r\n\r\n{}")
+
+
+def _canned_server(listener, stop) -> None:
+    """One-thread selectors loop answering every request on ``listener`` with :data:`CANNED_429` at once
+    (no parsing beyond the head's end and Content-Length): the floor the machine itself sets."""
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    listener.setblocking(False)
+    sel.register(listener, selectors.EVENT_READ, None)
+    buffers: dict = {}
+    while not stop.is_set():
+        for key, _ in sel.select(0.5):
+            if key.data is None:
+                try:
+                    sock, _addr = listener.accept()
+                except OSError:
+                    continue
+                sock.setblocking(False)
+                buffers[sock] = b""
+                sel.register(sock, selectors.EVENT_READ, "c")
+                continue
+            sock = key.fileobj
+            try:
+                data = sock.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                sel.unregister(sock)
+                sock.close()
+                buffers.pop(sock, None)
+                continue
+            buf = buffers[sock] + data
+            while b"\r\n\r\n" in buf:
+                head, rest = buf.split(b"\r\n\r\n", 1)
+                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                if len(rest) < length:
+                    break
+                buf = rest[length:]
+                sock.sendall(CANNED_429)
+            buffers[sock] = buf
+
+
+def start_floor_probe(ids: list[str], clients: int, seconds: float):
+    """Start the machine's own floor for a load phase: ``clients`` readers of :func:`_light_clients`
+    (same code, same 50 ms pause) against :func:`_canned_server` in its own process, which answers a
+    429 the moment it has read a request, so the probe's latencies are scheduling and client time with
+    no gateway work. Forks; call before starting threads. :func:`finish_floor_probe` collects it."""
+    import multiprocessing
+    import socket
+
+    ctx = multiprocessing.get_context("fork")
+    listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    stop = ctx.Event()
+    server = ctx.Process(target=_canned_server, args=(listener, stop), daemon=True)
+    server.start()
+    listener.close()
+    receive, send = ctx.Pipe(duplex=False)
+    probe = ctx.Process(target=_light_clients, args=(url, ids, clients, time.monotonic() + seconds, 77, send),
+                        daemon=True)
+    probe.start()
+    send.close()
+    return seconds, stop, server, probe, receive
+
+
+def finish_floor_probe(handle) -> Run:
+    """The :class:`Run` of a probe from :func:`start_floor_probe` (waits for its end)."""
+    seconds, stop, server, probe, receive = handle
+    run = Run()
+    if receive.poll(seconds + 180):
+        for latency, outcome in receive.recv():
+            run.add(latency, outcome)
+    probe.join(10)
+    stop.set()
+    server.join(10)
+    run.seconds = seconds
+    return run
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def overload_load(url: str, ids: list[str], clients: int, seconds: float, procs: int, seed: int = 13,
                   after_fork: Callable[[], None] | None = None) -> Run:
     """``clients`` closed-loop readers split over ``procs`` forked processes (:func:`_light_clients`),
@@ -583,11 +672,20 @@ def overload(gw: Gateway, ids: list[str], clients: int, seconds: float, procs: i
             peak.append(gateway_rss_kib(gw))
 
     sampler = threading.Thread(target=sample, daemon=True)
+    workers = worker_pids(gw.pid)
+    cpu_before = sum(cpu_seconds(pid) for pid in workers)
+    probe = start_floor_probe(ids, 4, seconds)
     run = overload_load(gw.url, ids, clients, seconds, procs, after_fork=sampler.start)
+    cpu = sum(cpu_seconds(pid) for pid in workers) - cpu_before
     done.set()
     sampler.join(5)
+    floor = finish_floor_probe(probe)
     after = gateway_rss_kib(gw)
     print(run.line(f"concurrency {clients}"))
+    print(f"machine floor meanwhile (4 clients of the same code on a one-thread server answering a canned 429 "
+          f"at once): p50 {floor.pct(0.5, True) * 1000:.1f} ms  p95 {floor.pct(0.95, True) * 1000:.1f} ms  "
+          f"p99 {floor.pct(0.99, True) * 1000:.1f} ms ({floor.refused} calls)")
+    print(f"gateway worker CPU: {cpu:.1f} s for {run.total} calls = {1000 * cpu / max(1, run.total):.2f} ms per call")
     print(f"refusals: {run.refused} of {run.total}, p50 {run.pct(0.5, True) * 1000:.1f} ms  "
           f"p95 {run.pct(0.95, True) * 1000:.1f} ms  p99 {run.pct(0.99, True) * 1000:.1f} ms "
           f"(target < 50 ms; every one carried Retry-After unless listed as *_without_retry_after)")

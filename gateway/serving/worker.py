@@ -1,6 +1,6 @@
-"""gunicorn's gthread worker that reads whole requests before a thread, with JSON error pages.
+"""gunicorn's gthread worker that reads whole requests before a thread, refuses overload there, with JSON errors.
 
-Two changes to :class:`gunicorn.workers.gthread.ThreadWorker`, both in
+Three changes to :class:`gunicorn.workers.gthread.ThreadWorker`, all in
 :class:`JsonErrorThreadWorker` (``worker_class`` in ``gateway/serving/gunicorn.conf.py``):
 
 **Whole requests before a thread** (docs/operations.md#request-reading). The
@@ -18,6 +18,14 @@ not complete by the deadline is answered 408 and closed from the event loop;
 a body over the limit 413, a head over 64 KiB 431 — no thread is ever taken.
 A ``100-continue`` expectation is answered by the event loop when the head
 is in. Every route (``/mcp``, OAuth, admin, health) goes through it.
+
+**Overload refusals before a thread** (docs/operations.md#early-refusal). When
+a request is complete and the read or write admission class is refusing
+callers, the event loop asks :func:`~gateway.transport.http.overload_refusal`
+whether this request is a tool call that class would refuse, and if so sends
+its 429 itself and keeps the connection alive for the next request; no
+thread is taken, none is waited for. Every other request goes to a thread.
+``S3RM_EARLY_REFUSAL=off`` turns this off.
 
 **JSON error pages** (docs/transport.md#http-rules: JSON errors everywhere).
 
@@ -109,6 +117,7 @@ class JsonErrorThreadWorker(ThreadWorker):
     # ------------------------------------------------- reading in the event loop
     def enqueue_req(self, conn) -> None:
         """Submit a connection whose request is complete; otherwise start reading it (event loop only)."""
+        kept_alive = conn.initialized or getattr(conn, "s3rm_answered", False)
         if getattr(conn, "s3rm_request", None) is not None or self.cfg.is_ssl:
             super().enqueue_req(conn)  # complete (or TLS terminated by gunicorn: not scanned)
             return
@@ -124,6 +133,8 @@ class JsonErrorThreadWorker(ThreadWorker):
             return
         self.reading.append(conn)
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_readable, conn))
+        if kept_alive:  # it turned readable: read now rather than after one more turn of the loop
+            self._on_readable(conn, conn.sock)
 
     def _on_readable(self, conn, _sock) -> None:
         try:
@@ -173,22 +184,15 @@ class JsonErrorThreadWorker(ThreadWorker):
         admission = getattr(state, "admission", None)
         if admission is None or not admission.shedding() or conn.s3rm_scan.chunked:
             return False  # the usual case costs this one check
-        buf, head_end = conn.s3rm_buf, conn.s3rm_scan.head_end
-        head = parse_head(bytes(buf[:head_end - 4]))
-        if head is None:
+        buf = conn.s3rm_buf
+        try:  # never let a request break the event loop: on any failure a thread serves it
+            answer = self._early_answer(state, conn, bytes(buf[:end]))
+        except Exception as exc:
+            log.error("early refusal failed, a thread answers exception=%s", type(exc).__name__)
             return False
-        method, target, version, headers = head
-        peer = conn.client[0] if isinstance(conn.client, tuple) and conn.client else None
-        answer = overload_refusal(state, method, target, headers, bytes(buf[head_end:end]), peer)
         if answer is None:
             return False
-        status, fields, body = answer
-        tokens = {t.strip().lower() for t in headers.get("Connection", "").split(",")}
-        keep = self.alive and (("keep-alive" in tokens) if version == "HTTP/1.0" else ("close" not in tokens))
-        fields = {**fields, "Content-Length": str(len(body)), "Connection": "keep-alive" if keep else "close"}
-        head_out = f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n" + "".join(
-            f"{key}: {value}\r\n" for key, value in fields.items()) + "\r\n"
-        data = head_out.encode("latin-1") + body
+        data, keep = answer
         ahead = bytes(buf[end:])
         conn.s3rm_buf = conn.s3rm_scan = None
         try:
@@ -196,9 +200,13 @@ class JsonErrorThreadWorker(ThreadWorker):
         except OSError:
             complete = False
         if not (keep and complete):
+            try:
+                conn.sock.shutdown(socket.SHUT_WR)  # the answer first, then the end
+            except OSError:
+                pass
             self._close(conn)
             return True
-        conn.s3rm_ahead = ahead
+        conn.s3rm_ahead, conn.s3rm_answered = ahead, True
         if ahead:  # a pipelined request: read on in the next loop turn (no recursion over a long pipeline)
             self.method_queue.defer(self.enqueue_req, conn)
             return True
@@ -206,6 +214,26 @@ class JsonErrorThreadWorker(ThreadWorker):
         self.keepalived_conns.append(conn)
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_client_socket_readable, conn))
         return True
+
+    def _early_answer(self, state, conn, request: bytes) -> tuple[bytes, bool] | None:
+        """The raw 429 for ``request`` (head and body) and whether the connection stays open, or ``None``."""
+        head_end = conn.s3rm_scan.head_end
+        head = parse_head(request[:head_end - 4])
+        if head is None:
+            return None
+        method, target, version, headers = head
+        peer = conn.client[0] if isinstance(conn.client, tuple) and conn.client else None
+        answer = overload_refusal(state, method, target, headers, request[head_end:], peer)
+        if answer is None:
+            return None
+        status, fields, body = answer
+        tokens = {t.strip().lower() for t in headers.get("Connection", "").split(",")}
+        keep = bool(self.alive and self.cfg.keepalive and len(self.keepalived_conns) < self.max_keepalived
+                    and (("keep-alive" in tokens) if version == "HTTP/1.0" else ("close" not in tokens)))
+        fields = {**fields, "Content-Length": str(len(body)), "Connection": "keep-alive" if keep else "close"}
+        head_out = f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n" + "".join(
+            f"{key}: {value}\r\n" for key, value in fields.items()) + "\r\n"
+        return head_out.encode("latin-1") + body, keep
 
     def _stop_reading(self, conn) -> None:
         try:

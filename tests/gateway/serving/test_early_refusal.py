@@ -226,6 +226,21 @@ DRAFT = {"operation_id": "early-refusal-1", "title": "Stalled draft", "question"
          "evidence": "e", "initial_evidence": {"citation": "a log", "kind": "log", "verification_basis": "partial_source"}}
 
 
+def _read_until_closed(sock: socket.socket) -> list[tuple[int, bytes]]:
+    """Every ``(status, body)`` answered on ``sock`` until the server closes it (Content-Length framing)."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    answers = []
+    while data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = int(next(line.split(b":", 1)[1] for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:")))
+        answers.append((int(head.split(b" ", 2)[1]), rest[:length]))
+        data = rest[length:]
+    return answers
+
+
 def _metrics(gw: Gateway) -> dict:
     return requests.get(f"{gw.base}/metrics", timeout=30).json()["admission"]
 
@@ -271,12 +286,24 @@ def test_with_every_thread_held_an_overload_read_gets_429_from_the_event_loop():
                     assert refused.json()["error"]["data"]["code"] == "queue_full"
                     assert refused.json()["id"] == 9
                     assert refused.headers.get("Connection", "keep-alive").lower() == "keep-alive"
+            # two pipelined in one write, then one that asks to close: three answers, in order
+            one = json.dumps({"jsonrpc": "2.0", "id": 21, "method": "tools/call",
+                              "params": {"name": "get_lesson", "arguments": {"id": "refused-read"}}}).encode()
+            two = one.replace(b'"id": 21', b'"id": 22')
+            head = (f"POST /mcp HTTP/1.1\r\nHost: {headers['Host']}\r\nAccept: application/json\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(one)}\r\n").encode()
+            with socket.create_connection(("127.0.0.1", gw.port), timeout=60) as raw:
+                raw.sendall(head + b"\r\n" + one + head + b"\r\n" + two)
+                raw.sendall(head + b"Connection: close\r\n\r\n" + one.replace(b'"id": 21', b'"id": 23'))
+                answers = _read_until_closed(raw)
+            assert [status for status, _ in answers] == [429, 429, 429]
+            assert [json.loads(body)["id"] for _, body in answers] == [21, 22, 23]
             assert not (read.done() or write.done() or graph.done())  # every thread was still held
 
             wiki.close()  # the stuck calls fail and free their threads
             for future in (read, write, graph):
                 assert future.result(120).status_code in (200, 503)
             stats = _metrics(gw)["read"]
-            assert stats["rejected_early"] == 2 and stats["rejected_full"] == 2
+            assert stats["rejected_early"] == 5 and stats["rejected_full"] == 5
     finally:
         wiki.close()
