@@ -233,13 +233,14 @@ def overload_refusal(state, method: str, target: str, headers: Mapping[str, str]
             check_modern_request(message, {key.lower(): value for key, value in headers.items()}, headers.items())
     except JsonRpcError:
         return None
+    open_mode = config.write_auth_mode == "open"  # the only mode whose principal is the caller's address
     credentials = Credentials(authorization=headers.get("Authorization"),
-                              remote_addr=client_address(headers, remote_addr, config.proxy_secret))
+                              remote_addr=client_address(headers, remote_addr, config.proxy_secret) if open_mode else "")
     kind = state.dispatcher.admission_kind(message.params, credentials)
     if kind is None or not admission.classes[kind].saturated():
         return None
     refusal: JsonRpcError | None = None
-    if config.write_auth_mode == "open" and state.rate_limiter is not None:
+    if open_mode and state.rate_limiter is not None:
         reader = authorize("read", credentials, config)
         try:
             state.rate_limiter.check(principal_key(reader.kind, reader.subject))
