@@ -206,7 +206,7 @@ def overload_refusal(state, method: str, target: str, headers: Mapping[str, str]
 
     Called by the gateway's worker from its event loop (docs/operations.md#early-refusal) for every
     complete request: ``method`` and ``target`` from the request line, ``headers`` case-insensitive,
-    ``body`` the decoded body (bytes), ``remote_addr`` the socket peer. It answers only when the
+    ``body`` the body's bytes, ``remote_addr`` the socket peer. It answers only when the
     read or write admission class is refusing callers (:meth:`Admission.shedding`, checked first, so
     a gateway with capacity pays one lock) and this request is a ``POST /mcp`` ``tools/call`` that
     would reach that class's admission: Host, Origin, Accept, Content-Type, JSON, the 2026-07-28
@@ -234,18 +234,19 @@ def overload_refusal(state, method: str, target: str, headers: Mapping[str, str]
     except JsonRpcError:
         return None
     open_mode = config.write_auth_mode == "open"  # the only mode whose principal is the caller's address
-    credentials = Credentials(authorization=headers.get("Authorization"),
-                              remote_addr=client_address(headers, remote_addr, config.proxy_secret) if open_mode else "")
+    address = client_address(headers, remote_addr, config.proxy_secret) if open_mode else ""
+    credentials = Credentials(authorization=headers.get("Authorization"), remote_addr=address)
     kind = state.dispatcher.admission_kind(message.params, credentials)
     if kind is None or not admission.classes[kind].saturated():
         return None
     refusal: JsonRpcError | None = None
+    request_id = message.id
     if open_mode and state.rate_limiter is not None:
         reader = authorize("read", credentials, config)
         try:
             state.rate_limiter.check(principal_key(reader.kind, reader.subject))
-        except JsonRpcError as err:
-            refusal = err
+        except JsonRpcError as err:  # a thread refuses it before reading the body: no id
+            refusal, request_id = err, None
     # A slot freed since the check above: a request thread serves the call (in open mode charging the
     # bucket once more, the only difference from the thread path, and only in that race).
     refusal = refusal or admission.refuse_now(kind)
@@ -253,7 +254,7 @@ def overload_refusal(state, method: str, target: str, headers: Mapping[str, str]
         return None
     out = {"Content-Type": "application/json", **getattr(refusal, "headers", {}),
            **rules.cors_headers(headers.get("Origin"), config), "Vary": "Origin", **rules.security_headers(True)}
-    return refusal.http_status, out, encode_json(error_body(message.id, refusal.code, refusal.message, refusal.data))
+    return refusal.http_status, out, encode_json(error_body(request_id, refusal.code, refusal.message, refusal.data))
 
 
 def _unauthenticated(oauth, err: Unauthenticated) -> Response:

@@ -150,10 +150,13 @@ def test_open_mode_charges_the_callers_bucket_and_github_mode_is_left_to_threads
                S3RM_RATE_LIMIT_BURST="1")
     with ThreadPoolExecutor(1) as pool:
         held = _held(app, gate, pool)  # spends the one token of 127.0.0.1's bucket
-        status, _fields, body = _early(app, _body())
+        status, fields, body = _early(app, _body())
+        thread = app.test_client().post("/mcp", data=_body(), headers=HEADERS)
         gate.release.set()
         held.result(10)
-    assert status == 429 and json.loads(body)["error"]["data"]["code"] == "rate_limited"
+    assert (status, json.loads(body)) == (thread.status_code, thread.get_json())
+    assert json.loads(body)["error"]["data"]["code"] == "rate_limited" and fields["Retry-After"].isdigit()
+    assert app.extensions["s3rm"].admission.classes["read"].stats()["rejected_early"] == 0
 
     gated = _app(tmp_path / "gh", Gate())
     state = gated.extensions["s3rm"]
