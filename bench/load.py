@@ -34,6 +34,10 @@ Phases (each prints one block):
    memory (master + worker) before, at most and after. With ``--baseline`` it
    also runs against a gateway with today's limits and
    ``S3RM_EARLY_REFUSAL=off`` (every refusal from a request thread).
+1c. **overload with every read stuck** (``--stalled-overload``, runs alone) —
+   the overload level against a gateway whose read slots and queue places are
+   held by calls waiting on a wiki that never answers, so no read burns CPU:
+   the refusal path's own latency, with ``S3RM_EARLY_REFUSAL`` off and on.
 4. **hybrid reads during a burst of creates** (``--embedding``; ``--creates``,
    default 50) — two clients call ``search_lessons`` with
    ``retrieval_mode=hybrid_v1`` for ``--read-seconds`` (quiet), then again while
@@ -697,6 +701,39 @@ def overload(gw: Gateway, ids: list[str], clients: int, seconds: float, procs: i
     return run
 
 
+def stalled_overload(clients: int, seconds: float, procs: int, threads: int) -> None:
+    """Phase 1c: the overload against a gateway whose read slots and queue places are all held by
+    calls stuck on a wiki that never answers (:class:`~support.services.StalledWiki`): no read burns
+    CPU, so the refusals' latencies are the refusal path's own. Once with ``S3RM_EARLY_REFUSAL=off``,
+    once on; each prints :func:`overload`'s block."""
+    from support.services import StalledWiki, wait_until
+
+    for label, extra in (("S3RM_EARLY_REFUSAL=off", {"S3RM_EARLY_REFUSAL": "off"}), ("early refusal on", {})):
+        wiki = StalledWiki()
+        env = {"S3RM_WIKI_API_URL": f"http://127.0.0.1:{wiki.port}/api.php", "S3RM_WIKI_USERNAME": "stalled@bench",
+               "S3RM_WIKI_PASSWORD": "never-checked", "S3RM_WIKI_TIMEOUT_SECONDS": "300",
+               "S3RM_ADMISSION_READ_TIMEOUT_SECONDS": "120", **extra}
+        try:
+            with Gateway(env, threads=threads) as gw:
+                headers = {**MCP_HEADERS, "Host": f"127.0.0.1:{gw.port}"}
+
+                def hold(n: int) -> None:
+                    body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                       "params": {"name": "get_lesson", "arguments": {"id": f"stalled-{n}"}}})
+                    try:
+                        requests.post(gw.url, data=body, headers=headers, timeout=seconds + 600)
+                    except requests.RequestException:
+                        pass  # the gateway stops under it
+
+                for n in range(threads):  # more than slots + places: the rest are refused and return
+                    threading.Thread(target=hold, args=(n,), daemon=True).start()
+                wait_until(lambda: requests.get(f"{gw.base}/metrics", timeout=30).json()["admission"]["read"]["state"]
+                           == "saturated", 120, "the read class filling up")
+                overload(gw, ["stalled-a", "stalled-b"], clients, seconds, procs, f" (stalled wiki, {label})")
+        finally:
+            wiki.close()
+
+
 #: After phase 0's read window, how long to wait (without reads) for the build to finish.
 WAIT_READY_SECONDS = 900.0
 
@@ -825,6 +862,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="clients of the deliberate overload level after phase 1 (default 128; 0 = skip)")
     p.add_argument("--overload-procs", type=int, default=4,
                    help="client processes the overload level's clients are split over (default 4)")
+    p.add_argument("--stalled-overload", action="store_true",
+                   help="run only phase 1c: the overload level against gateways whose reads all wait on a wiki "
+                        "that never answers, with S3RM_EARLY_REFUSAL off and on (no wiki, no seeding)")
     p.add_argument("--read-seconds", type=float, default=15.0, help="seconds per read level (default 15)")
     p.add_argument("--write-burst", type=int, default=30,
                    help="revisions in the write burst (default 30; 0 = skip phase 2)")
@@ -850,6 +890,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--concurrency must list levels between 1 and 64")
     if not 0 <= args.overload <= 512:
         p.error("--overload must be between 0 and 512")
+    if args.stalled_overload and not args.overload:
+        p.error("--stalled-overload needs --overload clients")
     if not 1 <= args.overload_procs <= 16:
         p.error("--overload-procs must be between 1 and 16")
     if not 1 <= args.burst_rounds <= 10:
@@ -857,6 +899,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.soak_seconds > 3600 or args.read_seconds > 600:
         p.error("phases are bounded: --soak-seconds <= 3600, --read-seconds <= 600")
 
+    if args.stalled_overload:
+        print(f"== 1c. overload with every read stuck on a stalled wiki ({args.threads} threads) ==", flush=True)
+        stalled_overload(args.overload, args.read_seconds, args.overload_procs, args.threads)
+        return 0
     tmp = None
     if args.wiki_dir:
         wiki = devwiki.wiki_from_state(Path(args.wiki_dir))

@@ -16,7 +16,6 @@ import dataclasses
 import hashlib
 import json
 import socket
-import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import pytest
 import requests
 from support.schema_dirs import minimal_schema_dir, minimal_specs
-from support.services import MCP_HEADERS, Gateway, wait_until
+from support.services import MCP_HEADERS, Gateway, StalledWiki, wait_until
 
 from gateway.app import create_app
 from gateway.config import GatewayConfig
@@ -178,52 +177,6 @@ def test_parse_head_joins_repeated_fields_and_leaves_odd_heads_to_gunicorn():
 
 
 # --------------------------------------------------------- a real gunicorn gateway
-class StalledWiki:
-    """A loopback port that accepts connections and never answers (a wiki stuck mid-request).
-
-    :meth:`close` resets every connection it accepted.
-    """
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
-        self.port = self.listener.getsockname()[1]
-        self.sockets: list[socket.socket] = []
-        self.lock = threading.Lock()
-        self.closed = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                return
-            with self.lock:
-                if self.closed.is_set():
-                    _reset(sock)
-                    return
-                self.sockets.append(sock)
-
-    def close(self) -> None:
-        with self.lock:
-            if self.closed.is_set():
-                return
-            self.closed.set()
-            for sock in self.sockets:  # RST: the gateway's reads fail at once
-                _reset(sock)
-            self.sockets.clear()
-        try:
-            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept(); new connections are refused
-        except OSError:
-            pass
-        self.listener.close()
-
-
-def _reset(sock: socket.socket) -> None:
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    sock.close()
-
-
 DRAFT = {"operation_id": "early-refusal-1", "title": "Stalled draft", "question": "q", "attempt": "a", "context": "c",
          "observation": "o", "interpretation": "i", "reusable_lesson": "r", "applicability": "w", "confidence": "low",
          "evidence": "e", "initial_evidence": {"citation": "a log", "kind": "log", "verification_basis": "partial_source"}}
