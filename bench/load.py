@@ -21,14 +21,23 @@ Phases (each prints one block):
    call read tools (``search_lessons`` with fixed queries, ``get_lesson``,
    ``find_related_lessons``, ``find_analogies``) for ``--read-seconds``;
    prints requests/s, p50/p95/p99 latency of the answered calls, the share
-   refused by admission (429/503), the error rate (HTTP errors and tool
+   refused by admission (429/503) and the refusals' p50/p95/p99, the error rate (HTTP errors and tool
    errors) and the admission targets per level (refused < 1 %, p95 ≤ 4× the
    lowest level's, docs/operations.md#admission); the best level with < 1 %
    errors is the sustained rate this machine holds. ``--baseline`` first runs
    the same levels against a gateway with the former fixed limits.
-1b. **deliberate overload** (``--overload``, default 128 clients) — the same
-   read mix; prints the refusals' latencies (p50/p95/p99) and the gateway
-   worker's resident memory before, at most and after.
+1b. **deliberate overload** (``--overload``, default 128 clients, split over
+   ``--overload-procs`` client processes on ``http.client`` keep-alive
+   connections so the clients' own CPU weighs little) — the same read mix;
+   prints the refusals' latencies (p50/p95/p99), how many the worker answered
+   before a thread (``rejected_early``) and the gateway processes' resident
+   memory (master + worker) before, at most and after. With ``--baseline`` it
+   also runs against a gateway with today's limits and
+   ``S3RM_EARLY_REFUSAL=off`` (every refusal from a request thread).
+1c. **overload with every read stuck** (``--stalled-overload``, runs alone) —
+   the overload level against a gateway whose read slots and queue places are
+   held by calls waiting on a wiki that never answers, so no read burns CPU:
+   the refusal path's own latency, with ``S3RM_EARLY_REFUSAL`` off and on.
 4. **hybrid reads during a burst of creates** (``--embedding``; ``--creates``,
    default 50) — two clients call ``search_lessons`` with
    ``retrieval_mode=hybrid_v1`` for ``--read-seconds`` (quiet), then again while
@@ -154,9 +163,11 @@ class Run:
         rate = self.total / self.seconds if self.seconds else 0.0
         err = 100.0 * self.errors / self.total if self.total else 0.0
         other = {k: v for k, v in self.outcomes.items() if k != "ok"}
-        return (f"{label:<24} {self.total:6d} req  {rate:7.1f} req/s  p50 {self.pct(0.5) * 1000:7.1f} ms  "
+        refusals = (f"(p50 {self.pct(0.5, True) * 1000:.1f} / p95 {self.pct(0.95, True) * 1000:.1f} / "
+                    f"p99 {self.pct(0.99, True) * 1000:.1f} ms)  " if self.refusals else "")
+        return (f"{label:<24} {self.total:6d} req  {rate:7.1f} req/s  answered p50 {self.pct(0.5) * 1000:7.1f} ms  "
                 f"p95 {self.pct(0.95) * 1000:7.1f} ms  p99 {self.pct(0.99) * 1000:7.1f} ms  "
-                f"refused {100.0 * self.refused / max(1, self.total):5.2f} %  "
+                f"refused {100.0 * self.refused / max(1, self.total):5.2f} % {refusals} "
                 f"errors {err:5.2f} %  {dict(other) if other else ''}")
 
 
@@ -471,31 +482,256 @@ def print_admission_targets(runs: dict[int, Run]) -> None:
         print(f"  {level:>3} clients: refused {refused:5.2f} %  p95 {ratio:4.2f}x  {verdict}")
 
 
-def overload(gw: Gateway, ids: list[str], clients: int, seconds: float) -> Run:
-    """Phase 1b: ``clients`` closed-loop readers (a deliberate overload); prints the answered calls'
-    and the refusals' latencies and the gateway worker's resident memory before, at most and after."""
-    print(f"\n== 1b. deliberate overload: {clients} clients for {seconds:g} s ==", flush=True)
-    pids = worker_pids(gw.pid)
-    before = sum(rss_kib(pid) for pid in pids)
+def _light_clients(url: str, ids: list[str], clients: int, deadline: float, seed: int, out) -> None:
+    """``clients`` closed-loop readers on ``http.client`` keep-alive connections (far less client CPU
+    per call than ``requests``), in this process; sends ``[(seconds, outcome), ...]`` to ``out``."""
+    import http.client
+
+    host, port = url.split("//", 1)[1].split("/", 1)[0].split(":")
+    results: list[tuple[float, str]] = []
+    lock = threading.Lock()
+
+    def client(n: int) -> None:
+        rng = random.Random(seed * 1000 + n)
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        headers = {**MCP_HEADERS, "Host": f"{host}:{port}"}
+        mine: list[tuple[float, str]] = []
+        i = 0
+        while time.monotonic() < deadline:
+            tool, args = _read_call(rng, ids)
+            body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                               "params": {"name": tool, "arguments": args}})
+            i += 1
+            t0 = time.perf_counter()
+            try:
+                conn.request("POST", "/mcp", body, headers)
+                response = conn.getresponse()
+                data = response.read()
+                status = response.status
+                if status in (429, 503):
+                    retry = response.getheader("Retry-After") or ""
+                    outcome = f"http_{status}" if retry.isdigit() else f"http_{status}_without_retry_after"
+                elif status != 200:
+                    outcome = f"http_{status}"
+                else:
+                    outcome = "tool_error" if b'"isError":true' in data else "ok"
+            except (OSError, http.client.HTTPException) as exc:
+                outcome = f"exc_{type(exc).__name__}"
+                conn.close()
+                conn = http.client.HTTPConnection(host, int(port), timeout=60)
+            mine.append((time.perf_counter() - t0, outcome))
+            if outcome.startswith(("http_429", "http_503")):
+                time.sleep(0.05)  # as read_load's clients: a polite pause, much shorter than Retry-After
+        conn.close()
+        with lock:
+            results.extend(mine)
+
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()) + 90)
+    out.send(results)
+    out.close()
+
+
+CANNED_429 = (b"HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+              b"Content-Length: 2\r\nConnection: keep-alive\r\n\r\n{}")
+
+
+def _canned_server(listener, stop) -> None:
+    """One-thread selectors loop answering every request on ``listener`` with :data:`CANNED_429` at once
+    (no parsing beyond the head's end and Content-Length): the floor the machine itself sets."""
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    listener.setblocking(False)
+    sel.register(listener, selectors.EVENT_READ, None)
+    buffers: dict = {}
+    while not stop.is_set():
+        for key, _ in sel.select(0.5):
+            if key.data is None:
+                try:
+                    sock, _addr = listener.accept()
+                except OSError:
+                    continue
+                sock.setblocking(False)
+                buffers[sock] = b""
+                sel.register(sock, selectors.EVENT_READ, "c")
+                continue
+            sock = key.fileobj
+            try:
+                data = sock.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                sel.unregister(sock)
+                sock.close()
+                buffers.pop(sock, None)
+                continue
+            buf = buffers[sock] + data
+            while b"\r\n\r\n" in buf:
+                head, rest = buf.split(b"\r\n\r\n", 1)
+                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                if len(rest) < length:
+                    break
+                buf = rest[length:]
+                sock.sendall(CANNED_429)
+            buffers[sock] = buf
+
+
+def start_floor_probe(ids: list[str], clients: int, seconds: float):
+    """Start the machine's own floor for a load phase: ``clients`` readers of :func:`_light_clients`
+    (same code, same 50 ms pause) against :func:`_canned_server` in its own process, which answers a
+    429 the moment it has read a request, so the probe's latencies are scheduling and client time with
+    no gateway work. Forks; call before starting threads. :func:`finish_floor_probe` collects it."""
+    import multiprocessing
+    import socket
+
+    ctx = multiprocessing.get_context("fork")
+    listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    stop = ctx.Event()
+    server = ctx.Process(target=_canned_server, args=(listener, stop), daemon=True)
+    server.start()
+    listener.close()
+    receive, send = ctx.Pipe(duplex=False)
+    probe = ctx.Process(target=_light_clients, args=(url, ids, clients, time.monotonic() + seconds, 77, send),
+                        daemon=True)
+    probe.start()
+    send.close()
+    return seconds, stop, server, probe, receive
+
+
+def finish_floor_probe(handle) -> Run:
+    """The :class:`Run` of a probe from :func:`start_floor_probe` (waits for its end)."""
+    seconds, stop, server, probe, receive = handle
+    run = Run()
+    if receive.poll(seconds + 180):
+        for latency, outcome in receive.recv():
+            run.add(latency, outcome)
+    probe.join(10)
+    stop.set()
+    server.join(10)
+    run.seconds = seconds
+    return run
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def overload_load(url: str, ids: list[str], clients: int, seconds: float, procs: int, seed: int = 13,
+                  after_fork: Callable[[], None] | None = None) -> Run:
+    """``clients`` closed-loop readers split over ``procs`` forked processes (:func:`_light_clients`),
+    so the clients' own CPU and GIL weigh as little as possible on the latencies they measure;
+    ``after_fork()`` runs once every process is started (start threads there, not before)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    run = Run()
+    started = time.monotonic()
+    deadline = started + seconds
+    children = []
+    for k in range(procs):
+        share = clients // procs + (1 if k < clients % procs else 0)
+        if share:
+            receive, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_light_clients, args=(url, ids, share, deadline, seed * 100 + k, send),
+                               daemon=True)
+            proc.start()
+            send.close()
+            children.append((proc, receive))
+    if after_fork is not None:
+        after_fork()
+    for proc, receive in children:
+        if receive.poll(seconds + 180):
+            for latency, outcome in receive.recv():
+                run.add(latency, outcome)
+        proc.join(10)
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def gateway_rss_kib(gw: Gateway) -> int:
+    """Resident memory of the gateway's processes: the gunicorn master and its worker(s), KiB."""
+    return sum(rss_kib(pid) for pid in [gw.pid, *worker_pids(gw.pid)])
+
+
+def overload(gw: Gateway, ids: list[str], clients: int, seconds: float, procs: int = 4, label: str = "") -> Run:
+    """Phase 1b: ``clients`` closed-loop readers (a deliberate overload, :func:`overload_load`); prints
+    the answered calls' and the refusals' latencies and the gateway processes' resident memory
+    (master + worker) before, at most and after."""
+    print(f"\n== 1b. deliberate overload{label}: {clients} clients in {procs} processes for {seconds:g} s ==",
+          flush=True)
+    before = gateway_rss_kib(gw)
     peak = [before]
     done = threading.Event()
 
     def sample() -> None:
         while not done.wait(0.5):
-            peak.append(sum(rss_kib(pid) for pid in pids))
+            peak.append(gateway_rss_kib(gw))
 
     sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    run = read_load(gw.url, ids, clients, seconds, seed=13)
+    workers = worker_pids(gw.pid)
+    cpu_before = sum(cpu_seconds(pid) for pid in workers)
+    probe = start_floor_probe(ids, 4, seconds)
+    run = overload_load(gw.url, ids, clients, seconds, procs, after_fork=sampler.start)
+    cpu = sum(cpu_seconds(pid) for pid in workers) - cpu_before
     done.set()
     sampler.join(5)
-    after = sum(rss_kib(pid) for pid in pids)
+    floor = finish_floor_probe(probe)
+    after = gateway_rss_kib(gw)
     print(run.line(f"concurrency {clients}"))
+    print(f"machine floor meanwhile (4 clients of the same code on a one-thread server answering a canned 429 "
+          f"at once): p50 {floor.pct(0.5, True) * 1000:.1f} ms  p95 {floor.pct(0.95, True) * 1000:.1f} ms  "
+          f"p99 {floor.pct(0.99, True) * 1000:.1f} ms ({floor.refused} calls)")
+    print(f"gateway worker CPU: {cpu:.1f} s for {run.total} calls = {1000 * cpu / max(1, run.total):.2f} ms per call")
     print(f"refusals: {run.refused} of {run.total}, p50 {run.pct(0.5, True) * 1000:.1f} ms  "
           f"p95 {run.pct(0.95, True) * 1000:.1f} ms  p99 {run.pct(0.99, True) * 1000:.1f} ms "
           f"(target < 50 ms; every one carried Retry-After unless listed as *_without_retry_after)")
-    print(f"worker RSS: before {before / 1024:.1f} MiB, max {max(peak) / 1024:.1f} MiB, after {after / 1024:.1f} MiB")
+    admission = requests.get(f"{gw.base}/metrics", timeout=30).json()["admission"]["read"]
+    print(f"read class: rejected_full {admission['rejected_full']}, of which answered before a thread "
+          f"{admission.get('rejected_early', 0)}")
+    print(f"gateway RSS (master + worker): before {before / 1024:.1f} MiB, max {max(peak) / 1024:.1f} MiB, "
+          f"after {after / 1024:.1f} MiB")
     return run
+
+
+def stalled_overload(clients: int, seconds: float, procs: int, threads: int) -> None:
+    """Phase 1c: the overload against a gateway whose read slots and queue places are all held by
+    calls stuck on a wiki that never answers (:class:`~support.services.StalledWiki`): no read burns
+    CPU, so the refusals' latencies are the refusal path's own. Once with ``S3RM_EARLY_REFUSAL=off``,
+    once on; each prints :func:`overload`'s block."""
+    from support.services import StalledWiki, wait_until
+
+    for label, extra in (("S3RM_EARLY_REFUSAL=off", {"S3RM_EARLY_REFUSAL": "off"}), ("early refusal on", {})):
+        wiki = StalledWiki()
+        env = {"S3RM_WIKI_API_URL": f"http://127.0.0.1:{wiki.port}/api.php", "S3RM_WIKI_USERNAME": "stalled@bench",
+               "S3RM_WIKI_PASSWORD": "never-checked", "S3RM_WIKI_TIMEOUT_SECONDS": "300",
+               "S3RM_ADMISSION_READ_TIMEOUT_SECONDS": "120", **extra}
+        try:
+            with Gateway(env, threads=threads) as gw:
+                headers = {**MCP_HEADERS, "Host": f"127.0.0.1:{gw.port}"}
+
+                def hold(n: int) -> None:
+                    body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                       "params": {"name": "get_lesson", "arguments": {"id": f"stalled-{n}"}}})
+                    try:
+                        requests.post(gw.url, data=body, headers=headers, timeout=seconds + 600)
+                    except requests.RequestException:
+                        pass  # the gateway stops under it
+
+                for n in range(threads):  # more than slots + places: the rest are refused and return
+                    threading.Thread(target=hold, args=(n,), daemon=True).start()
+                wait_until(lambda: requests.get(f"{gw.base}/metrics", timeout=30).json()["admission"]["read"]["state"]
+                           == "saturated", 120, "the read class filling up")
+                overload(gw, ["stalled-a", "stalled-b"], clients, seconds, procs, f" (stalled wiki, {label})")
+        finally:
+            wiki.close()
 
 
 #: After phase 0's read window, how long to wait (without reads) for the build to finish.
@@ -620,10 +856,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", default="4,16,32", help="read client levels (default 4,16,32)")
     p.add_argument("--baseline", action="store_true",
                    help="first run phase 1 (and the overload level) against a gateway with the former fixed "
-                        "limits (48 threads, reads 8 slots + 8 places and a 2 s wait, refused when those are "
-                        "taken)")
+                        "limits (48 threads, reads 8 slots + 8 places and a 2 s wait, refused when those are taken, "
+                        "every refusal from a thread), and the overload level also with S3RM_EARLY_REFUSAL=off")
     p.add_argument("--overload", type=int, default=128,
                    help="clients of the deliberate overload level after phase 1 (default 128; 0 = skip)")
+    p.add_argument("--overload-procs", type=int, default=4,
+                   help="client processes the overload level's clients are split over (default 4)")
+    p.add_argument("--stalled-overload", action="store_true",
+                   help="run only phase 1c: the overload level against gateways whose reads all wait on a wiki "
+                        "that never answers, with S3RM_EARLY_REFUSAL off and on (no wiki, no seeding)")
     p.add_argument("--read-seconds", type=float, default=15.0, help="seconds per read level (default 15)")
     p.add_argument("--write-burst", type=int, default=30,
                    help="revisions in the write burst (default 30; 0 = skip phase 2)")
@@ -649,11 +890,19 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--concurrency must list levels between 1 and 64")
     if not 0 <= args.overload <= 512:
         p.error("--overload must be between 0 and 512")
+    if args.stalled_overload and not args.overload:
+        p.error("--stalled-overload needs --overload clients")
+    if not 1 <= args.overload_procs <= 16:
+        p.error("--overload-procs must be between 1 and 16")
     if not 1 <= args.burst_rounds <= 10:
         p.error("--burst-rounds must be between 1 and 10")
     if args.soak_seconds > 3600 or args.read_seconds > 600:
         p.error("phases are bounded: --soak-seconds <= 3600, --read-seconds <= 600")
 
+    if args.stalled_overload:
+        print(f"== 1c. overload with every read stuck on a stalled wiki ({args.threads} threads) ==", flush=True)
+        stalled_overload(args.overload, args.read_seconds, args.overload_procs, args.threads)
+        return 0
     tmp = None
     if args.wiki_dir:
         wiki = devwiki.wiki_from_state(Path(args.wiki_dir))
@@ -686,13 +935,18 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.baseline and not args.only_hybrid_burst:
             with Gateway({**env, "S3RM_ADMISSION_READ_QUEUE": "8", "S3RM_ADMISSION_WRITE_QUEUE": "15",
-                          "S3RM_ADMISSION_READ_TIMEOUT_SECONDS": "2"}, threads=48) as old:
+                          "S3RM_ADMISSION_READ_TIMEOUT_SECONDS": "2", "S3RM_EARLY_REFUSAL": "off"}, threads=48) as old:
                 read_load(old.url, ids, 2, 3.0)  # warm-up: login, caches
                 print(f"\n== 1. BASELINE: former limits (48 threads, reads 8 slots + 8 places, 2 s wait), "
                       f"{args.read_seconds:g} s per level ==")
                 print_admission_targets(read_levels(old.url, ids, levels, args.read_seconds))
                 if args.overload:
-                    overload(old, ids, args.overload, args.read_seconds)
+                    overload(old, ids, args.overload, args.read_seconds, args.overload_procs, " (BASELINE)")
+            if args.overload:  # today's limits, every refusal from a request thread (as before early refusal)
+                with Gateway({**env, "S3RM_EARLY_REFUSAL": "off"}, threads=args.threads) as late:
+                    read_load(late.url, ids, 2, 3.0)
+                    overload(late, ids, args.overload, args.read_seconds, args.overload_procs,
+                             " (BASELINE: today's limits, S3RM_EARLY_REFUSAL=off)")
         with Gateway(env, threads=args.threads) as gw:
             if args.embedding:
                 build_reads(gw, ids, max(2, min(levels)))
@@ -709,7 +963,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"(p95 {base.pct(0.95) * 1000:.1f} ms, errors {100.0 * base.errors / max(1, base.total):.2f} %)")
                 print_admission_targets(runs)
                 if args.overload:
-                    overload(gw, ids, args.overload, args.read_seconds)
+                    overload(gw, ids, args.overload, args.read_seconds, args.overload_procs,
+                             " (today's limits, early refusal on)")
 
             if not args.only_hybrid_burst and args.write_burst > 0:
                 print(f"\n== 2. reads during a write burst ({args.write_burst} revisions) ==")

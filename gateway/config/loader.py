@@ -117,6 +117,8 @@ class GatewayConfig:
     max_body_bytes: int = 1048576
     #: seconds a client has to send one whole request (head and body) before 408 (docs/operations.md#request-reading)
     request_read_seconds: float = 10.0
+    #: the worker answers an overload 429 from its event loop, before a request thread (docs/operations.md#early-refusal)
+    early_refusal: bool = True
     cursor_secret: bytes = b""
     cursor_secret_ephemeral: bool = True
     #: cursor v2 signing keys ``((kid, secret), …)`` shared by every gateway on one store
@@ -263,6 +265,7 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
         output_max_bytes=number(get, "S3RM_OUTPUT_MAX_BYTES", 32768, int, 1024, 16 * 1024 * 1024),
         max_body_bytes=number(get, "S3RM_MAX_BODY_BYTES", 1048576, int, 1024, 64 * 1024 * 1024),
         request_read_seconds=number(get, "S3RM_REQUEST_READ_SECONDS", 10.0, float, 1.0, 600.0),
+        early_refusal=_on_off(get, "S3RM_EARLY_REFUSAL"),
         cursor_secret=cursor_secret,
         cursor_secret_ephemeral=ephemeral,
         revision_hmac_keys=MappingProxyType(hmac_keys),
@@ -284,6 +287,14 @@ def load_config(environ: Mapping[str, str]) -> GatewayConfig:
         github=github,
         chatgpt_lesson_url=chatgpt_lesson_url,
     )
+
+
+def _on_off(get: Getter, name: str) -> bool:
+    """``on`` (the default, also when empty) or ``off``; anything else is a :class:`ConfigError`."""
+    value = get(name).strip().lower() or "on"
+    if value not in ("on", "off"):
+        raise ConfigError(name, "must be on or off")
+    return value == "on"
 
 
 def _admission(get: Getter, threads: int) -> dict[str, Any]:

@@ -137,6 +137,7 @@ class AdmissionClass(BoundedGate):
         super().__init__(name, concurrency, queue, timeout_seconds=timeout_seconds, monotonic=monotonic)
         self.service_seconds: float | None = None
         self.rejected_delay = 0
+        self.rejected_early = 0
 
     def observe(self, seconds: float) -> None:
         """Fold the seconds one admitted call held its slot into the service-time estimate."""
@@ -161,6 +162,19 @@ class AdmissionClass(BoundedGate):
             self.rejected_delay += 1
             return False
         return True
+
+    def refuse_now(self) -> AdmissionRejected | None:
+        """The 429 ``queue_full`` a caller arriving now gets, counted as one (``rejected_full``,
+        ``rejected_delay`` by the rule, and ``rejected_early``), or ``None`` — nothing counted, nothing
+        held — when it would take a slot or queue. Never waits: the gateway's worker asks it before a
+        request thread is taken (docs/operations.md#early-refusal); a request it lets through
+        decides again in :meth:`acquire`."""
+        with self._cond:
+            if (self._waiting == 0 and self._free_for(False)) or self._may_queue():
+                return None
+            self.rejected_full += 1
+            self.rejected_early += 1
+            return self.rejection(QUEUE_FULL)
 
     def saturated(self) -> bool:
         """True when every slot is busy and the next caller would be refused (places or expected wait)."""
@@ -200,7 +214,8 @@ class AdmissionClass(BoundedGate):
 
     def stats(self) -> dict[str, Any]:
         """Counts only: ``in_use``, ``waiting``, ``admitted``, ``queued``, ``rejected_full`` (every 429,
-        of which ``rejected_delay`` by the expected-wait rule), ``rejected_timeout``, ``max_wait_seconds``,
+        of which ``rejected_delay`` by the expected-wait rule and ``rejected_early`` answered before a
+        request thread, :meth:`refuse_now`), ``rejected_timeout``, ``max_wait_seconds``,
         ``service_seconds`` (the estimate, None before a call ended) and the bounded ``state`` word
         (``ok`` | ``busy`` | ``saturated``). Limits are configuration and are not included."""
         counts = super().stats()
@@ -209,6 +224,7 @@ class AdmissionClass(BoundedGate):
             out["state"] = "saturated"
         with self._cond:
             out["rejected_delay"] = self.rejected_delay
+            out["rejected_early"] = self.rejected_early
             out["service_seconds"] = None if self.service_seconds is None else round(self.service_seconds, 4)
         return out
 
@@ -249,8 +265,7 @@ class Admission:
         try:
             klass.acquire()
         except AdmissionRejected as exc:
-            self._count("admission_rejections", **{"class": kind, "reason": exc.reason})
-            self._log_refusal(kind, exc.reason)
+            self._refused(exc)
             raise
         token = _CURRENT.set(self)
         started = time.monotonic()
@@ -260,6 +275,22 @@ class Admission:
             _CURRENT.reset(token)
             klass.observe(time.monotonic() - started)
             klass.release()
+
+    def shedding(self) -> bool:
+        """True when the read or the write class refuses callers now (cheap; nothing counted)."""
+        return self.classes["read"].saturated() or self.classes["write"].saturated()
+
+    def refuse_now(self, kind: str) -> AdmissionRejected | None:
+        """The 429 a ``read`` or ``write`` call arriving now gets (counted and logged as every refusal),
+        or ``None`` when it would be admitted or queued: :meth:`AdmissionClass.refuse_now`."""
+        refusal = self.classes[kind].refuse_now()
+        if refusal is not None:
+            self._refused(refusal)
+        return refusal
+
+    def _refused(self, exc: AdmissionRejected) -> None:
+        self._count("admission_rejections", **{"class": exc.klass, "reason": exc.reason})
+        self._log_refusal(exc.klass, exc.reason)
 
     def _log_refusal(self, kind: str, reason: str) -> None:
         """One log line per class and reason per :data:`REFUSAL_LOG_SECONDS` at most, with the count

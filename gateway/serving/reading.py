@@ -25,15 +25,22 @@ examined before, so a body dripped one byte at a time costs linear work.
 """
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-__all__ = ["HEAD_LIMIT", "RequestScan", "Verdict"]
+__all__ = ["HEAD_LIMIT", "HeadFields", "RequestScan", "Verdict", "parse_head"]
 
 #: Largest request head (request line + header fields + the blank line), bytes; 431 beyond.
 HEAD_LIMIT = 65536
 #: Framing overhead allowed on top of the body limit for a chunked body (size lines, extensions, trailers), bytes.
 CHUNK_OVERHEAD = 65536
 _CHUNK_LINE_MAX = 1024
+#: Head limits of gateway/serving/gunicorn.conf.py (a head past them goes to gunicorn's parser, which refuses it).
+_LINE_MAX, _FIELDS_MAX, _FIELD_MAX = 8190, 100, 16384
+_VERSIONS = ("HTTP/1.0", "HTTP/1.1")
+#: A field name: an RFC 9110 token without ``_`` (gunicorn drops or refuses names with it).
+_NAME = re.compile(r"[!#$%&'*+.^`|~0-9A-Za-z-]+")
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,16 @@ class RequestScan:
         self._chunk_total = 0     # chunked: body bytes so far
         self._trailers = False    # chunked: the last chunk is in, reading trailers
         self.expect_continue = False
+
+    @property
+    def head_end(self) -> int:
+        """Offset just past the blank line ending the head (-1 while the head is incomplete)."""
+        return self._head_end
+
+    @property
+    def chunked(self) -> bool:
+        """The body is chunked (its bytes on the wire are framing plus data, not the body itself)."""
+        return self._chunked
 
     def feed(self, buf: bytes | bytearray) -> Verdict:
         """The verdict on ``buf`` (all bytes of this request read so far, possibly more)."""
@@ -171,3 +188,55 @@ class RequestScan:
             if buf[data_end:data_end + 2] != b"\r\n":
                 return _refuse(400, "Bad Request")
             self._chunk_pos = data_end + 2
+
+
+class HeadFields(Mapping[str, str]):
+    """A request head's header fields: case-insensitive lookup, names as sent, repeats joined by ``,``."""
+
+    def __init__(self, fields: dict[str, tuple[str, str]]):
+        self._fields = fields  # lower-case name -> (name as sent, value)
+
+    def __getitem__(self, key: str) -> str:
+        return self._fields[key.lower()][1]
+
+    def get(self, key: str, default=None):
+        field = self._fields.get(key.lower())
+        return default if field is None else field[1]
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self._fields.values())
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def items(self) -> list[tuple[str, str]]:  # type: ignore[override]
+        """``(name as sent, value)`` pairs in order of first appearance."""
+        return list(self._fields.values())
+
+
+def parse_head(head: bytes) -> tuple[str, str, str, HeadFields] | None:
+    """``(method, target, version, fields)`` of a request head without its blank line, or ``None``
+    for anything gunicorn's parser might read differently or refuse (then a request thread parses it).
+
+    Header names are matched case-insensitively; repeated fields are joined with ``,`` as gunicorn
+    joins them in the WSGI environ. ``None`` for: a request line that is not ``METHOD SP target SP
+    HTTP/1.x``, a field without ``:``, a name that is not a token or holds ``_``, a bare CR or NUL,
+    obsolete line folding, or more or longer lines than the limits in ``gateway/serving/gunicorn.conf.py``.
+    """
+    text = head.decode("latin-1")
+    if "\x00" in text:
+        return None
+    lines = text.split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or parts[2] not in _VERSIONS or len(lines[0]) > _LINE_MAX or len(lines) - 1 > _FIELDS_MAX:
+        return None
+    fields: dict[str, tuple[str, str]] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep or len(line) > _FIELD_MAX or "\r" in line or "\n" in line or not _NAME.fullmatch(name):
+            return None
+        value = value.strip(" \t")
+        key = name.lower()
+        field = fields.get(key)
+        fields[key] = (name, value) if field is None else (field[0], f"{field[1]},{value}")
+    return parts[0], parts[1], parts[2], HeadFields(fields)

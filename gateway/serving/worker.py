@@ -1,6 +1,6 @@
-"""gunicorn's gthread worker that reads whole requests before a thread, with JSON error pages.
+"""gunicorn's gthread worker that reads whole requests before a thread, refuses overload there, with JSON errors.
 
-Two changes to :class:`gunicorn.workers.gthread.ThreadWorker`, both in
+Three changes to :class:`gunicorn.workers.gthread.ThreadWorker`, all in
 :class:`JsonErrorThreadWorker` (``worker_class`` in ``gateway/serving/gunicorn.conf.py``):
 
 **Whole requests before a thread** (docs/operations.md#request-reading). The
@@ -18,6 +18,14 @@ not complete by the deadline is answered 408 and closed from the event loop;
 a body over the limit 413, a head over 64 KiB 431 — no thread is ever taken.
 A ``100-continue`` expectation is answered by the event loop when the head
 is in. Every route (``/mcp``, OAuth, admin, health) goes through it.
+
+**Overload refusals before a thread** (docs/operations.md#early-refusal). When
+a request is complete and the read or write admission class is refusing
+callers, the event loop asks :func:`~gateway.transport.http.overload_refusal`
+whether this request is a tool call that class would refuse, and if so sends
+its 429 itself and keeps the connection alive for the next request; no
+thread is taken, none is waited for. Every other request goes to a thread.
+``S3RM_EARLY_REFUSAL=off`` turns this off.
 
 **JSON error pages** (docs/transport.md#http-rules: JSON errors everywhere).
 
@@ -40,6 +48,7 @@ import socket
 import time
 from collections import deque
 from functools import partial
+from http import HTTPStatus
 
 from gunicorn import util
 from gunicorn.workers.gthread import ThreadWorker
@@ -47,7 +56,8 @@ from gunicorn.workers.gthread import ThreadWorker
 from gateway.config import load_config
 from gateway.core.errors import INTERNAL_ERROR, INVALID_REQUEST, error_body
 from gateway.core.jsonio import encode_json
-from gateway.serving.reading import RequestScan
+from gateway.serving.reading import RequestScan, parse_head
+from gateway.transport.http import overload_refusal
 from gateway.transport.headers import security_headers
 
 __all__ = ["JsonErrorThreadWorker", "json_error_response"]
@@ -100,16 +110,19 @@ class JsonErrorThreadWorker(ThreadWorker):
         config = load_config(os.environ)
         self.body_limit = config.max_body_bytes
         self.read_seconds = config.request_read_seconds
+        self.early_refusal = config.early_refusal
         self.reading: deque = deque()  # connections whose request is being read, oldest deadline first
         super().init_process()
 
     # ------------------------------------------------- reading in the event loop
     def enqueue_req(self, conn) -> None:
         """Submit a connection whose request is complete; otherwise start reading it (event loop only)."""
+        kept_alive = conn.initialized or getattr(conn, "s3rm_answered", False)
         if getattr(conn, "s3rm_request", None) is not None or self.cfg.is_ssl:
             super().enqueue_req(conn)  # complete (or TLS terminated by gunicorn: not scanned)
             return
-        buf = bytearray()
+        buf = bytearray(getattr(conn, "s3rm_ahead", b""))  # pipelined behind an early refusal
+        conn.s3rm_ahead = b""
         if conn.parser is not None:  # kept alive: bytes read ahead belong to this request
             buf += conn.parser.unreader.take_buffered()
         conn.s3rm_buf, conn.s3rm_scan = buf, RequestScan(self.body_limit)
@@ -120,6 +133,8 @@ class JsonErrorThreadWorker(ThreadWorker):
             return
         self.reading.append(conn)
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_readable, conn))
+        if kept_alive:  # it turned readable: read now rather than after one more turn of the loop
+            self._on_readable(conn, conn.sock)
 
     def _on_readable(self, conn, _sock) -> None:
         try:
@@ -148,11 +163,77 @@ class JsonErrorThreadWorker(ThreadWorker):
         if verdict.kind == "refuse":
             self._refuse(conn, verdict.status, verdict.reason)
             return True
+        if verdict.kind == "ready" and self._refused_early(conn, verdict.end):
+            return True
         # ready, or framing gunicorn's parser refuses before reading a body: a thread answers at once
         conn.s3rm_request = bytes(conn.s3rm_buf)
         conn.s3rm_buf = conn.s3rm_scan = None
         super().enqueue_req(conn)
         return True
+
+    # ----------------------------------------------- refusing under overload, in the event loop
+    def _gateway_state(self):
+        """The app's :class:`~gateway.app.GatewayState` (``None`` for an app without one)."""
+        extensions = getattr(self.wsgi, "extensions", None)
+        return extensions.get("s3rm") if isinstance(extensions, dict) else None
+
+    def _refused_early(self, conn, end: int) -> bool:
+        """Answer 429 from the event loop when admission is refusing this request's class
+        (:func:`~gateway.transport.http.overload_refusal`); True when answered (docs/operations.md#early-refusal)."""
+        state = self._gateway_state() if self.early_refusal else None
+        admission = getattr(state, "admission", None)
+        if admission is None or not admission.shedding() or conn.s3rm_scan.chunked:
+            return False  # the usual case costs this one check
+        buf = conn.s3rm_buf
+        try:  # never let a request break the event loop: on any failure a thread serves it
+            answer = self._early_answer(state, conn, bytes(buf[:end]))
+        except Exception as exc:
+            log.error("early refusal failed, a thread answers exception=%s", type(exc).__name__)
+            return False
+        if answer is None:
+            return False
+        data, keep = answer
+        ahead = bytes(buf[end:])
+        conn.s3rm_buf = conn.s3rm_scan = None
+        try:
+            complete = conn.sock.send(data) == len(data)  # a few hundred bytes: the send buffer takes them
+        except OSError:
+            complete = False
+        if not (keep and complete):
+            try:
+                conn.sock.shutdown(socket.SHUT_WR)  # the answer first, then the end
+            except OSError:
+                pass
+            self._close(conn)
+            return True
+        conn.s3rm_ahead, conn.s3rm_answered = ahead, True
+        if ahead:  # a pipelined request: read on in the next loop turn (no recursion over a long pipeline)
+            self.method_queue.defer(self.enqueue_req, conn)
+            return True
+        conn.set_timeout()  # kept alive, as gunicorn parks a connection after a response
+        self.keepalived_conns.append(conn)
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_client_socket_readable, conn))
+        return True
+
+    def _early_answer(self, state, conn, request: bytes) -> tuple[bytes, bool] | None:
+        """The raw 429 for ``request`` (head and body) and whether the connection stays open, or ``None``."""
+        head_end = conn.s3rm_scan.head_end
+        head = parse_head(request[:head_end - 4])
+        if head is None:
+            return None
+        method, target, version, headers = head
+        peer = conn.client[0] if isinstance(conn.client, tuple) and conn.client else None
+        answer = overload_refusal(state, method, target, headers, request[head_end:], peer)
+        if answer is None:
+            return None
+        status, fields, body = answer
+        tokens = {t.strip().lower() for t in headers.get("Connection", "").split(",")}
+        keep = bool(self.alive and self.cfg.keepalive and len(self.keepalived_conns) < self.max_keepalived
+                    and (("keep-alive" in tokens) if version == "HTTP/1.0" else ("close" not in tokens)))
+        fields = {**fields, "Content-Length": str(len(body)), "Connection": "keep-alive" if keep else "close"}
+        head_out = f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n" + "".join(
+            f"{key}: {value}\r\n" for key, value in fields.items()) + "\r\n"
+        return head_out.encode("latin-1") + body, keep
 
     def _stop_reading(self, conn) -> None:
         try:

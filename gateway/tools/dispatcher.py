@@ -51,7 +51,7 @@ from gateway.tools.contract import (
 from gateway.tools.readability import whole_read_bytes
 from gateway.tools.shaping import OutputShapes
 from gateway.tools.registry import ToolEntry, ToolRegistry
-from gateway.ops.access import Credentials, authorize
+from gateway.ops.access import AuthError, Credentials, authorize
 
 __all__ = ["Dispatcher", "describe_validation_error"]
 
@@ -116,22 +116,8 @@ class Dispatcher:
         params and :class:`~gateway.ops.access.AuthError` for an
         unauthorised write; every other failure is an ``isError`` result.
         """
-        name = params.get("name")
-        if not isinstance(name, str) or not name:
-            raise JsonRpcError(INVALID_PARAMS, 'tools/call needs "name": the tool to call', request_id=request_id)
-        entry = self.registry.get(name)
-        if entry is None:
-            raise JsonRpcError(
-                INVALID_PARAMS,
-                f"Unknown tool: {name[:80]!r}. Call tools/list for the available tools.",
-                request_id=request_id,
-            )
-        arguments = params.get("arguments")
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, dict):
-            raise JsonRpcError(INVALID_PARAMS, '"arguments" must be a JSON object', request_id=request_id)
-
+        entry, arguments = self._lookup(params, request_id)
+        name = entry.spec.name
         principal = authorize(entry.spec.kind, credentials, self.config)
         cap = self.config.output_max_bytes
         budget = OutputBudget(cap, request_id, overhead_bytes,
@@ -150,6 +136,39 @@ class Dispatcher:
         self.metrics.observe("tool_call_seconds", elapsed, tool=name)
         log.info("tool call tool=%s outcome=%s ms=%.1f bytes=%d", name, outcome, elapsed * 1000, size)
         return result
+
+    def admission_kind(self, params: dict[str, Any], credentials: Credentials) -> str | None:
+        """The admission class (``read`` | ``write``) :meth:`call` would take a slot of for ``params``, or
+        ``None`` when it would answer before admission (unknown tool, bad params, unauthorised write) or
+        runs without admission control. Pure: nothing counted, nothing logged (the worker's early refusal,
+        docs/operations.md#early-refusal)."""
+        if self.admission is None:
+            return None
+        try:
+            entry, _arguments = self._lookup(params, None)
+            authorize(entry.spec.kind, credentials, self.config)
+        except (JsonRpcError, AuthError):
+            return None
+        return entry.spec.kind
+
+    def _lookup(self, params: dict[str, Any], request_id: str | int | None) -> tuple[ToolEntry, dict[str, Any]]:
+        """The tool entry and the arguments object of a tools/call; JSON-RPC -32602 when either is bad."""
+        name = params.get("name")
+        if not isinstance(name, str) or not name:
+            raise JsonRpcError(INVALID_PARAMS, 'tools/call needs "name": the tool to call', request_id=request_id)
+        entry = self.registry.get(name)
+        if entry is None:
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                f"Unknown tool: {name[:80]!r}. Call tools/list for the available tools.",
+                request_id=request_id,
+            )
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise JsonRpcError(INVALID_PARAMS, '"arguments" must be a JSON object', request_id=request_id)
+        return entry, arguments
 
     def _notify_write(self, name: str) -> None:
         for listener in self.write_listeners:

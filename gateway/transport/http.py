@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, Mapping
 
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -55,16 +55,16 @@ from gateway.core.errors import (
     UNAUTHORIZED,
     error_body,
 )
-from gateway.core.jsonio import json_response
+from gateway.core.jsonio import encode_json, json_response
 from gateway.ops.ratelimit import client_address, principal_key
 from gateway.transport import headers as rules
 from gateway.auth.service import Unauthenticated
 from gateway.config.github import SCOPE_WRITE
 from gateway.ops.access import AuthError, Credentials, authorize
-from gateway.transport.jsonrpc import classify
+from gateway.transport.jsonrpc import Message, classify
 from gateway.transport.request_rules import check_modern_request, check_notification_version, is_modern_request
 
-__all__ = ["bp", "empty_response", "rpc_error_response"]
+__all__ = ["bp", "empty_response", "overload_refusal", "rpc_error_response"]
 
 log = logging.getLogger("s3rm.transport")
 
@@ -193,6 +193,70 @@ def _parse(body: bytes) -> Any:
                            http_status=400) from None
 
 
+def _message(headers: Mapping[str, str], body: bytes) -> Message:
+    """The one JSON-RPC message of a POST: 406 (Accept), 415 (Content-Type), 400 (JSON, shape) first."""
+    rules.check_accept(headers.get("Accept"))
+    rules.check_content_type(headers.get("Content-Type"))
+    return classify(_parse(body))
+
+
+def overload_refusal(state, method: str, target: str, headers: Mapping[str, str], body: bytes,
+                     remote_addr: str | None) -> tuple[int, dict[str, str], bytes] | None:
+    """The 429 a whole request gets before any request thread takes it, or ``None`` to serve it as usual.
+
+    Called by the gateway's worker from its event loop (docs/operations.md#early-refusal) for every
+    complete request: ``method`` and ``target`` from the request line, ``headers`` case-insensitive,
+    ``body`` the body's bytes, ``remote_addr`` the socket peer. It answers only when the
+    read or write admission class is refusing callers (:meth:`Admission.shedding`, checked first, so
+    a gateway with capacity pays one lock) and this request is a ``POST /mcp`` ``tools/call`` that
+    would reach that class's admission: Host, Origin, Accept, Content-Type, JSON, the 2026-07-28
+    header/body rules, the tool and its arguments object and the write token are checked as
+    :func:`_handle_post` and the dispatcher check them, and any failure returns ``None`` so a request
+    thread answers with its usual error. In ``open`` mode the caller's token bucket is charged as
+    :func:`_handle_post` charges it (its ``rate_limited`` 429 is the answer when empty); ``github``
+    mode is never refused here (verifying an access token consults the state store).
+
+    Returns ``(status, headers, body)``: the same JSON-RPC error (``-32003``, ``queue_full``,
+    ``Retry-After``), security and CORS headers as the answer from a request thread.
+    """
+    admission, config = state.admission, state.config
+    if (method != "POST" or target.split("?", 1)[0] != "/mcp" or admission is None
+            or config.write_auth_mode == "github" or not admission.shedding()):
+        return None
+    try:
+        rules.check_host(headers.get("Host"), config)
+        rules.check_origin(headers.get("Origin"), config)
+        message = _message(headers, body)
+        if message.kind != "request" or message.method != "tools/call":
+            return None
+        if is_modern_request(message.method, headers.get("MCP-Protocol-Version"), message.params):
+            check_modern_request(message, {key.lower(): value for key, value in headers.items()}, headers.items())
+    except JsonRpcError:
+        return None
+    open_mode = config.write_auth_mode == "open"  # the only mode whose principal is the caller's address
+    address = client_address(headers, remote_addr, config.proxy_secret) if open_mode else ""
+    credentials = Credentials(authorization=headers.get("Authorization"), remote_addr=address)
+    kind = state.dispatcher.admission_kind(message.params, credentials)
+    if kind is None or not admission.classes[kind].saturated():
+        return None
+    refusal: JsonRpcError | None = None
+    request_id = message.id
+    if open_mode and state.rate_limiter is not None:
+        reader = authorize("read", credentials, config)
+        try:
+            state.rate_limiter.check(principal_key(reader.kind, reader.subject))
+        except JsonRpcError as err:  # a thread refuses it before reading the body: no id
+            refusal, request_id = err, None
+    # A slot freed since the check above: a request thread serves the call (in open mode charging the
+    # bucket once more, the only difference from the thread path, and only in that race).
+    refusal = refusal or admission.refuse_now(kind)
+    if refusal is None:
+        return None
+    out = {"Content-Type": "application/json", **getattr(refusal, "headers", {}),
+           **rules.cors_headers(headers.get("Origin"), config), "Vary": "Origin", **rules.security_headers(True)}
+    return refusal.http_status, out, encode_json(error_body(request_id, refusal.code, refusal.message, refusal.data))
+
+
 def _unauthenticated(oauth, err: Unauthenticated) -> Response:
     body = error_body(None, UNAUTHORIZED, err.message, {"code": err.error or "missing_token"})
     return json_response(body, 401, {"WWW-Authenticate": oauth.challenge(err.error)})
@@ -223,10 +287,7 @@ def _handle_post(state) -> Response:
     if config.write_auth_mode == "open" and state.rate_limiter is not None:
         principal = authorize("read", credentials, config)  # never raises for kind "read"
         state.rate_limiter.check(principal_key(principal.kind, principal.subject))
-    body = _read_body(config.max_body_bytes)
-    rules.check_accept(request.headers.get("Accept"))
-    rules.check_content_type(request.headers.get("Content-Type"))
-    message = classify(_parse(body))
+    message = _message(request.headers, _read_body(config.max_body_bytes))
     modern = None
     if is_modern_request(message.method, request.headers.get("MCP-Protocol-Version"), message.params):
         # 2026-07-28: the version travels in _meta and the routing headers must match the body

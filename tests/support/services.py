@@ -14,6 +14,8 @@
   (MediaWiki has applied an edit, its answer is in flight), ``down = True``
   resets every new connection (a wiki that is down). ``api_url`` is the
   proxied ``api.php``.
+* :class:`StalledWiki` — a loopback port that accepts connections and never answers (a wiki stuck
+  mid-request); ``close()`` resets them all.
 * :func:`rpc` / :func:`call_tool` — one JSON-RPC POST with ``requests``.
 * :func:`wait_until` — poll a condition until it holds or a deadline passes (then the test fails).
 
@@ -27,6 +29,7 @@ import os
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -255,3 +258,49 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
             return value
         time.sleep(interval)
     pytest.fail(f"{what} did not happen within {timeout:.0f} s")
+
+
+class StalledWiki:
+    """A loopback port that accepts connections and never answers (a wiki stuck mid-request).
+
+    :meth:`close` resets every connection it accepted.
+    """
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                if self.closed.is_set():
+                    _reset(sock)
+                    return
+                self.sockets.append(sock)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.closed.is_set():
+                return
+            self.closed.set()
+            for sock in self.sockets:  # RST: the gateway's reads fail at once
+                _reset(sock)
+            self.sockets.clear()
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept(); new connections are refused
+        except OSError:
+            pass
+        self.listener.close()
+
+
+def _reset(sock: socket.socket) -> None:
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
