@@ -41,6 +41,7 @@ gateway, the embedding server, PostgreSQL and the wiki; ``status`` reports each.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -49,11 +50,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 import requests
 
 from gateway.config.schema import REPO_ROOT
-from s3rm.devstack import devwiki, postgres, procs
+from s3rm.devstack import devwiki, postgres, procs, serve
 from s3rm.settings import DEV_DIR, DEV_SECRETS_FILE, DEV_STACK_ENV_FILE, CliSettings, seal_settings
 from s3rm.errors import CliError
 from s3rm.connect import claude_code_line
@@ -221,15 +223,41 @@ def _ensure_gateway(env: dict[str, str], port: int) -> None:
     pid_file, log = _paths("gateway")
     marker = "gateway.serving.wsgi:app"
     if procs.running(pid_file, marker) is None:
-        check = subprocess.run([sys.executable, "-m", "s3rm", "serve", "--check"], env=env,
-                               capture_output=True, text=True)
-        if check.returncode != 0:
-            raise StackError(f"gateway configuration refused: {check.stderr.strip()}")
+        try:  # in this process: a second interpreter start would only repeat the imports
+            serve.check_config(env)
+        except CliError as exc:
+            raise StackError(f"gateway configuration refused: {exc}") from None
         _say(f"starting the gateway on {HOST}:{port} (gunicorn, one worker process)")
         procs.start([sys.executable, "-m", "s3rm", "serve"], pid_file=pid_file, log_file=log, env=env,
                     cwd=REPO_ROOT)
     else:
         _say(f"gateway already running on {HOST}:{port} (`s3rm stack down` first to restart it)")
+
+
+class PhaseTimer:
+    """Wall-clock seconds of the steps of ``up``, in order, for the one line that says where the time went.
+
+    ``clock`` returns seconds (default :func:`time.monotonic`); the total counts from the timer's creation.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._start = clock()
+        self.phases: list[tuple[str, float]] = []
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the ``with`` block as step ``name`` (recorded also when it raises)."""
+        start = self._clock()
+        try:
+            yield
+        finally:
+            self.phases.append((name, self._clock() - start))
+
+    def summary(self) -> str:
+        """``up took T s: step s, step s, …`` (one decimal; the steps in the order they ran)."""
+        steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.phases)
+        return f"up took {self._clock() - self._start:.1f} s: {steps}"
 
 
 BAR_WIDTH = 30
@@ -292,19 +320,22 @@ def _legacy_search_answers(base: str, token: str) -> None:
 
 def up(args: argparse.Namespace) -> int:
     """Bring the whole dev stack up (see module doc); returns an exit code."""
+    timer = PhaseTimer()
     wiki_port = _port("S3RM_DEV_WIKI_PORT")
     gateway_port = _port("S3RM_DEV_GATEWAY_PORT")
     embedding_port = _port("S3RM_DEV_EMBEDDING_PORT")
     document_port = _document_port(embedding_port)
     _say("dev wiki")
-    wiki = devwiki.up(devwiki.DEFAULT_DIR, port=wiki_port)
+    with timer.phase("dev wiki"):
+        wiki = devwiki.up(devwiki.DEFAULT_DIR, port=wiki_port)
     sec = load_secrets()
     env = gateway_env(wiki, gateway_port, embedding_port, sec, document_port)
     recorded = f"S3RM_MCP_PUBLIC_URL={env['S3RM_MCP_PUBLIC_URL']}\nS3RM_MCP_URL={env['S3RM_MCP_PUBLIC_URL']}\n"
     if args.backend == "pgvector":
         cluster = _pg_cluster()
         _say(f"PostgreSQL + pgvector on {HOST}:{cluster.port} ({cluster.data_dir})")
-        cluster.init() or cluster.start()
+        with timer.phase("PostgreSQL"):
+            cluster.init() or cluster.start()
         env.update(S3RM_INDEX_BACKEND="pgvector", S3RM_PG_DSN=cluster.dsn())
         recorded += f"S3RM_PG_DSN={cluster.dsn()}\n"
     DEV_STACK_ENV_FILE.write_text(recorded)
@@ -312,33 +343,41 @@ def up(args: argparse.Namespace) -> int:
     _start_embedding(embedding_port)
     if document_port is not None:
         _start_embedding(document_port, "embedding-documents", DOCUMENT_EMBEDDING_NICENESS)
-    _run_step("pushing schema, site and help pages (sync push)", [sys.executable, "-m", "s3rm", "sync", "push"], env)
+    with timer.phase("sync push"):
+        _run_step("pushing schema, site and help pages (sync push)",
+                  [sys.executable, "-m", "s3rm", "sync", "push"], env)
     if not args.no_import:
         for source, path in CORPORA:
-            _run_step(f"importing the {source} corpus", [sys.executable, "-m", "s3rm", "import", source,
-                                                         str(path), "--quiet"], env)
+            with timer.phase(f"import {source}"):
+                _run_step(f"importing the {source} corpus", [sys.executable, "-m", "s3rm", "import", source,
+                                                             str(path), "--quiet"], env)
     _say("waiting for the embedding server(s)")
-    _await_embedding(embedding_port)
-    if document_port is not None:
-        _await_embedding(document_port, "embedding-documents")
-    _ensure_gateway(env, gateway_port)
+    with timer.phase("embedding servers"):
+        _await_embedding(embedding_port)
+        if document_port is not None:
+            _await_embedding(document_port, "embedding-documents")
     base = f"http://{HOST}:{gateway_port}"
-    _say("waiting for /readyz")
-    _wait_http(base + "/readyz", 90)
+    with timer.phase("gateway"):
+        _ensure_gateway(env, gateway_port)
+        _say("waiting for /readyz")
+        _wait_http(base + "/readyz", 90)
     _say("waiting for a legacy search to answer")
-    _legacy_search_answers(base, sec["write_token"])
+    with timer.phase("legacy search"):
+        _legacy_search_answers(base, sec["write_token"])
     if args.wait_semantic:
         _say("waiting for the semantic index (a first build embeds every Lesson once; later runs embed only "
              f"changed Lessons, their vectors are kept in {STATE_DIR})")
-        try:
-            _wait_semantic(base, args.semantic_timeout)
-        except StackError as exc:
-            _say(f"{exc}; hybrid_v1 searches fall back to legacy until it is")
+        with timer.phase("semantic index"):
+            try:
+                _wait_semantic(base, args.semantic_timeout)
+            except StackError as exc:
+                _say(f"{exc}; hybrid_v1 searches fall back to legacy until it is")
         semantic = "hybrid_v1 searches answer"
     else:
         _say(progress_line(_readyz(base)))
         semantic = ("hybrid_v1 searches fall back to legacy until the semantic index is ready; watch it with "
                     "`s3rm stack status`, or run `s3rm stack up --wait-semantic` to wait for it")
+    _say(timer.summary())
     print(ready_text(base + "/mcp", wiki.server_url, semantic))
     return 0
 
