@@ -10,8 +10,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=install.sh
 source scripts/install.sh
+started_ns="$(date +%s%N)"
 install_debian_packages
 install_python_package
+# where the time goes: this step here; `s3rm stack up` prints the time of each of its own steps at the end
+tenths=$(( ($(date +%s%N) - started_ns) / 100000000 ))
+printf 'up.sh: packages checked in %d.%d s\n' $(( tenths / 10 )) $(( tenths % 10 ))
 case " $* " in
   *" --wait-semantic "*) ;;
   *) echo "up.sh: returning once legacy search answers; pass --wait-semantic to wait for hybrid search too" ;;

@@ -73,6 +73,16 @@ $wgGroupPermissions['*']['createpage'] = false;
 $wgGroupPermissions['*']['createaccount'] = false;
 # <<< s3rm shared: rights
 
+// The main database commits without an fsync (SQLite synchronous=NORMAL; the installer already sets it
+// for the cache, localisation and job queue databases). In WAL mode (s3rm/devstack/devwiki.py) a crash
+// cannot corrupt the file, at most lose the last commits of a disposable development wiki. A save
+// commits about a dozen times while it holds SQLite's one write lock, so each fsync spared shortens
+// the queue of concurrent saves (docs/operations.md#dev-wiki-sqlite).
+$wgDBservers = [ [
+	'type' => 'sqlite', 'dbname' => $wgDBname, 'host' => '', 'user' => '', 'password' => '',
+	'load' => 1, 'flags' => DBO_DEFAULT, 'variables' => [ 'synchronous' => 'NORMAL' ],
+] ];
+
 // One cache shared by the php -S workers, maintenance scripts and the job runner.
 $wgMainCacheType = CACHE_DB;
 $wgParserCacheType = CACHE_DB;

