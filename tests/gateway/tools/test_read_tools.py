@@ -426,6 +426,7 @@ def gateway_url(dev_wiki, wiki_data):
 
 def _session(url: str, body):
     async def run():
+        # a huge Lesson's answers took over 60 s under S3RM_TEST_LOAD (httpcore.ReadTimeout): wait for them
         async with httpx.AsyncClient(timeout=300) as http:
             async with streamable_http_client(url, http_client=http) as (read, write, _):
                 async with ClientSession(read, write) as session:

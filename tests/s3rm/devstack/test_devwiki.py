@@ -166,7 +166,7 @@ def test_saved_text_is_searchable_in_lesson_namespace(dev_wiki: devwiki.DevWiki)
         return agent.api("query", list="search", srsearch=word, srwhat="text",
                          srnamespace=SCHEMA.namespace_id)["query"]["search"]
 
-    found = _wait_for(hits, timeout=15)
+    found = _wait_for(hits)  # the search index is written by a deferred update, later on a busy machine
     assert [h["title"] for h in found] == [f"Lesson:search {word}"]
 
 

