@@ -13,7 +13,7 @@ Korean sets and the noise Lessons, imported by the importer on first use) and, i
   :func:`gateway.retrieval.legacy.search.merge_phrasings`), beside ``v2`` — the legacy-v2 merge (each
   Lesson's best score over the phrasings) recomputed from the same two lists.
 
-    python bench/bench_legacy.py --outside /work/shared/eval/external-cloud-incidents.jsonl \\
+    python bench/bench_legacy.py --outside <outside file> \\
         --phrasings eval/phrasings/dev_mixed.jsonl --phrasings eval/phrasings/external_cloud_incidents.jsonl
 
 Query sets: both halves of every query file of the ``all`` corpus (``eval/*.{tuning,heldout}.jsonl``) and
