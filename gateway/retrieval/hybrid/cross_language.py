@@ -98,7 +98,7 @@ def centered(index: SemanticIndex, facet: str, query: np.ndarray, rows: np.ndarr
 
 #: ``(index, key, N_k)`` of the last few computations (the correction is off by default; a shipped version
 #: would keep ``N_k`` in the snapshot's own cache instead of holding snapshots here).
-_HUB_CACHE: list[tuple[object, tuple, np.ndarray]] = []
+_HUB_CACHE: list[tuple[object, tuple, tuple[np.ndarray, np.ndarray]]] = []
 _HUB_LOCK = threading.Lock()
 
 
@@ -109,6 +109,14 @@ def k_occurrence(index: SemanticIndex, facet: str, k: int, eligible: np.ndarray 
     centred like a query by ``centering``) scored exactly as a query of that language is (z-scored
     within each Lesson-language partition over the eligible rows), the pseudo-query itself left out.
     Ineligible rows get 0. Cached per index object (query-independent, docs/hybrid-search.md#k-occurrence)."""
+    return _neighbourhood(index, facet, k, eligible, korean_query, centering)[0]
+
+
+def _neighbourhood(index: SemanticIndex, facet: str, k: int, eligible: np.ndarray | None,
+                   korean_query: bool, centering: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(N_k, density)``, both ``(n,)``: :func:`k_occurrence`, and per row the mean z it gets from the ``k``
+    pseudo-queries that score it highest (its own neighbourhood, as local scaling uses; 0 when
+    ineligible)."""
     key = (facet, k, None if eligible is None else np.asarray(eligible, dtype=bool).tobytes(), korean_query,
            centering)
     with _HUB_LOCK:
@@ -119,7 +127,7 @@ def k_occurrence(index: SemanticIndex, facet: str, k: int, eligible: np.ndarray 
     korean = np.asarray(index.hangul_rows(), dtype=bool)
     counted = np.ones(n, dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
     own = (korean if korean_query else ~korean) & counted
-    counts = np.zeros(n, dtype=np.float64)
+    counts, density = np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.float64)
     if own.any() and k > 0:
         columns = np.asarray(index.columns(facet), dtype=np.float64)
         queries = columns[:, own]
@@ -138,21 +146,28 @@ def k_occurrence(index: SemanticIndex, facet: str, k: int, eligible: np.ndarray 
         if depth > 0:
             best = np.argpartition(-z, depth - 1, axis=1)[:, :depth]
             np.add.at(counts, best.ravel(), 1.0)
-    counts[~counted] = 0.0
+        reach = min(k, queries.shape[1] - 1)
+        if reach > 0:
+            top = -np.partition(-z, reach - 1, axis=0)[:reach]   # (reach, n): each row's best pseudo-queries
+            density = np.where(np.isfinite(top), top, 0.0).mean(axis=0)
+    counts[~counted], density[~counted] = 0.0, 0.0
     with _HUB_LOCK:
-        _HUB_CACHE.append((index, key, counts))
+        _HUB_CACHE.append((index, key, (counts, density)))
         del _HUB_CACHE[:-8]
-    return counts
+    return counts, density
 
 
 def hubness(index: SemanticIndex, facet: str, eligible: np.ndarray | None, plan: LanguagePlan) -> np.ndarray:
-    """Per-row hub score ``(n,)`` from :func:`k_occurrence`: ``nk``: ``max(0, (N_k - k) / sd)`` (how many
+    """Per-row hub score ``(n,)`` from :func:`_neighbourhood`: ``nk``: ``max(0, (N_k - k) / sd)`` (how many
     standard deviations a row is found more often than the k it would be on average); ``log``:
-    ``log((1 + N_k) / (1 + k))`` clipped at 0."""
-    counts = k_occurrence(index, facet, plan.hub_k, eligible, plan.korean_query, plan.centering)
+    ``log((1 + N_k) / (1 + k))`` clipped at 0; ``ls`` (local scaling): the row's neighbourhood density
+    minus the median density of the eligible rows (negative for rows that no pseudo-query comes near)."""
+    counts, density = _neighbourhood(index, facet, plan.hub_k, eligible, plan.korean_query, plan.centering)
     counted = np.ones(len(counts), dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
     if plan.hub_form == "log":
         return np.maximum(0.0, np.log((1.0 + counts) / (1.0 + plan.hub_k)))
+    if plan.hub_form == "ls":
+        return np.where(counted, density - (float(np.median(density[counted])) if counted.any() else 0.0), 0.0)
     sd = float(counts[counted].std()) if counted.any() else 0.0
     return np.maximum(0.0, (counts - plan.hub_k) / max(sd, 1e-6))
 

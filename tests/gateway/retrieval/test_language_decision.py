@@ -220,6 +220,11 @@ def test_hub_demotion_takes_the_hub_off_the_top_and_keeps_the_answer_first():
     assert search_by_language(snap, "whole", korean_query(TOPIC_EN), 1, plan=plan)[0].lesson_id == "l030"
     nk = LanguagePlan(True, True, hub_demotion=1.0, hub_k=5, hub_form="nk")
     assert search_by_language(snap, "whole", unrelated, 1, allowed=english, plan=nk)[0].lesson_id != "l069"
+    ls = LanguagePlan(True, True, hub_demotion=2.0, hub_k=5, hub_form="ls")   # local scaling: own neighbourhood
+    scores = hubness(snap, "whole", None, ls)
+    assert list(snap.ids)[int(np.argmax(scores))] == "l069" and float(np.median(scores)) == pytest.approx(0.0)
+    assert search_by_language(snap, "whole", unrelated, 1, allowed=english, plan=ls)[0].lesson_id != "l069"
+    assert search_by_language(snap, "whole", korean_query(TOPIC_EN), 1, plan=ls)[0].lesson_id == "l030"
 
 
 def test_the_hub_correction_ships_off():
