@@ -122,7 +122,8 @@ def decide_language(snap: SemanticIndex, query: str, vectors: Mapping[str, np.nd
     language = query_language(query)
     if language not in ranking.standardized_languages:
         return ranking.for_query(query), RAW
-    plan = LanguagePlan(standardized=True, korean_query=True, centering=ranking.hub_centering)
+    plan = LanguagePlan(standardized=True, korean_query=True, centering=ranking.hub_centering,
+                        hub_k=ranking.hub_k, hub_demotion=ranking.hub_demotion, hub_form=ranking.hub_form)
     if language in ranking.adaptive_languages and vectors:
         facet = "whole" if "whole" in vectors else next(iter(vectors))
         evidence = language_evidence(snap, facet, vectors[facet], korean_query=True, lexical_ids=lexical_ids,

@@ -24,6 +24,7 @@ weight.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -32,7 +33,7 @@ import numpy as np
 from gateway.retrieval.index.backend import SemanticIndex
 from gateway.retrieval.index.records import SemanticHit
 
-__all__ = ["LanguageEvidence", "LanguagePlan", "RAW", "centered", "language_evidence", "same_language_first",
+__all__ = ["hubness", "k_occurrence", "LanguageEvidence", "LanguagePlan", "RAW", "centered", "language_evidence", "same_language_first",
            "search_by_language", "standardized_scores"]
 
 
@@ -45,12 +46,16 @@ class LanguagePlan:
     ``other_demotion``: z subtracted from every row of the other language partition (0: one scale).
     ``centering``: share of the query language's centroid subtracted from the query vector before
     scoring (hub reduction, docs/hybrid-search.md#hubs; 0: off).
+    ``hub_demotion``, ``hub_k``, ``hub_form``: k-occurrence correction (:func:`hubness`; 0: off).
     """
 
     standardized: bool
     korean_query: bool = True
     other_demotion: float = 0.0
     centering: float = 0.0
+    hub_k: int = 10
+    hub_demotion: float = 0.0
+    hub_form: str = "log"
 
 
 #: Raw cosine (Latin queries, and any query when standardisation is off).
@@ -91,6 +96,82 @@ def centered(index: SemanticIndex, facet: str, query: np.ndarray, rows: np.ndarr
     return np.asarray(query, dtype=np.float64) - share * centroid
 
 
+#: ``(index, key, N_k)`` of the last few computations (the correction is off by default; a shipped version
+#: would keep ``N_k`` in the snapshot's own cache instead of holding snapshots here).
+_HUB_CACHE: list[tuple[object, tuple, tuple[np.ndarray, np.ndarray]]] = []
+_HUB_LOCK = threading.Lock()
+
+
+def k_occurrence(index: SemanticIndex, facet: str, k: int, eligible: np.ndarray | None,
+                 korean_query: bool = True, centering: float = 0.0) -> np.ndarray:
+    """``N_k`` ``(n,)``: for every row, how many pseudo-queries hold it among their ``k`` best, where the
+    pseudo-queries are the ``eligible`` Lessons of the query's language (their own ``facet`` vector,
+    centred like a query by ``centering``) scored exactly as a query of that language is (z-scored
+    within each Lesson-language partition over the eligible rows), the pseudo-query itself left out.
+    Ineligible rows get 0. Cached per index object (query-independent, docs/hybrid-search.md#k-occurrence)."""
+    return _neighbourhood(index, facet, k, eligible, korean_query, centering)[0]
+
+
+def _neighbourhood(index: SemanticIndex, facet: str, k: int, eligible: np.ndarray | None,
+                   korean_query: bool, centering: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(N_k, density)``, both ``(n,)``: :func:`k_occurrence`, and per row the mean z it gets from the ``k``
+    pseudo-queries that score it highest (its own neighbourhood, as local scaling uses; 0 when
+    ineligible)."""
+    key = (facet, k, None if eligible is None else np.asarray(eligible, dtype=bool).tobytes(), korean_query,
+           centering)
+    with _HUB_LOCK:
+        for owner, owner_key, value in _HUB_CACHE:
+            if owner is index and owner_key == key:
+                return value
+    n = len(index)
+    korean = np.asarray(index.hangul_rows(), dtype=bool)
+    counted = np.ones(n, dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
+    own = (korean if korean_query else ~korean) & counted
+    counts, density = np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.float64)
+    if own.any() and k > 0:
+        columns = np.asarray(index.columns(facet), dtype=np.float64)
+        queries = columns[:, own]
+        if centering:
+            queries = queries - centering * columns[:, own].mean(axis=1, keepdims=True)
+        scores = queries.T @ columns  # (m, n)
+        z = np.full_like(scores, -np.inf)
+        for rows in (korean, ~korean):
+            stats = rows & counted
+            if stats.any():
+                part = scores[:, stats]
+                mean, std = part.mean(axis=1, keepdims=True), np.maximum(part.std(axis=1, keepdims=True), 1e-6)
+                z[:, stats] = (scores[:, stats] - mean) / std
+        z[np.arange(queries.shape[1]), np.flatnonzero(own)] = -np.inf
+        depth = min(k, int(counted.sum()) - 1)
+        if depth > 0:
+            best = np.argpartition(-z, depth - 1, axis=1)[:, :depth]
+            np.add.at(counts, best.ravel(), 1.0)
+        reach = min(k, queries.shape[1] - 1)
+        if reach > 0:
+            top = -np.partition(-z, reach - 1, axis=0)[:reach]   # (reach, n): each row's best pseudo-queries
+            density = np.where(np.isfinite(top), top, 0.0).mean(axis=0)
+    counts[~counted], density[~counted] = 0.0, 0.0
+    with _HUB_LOCK:
+        _HUB_CACHE.append((index, key, (counts, density)))
+        del _HUB_CACHE[:-8]
+    return counts, density
+
+
+def hubness(index: SemanticIndex, facet: str, eligible: np.ndarray | None, plan: LanguagePlan) -> np.ndarray:
+    """Per-row hub score ``(n,)`` from :func:`_neighbourhood`: ``nk``: ``max(0, (N_k - k) / sd)`` (how many
+    standard deviations a row is found more often than the k it would be on average); ``log``:
+    ``log((1 + N_k) / (1 + k))`` clipped at 0; ``ls`` (local scaling): the row's neighbourhood density
+    minus the median density of the eligible rows (negative for rows that no pseudo-query comes near)."""
+    counts, density = _neighbourhood(index, facet, plan.hub_k, eligible, plan.korean_query, plan.centering)
+    counted = np.ones(len(counts), dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
+    if plan.hub_form == "log":
+        return np.maximum(0.0, np.log((1.0 + counts) / (1.0 + plan.hub_k)))
+    if plan.hub_form == "ls":
+        return np.where(counted, density - (float(np.median(density[counted])) if counted.any() else 0.0), 0.0)
+    sd = float(counts[counted].std()) if counted.any() else 0.0
+    return np.maximum(0.0, (counts - plan.hub_k) / max(sd, 1e-6))
+
+
 def standardized_scores(index: SemanticIndex, facet: str, query: np.ndarray,
                         eligible: np.ndarray | None = None,
                         plan: LanguagePlan | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -112,6 +193,8 @@ def standardized_scores(index: SemanticIndex, facet: str, query: np.ndarray,
         if stats.any():
             part = scored[stats]
             z[rows] = (scored[rows] - part.mean()) / max(float(part.std()), 1e-6)
+    if plan is not None and plan.hub_demotion:
+        z = z - plan.hub_demotion * hubness(index, facet, eligible, plan)
     return cosine, z, korean
 
 

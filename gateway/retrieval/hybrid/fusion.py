@@ -166,6 +166,13 @@ class RankingConfig:
     #: Standardised semantic channels score with the query minus this share of the centroid of the
     #: query language's Lessons (hub reduction, docs/hybrid-search.md#hubs; 0: off).
     hub_centering: float = 0.5
+    #: k-occurrence hub correction (docs/hybrid-search.md#k-occurrence): standardised z lowered by
+    #: ``hub_demotion`` times the Lesson's hub score (:func:`gateway.retrieval.hybrid.cross_language.hubness`,
+    #: ``hub_form`` ``log``, ``nk`` or ``ls``, over the ``hub_k`` best of each Korean Lesson). Shipped off (0):
+    #: measured on the held-out half it left ``ko_ko`` at 0.867 and cost ``ko_multi``.
+    hub_demotion: float = 0.0
+    hub_k: int = 10
+    hub_form: str = "log"
     same_language_weights: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({
         "hangul": MappingProxyType({}), "mixed": MappingProxyType({}),
     }))

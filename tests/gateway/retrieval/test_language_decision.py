@@ -17,6 +17,8 @@ from gateway.retrieval.hybrid.cross_language import (
     RAW,
     LanguageEvidence,
     LanguagePlan,
+    hubness,
+    k_occurrence,
     language_evidence,
     same_language_first,
     search_by_language,
@@ -177,3 +179,58 @@ def test_centring_lowers_a_lesson_close_to_every_korean_text_and_keeps_the_answe
     assert hub.score < one_scale[0].score - 0.3                               # its lead shrinks
     answer = search_by_language(snap, "whole", about_english, 1, plan=LanguagePlan(True, True, centering=1.0))
     assert answer[0].lesson_id == "l030"                                      # the answer keeps its place
+
+
+# ------------------------------------------------ k-occurrence hub correction (tried, off)
+def hub_corpus() -> IndexSnapshot:
+    """30 Korean background Lessons, 39 English ones with the answer l030, and the hub l069 (English terms,
+    a vector half-way to the Korean offset)."""
+    rng = np.random.default_rng(5)
+    entries = [lesson(i, True, {}, rng) for i in range(30)]
+    entries += [lesson(i, False, {TOPIC_EN: 3.0} if i == 30 else {}, rng) for i in range(30, 69)]
+    entries.append(lesson(69, False, {KOREAN_OFFSET: 2.0}, rng))
+    return IndexSnapshot.from_entries("g", DIMS, entries)
+
+
+def test_k_occurrence_counts_how_often_korean_lessons_find_a_lesson_among_their_k_best():
+    """docs/hybrid-search.md#rrf-v9-misses: N_k over the Korean Lessons as pseudo-queries, scored per language."""
+    snap = hub_corpus()
+    ids = list(snap.ids)
+    counts = k_occurrence(snap, "whole", 5, None)
+    assert counts.sum() == 30 * 5                        # every pseudo-query hands out k places
+    assert ids[int(np.argmax(counts))] == "l069"         # the hub is found by almost every Korean Lesson
+    assert counts[ids.index("l069")] >= 25
+    eligible = np.ones(len(snap), dtype=bool)
+    eligible[ids.index("l069")] = False
+    without = k_occurrence(snap, "whole", 5, eligible)
+    assert without[ids.index("l069")] == 0 and without.sum() == 30 * 5
+    korean_only = np.asarray(snap.hangul_rows(), dtype=bool)
+    alone = k_occurrence(snap, "whole", 5, korean_only & (np.arange(len(snap)) == 0) | ~korean_only)
+    assert alone[0] == 0                                 # a pseudo-query never counts itself
+
+
+def test_hub_demotion_takes_the_hub_off_the_top_and_keeps_the_answer_first():
+    snap = hub_corpus()
+    english = ~snap.hangul_rows()
+    unrelated = unit(np.eye(DIMS)[KOREAN_OFFSET] + 0.2 * np.eye(DIMS)[5])
+    plan = LanguagePlan(True, True, hub_demotion=2.0, hub_k=5, hub_form="log")
+    assert hubness(snap, "whole", None, plan)[list(snap.ids).index("l069")] > 1.0
+    assert search_by_language(snap, "whole", unrelated, 1, allowed=english)[0].lesson_id == "l069"
+    assert search_by_language(snap, "whole", unrelated, 1, allowed=english, plan=plan)[0].lesson_id != "l069"
+    assert search_by_language(snap, "whole", korean_query(TOPIC_EN), 1, plan=plan)[0].lesson_id == "l030"
+    nk = LanguagePlan(True, True, hub_demotion=1.0, hub_k=5, hub_form="nk")
+    assert search_by_language(snap, "whole", unrelated, 1, allowed=english, plan=nk)[0].lesson_id != "l069"
+    ls = LanguagePlan(True, True, hub_demotion=2.0, hub_k=5, hub_form="ls")   # local scaling: own neighbourhood
+    scores = hubness(snap, "whole", None, ls)
+    assert list(snap.ids)[int(np.argmax(scores))] == "l069" and float(np.median(scores)) == pytest.approx(0.0)
+    assert search_by_language(snap, "whole", unrelated, 1, allowed=english, plan=ls)[0].lesson_id != "l069"
+    assert search_by_language(snap, "whole", korean_query(TOPIC_EN), 1, plan=ls)[0].lesson_id == "l030"
+
+
+def test_the_hub_correction_ships_off():
+    ranking = RankingConfig()
+    assert ranking.hub_demotion == 0.0
+    snap = hub_corpus()
+    _, plan = decide_language(snap, "메모리 부족으로 학습이 죽음", {f: korean_query(TOPIC_KO) for f in FACETS}, [],
+                              None, ranking)
+    assert plan.hub_demotion == 0.0
