@@ -667,7 +667,9 @@ def test_graph_on_the_real_wiki_sees_a_save_at_once(dev_wiki):
                           relations=[relation("graph-b", "supports", "graph-a")]),
     })
     app = Flask(__name__)
-    bp = create_graph_blueprint(lambda: repo, Config(), probe_seconds=0, background=False)
+    # a TTL longer than any run: under load the write below can take more than the default 10 s, and an
+    # expired graph is rebuilt whole, which is not what this test is about
+    bp = create_graph_blueprint(lambda: repo, Config(), probe_seconds=0, ttl_seconds=3600, background=False)
     app.register_blueprint(bp)
     http = app.test_client()
     data = http.get("/mcp/graph").get_json()
