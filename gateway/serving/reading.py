@@ -41,6 +41,12 @@ _LINE_MAX, _FIELDS_MAX, _FIELD_MAX = 8190, 100, 16384
 _VERSIONS = ("HTTP/1.0", "HTTP/1.1")
 #: A field name: an RFC 9110 token without ``_`` (gunicorn drops or refuses names with it).
 _NAME = re.compile(r"[!#$%&'*+.^`|~0-9A-Za-z-]+")
+#: What gunicorn refuses (400) in a field value (controls but HTAB, DEL) and in a request target (all but VCHAR).
+_VALUE_INVALID = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_TARGET_INVALID = re.compile(r"[^\x21-\x7e]")
+#: Fields gunicorn refuses to see twice (400), and its default scheme fields (400 when they disagree).
+_SINGLETONS = frozenset(("host", "content-type"))
+_SCHEME_FIELDS = frozenset(("x-forwarded-proto", "x-forwarded-protocol", "x-forwarded-ssl"))
 
 
 @dataclass(frozen=True)
@@ -220,23 +226,31 @@ def parse_head(head: bytes) -> tuple[str, str, str, HeadFields] | None:
 
     Header names are matched case-insensitively; repeated fields are joined with ``,`` as gunicorn
     joins them in the WSGI environ. ``None`` for: a request line that is not ``METHOD SP target SP
-    HTTP/1.x``, a field without ``:``, a name that is not a token or holds ``_``, a bare CR or NUL,
-    obsolete line folding, or more or longer lines than the limits in ``gateway/serving/gunicorn.conf.py``.
+    HTTP/1.x`` or whose target holds anything but visible ASCII, a field without ``:``, a name that is
+    not a token or holds ``_``, a value with a control character other than HTAB (bare CR, LF, NUL, DEL),
+    obsolete line folding, a second ``Host`` or ``Content-Type``, more than one ``X-Forwarded-Proto`` /
+    ``-Protocol`` / ``-Ssl`` field, an ``Expect`` other than ``100-continue``, or more or longer lines than
+    the limits in ``gateway/serving/gunicorn.conf.py`` (gunicorn 400/417/431 for each).
     """
     text = head.decode("latin-1")
-    if "\x00" in text:
-        return None
     lines = text.split("\r\n")
     parts = lines[0].split(" ")
-    if len(parts) != 3 or parts[2] not in _VERSIONS or len(lines[0]) > _LINE_MAX or len(lines) - 1 > _FIELDS_MAX:
+    if (len(parts) != 3 or parts[2] not in _VERSIONS or len(lines[0]) > _LINE_MAX or len(lines) - 1 > _FIELDS_MAX
+            or _TARGET_INVALID.search(parts[1])):
         return None
     fields: dict[str, tuple[str, str]] = {}
+    schemes = 0
     for line in lines[1:]:
         name, sep, value = line.partition(":")
-        if not sep or len(line) > _FIELD_MAX or "\r" in line or "\n" in line or not _NAME.fullmatch(name):
+        if not sep or len(line) > _FIELD_MAX or _VALUE_INVALID.search(line) or not _NAME.fullmatch(name):
             return None
         value = value.strip(" \t")
         key = name.lower()
         field = fields.get(key)
+        if key in _SCHEME_FIELDS:
+            schemes += 1
+        if (field is not None and key in _SINGLETONS) or schemes > 1 or (
+                key == "expect" and value.lower() != "100-continue"):
+            return None  # gunicorn: 400 for a repeated singleton or disagreeing scheme fields, 417 for the Expect
         fields[key] = (name, value) if field is None else (field[0], f"{field[1]},{value}")
     return parts[0], parts[1], parts[2], HeadFields(fields)

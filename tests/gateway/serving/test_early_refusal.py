@@ -167,12 +167,15 @@ def test_open_mode_charges_the_callers_bucket_and_github_mode_is_left_to_threads
 
 
 def test_parse_head_joins_repeated_fields_and_leaves_odd_heads_to_gunicorn():
-    method, target, version, headers = parse_head(b"POST /mcp HTTP/1.1\r\nHost: a\r\nhost: b\r\nAccept:  x ")
-    assert (method, target, version, headers.get("HOST"), headers.get("accept")) == ("POST", "/mcp", "HTTP/1.1",
-                                                                                    "a,b", "x")
+    method, target, version, headers = parse_head(b"POST /mcp HTTP/1.1\r\nAccept: a\r\naccept: b\r\nHost:  x ")
+    assert (method, target, version, headers.get("ACCEPT"), headers.get("host")) == ("POST", "/mcp", "HTTP/1.1",
+                                                                                     "a,b", "x")
     for head in (b"POST /mcp HTTP/2.0\r\nHost: a", b"POST  /mcp HTTP/1.1\r\nHost: a", b"POST /mcp HTTP/1.1\r\nHost a",
                  b"POST /mcp HTTP/1.1\r\nX_Y: 1", b"POST /mcp HTTP/1.1\r\nHost : a", b"POST /mcp HTTP/1.1\r\nA: \x00",
-                 b"POST /mcp HTTP/1.1\r\nA: b\rc"):
+                 b"POST /mcp HTTP/1.1\r\nA: b\rc", b"POST /mcp HTTP/1.1\r\nA: b\x01", b"POST /mcp HTTP/1.1\r\nA: b\x7f",
+                 b"POST /mcp?\xe9 HTTP/1.1\r\nHost: a", b"POST /mcp HTTP/1.1\r\nHost: a\r\nHost: a",
+                 b"POST /mcp HTTP/1.1\r\nContent-Type: a\r\ncontent-type: a", b"POST /mcp HTTP/1.1\r\nExpect: x",
+                 b"POST /mcp HTTP/1.1\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Ssl: on"):
         assert parse_head(head) is None, head
 
 

@@ -1,0 +1,132 @@
+"""Raw-socket attacks on the worker's early refusal (docs/operations.md#early-refusal).
+
+One real gunicorn gateway whose read class (one slot, no queue) is held by a call stuck on a wiki that never
+answers, with two request threads left free: a read the loop may refuse gets its 429 from the event loop, and
+everything else reaches a free thread at once, so each answer below is what the client really gets. A request
+that gunicorn's parser refuses (400, 417) must never be answered 429 by the loop instead; framing must put
+every pipelined request at the right offset (a body is never read as a request); and the loop must keep
+serving afterwards.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+from support.services import MCP_HEADERS, Gateway, StalledWiki, wait_until
+
+TOKEN = "early-refusal-attack-token-0123456789"
+BODY = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                   "params": {"name": "get_lesson", "arguments": {"id": "refused"}}}).encode()
+
+
+@pytest.fixture(scope="module")
+def shedding():
+    """``(gateway, host)`` with the read class full and refusing, two request threads free."""
+    wiki = StalledWiki()
+    env = {
+        "S3RM_WIKI_API_URL": f"http://127.0.0.1:{wiki.port}/api.php",
+        "S3RM_WIKI_USERNAME": "S3Agent@gateway", "S3RM_WIKI_PASSWORD": "never-checked",
+        "S3RM_WIKI_TIMEOUT_SECONDS": "300",
+        "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(TOKEN.encode()).hexdigest(),
+        "S3RM_ADMISSION_READ_CONCURRENCY": "1", "S3RM_ADMISSION_READ_QUEUE": "0",
+        "S3RM_ADMISSION_WRITE_CONCURRENCY": "1", "S3RM_ADMISSION_WRITE_QUEUE": "0",
+        "S3RM_ADMISSION_SEMANTIC_CONCURRENCY": "1",
+    }
+    try:
+        with Gateway(env, threads=3) as gw, ThreadPoolExecutor(1) as pool:
+            host = f"127.0.0.1:{gw.port}"
+            held = pool.submit(requests.post, gw.url, data=BODY.replace(b"refused", b"stalled"),
+                               headers={**MCP_HEADERS, "Host": host}, timeout=400)
+            wait_until(lambda: _read_stats(gw)["in_use"] == 1, 120, "the read never took its slot")
+            yield gw, host
+            wiki.close()
+            assert held.result(120).status_code in (200, 503)
+    finally:
+        wiki.close()
+
+
+def _read_stats(gw: Gateway) -> dict:
+    return requests.get(f"{gw.base}/metrics", timeout=30).json()["admission"]["read"]
+
+
+def _post(host: str, extra: bytes = b"", target: bytes = b"/mcp", version: bytes = b"HTTP/1.1",
+          body: bytes = BODY) -> bytes:
+    return (b"POST " + target + b" " + version + b"\r\nHost: " + host.encode() + b"\r\nAccept: application/json\r\n"
+            b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n" + extra
+            + b"\r\n" + body)
+
+
+def _exchange(gw: Gateway, *parts: bytes, wait_for: bytes = b"") -> list[tuple[int, bytes, bytes]]:
+    """Send ``parts`` on one connection (one write each; after the first, only once ``wait_for`` has been
+    answered) and read every ``(status, head, body)`` until the server closes it (each request list ends
+    with one that asks to close, or one gunicorn refuses)."""
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=120) as sock:
+        data = b""
+        for number, part in enumerate(parts):
+            while number and wait_for not in data and (chunk := sock.recv(65536)):
+                data += chunk
+            sock.sendall(part)
+        while chunk := sock.recv(65536):
+            data += chunk
+    answers = []
+    while data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = re.search(rb"\r\ncontent-length: *(\d+)", head, re.I)
+        size = int(length.group(1)) if length else 0
+        answers.append((status, head, rest[:size]))
+        data = rest[size:]
+    return answers
+
+
+CLOSE = b"Connection: close\r\n"
+
+
+@pytest.mark.parametrize(("extra", "target", "status"), [
+    (b"X-A: a\x01b\r\n", b"/mcp", 400),                        # a control character in a field value
+    (b"X-A: a\x7fb\r\n", b"/mcp", 400),                        # DEL
+    (b"X-A: a\x0bb\r\n", b"/mcp", 400),                        # vertical tab
+    (b"", b"/mcp?\xff", 400),                                  # a byte outside visible ASCII in the target
+    (b"", b"/mcp?a\x7f", 400),
+    (b"Expect: bogus\r\n", b"/mcp", 417),                      # an expectation gunicorn cannot meet
+    (b"X-Forwarded-Proto: https\r\nX-Forwarded-Ssl: off\r\n", b"/mcp", 400),  # disagreeing scheme fields
+    (b"Content-Type: application/json\r\n", b"/mcp", 400),     # a repeated singleton field
+    (b"Host: {host}\r\n", b"/mcp", 400),
+    (b"X-A: a\r\n b\r\n", b"/mcp", 400),                       # obsolete line folding
+    (b"Transfer-Encoding: chunked\r\n", b"/mcp", 400),         # Content-Length with Transfer-Encoding
+], ids=["ctl", "del", "vt", "target-8bit", "target-del", "expect", "scheme", "dup-type", "dup-host", "fold", "te-cl"])
+def test_a_request_gunicorn_refuses_is_never_answered_429_by_the_loop(shedding, extra, target, status):
+    gw, host = shedding
+    early = _read_stats(gw)["rejected_early"]
+    answers = _exchange(gw, _post(host, extra.replace(b"{host}", host.encode()) + CLOSE, target))
+    assert [answer[0] for answer in answers] == [status], answers
+    assert json.loads(answers[0][2])["id"] is None
+    assert _read_stats(gw)["rejected_early"] == early
+    # the loop still refuses a well-formed read at once
+    assert [answer[0] for answer in _exchange(gw, _post(host, CLOSE))] == [429]
+
+
+def test_pipelined_requests_after_an_early_429_are_read_at_the_right_offset(shedding):
+    gw, host = shedding
+    metrics = f"GET /metrics HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    smuggled = _post(host, body=metrics)  # a body that looks like a request: never parsed as one
+    answers = _exchange(gw, _post(host) + metrics + smuggled + _post(host, CLOSE))
+    assert [status for status, _, _ in answers] == [429, 200, 400, 429], answers
+    assert json.loads(answers[1][2])["admission"]["read"]["in_use"] == 1
+    # HTTP/1.0 with keep-alive, a 100-continue head sent alone, then a close
+    head, _, body = _post(host, b"Expect: 100-continue\r\n").partition(b"\r\n\r\n")
+    answers = _exchange(gw, _post(host, b"Connection: keep-alive\r\n", version=b"HTTP/1.0") + head + b"\r\n\r\n",
+                        body + _post(host, CLOSE), wait_for=b"HTTP/1.1 100 Continue\r\n\r\n")
+    assert [status for status, _, _ in answers] == [429, 100, 429, 429], answers
+    assert all(b"retry-after: " in h.lower() for s, h, _ in answers if s == 429)
+    # a chunked read is never refused by the loop (a thread parses chunks) and still gets its 429
+    chunked = (f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\nContent-Type: application/json\r\n"
+               f"Transfer-Encoding: chunked\r\n\r\n{len(BODY):x}\r\n").encode() + BODY + b"\r\n0\r\n\r\n"
+    early = _read_stats(gw)["rejected_early"]
+    assert [status for status, _, _ in _exchange(gw, chunked + _post(host, CLOSE))] == [429, 429]
+    assert _read_stats(gw)["rejected_early"] == early + 1
