@@ -82,7 +82,7 @@ class RequestScan:
     def __init__(self, body_limit: int):
         self.body_limit = body_limit
         self._head_end = -1       # offset just past the blank line ending the head
-        self._searched = 0        # head: bytes already searched for the blank line
+        self._searched = 0        # head, then trailers: bytes already searched for the blank line
         self._length = None       # Content-Length body: its size
         self._chunked = False
         self._chunk_pos = 0       # chunked: offset of the next chunk-size line
@@ -169,8 +169,11 @@ class RequestScan:
                     return Verdict("ready", end=pos + 2)
                 if len(buf) < pos + 2:
                     return need
-                end = buf.find(b"\r\n\r\n", pos)
-                return Verdict("ready", end=end + 4) if end >= 0 else need
+                end = buf.find(b"\r\n\r\n", max(pos, self._searched - 3))
+                if end < 0:
+                    self._searched = len(buf)  # searched up to here: the next feed goes on from it
+                    return need
+                return Verdict("ready", end=end + 4)
             eol = buf.find(b"\r\n", pos, pos + _CHUNK_LINE_MAX)
             if eol < 0:
                 if len(buf) - pos >= _CHUNK_LINE_MAX:

@@ -19,6 +19,8 @@ import pytest
 import requests
 from support.services import MCP_HEADERS, Gateway, StalledWiki, wait_until
 
+from gateway.serving.reading import RequestScan, Verdict
+
 TOKEN = "early-refusal-attack-token-0123456789"
 BODY = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
                    "params": {"name": "get_lesson", "arguments": {"id": "refused"}}}).encode()
@@ -130,3 +132,30 @@ def test_pipelined_requests_after_an_early_429_are_read_at_the_right_offset(shed
     early = _read_stats(gw)["rejected_early"]
     assert [status for status, _, _ in _exchange(gw, chunked + _post(host, CLOSE))] == [429, 429]
     assert _read_stats(gw)["rejected_early"] == early + 1
+
+
+class _CountingBuffer(bytearray):
+    """A request buffer that counts the bytes each ``find`` may examine."""
+
+    examined = 0
+
+    def find(self, sub, start=0, end=None):
+        stop = len(self) if end is None else min(end, len(self))
+        self.examined += max(0, stop - (start or 0))
+        return super().find(sub, start, end)
+
+
+def test_trailers_dripped_a_little_at_a_time_cost_the_event_loop_linear_work():
+    """The scan runs in the event loop: a chunked body's trailer section sent in small pieces (up to the
+    body limit) must not be searched from its start again on every read, or a few slow clients keep the
+    loop busy for seconds (what looks at the trailers: RequestScan's ``find`` for the blank line)."""
+    scan = RequestScan(1048576)
+    buf = _CountingBuffer(b"POST /mcp HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n")
+    start = buf.examined
+    pieces = 400
+    for _ in range(pieces):
+        buf += b"X-Trailer: " + b"a" * 987 + b"\r\n"  # 1,000 bytes, no blank line yet
+        assert scan.feed(buf).kind == "need"
+    buf += b"\r\n"
+    assert scan.feed(buf) == Verdict("ready", end=len(buf))
+    assert buf.examined - start < 3 * len(buf)  # each byte looked at a bounded number of times
