@@ -79,7 +79,7 @@ def _exchange(gw: Gateway, *parts: bytes, wait_for: bytes = b"") -> list[tuple[i
     while data:
         head, _, rest = data.partition(b"\r\n\r\n")
         status = int(head.split(b" ", 2)[1])
-        length = re.search(rb"\r\ncontent-length: *(\d+)", head, re.I)
+        length = re.search(rb"\r\ncontent-length: *(\d+)", head, re.IGNORECASE)
         size = int(length.group(1)) if length else 0
         answers.append((status, head, rest[:size]))
         data = rest[size:]
@@ -159,3 +159,39 @@ def test_trailers_dripped_a_little_at_a_time_cost_the_event_loop_linear_work():
     buf += b"\r\n"
     assert scan.feed(buf) == Verdict("ready", end=len(buf))
     assert buf.examined - start < 3 * len(buf)  # each byte looked at a bounded number of times
+
+
+def _one_answer(sock: socket.socket, request: bytes) -> int:
+    """Send ``request`` on a kept-alive ``sock`` and read its whole answer (Content-Length framing); its status."""
+    sock.sendall(request)
+    data = b""
+    while b"\r\n\r\n" not in data and (chunk := sock.recv(65536)):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    size = int(re.search(rb"\r\ncontent-length: *(\d+)", head, re.IGNORECASE).group(1))
+    while len(body) < size and (chunk := sock.recv(65536)):
+        body += chunk
+    return int(head.split(b" ", 2)[1])
+
+
+@pytest.mark.parametrize(("length", "status"), [(b"9" * 5000, 413), (b"0" * 5000 + b"7", 400)],
+                         ids=["huge", "zero-padded"])
+def test_a_content_length_of_thousands_of_digits_is_refused_and_the_worker_lives_on(length, status):
+    """Python refuses int() of more than 4,300 digits: the event loop's scan must not raise on such a head
+    (an exception there ends the one worker process, every connection with it)."""
+    wiki = StalledWiki()
+    env = {"S3RM_WIKI_API_URL": f"http://127.0.0.1:{wiki.port}/api.php",
+           "S3RM_WIKI_USERNAME": "S3Agent@gateway", "S3RM_WIKI_PASSWORD": "never-checked"}
+    try:
+        with Gateway(env, threads=2) as gw:
+            host = f"127.0.0.1:{gw.port}"
+            metrics = f"GET /metrics HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+            with socket.create_connection(("127.0.0.1", gw.port), timeout=120) as kept:
+                assert _one_answer(kept, metrics) == 200
+                attack = (f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\n"
+                          f"Content-Type: application/json\r\nContent-Length: ").encode() + length + b'\r\n\r\n{"a":1}'
+                answers = _exchange(gw, attack)
+                assert [answer[0] for answer in answers] == [status], answers
+                assert _one_answer(kept, metrics) == 200  # the worker still serves the connection it kept
+    finally:
+        wiki.close()
