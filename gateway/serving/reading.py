@@ -39,6 +39,7 @@ _CHUNK_LINE_MAX = 1024
 #: Head limits of gateway/serving/gunicorn.conf.py (a head past them goes to gunicorn's parser, which refuses it).
 _LINE_MAX, _FIELDS_MAX, _FIELD_MAX = 8190, 100, 16384
 _VERSIONS = ("HTTP/1.0", "HTTP/1.1")
+_VERSION = re.compile(rb"HTTP/1\.[0-9]")  # what gunicorn serves
 #: A field name: an RFC 9110 token without ``_`` (gunicorn drops or refuses names with it).
 _NAME = re.compile(r"[!#$%&'*+.^`|~0-9A-Za-z-]+")
 #: What gunicorn refuses (400) in a field value (controls but HTAB, DEL) and in a request target (all but VCHAR).
@@ -143,8 +144,10 @@ class RequestScan:
                 codings += [c.strip(b" \t").lower() for c in value.split(b",")]
             elif name == b"expect" and value.strip(b" \t").lower() == b"100-continue":
                 expect = True
+        # gunicorn serves HTTP/1.0 to 1.9 and reads a chunked body from 1.1 on (anything else: 400)
+        modern = _VERSION.fullmatch(version) is not None and version != b"HTTP/1.0"
         if codings:
-            if codings[-1] != b"chunked" or codings.count(b"chunked") != 1 or lengths or version != b"HTTP/1.1":
+            if codings[-1] != b"chunked" or codings.count(b"chunked") != 1 or lengths or not modern:
                 return PARSE
             self._chunked = True
             self._chunk_pos = self._head_end
@@ -157,7 +160,7 @@ class RequestScan:
             self._length = int(digits or b"0")
             if self._length > self.body_limit:
                 return _refuse(413, "Payload Too Large")
-        self.expect_continue = expect and version == b"HTTP/1.1" and (self._chunked or bool(self._length))
+        self.expect_continue = expect and modern and (self._chunked or bool(self._length))
         return None
 
     # ---------------------------------------------------------------- chunks

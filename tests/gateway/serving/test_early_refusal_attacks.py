@@ -195,3 +195,33 @@ def test_a_content_length_of_thousands_of_digits_is_refused_and_the_worker_lives
                 assert _one_answer(kept, metrics) == 200  # the worker still serves the connection it kept
     finally:
         wiki.close()
+
+
+def test_a_chunked_body_dripped_under_http_1_2_never_holds_a_request_thread():
+    """gunicorn serves any HTTP/1.x from 1.0 to 1.9 and reads a chunked body for 1.1 and later: the event loop
+    must read such a body itself (and answer 408 at its deadline), not hand a thread a body still on the wire."""
+    wiki = StalledWiki()
+    env = {"S3RM_WIKI_API_URL": f"http://127.0.0.1:{wiki.port}/api.php",
+           "S3RM_WIKI_USERNAME": "S3Agent@gateway", "S3RM_WIKI_PASSWORD": "never-checked",
+           "S3RM_REQUEST_READ_SECONDS": "5"}
+    try:
+        with Gateway(env, threads=2) as gw:
+            host = f"127.0.0.1:{gw.port}"
+            drips = [socket.create_connection(("127.0.0.1", gw.port), timeout=120) for _ in range(2)]
+            try:
+                for sock in drips:  # one per request thread, each stalled mid-chunk
+                    sock.sendall(f"POST /mcp HTTP/1.2\r\nHost: {host}\r\nAccept: application/json\r\n"
+                                 "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                 "64\r\n{\"jsonrpc\"".encode())
+                with socket.create_connection(("127.0.0.1", gw.port), timeout=60) as probe:
+                    assert _one_answer(probe, f"GET /livez HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()) == 200
+                for sock in drips:  # the loop's read deadline
+                    answer = b""
+                    while chunk := sock.recv(65536):
+                        answer += chunk
+                    assert answer.startswith(b"HTTP/1.1 408 "), answer
+            finally:
+                for sock in drips:
+                    sock.close()
+    finally:
+        wiki.close()
