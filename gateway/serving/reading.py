@@ -130,6 +130,8 @@ class RequestScan:
         return self._framing(bytes(buf[:crlf]))
 
     def _framing(self, head: bytes) -> Verdict | None:
+        if head.startswith(b"\r\n"):  # gunicorn skips one empty line before the request line (RFC 9112 §2.2)
+            head = head[2:]
         lines = head.split(b"\r\n")
         version = lines[0].rsplit(b" ", 1)[-1]
         lengths, codings, expect = [], [], False

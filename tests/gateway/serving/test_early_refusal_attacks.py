@@ -197,9 +197,14 @@ def test_a_content_length_of_thousands_of_digits_is_refused_and_the_worker_lives
         wiki.close()
 
 
-def test_a_chunked_body_dripped_under_http_1_2_never_holds_a_request_thread():
-    """gunicorn serves any HTTP/1.x from 1.0 to 1.9 and reads a chunked body for 1.1 and later: the event loop
-    must read such a body itself (and answer 408 at its deadline), not hand a thread a body still on the wire."""
+@pytest.mark.parametrize("opening", [
+    "POST /mcp HTTP/1.2\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n{{\"jsonrpc\"",
+    "\r\nPOST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
+], ids=["chunked-http-1.2", "leading-empty-line"])
+def test_a_body_dripped_in_framing_gunicorn_accepts_never_holds_a_request_thread(opening):
+    """gunicorn serves any HTTP/1.x from 1.0 to 1.9, reads a chunked body for 1.1 and later, and skips one
+    empty line before the request line (RFC 9112 §2.2): the event loop must read such a body itself (and
+    answer 408 at its deadline), never hand a thread a request whose body is still on the wire."""
     wiki = StalledWiki()
     env = {"S3RM_WIKI_API_URL": f"http://127.0.0.1:{wiki.port}/api.php",
            "S3RM_WIKI_USERNAME": "S3Agent@gateway", "S3RM_WIKI_PASSWORD": "never-checked",
@@ -210,9 +215,7 @@ def test_a_chunked_body_dripped_under_http_1_2_never_holds_a_request_thread():
             drips = [socket.create_connection(("127.0.0.1", gw.port), timeout=120) for _ in range(2)]
             try:
                 for sock in drips:  # one per request thread, each stalled mid-chunk
-                    sock.sendall(f"POST /mcp HTTP/1.2\r\nHost: {host}\r\nAccept: application/json\r\n"
-                                 "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                 "64\r\n{\"jsonrpc\"".encode())
+                    sock.sendall(opening.format(host=host).encode())
                 with socket.create_connection(("127.0.0.1", gw.port), timeout=60) as probe:
                     assert _one_answer(probe, f"GET /livez HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()) == 200
                 for sock in drips:  # the loop's read deadline
