@@ -126,6 +126,9 @@ def test_pipelined_requests_after_an_early_429_are_read_at_the_right_offset(shed
                         body + _post(host, CLOSE), wait_for=b"HTTP/1.1 100 Continue\r\n\r\n")
     assert [status for status, _, _ in answers] == [429, 100, 429, 429], answers
     assert all(b"retry-after: " in h.lower() for s, h, _ in answers if s == 429)
+    # an origin server's 4xx carries Date (RFC 9110 §6.6.1), from the loop as from a thread
+    assert all(re.search(rb"\r\nDate: \w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT(?:\r\n|$)", h) for s, h, _ in answers
+               if s != 100), [h for _, h, _ in answers]
     # a chunked read is never refused by the loop (a thread parses chunks) and still gets its 429
     chunked = (f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\nContent-Type: application/json\r\n"
                f"Transfer-Encoding: chunked\r\n\r\n{len(BODY):x}\r\n").encode() + BODY + b"\r\n0\r\n\r\n"
