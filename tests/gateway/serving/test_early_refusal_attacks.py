@@ -18,17 +18,17 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 from support.services import MCP_HEADERS, Gateway, StalledWiki, wait_until
+from test_early_refusal import DRAFT  # a write that reaches the (stalled) wiki
 
 from gateway.serving.reading import RequestScan, Verdict
 
 TOKEN = "early-refusal-attack-token-0123456789"
-BODY = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                   "params": {"name": "get_lesson", "arguments": {"id": "refused"}}}).encode()
+BODY = b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "get_lesson", "arguments": {"id": "refused"}}}'
 
 
 @pytest.fixture(scope="module")
 def shedding():
-    """``(gateway, host)`` with the read class full and refusing, two request threads free."""
+    """``(gateway, host)`` with the read and the write class full and refusing, two request threads free."""
     wiki = StalledWiki()
     env = {
         "S3RM_WIKI_API_URL": f"http://127.0.0.1:{wiki.port}/api.php",
@@ -40,20 +40,29 @@ def shedding():
         "S3RM_ADMISSION_SEMANTIC_CONCURRENCY": "1",
     }
     try:
-        with Gateway(env, threads=3) as gw, ThreadPoolExecutor(1) as pool:
+        with Gateway(env, threads=4) as gw, ThreadPoolExecutor(2) as pool:
             host = f"127.0.0.1:{gw.port}"
-            held = pool.submit(requests.post, gw.url, data=BODY.replace(b"refused", b"stalled"),
-                               headers={**MCP_HEADERS, "Host": host}, timeout=400)
+            headers = {**MCP_HEADERS, "Host": host}
+            held = [pool.submit(requests.post, gw.url, data=BODY.replace(b"refused", b"stalled"), headers=headers,
+                                timeout=400)]
             wait_until(lambda: _read_stats(gw)["in_use"] == 1, 120, "the read never took its slot")
+            held.append(pool.submit(requests.post, gw.url, data=_call("create_lesson_draft", DRAFT),
+                                    headers={**headers, "Authorization": f"Bearer {TOKEN}"}, timeout=400))
+            wait_until(lambda: _read_stats(gw, "write")["in_use"] == 1, 120, "the write never took its slot")
             yield gw, host
             wiki.close()
-            assert held.result(120).status_code in (200, 503)
+            assert [future.result(120).status_code in (200, 503) for future in held] == [True, True]
     finally:
         wiki.close()
 
 
-def _read_stats(gw: Gateway) -> dict:
-    return requests.get(f"{gw.base}/metrics", timeout=30).json()["admission"]["read"]
+def _read_stats(gw: Gateway, kind: str = "read") -> dict:
+    return requests.get(f"{gw.base}/metrics", timeout=30).json()["admission"][kind]
+
+
+def _call(tool: str, arguments: dict) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}}).encode()
 
 
 def _post(host: str, extra: bytes = b"", target: bytes = b"/mcp", version: bytes = b"HTTP/1.1",
@@ -231,3 +240,19 @@ def test_a_body_dripped_in_framing_gunicorn_accepts_never_holds_a_request_thread
                     sock.close()
     finally:
         wiki.close()
+
+
+@pytest.mark.parametrize(("authorization", "status"), [
+    (None, 401), (b"Bearer wrong-token-0123456789", 403), (b"Basic " + TOKEN.encode(), 403),
+    (f"Bearer {TOKEN}, Bearer {TOKEN}".encode(), 403), (f"Bearer {TOKEN}".encode(), 429),
+], ids=["none", "wrong", "basic", "repeated", "valid"])
+def test_a_write_is_refused_early_only_with_a_valid_token(shedding, authorization, status):
+    """The write class is refusing: a write without a valid token gets the thread's 401/403, never the early
+    429 that would tell an unauthenticated caller the token guess was good (or let it skip the check)."""
+    gw, host = shedding
+    early = _read_stats(gw, "write")["rejected_early"]
+    write = _call("create_lesson_draft", {**DRAFT, "operation_id": "early-refusal-attack"})
+    extra = b"" if authorization is None else b"Authorization: " + authorization + b"\r\n"
+    answers = _exchange(gw, _post(host, extra + CLOSE, body=write))
+    assert [answer[0] for answer in answers] == [status], answers
+    assert _read_stats(gw, "write")["rejected_early"] == early + (status == 429)
