@@ -200,13 +200,9 @@ def _read_until_closed(sock: socket.socket) -> list[tuple[int, bytes]]:
     return answers
 
 
-def _metrics(gw: Gateway) -> dict:
-    return requests.get(f"{gw.base}/metrics", timeout=30).json()["admission"]
-
-
-def test_with_every_thread_held_an_overload_read_gets_429_from_the_event_loop():
-    wiki = StalledWiki()
-    env = {
+def stalled_env(wiki: StalledWiki) -> dict[str, str]:
+    """Gateway settings for a wiki that never answers: one slot and no queue per class, writes under TOKEN."""
+    return {
         "S3RM_WIKI_API_URL": f"http://127.0.0.1:{wiki.port}/api.php",
         "S3RM_WIKI_USERNAME": "S3Agent@gateway", "S3RM_WIKI_PASSWORD": "never-checked",
         "S3RM_WIKI_TIMEOUT_SECONDS": "300",
@@ -215,6 +211,15 @@ def test_with_every_thread_held_an_overload_read_gets_429_from_the_event_loop():
         "S3RM_ADMISSION_WRITE_CONCURRENCY": "1", "S3RM_ADMISSION_WRITE_QUEUE": "0",
         "S3RM_ADMISSION_SEMANTIC_CONCURRENCY": "1",
     }
+
+
+def _metrics(gw: Gateway) -> dict:
+    return requests.get(f"{gw.base}/metrics", timeout=30).json()["admission"]
+
+
+def test_with_every_thread_held_an_overload_read_gets_429_from_the_event_loop():
+    wiki = StalledWiki()
+    env = stalled_env(wiki)
     try:
         with Gateway(env, threads=3) as gw, ThreadPoolExecutor(3) as pool:
             headers = {**MCP_HEADERS, "Host": f"127.0.0.1:{gw.port}"}

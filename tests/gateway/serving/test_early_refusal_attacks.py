@@ -9,7 +9,6 @@ serving afterwards.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import socket
@@ -18,11 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 from support.services import MCP_HEADERS, Gateway, StalledWiki, wait_until
-from test_early_refusal import DRAFT  # a write that reaches the (stalled) wiki
+from test_early_refusal import (  # DRAFT: a write that reaches the (stalled) wiki
+    DRAFT,
+    TOKEN,
+    stalled_env,
+)
 
 from gateway.serving.reading import RequestScan, Verdict
 
-TOKEN = "early-refusal-attack-token-0123456789"
 BODY = b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "get_lesson", "arguments": {"id": "refused"}}}'
 
 
@@ -30,15 +32,7 @@ BODY = b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": 
 def shedding():
     """``(gateway, host)`` with the read and the write class full and refusing, two request threads free."""
     wiki = StalledWiki()
-    env = {
-        "S3RM_WIKI_API_URL": f"http://127.0.0.1:{wiki.port}/api.php",
-        "S3RM_WIKI_USERNAME": "S3Agent@gateway", "S3RM_WIKI_PASSWORD": "never-checked",
-        "S3RM_WIKI_TIMEOUT_SECONDS": "300",
-        "S3RM_MCP_WRITE_TOKEN_SHA256": hashlib.sha256(TOKEN.encode()).hexdigest(),
-        "S3RM_ADMISSION_READ_CONCURRENCY": "1", "S3RM_ADMISSION_READ_QUEUE": "0",
-        "S3RM_ADMISSION_WRITE_CONCURRENCY": "1", "S3RM_ADMISSION_WRITE_QUEUE": "0",
-        "S3RM_ADMISSION_SEMANTIC_CONCURRENCY": "1",
-    }
+    env = stalled_env(wiki)
     try:
         with Gateway(env, threads=4) as gw, ThreadPoolExecutor(2) as pool:
             host = f"127.0.0.1:{gw.port}"
