@@ -39,8 +39,15 @@ _CHUNK_LINE_MAX = 1024
 #: Head limits of gateway/serving/gunicorn.conf.py (a head past them goes to gunicorn's parser, which refuses it).
 _LINE_MAX, _FIELDS_MAX, _FIELD_MAX = 8190, 100, 16384
 _VERSIONS = ("HTTP/1.0", "HTTP/1.1")
+_VERSION = re.compile(rb"HTTP/1\.[0-9]")  # what gunicorn serves
 #: A field name: an RFC 9110 token without ``_`` (gunicorn drops or refuses names with it).
 _NAME = re.compile(r"[!#$%&'*+.^`|~0-9A-Za-z-]+")
+#: What gunicorn refuses (400) in a field value (controls but HTAB, DEL) and in a request target (all but VCHAR).
+_VALUE_INVALID = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_TARGET_INVALID = re.compile(r"[^\x21-\x7e]")
+#: Fields gunicorn refuses to see twice (400), and its default scheme fields (400 when they disagree).
+_SINGLETONS = frozenset(("host", "content-type"))
+_SCHEME_FIELDS = frozenset(("x-forwarded-proto", "x-forwarded-protocol", "x-forwarded-ssl"))
 
 
 @dataclass(frozen=True)
@@ -76,7 +83,7 @@ class RequestScan:
     def __init__(self, body_limit: int):
         self.body_limit = body_limit
         self._head_end = -1       # offset just past the blank line ending the head
-        self._searched = 0        # head: bytes already searched for the blank line
+        self._searched = 0        # head, then trailers: bytes already searched for the blank line
         self._length = None       # Content-Length body: its size
         self._chunked = False
         self._chunk_pos = 0       # chunked: offset of the next chunk-size line
@@ -123,6 +130,8 @@ class RequestScan:
         return self._framing(bytes(buf[:crlf]))
 
     def _framing(self, head: bytes) -> Verdict | None:
+        if head.startswith(b"\r\n"):  # gunicorn skips one empty line before the request line (RFC 9112 §2.2)
+            head = head[2:]
         lines = head.split(b"\r\n")
         version = lines[0].rsplit(b" ", 1)[-1]
         lengths, codings, expect = [], [], False
@@ -137,18 +146,23 @@ class RequestScan:
                 codings += [c.strip(b" \t").lower() for c in value.split(b",")]
             elif name == b"expect" and value.strip(b" \t").lower() == b"100-continue":
                 expect = True
+        # gunicorn serves HTTP/1.0 to 1.9 and reads a chunked body from 1.1 on (anything else: 400)
+        modern = _VERSION.fullmatch(version) is not None and version != b"HTTP/1.0"
         if codings:
-            if codings[-1] != b"chunked" or codings.count(b"chunked") != 1 or lengths or version != b"HTTP/1.1":
+            if codings[-1] != b"chunked" or codings.count(b"chunked") != 1 or lengths or not modern:
                 return PARSE
             self._chunked = True
             self._chunk_pos = self._head_end
         elif lengths:
             if len(lengths) != 1 or not lengths[0].isdigit():
                 return PARSE
-            self._length = int(lengths[0])
+            digits = lengths[0].lstrip(b"0")  # int() raises past 4,300 digits: never in the event loop
+            if len(digits) > 18:
+                return _refuse(413, "Payload Too Large")
+            self._length = int(digits or b"0")
             if self._length > self.body_limit:
                 return _refuse(413, "Payload Too Large")
-        self.expect_continue = expect and version == b"HTTP/1.1" and (self._chunked or bool(self._length))
+        self.expect_continue = expect and modern and (self._chunked or bool(self._length))
         return None
 
     # ---------------------------------------------------------------- chunks
@@ -163,8 +177,11 @@ class RequestScan:
                     return Verdict("ready", end=pos + 2)
                 if len(buf) < pos + 2:
                     return need
-                end = buf.find(b"\r\n\r\n", pos)
-                return Verdict("ready", end=end + 4) if end >= 0 else need
+                end = buf.find(b"\r\n\r\n", max(pos, self._searched - 3))
+                if end < 0:
+                    self._searched = len(buf)  # searched up to here: the next feed goes on from it
+                    return need
+                return Verdict("ready", end=end + 4)
             eol = buf.find(b"\r\n", pos, pos + _CHUNK_LINE_MAX)
             if eol < 0:
                 if len(buf) - pos >= _CHUNK_LINE_MAX:
@@ -220,23 +237,31 @@ def parse_head(head: bytes) -> tuple[str, str, str, HeadFields] | None:
 
     Header names are matched case-insensitively; repeated fields are joined with ``,`` as gunicorn
     joins them in the WSGI environ. ``None`` for: a request line that is not ``METHOD SP target SP
-    HTTP/1.x``, a field without ``:``, a name that is not a token or holds ``_``, a bare CR or NUL,
-    obsolete line folding, or more or longer lines than the limits in ``gateway/serving/gunicorn.conf.py``.
+    HTTP/1.x`` or whose target holds anything but visible ASCII, a field without ``:``, a name that is
+    not a token or holds ``_``, a value with a control character other than HTAB (bare CR, LF, NUL, DEL),
+    obsolete line folding, a second ``Host`` or ``Content-Type``, more than one ``X-Forwarded-Proto`` /
+    ``-Protocol`` / ``-Ssl`` field, an ``Expect`` other than ``100-continue``, or more or longer lines than
+    the limits in ``gateway/serving/gunicorn.conf.py`` (gunicorn 400/417/431 for each).
     """
     text = head.decode("latin-1")
-    if "\x00" in text:
-        return None
     lines = text.split("\r\n")
     parts = lines[0].split(" ")
-    if len(parts) != 3 or parts[2] not in _VERSIONS or len(lines[0]) > _LINE_MAX or len(lines) - 1 > _FIELDS_MAX:
+    if (len(parts) != 3 or parts[2] not in _VERSIONS or len(lines[0]) > _LINE_MAX or len(lines) - 1 > _FIELDS_MAX
+            or _TARGET_INVALID.search(parts[1])):
         return None
     fields: dict[str, tuple[str, str]] = {}
+    schemes = 0
     for line in lines[1:]:
         name, sep, value = line.partition(":")
-        if not sep or len(line) > _FIELD_MAX or "\r" in line or "\n" in line or not _NAME.fullmatch(name):
+        if not sep or len(line) > _FIELD_MAX or _VALUE_INVALID.search(line) or not _NAME.fullmatch(name):
             return None
         value = value.strip(" \t")
         key = name.lower()
         field = fields.get(key)
+        if key in _SCHEME_FIELDS:
+            schemes += 1
+        if (field is not None and key in _SINGLETONS) or schemes > 1 or (
+                key == "expect" and value.lower() != "100-continue"):
+            return None  # gunicorn: 400 for a repeated singleton or disagreeing scheme fields, 417 for the Expect
         fields[key] = (name, value) if field is None else (field[0], f"{field[1]},{value}")
     return parts[0], parts[1], parts[2], HeadFields(fields)

@@ -230,7 +230,8 @@ class JsonErrorThreadWorker(ThreadWorker):
         tokens = {t.strip().lower() for t in headers.get("Connection", "").split(",")}
         keep = bool(self.alive and self.cfg.keepalive and len(self.keepalived_conns) < self.max_keepalived
                     and (("keep-alive" in tokens) if version == "HTTP/1.0" else ("close" not in tokens)))
-        fields = {**fields, "Content-Length": str(len(body)), "Connection": "keep-alive" if keep else "close"}
+        fields = {**fields, "Content-Length": str(len(body)), "Connection": "keep-alive" if keep else "close",
+                  "Date": util.http_date()}  # as gunicorn dates a thread's answer (RFC 9110 §6.6.1)
         head_out = f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n" + "".join(
             f"{key}: {value}\r\n" for key, value in fields.items()) + "\r\n"
         return head_out.encode("latin-1") + body, keep

@@ -167,12 +167,15 @@ def test_open_mode_charges_the_callers_bucket_and_github_mode_is_left_to_threads
 
 
 def test_parse_head_joins_repeated_fields_and_leaves_odd_heads_to_gunicorn():
-    method, target, version, headers = parse_head(b"POST /mcp HTTP/1.1\r\nHost: a\r\nhost: b\r\nAccept:  x ")
-    assert (method, target, version, headers.get("HOST"), headers.get("accept")) == ("POST", "/mcp", "HTTP/1.1",
-                                                                                    "a,b", "x")
+    method, target, version, headers = parse_head(b"POST /mcp HTTP/1.1\r\nAccept: a\r\naccept: b\r\nHost:  x ")
+    assert (method, target, version, headers.get("ACCEPT"), headers.get("host")) == ("POST", "/mcp", "HTTP/1.1",
+                                                                                     "a,b", "x")
     for head in (b"POST /mcp HTTP/2.0\r\nHost: a", b"POST  /mcp HTTP/1.1\r\nHost: a", b"POST /mcp HTTP/1.1\r\nHost a",
                  b"POST /mcp HTTP/1.1\r\nX_Y: 1", b"POST /mcp HTTP/1.1\r\nHost : a", b"POST /mcp HTTP/1.1\r\nA: \x00",
-                 b"POST /mcp HTTP/1.1\r\nA: b\rc"):
+                 b"POST /mcp HTTP/1.1\r\nA: b\rc", b"POST /mcp HTTP/1.1\r\nA: b\x01", b"POST /mcp HTTP/1.1\r\nA: b\x7f",
+                 b"POST /mcp?\xe9 HTTP/1.1\r\nHost: a", b"POST /mcp HTTP/1.1\r\nHost: a\r\nHost: a",
+                 b"POST /mcp HTTP/1.1\r\nContent-Type: a\r\ncontent-type: a", b"POST /mcp HTTP/1.1\r\nExpect: x",
+                 b"POST /mcp HTTP/1.1\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Ssl: on"):
         assert parse_head(head) is None, head
 
 
@@ -197,13 +200,9 @@ def _read_until_closed(sock: socket.socket) -> list[tuple[int, bytes]]:
     return answers
 
 
-def _metrics(gw: Gateway) -> dict:
-    return requests.get(f"{gw.base}/metrics", timeout=30).json()["admission"]
-
-
-def test_with_every_thread_held_an_overload_read_gets_429_from_the_event_loop():
-    wiki = StalledWiki()
-    env = {
+def stalled_env(wiki: StalledWiki) -> dict[str, str]:
+    """Gateway settings for a wiki that never answers: one slot and no queue per class, writes under TOKEN."""
+    return {
         "S3RM_WIKI_API_URL": f"http://127.0.0.1:{wiki.port}/api.php",
         "S3RM_WIKI_USERNAME": "S3Agent@gateway", "S3RM_WIKI_PASSWORD": "never-checked",
         "S3RM_WIKI_TIMEOUT_SECONDS": "300",
@@ -212,6 +211,15 @@ def test_with_every_thread_held_an_overload_read_gets_429_from_the_event_loop():
         "S3RM_ADMISSION_WRITE_CONCURRENCY": "1", "S3RM_ADMISSION_WRITE_QUEUE": "0",
         "S3RM_ADMISSION_SEMANTIC_CONCURRENCY": "1",
     }
+
+
+def _metrics(gw: Gateway) -> dict:
+    return requests.get(f"{gw.base}/metrics", timeout=30).json()["admission"]
+
+
+def test_with_every_thread_held_an_overload_read_gets_429_from_the_event_loop():
+    wiki = StalledWiki()
+    env = stalled_env(wiki)
     try:
         with Gateway(env, threads=3) as gw, ThreadPoolExecutor(3) as pool:
             headers = {**MCP_HEADERS, "Host": f"127.0.0.1:{gw.port}"}
