@@ -33,8 +33,8 @@ import numpy as np
 from gateway.retrieval.index.backend import SemanticIndex
 from gateway.retrieval.index.records import SemanticHit
 
-__all__ = ["hubness", "k_occurrence", "LanguageEvidence", "LanguagePlan", "RAW", "centered", "language_evidence", "same_language_first",
-           "search_by_language", "standardized_scores"]
+__all__ = ["hubness", "k_occurrence", "LanguageEvidence", "LanguagePlan", "RAW", "centered", "language_evidence",
+           "same_language_first", "search_by_language", "standardized_scores"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,19 @@ def centered(index: SemanticIndex, facet: str, query: np.ndarray, rows: np.ndarr
     return np.asarray(query, dtype=np.float64) - share * centroid
 
 
+def _partition_z(scores: np.ndarray, korean: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """``scores`` ``(..., n)`` z-scored along the last axis within the Korean rows and within the others, each
+    with the mean and standard deviation of its ``counted`` rows (a partition without any stays 0)."""
+    z = np.zeros(scores.shape, dtype=np.float64)
+    for rows in (korean, ~korean):
+        stats = rows & counted
+        if stats.any():
+            part = scores[..., stats]
+            std = np.maximum(part.std(axis=-1, keepdims=True), 1e-6)
+            z[..., rows] = (scores[..., rows] - part.mean(axis=-1, keepdims=True)) / std
+    return z
+
+
 #: ``(index, key, N_k)`` of the last few computations (the correction is off by default; a shipped version
 #: would keep ``N_k`` in the snapshot's own cache instead of holding snapshots here).
 _HUB_CACHE: list[tuple[object, tuple, tuple[np.ndarray, np.ndarray]]] = []
@@ -133,14 +146,8 @@ def _neighbourhood(index: SemanticIndex, facet: str, k: int, eligible: np.ndarra
         queries = columns[:, own]
         if centering:
             queries = queries - centering * columns[:, own].mean(axis=1, keepdims=True)
-        scores = queries.T @ columns  # (m, n)
-        z = np.full_like(scores, -np.inf)
-        for rows in (korean, ~korean):
-            stats = rows & counted
-            if stats.any():
-                part = scores[:, stats]
-                mean, std = part.mean(axis=1, keepdims=True), np.maximum(part.std(axis=1, keepdims=True), 1e-6)
-                z[:, stats] = (scores[:, stats] - mean) / std
+        z = _partition_z(queries.T @ columns, korean, counted)  # (m, n)
+        z[:, ~counted] = -np.inf
         z[np.arange(queries.shape[1]), np.flatnonzero(own)] = -np.inf
         depth = min(k, int(counted.sum()) - 1)
         if depth > 0:
@@ -187,12 +194,7 @@ def standardized_scores(index: SemanticIndex, facet: str, query: np.ndarray,
         own = (korean if plan.korean_query else ~korean) & counted
         scored = np.asarray(index.scores(facet, centered(index, facet, query, own, plan.centering)),
                             dtype=np.float64)
-    z = np.zeros(len(cosine), dtype=np.float64)
-    for rows in (korean, ~korean):
-        stats = rows & counted
-        if stats.any():
-            part = scored[stats]
-            z[rows] = (scored[rows] - part.mean()) / max(float(part.std()), 1e-6)
+    z = _partition_z(scored, korean, counted)
     if plan is not None and plan.hub_demotion:
         z = z - plan.hub_demotion * hubness(index, facet, eligible, plan)
     return cosine, z, korean
