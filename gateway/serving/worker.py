@@ -90,9 +90,13 @@ def json_error_response(status_int: int, reason: str, detail: str = "the HTTP re
         body = encode_json(error_body(None, INTERNAL_ERROR, reason))
     fields = {"Connection": "close", "Content-Type": "application/json", **security_headers(False),
               "Content-Length": str(len(body))}
+    return _raw_response(status_int, reason, fields, body)
+
+
+def _raw_response(status_int: int, reason: str, fields: dict[str, str], body: bytes) -> bytes:
+    """``HTTP/1.1 <status> <reason>``, the header ``fields`` in order, a blank line and ``body``, as bytes."""
     head = f"HTTP/1.1 {status_int} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
-    head = head.encode("latin-1")
-    return head + body
+    return head.encode("latin-1") + body
 
 
 def _write_json_error(sock, status_int, reason, mesg) -> None:  # gunicorn.util.write_error's signature
@@ -232,9 +236,7 @@ class JsonErrorThreadWorker(ThreadWorker):
                     and (("keep-alive" in tokens) if version == "HTTP/1.0" else ("close" not in tokens)))
         fields = {**fields, "Content-Length": str(len(body)), "Connection": "keep-alive" if keep else "close",
                   "Date": util.http_date()}  # as gunicorn dates a thread's answer (RFC 9110 §6.6.1)
-        head_out = f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n" + "".join(
-            f"{key}: {value}\r\n" for key, value in fields.items()) + "\r\n"
-        return head_out.encode("latin-1") + body, keep
+        return _raw_response(status, HTTPStatus(status).phrase, fields, body), keep
 
     def _stop_reading(self, conn) -> None:
         try:
