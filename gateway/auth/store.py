@@ -419,11 +419,11 @@ class SqliteAuthStore:
         """See :meth:`AuthStore.add_client` (``BEGIN IMMEDIATE``: count and insert are one step)."""
         quota = quota or Quota()
         with self._tx() as db:
-            evict_over_quota(db.execute, quota, "clients", "client_id", "created_at, client_id",
+            evict_over_quota(db.execute, quota, "clients", "client_id", "created_at, rowid",
                              " AND last_used_at IS NULL")
             if int(db.execute("SELECT COUNT(*) FROM clients").fetchone()[0]) >= cap:
                 victim = db.execute("SELECT client_id FROM clients WHERE last_used_at IS NULL AND created_at < ? "
-                                    "ORDER BY created_at, client_id LIMIT 1", (evict_before,)).fetchone()
+                                    "ORDER BY created_at, rowid LIMIT 1", (evict_before,)).fetchone()
                 if victim is None:
                     return False
                 db.execute("DELETE FROM clients WHERE client_id = ?", victim)
@@ -550,11 +550,11 @@ class SqliteAuthStore:
         with self._tx() as db:
             for column, key, _ in quota.limits():
                 db.execute(f"DELETE FROM pending WHERE {column} = ? AND expires_at <= ?", (key, now))
-            evict_over_quota(db.execute, quota, "pending", "key_hash", "expires_at, key_hash")
+            evict_over_quota(db.execute, quota, "pending", "key_hash", "expires_at, rowid")
             if cap and int(db.execute("SELECT COUNT(*) FROM pending").fetchone()[0]) >= cap:
                 db.execute("DELETE FROM pending WHERE expires_at <= ?", (now,))
                 if int(db.execute("SELECT COUNT(*) FROM pending").fetchone()[0]) >= cap:
-                    victim = db.execute("SELECT key_hash FROM pending WHERE owner <> '' ORDER BY expires_at, key_hash "
+                    victim = db.execute("SELECT key_hash FROM pending WHERE owner <> '' ORDER BY expires_at, rowid "
                                         "LIMIT 1").fetchone() if priority else None
                     if victim is None:
                         return False

@@ -351,6 +351,25 @@ def test_never_used_clients_per_address_evict_that_address_oldest_first(store):
     assert store.client_used("c1") and not store.client_used("c3") and not store.client_used("nope")
 
 
+def test_within_one_second_the_first_written_is_the_oldest(store):
+    """Rows written in the same second are evicted in the order they were written, whatever their keys: ids and
+    key hashes are random, so ordering by them would push out an arbitrary one of a burst."""
+    a = Quota.of("192.0.2.1", 3, 10)
+    ids = [f"{c}-client" for c in "zyxwvu"]  # written z first: alphabetical order is the reverse
+    for client_id in ids:
+        assert store.add_client(client_id, {}, None, 100, cap=100, evict_before=0, quota=a)
+    assert [store.get_client(i) is not None for i in ids] == [False] * 3 + [True] * 3
+    keys = [digest(f"login-{i}") for i in range(6)]
+    order = sorted(range(6), key=lambda i: keys[i], reverse=True)  # written in descending key order
+    for i in order:
+        assert store.save_pending(keys[i], {}, expires_at=1000, cap=100, now=0, quota=a)
+    assert [store.get_pending(keys[i], 0) is not None for i in order] == [False] * 3 + [True] * 3
+    for i in range(4):  # the fourth fills the global cap: its last resort takes the first written too
+        assert store.save_pending(digest(f"cap-{i}"), {}, 1000, cap=6, now=0, quota=Quota.of(f"203.0.113.{i}"),
+                                  priority=True)
+    assert [store.get_pending(keys[i], 0) is not None for i in order[3:]] == [False, True, True]
+
+
 def test_a_purge_gives_the_space_back(open_store, tmp_path):
     store = open_store()
     for i in range(300):  # random text: PostgreSQL would compress a repeated one to nothing
