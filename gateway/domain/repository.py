@@ -142,12 +142,14 @@ class FullTextHit:
 
 @dataclass(frozen=True)
 class FullTextResult:
-    """Ranked full-text candidates (bounded)."""
+    """Ranked full-text candidates (bounded). ``total``: how many Lessons match in all, as the search
+    backend counts them (MediaWiki's ``totalhits``; None when it did not say)."""
 
     hits: tuple[FullTextHit, ...]
     scanned: int
     scan_limit: int
     partial: bool = False
+    total: int | None = None
 
 
 @dataclass(frozen=True)
