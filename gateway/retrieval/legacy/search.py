@@ -365,13 +365,15 @@ def term_weights(terms: Sequence[lexical.QueryTerm], counts: Mapping[str, int]) 
 
 def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snapshots: Mapping[str, LessonSnapshot],
                     filters: SearchFilters, min_score: float = 0.0, *, by_quality: bool = False,
-                    counts: Mapping[str, int] | None = None) -> tuple[Ranked, ...]:
+                    counts: Mapping[str, int] | None = None, noise_min_terms: int = NOISE_MIN_TERMS
+                    ) -> tuple[Ranked, ...]:
     """Step 3: candidates ``ids`` (search rank order) with their fresh ``snapshots`` scored by
     :func:`relevance` at their position — times :func:`quality_weight` when ``by_quality`` (legacy
     search; hybrid's full-text channel ranks by relevance alone, its fusion weighs quality), a Lesson
     below :data:`NOISE_QUALITY` then kept only when it holds every term of a query of at least
-    :data:`NOISE_MIN_TERMS` terms —, filtered on the fresh page, ``min_score`` applied, ordered by
-    score desc, rank, id. With ``counts`` (the single-term searches' counts, :class:`Gathered`; legacy
+    ``noise_min_terms`` terms (:data:`NOISE_MIN_TERMS`; 0 and no ``counts``: ``legacy-v3``'s order,
+    which the quality bench prints beside) —, filtered on the fresh page, ``min_score`` applied,
+    ordered by score desc, rank, id. With ``counts`` (the single-term searches' counts, :class:`Gathered`; legacy
     search when they were sent) a candidate holding at most one term of several is kept only when what
     it holds weighs (:func:`term_weights`) at least :data:`PARTIAL_SHARE` of the most weight any
     candidate holds (before ``min_score``).
@@ -386,7 +388,7 @@ def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snap
         held = [t.syntax() for t in terms if lexical.term_matches(t, words)]
         score = relevance(terms, snap.page, rank)
         if by_quality:
-            if quality_of(snap) < NOISE_QUALITY and (len(held) < len(terms) or len(terms) < NOISE_MIN_TERMS):
+            if quality_of(snap) < NOISE_QUALITY and (len(held) < len(terms) or len(terms) < noise_min_terms):
                 continue
             score = round(score * quality_weight(snap), 6)
         rows.append((score, rank, lesson_id, snap, held))
