@@ -53,9 +53,10 @@ Search (ranking version :data:`RANKING_VERSION`):
    ``d_max`` = the query's most common counted term; a term not searched alone
    counts as :data:`UNCOUNTED_FACTOR` · ``d_max``, one no Lesson holds weighs 0),
    and it is kept only when its term's weight is at least :data:`PARTIAL_SHARE`
-   of the weight held by the best candidate (the most query weight any candidate
-   holds). A Lesson found by a common word while another shares a rare one drops
-   out; a question whose words only common Lessons share gets a short page.
+   of the most weight a partial match holds (the Lessons holding every term are
+   the answer and set no bar). A Lesson found by a common word while another
+   partial match shares a rare one drops out; a question nobody wrote a Lesson
+   for gets a short page instead of common-word filler.
    Order: score desc, MediaWiki rank, id. ``min_score`` drops hits below it after scoring.
 4. Stable order → offset pagination → byte-cap fitting (in the tool).
 
@@ -118,7 +119,7 @@ NOISE_WEIGHT = 0.05
 NOISE_QUALITY = 0.2
 #: Fewest query terms for which a Lesson below NOISE_QUALITY holding every term stays.
 NOISE_MIN_TERMS = 3
-#: Share of the best candidate's held term weight a partial match holding one term must reach.
+#: Share of the best partial match's held term weight a partial match holding one term must reach.
 PARTIAL_SHARE = 0.4
 #: A term without a count (not among the single-term searches) counts as this many times the commonest.
 UNCOUNTED_FACTOR = 2.0
@@ -375,8 +376,8 @@ def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snap
     which the quality bench prints beside) —, filtered on the fresh page, ``min_score`` applied,
     ordered by score desc, rank, id. With ``counts`` (the single-term searches' counts, :class:`Gathered`; legacy
     search when they were sent) a candidate holding at most one term of several is kept only when what
-    it holds weighs (:func:`term_weights`) at least :data:`PARTIAL_SHARE` of the most weight any
-    candidate holds (before ``min_score``).
+    it holds weighs (:func:`term_weights`) at least :data:`PARTIAL_SHARE` of the most weight a partial
+    match (a candidate not holding every term) holds, before ``min_score``.
     Ids without a snapshot (gone) drop out."""
     weights = term_weights(terms, counts) if counts and len(terms) > 1 else None
     rows = []
@@ -393,7 +394,7 @@ def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snap
             score = round(score * quality_weight(snap), 6)
         rows.append((score, rank, lesson_id, snap, held))
     if weights is not None:
-        best = max((sum(weights[t] for t in held) for *_, held in rows), default=0.0)
+        best = max((sum(weights[t] for t in held) for *_, held in rows if len(held) < len(terms)), default=0.0)
         rows = [row for row in rows
                 if len(row[4]) > 1 or sum(weights[t] for t in row[4]) >= PARTIAL_SHARE * best]
     rows = [row for row in rows if row[0] >= min_score]
