@@ -30,8 +30,8 @@ Systems compared (all over the Lessons read from the wiki):
 ``rrf``        reciprocal-rank fusion (k = 60) of the top 100 of ``bm25`` and the dense
                column with the best overall recall@5 in this run (named in the title);
 ``legacy``     ``gateway.retrieval.legacy.search.search`` (what ``retrieval_mode=legacy`` ranks);
-``legacy_v3``  the same candidates ranked as ``legacy-v3`` did (no term counts, a word salad holding
-               every term of a short query kept), in the same run;
+``legacy_v3``  the same candidates ranked as ``legacy-v3`` did (a word salad holding every term of a
+               one- or two-word query kept), in the same run;
 ``hybrid``     ``RetrievalService.search_lessons`` (what ``retrieval_mode=hybrid_v1``
                ranks; a fallback to legacy is counted and scored as legacy's list);
 ``rrf_v8``     the same service with the previous ranking (no per-query language decision,
@@ -506,14 +506,14 @@ def section_label(path: Path) -> str:
 
 
 def legacy_v3(repo, query: str) -> list[str]:
-    """Ids in ``legacy-v3``'s order: legacy's candidates ranked without the term counts and with no
-    short-query floor for word salads (``legacy.rank_candidates(counts=None, noise_min_terms=0)``)."""
+    """Ids in ``legacy-v3``'s order: legacy's candidates ranked with no short-query floor for word
+    salads (``legacy.rank_candidates(noise_min_terms=0)``)."""
     terms = lexical.query_terms(query)
     if not terms:
         return []
-    found = legacy.gather(repo, terms)
-    return [r.snapshot.id for r in legacy.rank_candidates(terms, found.ids, found.snapshots, SearchFilters(),
-                                                          by_quality=True, noise_min_terms=0)]
+    ids, _, snaps = legacy.candidates(repo, terms)
+    return [r.snapshot.id for r in legacy.rank_candidates(terms, ids, snaps, SearchFilters(), by_quality=True,
+                                                          noise_min_terms=0)]
 
 
 def collect_half(half: str, files: Sequence[Path], repo, service: RetrievalService, baseline: Baseline,

@@ -142,14 +142,12 @@ class FullTextHit:
 
 @dataclass(frozen=True)
 class FullTextResult:
-    """Ranked full-text candidates (bounded). ``total``: how many Lessons match in all, as the search
-    backend counts them (MediaWiki's ``totalhits``; None when it did not say)."""
+    """Ranked full-text candidates (bounded)."""
 
     hits: tuple[FullTextHit, ...]
     scanned: int
     scan_limit: int
     partial: bool = False
-    total: int | None = None
 
 
 @dataclass(frozen=True)

@@ -295,8 +295,7 @@ class MediaWikiRepository(LessonRepository):
         total = query_data.get("searchinfo", {}).get("totalhits")
         more = "continue" in data or (isinstance(total, int) and total > len(ids))
         return FullTextResult(hits=tuple(FullTextHit(i, rank) for rank, i in enumerate(ids)),
-                              scanned=len(ids), scan_limit=limit, partial=bool(more),
-                              total=total if isinstance(total, int) else None)
+                              scanned=len(ids), scan_limit=limit, partial=bool(more))
 
     def search_snapshots(self, query: str, limit: int) -> tuple[FullTextResult, dict[str, LessonSnapshot]]:
         """:meth:`search_full_text` and the hits' latest snapshots in ONE ``generator=search`` request.
@@ -346,7 +345,7 @@ class MediaWikiRepository(LessonRepository):
                 snaps[lesson_id] = self._as_snapshot(lesson_id, rev, *known)
         more = more or (isinstance(total, int) and total > len(ids))
         hits = FullTextResult(hits=tuple(FullTextHit(i, rank) for rank, i in enumerate(ids)), scanned=len(ids),
-                              scan_limit=limit, partial=more, total=total if isinstance(total, int) else None)
+                              scan_limit=limit, partial=more)
         return hits, snaps
 
     def _search_revisions(self, query: str, limit: int, rvprop: str, info: str | None = None

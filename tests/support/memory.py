@@ -152,7 +152,7 @@ class InMemoryRepository(LessonRepository):
                 hits.append(lesson_id)
         shown = hits[:limit]
         return FullTextResult(hits=tuple(FullTextHit(i, rank) for rank, i in enumerate(shown)),
-                              scanned=len(shown), scan_limit=limit, partial=len(hits) > limit, total=len(hits))
+                              scanned=len(shown), scan_limit=limit, partial=len(hits) > limit)
 
     def find_relation_edges(self, lesson_id: str, *, outgoing: bool = True, incoming: bool = True,
                             limit: int = 500) -> EdgesResult:

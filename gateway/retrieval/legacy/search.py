@@ -46,17 +46,6 @@ Search (ranking version :data:`RANKING_VERSION`):
    salad, it answers nothing; holding every term, it stays when the query has at
    least :data:`NOISE_MIN_TERMS` terms (a salad of common words holds any one or
    two of them by chance).
-   A partial match that holds at most ONE of several query terms must earn its place by
-   how specific that word is (``docs/retrieval.md#specific-partial-matches``): each
-   term ``t`` the single-term searches counted weighs ``ln(1 + d_max / d_t)``
-   (:func:`term_weights`; ``d_t`` = Lessons holding it, MediaWiki's ``totalhits``,
-   ``d_max`` = the query's most common counted term; a term not searched alone
-   counts as :data:`UNCOUNTED_FACTOR` · ``d_max``, one no Lesson holds weighs 0),
-   and it is kept only when its term's weight is at least :data:`PARTIAL_SHARE`
-   of the most weight a partial match holds (the Lessons holding every term are
-   the answer and set no bar). A Lesson found by a common word while another
-   partial match shares a rare one drops out; a question nobody wrote a Lesson
-   for gets a short page instead of common-word filler.
    Order: score desc, MediaWiki rank, id. ``min_score`` drops hits below it after scoring.
 4. Stable order → offset pagination → byte-cap fitting (in the tool).
 
@@ -81,7 +70,6 @@ analogy projection (title and the seven claim/body fields), with
 from __future__ import annotations
 
 import hashlib
-import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
@@ -97,7 +85,7 @@ from gateway.retrieval.request import AnalogyRequest, SearchRequest
 
 __all__ = [
     "RANKING_VERSION", "ANALOGY_RANKING_VERSION", "Ranked", "RankedList", "quality_weight", "search", "merge_phrasings", "candidates", "fallback_terms",
-    "holds_fallback_term", "rank_candidates", "gather", "Gathered", "term_weights", "listing", "analogies",
+    "holds_fallback_term", "rank_candidates", "listing", "analogies",
     "analogy_projection", "projection_hash",
 ]
 
@@ -119,10 +107,6 @@ NOISE_WEIGHT = 0.05
 NOISE_QUALITY = 0.2
 #: Fewest query terms for which a Lesson below NOISE_QUALITY holding every term stays.
 NOISE_MIN_TERMS = 3
-#: Share of the best partial match's held term weight a partial match holding one term must reach.
-PARTIAL_SHARE = 0.4
-#: A term without a count (not among the single-term searches) counts as this many times the commonest.
-UNCOUNTED_FACTOR = 2.0
 #: Revisions whose content quality this process remembers ((id, revision id) → quality).
 QUALITY_MEMO_SIZE = 8192
 _quality_memo: BoundedLRU[tuple[str, int], float] = BoundedLRU(QUALITY_MEMO_SIZE)
@@ -163,27 +147,7 @@ class RankedList:
 def candidates(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limit: int = SEARCH_SCAN_LIMIT,
                fallback: bool = True) -> tuple[list[str], bool, dict[str, LessonSnapshot]]:
     """Step 1–2 of the search: candidate ids (search rank order), ``partial``, and their fresh
-    snapshots (an id without one is gone) — :func:`gather` without the term counts."""
-    found = gather(repo, terms, scan_limit, fallback)
-    return found.ids, found.partial, found.snapshots
-
-
-@dataclass(frozen=True)
-class Gathered:
-    """Step 1–2's answer: candidate ``ids`` (search rank order), ``partial``, the fresh ``snapshots``
-    (an id without one is gone) and ``counts``: for each single-term search sent, its term
-    (:meth:`lexical.QueryTerm.syntax`) → how many Lessons hold it (MediaWiki's ``totalhits``; empty when
-    no single-term search was sent, a term missing when the backend did not count)."""
-
-    ids: list[str]
-    partial: bool
-    snapshots: dict[str, LessonSnapshot]
-    counts: dict[str, int]
-
-
-def gather(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limit: int = SEARCH_SCAN_LIMIT,
-           fallback: bool = True) -> Gathered:
-    """Step 1–2 of the search (:class:`Gathered`).
+    snapshots (an id without one is gone).
 
     The all-terms search reads its hits' pages in the same request
     (:meth:`LessonRepository.search_snapshots`). Only when it found fewer than
@@ -191,25 +155,19 @@ def gather(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limi
     searches of :func:`fallback_terms` sent, all at once
     (:meth:`LessonRepository.search_full_text_many`); their hits come with the
     snapshots the repository knows without reading the text again, and only the
-    other ids are read afterwards; each answer's count of matching Lessons is kept
-    (no extra request). ``fallback=False`` sends the all-terms search alone.
+    other ids are read afterwards. ``fallback=False`` sends the all-terms search alone.
     Raises the repository's errors (WikiUnavailable…).
     """
     first, snaps = repo.search_snapshots(lexical.mediawiki_query(terms), scan_limit)
     ids = [h.id for h in first.hits]
     read = set(ids)
     partial = first.partial
-    counts: dict[str, int] = {}
     if fallback and len(terms) > 1 and len(ids) < FALLBACK_THRESHOLD:
         lists = []
-        singles = fallback_terms(terms)
-        for term, (result, known) in zip(singles, repo.search_full_text_many([t.syntax() for t in singles],
-                                                                             scan_limit)):
+        for result, known in repo.search_full_text_many([t.syntax() for t in fallback_terms(terms)], scan_limit):
             partial = partial or result.partial
             lists.append([h.id for h in result.hits])
             snaps = {**known, **snaps}
-            if result.total is not None:
-                counts[term.syntax()] = result.total
         seen = set(ids)
         for group in _round_robin(lists):
             if group not in seen:
@@ -222,7 +180,7 @@ def gather(repo: LessonRepository, terms: Sequence[lexical.QueryTerm], scan_limi
     unread = [i for i in ids if i not in snaps and i not in read]
     if unread:
         snaps = {**snaps, **repo.get_snapshots(unread)}
-    return Gathered(ids, partial, {i: snaps[i] for i in ids if i in snaps}, counts)
+    return ids, partial, {i: snaps[i] for i in ids if i in snaps}
 
 
 def fallback_terms(terms: Sequence[lexical.QueryTerm]) -> list[lexical.QueryTerm]:
@@ -282,6 +240,11 @@ def quality_of(snapshot: LessonSnapshot) -> float:
 def quality_weight(snapshot: LessonSnapshot) -> float:
     """The factor in [NOISE_WEIGHT, 1] the legacy score of ``snapshot`` is multiplied by (module doc step 3)."""
     return NOISE_WEIGHT + (1.0 - NOISE_WEIGHT) * min(1.0, quality_of(snapshot) / FULL_QUALITY)
+
+
+def _holds_every_term(terms: Sequence[lexical.QueryTerm], page: LessonPage) -> bool:
+    words = _field_words(page, ("title",)) | _body_words(page)
+    return all(lexical.term_matches(t, words) for t in terms)
 
 
 def search(repo: LessonRepository, request: SearchRequest, scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
@@ -345,61 +308,36 @@ def _search_one(repo: LessonRepository, query: str, request: SearchRequest, scan
     terms = lexical.query_terms(query)
     if not terms:
         return RankedList((), 0, scan_limit, False)
-    found = gather(repo, terms, scan_limit)
-    ranked = rank_candidates(terms, found.ids, found.snapshots, request.filters, min_score, by_quality=True,
-                             counts=found.counts)
-    return RankedList(ranked, len(found.ids), scan_limit, found.partial)
-
-
-def term_weights(terms: Sequence[lexical.QueryTerm], counts: Mapping[str, int]) -> dict[str, float]:
-    """How specific each query term is, from ``counts`` (term syntax → Lessons holding it, :class:`Gathered`):
-    ``ln(1 + d_max / d)`` with ``d_max`` the largest count among the terms (the commonest word weighs
-    ln 2, one ten times rarer ln 11); a term without a count weighs as if held by
-    :data:`UNCOUNTED_FACTOR` · ``d_max`` Lessons; a term no Lesson holds weighs 0. Keyed by term syntax."""
-    commonest = max((c for c in counts.values() if c > 0), default=1)
-    out: dict[str, float] = {}
-    for term in terms:
-        count = counts.get(term.syntax(), UNCOUNTED_FACTOR * commonest)
-        out[term.syntax()] = math.log1p(commonest / count) if count > 0 else 0.0
-    return out
+    ids, partial, snaps = candidates(repo, terms, scan_limit)
+    ranked = rank_candidates(terms, ids, snaps, request.filters, min_score, by_quality=True)
+    return RankedList(ranked, len(ids), scan_limit, partial)
 
 
 def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snapshots: Mapping[str, LessonSnapshot],
                     filters: SearchFilters, min_score: float = 0.0, *, by_quality: bool = False,
-                    counts: Mapping[str, int] | None = None, noise_min_terms: int = NOISE_MIN_TERMS
-                    ) -> tuple[Ranked, ...]:
+                    noise_min_terms: int = NOISE_MIN_TERMS) -> tuple[Ranked, ...]:
     """Step 3: candidates ``ids`` (search rank order) with their fresh ``snapshots`` scored by
     :func:`relevance` at their position — times :func:`quality_weight` when ``by_quality`` (legacy
     search; hybrid's full-text channel ranks by relevance alone, its fusion weighs quality), a Lesson
     below :data:`NOISE_QUALITY` then kept only when it holds every term of a query of at least
-    ``noise_min_terms`` terms (:data:`NOISE_MIN_TERMS`; 0 and no ``counts``: ``legacy-v3``'s order,
-    which the quality bench prints beside) —, filtered on the fresh page, ``min_score`` applied,
-    ordered by score desc, rank, id. With ``counts`` (the single-term searches' counts, :class:`Gathered`; legacy
-    search when they were sent) a candidate holding at most one term of several is kept only when what
-    it holds weighs (:func:`term_weights`) at least :data:`PARTIAL_SHARE` of the most weight a partial
-    match (a candidate not holding every term) holds, before ``min_score``.
-    Ids without a snapshot (gone) drop out."""
-    weights = term_weights(terms, counts) if counts and len(terms) > 1 else None
-    rows = []
+    ``noise_min_terms`` terms (:data:`NOISE_MIN_TERMS`; 0: ``legacy-v3``'s order, which the quality
+    bench prints beside) —, filtered on the fresh page, ``min_score`` applied, ordered by score desc,
+    rank, id. Ids without a snapshot (gone) drop out."""
+    ranked = []
     for rank, lesson_id in enumerate(ids):
         snap = snapshots.get(lesson_id)
         if snap is None or not filters.matches(snap.page):
             continue
-        words = _field_words(snap.page, ("title",)) | _body_words(snap.page)
-        held = [t.syntax() for t in terms if lexical.term_matches(t, words)]
         score = relevance(terms, snap.page, rank)
         if by_quality:
-            if quality_of(snap) < NOISE_QUALITY and (len(held) < len(terms) or len(terms) < noise_min_terms):
+            if quality_of(snap) < NOISE_QUALITY and (len(terms) < noise_min_terms
+                                                     or not _holds_every_term(terms, snap.page)):
                 continue
             score = round(score * quality_weight(snap), 6)
-        rows.append((score, rank, lesson_id, snap, held))
-    if weights is not None:
-        best = max((sum(weights[t] for t in held) for *_, held in rows if len(held) < len(terms)), default=0.0)
-        rows = [row for row in rows
-                if len(row[4]) > 1 or sum(weights[t] for t in row[4]) >= PARTIAL_SHARE * best]
-    rows = [row for row in rows if row[0] >= min_score]
-    rows.sort(key=lambda row: (-row[0], row[1], row[2]))
-    return tuple(Ranked(snap, score, "full_text") for score, _, _, snap, _ in rows)
+        if score >= min_score:
+            ranked.append((score, rank, lesson_id, snap))
+    ranked.sort(key=lambda row: (-row[0], row[1], row[2]))
+    return tuple(Ranked(snap, score, "full_text") for score, _, _, snap in ranked)
 
 
 # ----------------------------------------------------------------- listing
