@@ -30,6 +30,8 @@ Systems compared (all over the Lessons read from the wiki):
 ``rrf``        reciprocal-rank fusion (k = 60) of the top 100 of ``bm25`` and the dense
                column with the best overall recall@5 in this run (named in the title);
 ``legacy``     ``gateway.retrieval.legacy.search.search`` (what ``retrieval_mode=legacy`` ranks);
+``legacy_v3``  the same candidates ranked as ``legacy-v3`` did (a word salad holding every term of a
+               one- or two-word query kept), in the same run;
 ``hybrid``     ``RetrievalService.search_lessons`` (what ``retrieval_mode=hybrid_v1``
                ranks; a fallback to legacy is counted and scored as legacy's list);
 ``rrf_v8``     the same service with the previous ranking (no per-query language decision,
@@ -95,7 +97,9 @@ import bm25s  # noqa: E402
 import phrasings  # noqa: E402
 
 from embedding_cache import CachingProvider  # noqa: E402
+from gateway.retrieval.legacy import lexical  # noqa: E402
 from gateway.retrieval.legacy import search as legacy  # noqa: E402
+from gateway.retrieval.filters import SearchFilters  # noqa: E402
 from gateway.retrieval.hybrid.fusion import RankingConfig  # noqa: E402
 from gateway.retrieval.hybrid.results import SemanticFallback  # noqa: E402
 from gateway.retrieval.hybrid.service import RetrievalService  # noqa: E402
@@ -155,7 +159,7 @@ BASELINES = ("bm25", *DENSE_COLUMNS, "rrf")
 #: ``rrf_v8``: hybrid with the previous ranking, measured in the same run by switching the service's
 #: ranking per query (:data:`PREVIOUS_RANKING`: rrf_v9 without its per-query language decision and hub
 #: centring is exactly rrf_v8; the index and generation stay those of the current version).
-SYSTEMS = (*BASELINES, "legacy", "rrf_v8", "hybrid")
+SYSTEMS = (*BASELINES, "legacy_v3", "legacy", "rrf_v8", "hybrid")
 PREVIOUS_RANKING = {"adaptive_languages": (), "hub_centering": 0.0}
 #: Ranks scanned for noise Lessons above an expected one.
 NOISE_DEPTH = 10
@@ -501,6 +505,17 @@ def section_label(path: Path) -> str:
     return f"outside:{path.stem}"
 
 
+def legacy_v3(repo, query: str) -> list[str]:
+    """Ids in ``legacy-v3``'s order: legacy's candidates ranked with no short-query floor for word
+    salads (``legacy.rank_candidates(noise_min_terms=0)``)."""
+    terms = lexical.query_terms(query)
+    if not terms:
+        return []
+    ids, _, snaps = legacy.candidates(repo, terms)
+    return [r.snapshot.id for r in legacy.rank_candidates(terms, ids, snaps, SearchFilters(), by_quality=True,
+                                                          noise_min_terms=0)]
+
+
 def collect_half(half: str, files: Sequence[Path], repo, service: RetrievalService, baseline: Baseline,
                  explain_groups: Sequence[str] = ()) -> HalfResult:
     """Every system's per-query metrics over the query ``files`` of one half (or an outside file), named
@@ -516,6 +531,7 @@ def collect_half(half: str, files: Sequence[Path], repo, service: RetrievalServi
         service.last_votes = {}
         request = SearchRequest(query=case.query)
         lists["legacy"] = [r.snapshot.id for r in legacy.search(repo, request).items]
+        lists["legacy_v3"] = legacy_v3(repo, case.query)
         current = service.ranking
         for system, ranking in (("hybrid", current), ("rrf_v8", dataclasses.replace(current, **PREVIOUS_RANKING))):
             service.ranking = ranking
@@ -595,7 +611,8 @@ def hub_shares(tops: Sequence[tuple[Sequence[str], dict[str, list[str]]]], syste
     return sorted(out, key=lambda h: (-h[1], h[0]))
 
 
-def print_hubs(label: str, tops, systems: Sequence[str] = ("legacy", "rrf_v8", "hybrid"), worst: int = 10) -> None:
+def print_hubs(label: str, tops, systems: Sequence[str] = ("legacy_v3", "legacy", "rrf_v8", "hybrid"),
+               worst: int = 10) -> None:
     """The ``worst`` hub Lessons per system over ``tops`` (every query file of the run; noise marked ``*``)."""
     print(f"\n-- hubs ({label}, {len(tops)} queries): share of the queries not expecting a Lesson whose top 5 hold it;"
           f" worst {worst} (* noise) --")
@@ -631,11 +648,11 @@ def print_summary(rows: Sequence[tuple]) -> None:
     print("\n== summary: headline figure per group (recall@5; *_multi: share of relevant in the top 10); "
           "noise = noise Lessons' top-5 slots / all, hybrid above = queries with a noise Lesson above an "
           "expected one (top 10) ==")
-    head = "".join(f"{s:>10}" for s in ("legacy", "rrf_v8", "hybrid", *BASELINES))
+    head = "".join(f"{s:>10}" for s in ("legacy_v3", "legacy", "rrf_v8", "hybrid", *BASELINES))
     print(f"{'corpus':<10}{'set':<34}{'group':<14}{'n':>4}{head}{'best':>8}  {'column':<10}"
           f"{'noise legacy':>14}{'noise hybrid':>14}{'above':>6}")
     for corpus, name, group, n, values, best, best_value, slots, above in rows:
-        cells = "".join(_cell(values[s], 10) for s in ("legacy", "rrf_v8", "hybrid", *BASELINES))
+        cells = "".join(_cell(values[s], 10) for s in ("legacy_v3", "legacy", "rrf_v8", "hybrid", *BASELINES))
         mark = " " if values["hybrid"] is None or best_value is None or values["hybrid"] >= best_value - 1e-9 else "<"
         legacy_noise, hybrid_noise = (f"{slots[s][0]}/{slots[s][1]}" for s in ("legacy", "hybrid"))
         print(f"{corpus:<10}{name[:33]:<34}{group:<14}{n:>4}{cells}{_cell(best_value)}{mark} {best:<10}"

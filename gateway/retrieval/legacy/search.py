@@ -43,7 +43,9 @@ Search (ranking version :data:`RANKING_VERSION`):
    keeps :data:`NOISE_WEIGHT` of it: still found, below the Lessons that match.
    A Lesson below :data:`NOISE_QUALITY` that holds only some of the query's terms
    (a single-term search's partial match) is left out: found by a word of a word
-   salad, it answers nothing; holding every term, it stays.
+   salad, it answers nothing; holding every term, it stays when the query has at
+   least :data:`NOISE_MIN_TERMS` terms (a salad of common words holds any one or
+   two of them by chance).
    Order: score desc, MediaWiki rank, id. ``min_score`` drops hits below it after scoring.
 4. Stable order → offset pagination → byte-cap fitting (in the tool).
 
@@ -87,7 +89,7 @@ __all__ = [
     "analogy_projection", "projection_hash",
 ]
 
-RANKING_VERSION = "legacy-v3"
+RANKING_VERSION = "legacy-v4"
 ANALOGY_RANKING_VERSION = "legacy-analogy-v1"
 SEARCH_SCAN_LIMIT = 100
 FALLBACK_THRESHOLD = 20
@@ -103,6 +105,8 @@ FULL_QUALITY = 0.5
 NOISE_WEIGHT = 0.05
 #: Below this content quality a Lesson is not language: only a match of every query term keeps it.
 NOISE_QUALITY = 0.2
+#: Fewest query terms for which a Lesson below NOISE_QUALITY holding every term stays.
+NOISE_MIN_TERMS = 3
 #: Revisions whose content quality this process remembers ((id, revision id) → quality).
 QUALITY_MEMO_SIZE = 8192
 _quality_memo: BoundedLRU[tuple[str, int], float] = BoundedLRU(QUALITY_MEMO_SIZE)
@@ -244,7 +248,7 @@ def _holds_every_term(terms: Sequence[lexical.QueryTerm], page: LessonPage) -> b
 
 
 def search(repo: LessonRepository, request: SearchRequest, scan_limit: int = SEARCH_SCAN_LIMIT) -> RankedList:
-    """Full-text search of ``request.query`` → fresh snapshots → ``request.filters`` → legacy-v3 order,
+    """Full-text search of ``request.query`` → fresh snapshots → ``request.filters`` → legacy-v4 order,
     ``request.min_score`` applied (complete list, unpaged).
 
     With other phrasings (``request.phrasings``, docs/retrieval.md#phrasings) each phrasing is searched
@@ -310,14 +314,15 @@ def _search_one(repo: LessonRepository, query: str, request: SearchRequest, scan
 
 
 def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snapshots: Mapping[str, LessonSnapshot],
-                    filters: SearchFilters, min_score: float = 0.0, *, by_quality: bool = False
-                    ) -> tuple[Ranked, ...]:
+                    filters: SearchFilters, min_score: float = 0.0, *, by_quality: bool = False,
+                    noise_min_terms: int = NOISE_MIN_TERMS) -> tuple[Ranked, ...]:
     """Step 3: candidates ``ids`` (search rank order) with their fresh ``snapshots`` scored by
     :func:`relevance` at their position — times :func:`quality_weight` when ``by_quality`` (legacy
     search; hybrid's full-text channel ranks by relevance alone, its fusion weighs quality), a Lesson
-    below :data:`NOISE_QUALITY` then kept only when it holds every term —,
-    filtered on the fresh page, ``min_score`` applied, ordered by score desc, rank, id. Ids without a
-    snapshot (gone) drop out."""
+    below :data:`NOISE_QUALITY` then kept only when it holds every term of a query of at least
+    ``noise_min_terms`` terms (:data:`NOISE_MIN_TERMS`; 0: ``legacy-v3``'s order, which the quality
+    bench prints beside) —, filtered on the fresh page, ``min_score`` applied, ordered by score desc,
+    rank, id. Ids without a snapshot (gone) drop out."""
     ranked = []
     for rank, lesson_id in enumerate(ids):
         snap = snapshots.get(lesson_id)
@@ -325,7 +330,8 @@ def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snap
             continue
         score = relevance(terms, snap.page, rank)
         if by_quality:
-            if quality_of(snap) < NOISE_QUALITY and not _holds_every_term(terms, snap.page):
+            if quality_of(snap) < NOISE_QUALITY and (len(terms) < noise_min_terms
+                                                     or not _holds_every_term(terms, snap.page)):
                 continue
             score = round(score * quality_weight(snap), 6)
         if score >= min_score:
