@@ -45,7 +45,8 @@ Search (ranking version :data:`RANKING_VERSION`):
    (a single-term search's partial match) is left out: found by a word of a word
    salad, it answers nothing; holding every term, it stays when the query has at
    least :data:`NOISE_MIN_TERMS` terms (a salad of common words holds any one or
-   two of them by chance).
+   two of them by chance), and for a shorter query only when no other Lesson is
+   listed (then it is what the words find: noise stays findable by its own words).
    Order: score desc, MediaWiki rank, id. ``min_score`` drops hits below it after scoring.
 4. Stable order → offset pagination → byte-cap fitting (in the tool).
 
@@ -319,23 +320,28 @@ def rank_candidates(terms: Sequence[lexical.QueryTerm], ids: Sequence[str], snap
     """Step 3: candidates ``ids`` (search rank order) with their fresh ``snapshots`` scored by
     :func:`relevance` at their position — times :func:`quality_weight` when ``by_quality`` (legacy
     search; hybrid's full-text channel ranks by relevance alone, its fusion weighs quality), a Lesson
-    below :data:`NOISE_QUALITY` then kept only when it holds every term of a query of at least
+    below :data:`NOISE_QUALITY` then kept only when it holds every term, and for a query of fewer than
     ``noise_min_terms`` terms (:data:`NOISE_MIN_TERMS`; 0: ``legacy-v3``'s order, which the quality
-    bench prints beside) —, filtered on the fresh page, ``min_score`` applied, ordered by score desc,
+    bench prints beside) only when no other Lesson is listed (a noise Lesson stays findable by its own
+    words) —, filtered on the fresh page, ``min_score`` applied, ordered by score desc,
     rank, id. Ids without a snapshot (gone) drop out."""
-    ranked = []
+    ranked, short_noise = [], []
     for rank, lesson_id in enumerate(ids):
         snap = snapshots.get(lesson_id)
         if snap is None or not filters.matches(snap.page):
             continue
         score = relevance(terms, snap.page, rank)
+        held_back = False
         if by_quality:
-            if quality_of(snap) < NOISE_QUALITY and (len(terms) < noise_min_terms
-                                                     or not _holds_every_term(terms, snap.page)):
-                continue
+            if quality_of(snap) < NOISE_QUALITY:
+                if not _holds_every_term(terms, snap.page):
+                    continue
+                held_back = len(terms) < noise_min_terms
             score = round(score * quality_weight(snap), 6)
         if score >= min_score:
-            ranked.append((score, rank, lesson_id, snap))
+            (short_noise if held_back else ranked).append((score, rank, lesson_id, snap))
+    if not ranked:  # nothing that is language answers the short query: the noise Lesson holding it is the answer
+        ranked = short_noise
     ranked.sort(key=lambda row: (-row[0], row[1], row[2]))
     return tuple(Ranked(snap, score, "full_text") for score, _, _, snap in ranked)
 

@@ -57,6 +57,12 @@ def test_the_salad_holds_the_words_of_a_short_query_yet_is_not_listed(repo):
     assert _ids(repo, "DNS") == [REAL]
 
 
+def test_a_short_query_only_the_salad_answers_still_finds_it(repo):
+    """Noise stays findable by its own words: with no other Lesson holding them, the salad is the answer."""
+    assert _ids(repo, "그래디언트 tokenizer") == [SALAD]
+    assert _ids(repo, "그래디언트") == [SALAD]
+
+
 def test_a_salad_holding_every_word_of_a_longer_query_stays_last(repo):
     found = _ids(repo, "DNS 장애 배포")
     assert found == [REAL, SALAD]

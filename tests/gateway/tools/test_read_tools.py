@@ -627,7 +627,7 @@ def _salad(lesson_id: str, words: str) -> dict[str, str]:
 
 
 def test_legacy_ranks_a_word_salad_below_lessons_and_drops_it_when_it_matches_only_some_terms(repo):
-    """docs/retrieval.md#content-quality-in-legacy (a one- or two-word query keeps no salad)."""
+    """docs/retrieval.md#content-quality-in-legacy (a one- or two-word query keeps no salad beside other Lessons)."""
     add(repo, "salad-full", **_salad("salad-full", "dns outage rollback cache quota"))
     add(repo, "salad-part", **_salad("salad-part", "dns rollback cache quota shard"))
     add(repo, "real", title="Resolvers kept the old record",
@@ -640,4 +640,6 @@ def test_legacy_ranks_a_word_salad_below_lessons_and_drops_it_when_it_matches_on
         "salad-part"]
     # a query of one or two words: a salad of everyday words holds them by chance, so it is left out (legacy-v4)
     assert [r["id"] for r in Harness(repo).call("search_lessons", query="DNS outage")["results"]] == ["real"]
-    assert Harness(repo).call("search_lessons", query="rollback shard")["results"] == []
+    # ... unless nothing else holds them: then the salad is what the words find (noise stays findable)
+    assert [r["id"] for r in Harness(repo).call("search_lessons", query="rollback shard")["results"]] == [
+        "salad-part"]
