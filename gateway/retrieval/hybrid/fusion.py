@@ -154,7 +154,7 @@ class RankingConfig:
     #: query's language stands out at ``stand_out_z`` or more (z of the whole-Lesson vector within its
     #: language) and by ``stand_out_margin`` more than the other language's best, or the lexical
     #: channel's first hit is among the first ``agreement_depth`` semantic hits of the query's language.
-    #: Shipped empty (the decision off, so rrf_v9 ranks as rrf_v8): with it on for ``hangul`` the
+    #: Shipped empty (the decision off since rrf_v9): with it on for ``hangul`` the
     #: held-out Korean→English figures fell (docs/hybrid-search.md#rrf-v9-quality).
     adaptive_languages: tuple[str, ...] = ()
     stand_out_z: float = 3.5

@@ -5,7 +5,8 @@ topics, noise) is written into this module's own wiki copy as a browser save wou
 service indexes it from MediaWiki (Lesson vectors from the committed test seed, queries embedded by the
 live model) and answers through the tool dispatcher. For a Korean question the Korean positions of the
 first ten results must hold the Korean Lessons in the order of the query's cosine with their
-passage-form whole vectors (computed here from the index, independently of the ranking code), while
+passage-form whole vectors (computed here from the index, independently of the ranking code; then
+fusion's other Korean results), while
 every English position keeps the Lesson the same ranking without slots puts there.
 """
 from __future__ import annotations
@@ -85,7 +86,11 @@ def test_korean_positions_follow_the_passage_order_and_english_positions_stay(wi
     assert korean_positions, without  # the first page holds both languages
     assert [n for n, i in enumerate(got) if is_korean(i)] == korean_positions
     assert [i for i in got if not is_korean(i)] == [i for i in without if not is_korean(i)]
-    assert [got[n] for n in korean_positions] == passage_order(service, query)[:len(korean_positions)]
+    # the passage order first; when it runs out (this corpus has few Korean Lessons above the quality
+    # floor) the remaining Korean positions keep fusion's other Korean results in fusion order
+    order = passage_order(service, query)
+    expected = order + [i for i in without if is_korean(i) and i not in order]
+    assert [got[n] for n in korean_positions] == expected[:len(korean_positions)]
     for n, result in enumerate(results, 1):  # explain names the fusion rank of every hit the slots moved
         slot = result["explain"].get("slot")
         if result["id"] in without and without.index(result["id"]) + 1 != n:
