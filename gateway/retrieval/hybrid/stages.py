@@ -159,7 +159,8 @@ class Stages:
             status = "stale"
         votes_of = {c.lesson_id: c.contributions for c in candidates}
         moved: dict[str, int] = {}
-        if operation == SEARCH and slots.applies(cfg, query):  # docs/hybrid-search.md#language-slots
+        if operation == SEARCH and slots.SLOT_CHANNEL in channels and slots.applies(cfg, query):
+            # docs/hybrid-search.md#language-slots (not for a one-facet request: no slot channel ran)
             by_id = {r.lesson_id: r for r in fused}
             order_ids, moved = slots.language_slots([r.lesson_id for r in fused], votes_of,
                                                     slots.korean_lesson(snap), cfg.slot_depth)

@@ -115,3 +115,13 @@ def test_the_slots_change_a_korean_order_and_leave_an_english_query_alone(wired)
         else:
             moved += got != without
     assert moved, "no Korean question's first page changed: the test corpus does not exercise the slots"
+
+
+def test_pages_of_a_korean_question_slice_one_order(wired):
+    """Every cursor page cuts the same refilled list (docs/tools.md#cursors): two pages of five are its first ten."""
+    h, _ = wired
+    query = QUESTIONS[0]
+    whole = [r["id"] for r in search(h, query)]
+    first = h.ok("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=5)
+    second = h.ok("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=5, cursor=first["next_cursor"])
+    assert [r["id"] for r in first["results"] + second["results"]] == whole
