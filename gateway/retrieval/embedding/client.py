@@ -258,7 +258,8 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         ``facets`` (one per text, optional) names each text's index facet: a
         facet the profile embeds with other request fields
         (``document_facet_request_fields``) is sent in batches of its own and
-        remembered under a key that includes those fields.
+        remembered under a key that includes those fields. Equal inputs (same text, same
+        fields) are sent once.
 
         ``lane`` (:data:`LANES`): ``index`` (the refresher) waits behind queries
         and never takes the reserved slot; ``query`` (a read request embedding
@@ -282,9 +283,16 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         fields = [self.profile.document_fields(None if facets is None else facets[n]) for n in range(len(texts))]
         keys = [self._memo_key(t, f) for t, f in zip(formatted, fields)]
         known = self._memo.get_many(keys)
-        todo_rows = [n for n, key in enumerate(keys) if key not in known]
-        if self.metrics is not None and len(todo_rows) < len(keys):
-            self.metrics.incr("embedding_memo_hits", len(keys) - len(todo_rows))
+        # an input asked for twice (e.g. ``whole`` and ``whole_passage`` of a profile that embeds both in
+        # document form) is embedded once: the first row with each key stands for the others
+        first_row: dict[bytes, int] = {}
+        for n, key in enumerate(keys):
+            if key not in known:
+                first_row.setdefault(key, n)
+        todo_rows = list(first_row.values())
+        memo_hits = sum(1 for key in keys if key in known)
+        if self.metrics is not None and memo_hits:
+            self.metrics.incr("embedding_memo_hits", memo_hits)
         if todo_rows and self.cache is not None:
             todo_rows = self._from_cache(keys, todo_rows, known)
         if todo_rows and self.seed is not None:

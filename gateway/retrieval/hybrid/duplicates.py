@@ -13,7 +13,7 @@ Rules:
 * score = mean over the three facets of the cosine between the new Lesson's
   facet vector and the existing one's (empty facets count 0), so it lies in
   [-1, 1] and is reported clipped to [0, 1];
-* bands from the profile calibration (ranking ``rrf_v9``): ``near_identical`` at or
+* bands from the profile calibration (ranking ``rrf_v10``): ``near_identical`` at or
   above ``Calibration.near_identical``, ``same_topic`` at or above
   ``Calibration.same_topic``; below that, nothing is listed;
 * titles are read fresh from MediaWiki (the index holds no text, docs/retrieval.md#index-records);

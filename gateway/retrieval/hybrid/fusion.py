@@ -1,4 +1,4 @@
-"""Versioned rank fusion ``rrf_v9``: channels → one ordered list with 0–1 service scores.
+"""Versioned rank fusion ``rrf_v10``: channels → one ordered list with 0–1 service scores.
 
 Contract: ``docs/retrieval.md#fusion``, ``docs/retrieval.md#min-score``; weights and
 calibration in ``docs/hybrid-search.md``. Everything that decides an order is pinned by
@@ -75,7 +75,7 @@ __all__ = [
     "exact_match",
 ]
 
-RANKING_VERSION = "rrf_v9"
+RANKING_VERSION = "rrf_v10"
 
 #: What a fusion ranks: a search (a lexical-only result has basis ``full_text``) or an analogy list
 #: (basis ``lexical``); also the ``operation`` label of the ``hybrid_candidates`` counter.
@@ -87,9 +87,10 @@ OPERATIONS = (SEARCH, ANALOGIES)
 #: whole text (``bm25``), and the query against each facet and the whole-Lesson vector. Full-text
 #: candidates that contain only some query terms (docs/hybrid-search.md#partial-full-text) vote in
 #: ``full_text_partial`` with a lower weight; a Lesson is in one of the two, so ``raw_max``
-#: counts ``full_text`` only.
+#: counts ``full_text`` only. ``semantic:whole_passage`` (weight 0) only orders the language slots
+#: (:mod:`gateway.retrieval.hybrid.slots`): its candidates are scanned and revalidated like the others.
 SEARCH_CHANNELS = ("full_text", "bm25", "semantic:situation", "semantic:approach", "semantic:mechanism",
-                   "semantic:whole")
+                   "semantic:whole", "semantic:whole_passage")
 #: find_analogies channels: stored analogous_to, source facet and whole-Lesson similarity, lexical
 #: Jaccard (legacy) and BM25 of the source's terms.
 ANALOGY_CHANNELS = ("relation", "source:situation", "source:mechanism", "source:whole", "lexical", "bm25")
@@ -124,6 +125,7 @@ class RankingConfig:
     weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({
         "full_text": 1.0, "full_text_partial": 0.6, "bm25": 1.0, "bm25_partial": 0.7,
         "semantic:situation": 0.5, "semantic:approach": 0.3, "semantic:mechanism": 0.5, "semantic:whole": 1.0,
+        "semantic:whole_passage": 0.0,
         "relation": 1.0, "source:situation": 0.8, "source:mechanism": 0.8, "source:whole": 0.8, "lexical": 0.6,
     }))
     #: Weight overrides per query language (:func:`query_language`; ``latin`` queries use ``weights``).
@@ -152,7 +154,7 @@ class RankingConfig:
     #: query's language stands out at ``stand_out_z`` or more (z of the whole-Lesson vector within its
     #: language) and by ``stand_out_margin`` more than the other language's best, or the lexical
     #: channel's first hit is among the first ``agreement_depth`` semantic hits of the query's language.
-    #: Shipped empty (the decision off, so rrf_v9 ranks as rrf_v8): with it on for ``hangul`` the
+    #: Shipped empty (the decision off since rrf_v9): with it on for ``hangul`` the
     #: held-out Korean→English figures fell (docs/hybrid-search.md#rrf-v9-quality).
     adaptive_languages: tuple[str, ...] = ()
     stand_out_z: float = 3.5
@@ -168,17 +170,24 @@ class RankingConfig:
     hub_centering: float = 0.5
     #: k-occurrence hub correction (docs/hybrid-search.md#k-occurrence): standardised z lowered by
     #: ``hub_demotion`` times the Lesson's hub score (:func:`gateway.retrieval.hybrid.cross_language.hubness`,
-    #: ``hub_form`` ``log``, ``nk`` or ``ls``, over the ``hub_k`` best of each Korean Lesson). Shipped off (0):
-    #: measured on the held-out half it left ``ko_ko`` at 0.867 and cost ``ko_multi``.
-    hub_demotion: float = 0.0
+    #: ``hub_form`` ``log``, ``nk`` or ``ls``, over the ``hub_k`` best of each Korean Lesson). On in ``rrf_v10``
+    #: (with the language slots, docs/hybrid-search.md#ranking-rrf-v10); 0: off.
+    hub_demotion: float = 2.0
     hub_k: int = 10
     hub_form: str = "log"
+    #: Language slots (docs/hybrid-search.md#language-slots, :mod:`gateway.retrieval.hybrid.slots`): for a
+    #: query of one of ``slot_languages``, the positions of the first ``slot_depth`` results held by a
+    #: Lesson of the query's language are refilled, in order, by those Lessons ranked by the
+    #: ``semantic:whole_passage`` channel; the other positions do not move (0: off).
+    slot_depth: int = 10
+    slot_languages: tuple[str, ...] = ("hangul",)
     same_language_weights: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({
         "hangul": MappingProxyType({}), "mixed": MappingProxyType({}),
     }))
     channel_caps: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({
         "full_text": 50, "full_text_partial": 50, "bm25": 50, "bm25_partial": 50,
         "semantic:situation": 30, "semantic:approach": 30, "semantic:mechanism": 30, "semantic:whole": 50,
+        "semantic:whole_passage": 50,
         "relation": 50, "source:situation": 30, "source:mechanism": 30, "source:whole": 50, "lexical": 50,
     }))
     #: Semantic channels (search and analogies) skip Lessons whose content quality

@@ -53,7 +53,9 @@ class HybridResult:
     hybrid | stored_relation | lexical; ``channels``: channels that voted;
     ``shared_terms``: lexical evidence (find_analogies); ``votes``: the valid
     votes fusion used (each channel's best rank and its own score) and ``tier``
-    the fusion tier (relation 2, exact 1, rest 0) — what ``explain`` shows.
+    the fusion tier (relation 2, exact 1, rest 0) and ``slot_from`` the 1-based fusion rank of a
+    result the language slots moved (docs/hybrid-search.md#language-slots; None: not moved) — what
+    ``explain`` shows.
     """
 
     snapshot: LessonSnapshot
@@ -63,6 +65,7 @@ class HybridResult:
     shared_terms: tuple[str, ...] = ()
     votes: tuple[RankContribution, ...] = ()
     tier: int = 0
+    slot_from: int | None = None
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ docs/retrieval.md#min-score and docs/retrieval.md#resource-isolation.
    analysed whole text (``docs/hybrid-search.md#lexical-channel``); query vs
    situation/approach/mechanism/whole with the profile's cosine floor and a
    pre-filter on indexed scalars (a Hangul query ranks Korean and other
-   Lessons separately per channel, ``docs/hybrid-search.md#ranking``).
+   Lessons separately per channel, ``docs/hybrid-search.md#ranking``); for a
+   Hangul query the slot channel (query vs the Korean Lessons' passage-form
+   whole vectors, weight 0, ``docs/hybrid-search.md#language-slots``).
 5. Preliminary RRF order; only the first ``scan_limit`` ids (one cap over all
    channels) are revalidated: ``scanned`` = ids examined (docs/retrieval.md#fusion).
 6. Canonical revalidation against fresh snapshots (batches of 50): missing →
@@ -29,7 +31,8 @@ docs/retrieval.md#min-score and docs/retrieval.md#resource-isolation.
    semantic votes dropped, Lesson queued for re-embedding, status ``stale``; same hash,
    new revision/metadata → scalars refreshed without embedding (docs/retrieval.md#revalidation); filters
    re-applied to fresh data; exact-identifier test on fresh text.
-7. Fusion (:mod:`gateway.retrieval.hybrid.fusion`), ``min_score`` on the service score.
+7. Fusion (:mod:`gateway.retrieval.hybrid.fusion`), ``min_score`` on the service score, then
+   the language slots of a Hangul query (:mod:`gateway.retrieval.hybrid.slots`).
 8. While a shadow comparison runs, a sampled share of full requests is handed
    to :class:`~gateway.retrieval.hybrid.shadow.ShadowRunner` after step 4 (ranked on
    the shadow generation in the background; docs/operations.md#shadow-queries).
@@ -43,10 +46,11 @@ import time
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any, Callable, Mapping, Sequence
 
-from gateway.config.profiles import FACETS, INDEX_FACETS
+from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE_PASSAGE
 from gateway.domain.model import LessonSnapshot
 from gateway.retrieval.embedding.errors import EmbeddingError
 from gateway.retrieval.filters import SearchFilters, index_mask
+from gateway.retrieval.hybrid import slots
 from gateway.retrieval.hybrid.channels import decide_language, lexical_votes, semantic_votes
 from gateway.retrieval.hybrid.fusion import (
     SEARCH,
@@ -201,10 +205,16 @@ class SearchPipeline:
             cfg, plan = decide_language(snap, q, vectors, [i for i, _ in channel_hits.get("bm25", [])], allowed,
                                         self.service.ranking)
             for name in facets:
+                if name == WHOLE_PASSAGE:
+                    continue
                 channel = f"semantic:{name}"
                 channel_hits[channel], capped = semantic_votes(snap, name, vectors[name], cfg.channel_caps[channel],
                                                                allowed, floor, plan, cfg.semantic_quality_floor)
                 partial |= capped
+            if facet is None and slots.applies(cfg, q):  # the order of the language slots (weight 0)
+                channel_hits[slots.SLOT_CHANNEL] = slots.slot_votes(
+                    snap, vectors[WHOLE_PASSAGE], cfg.channel_caps[slots.SLOT_CHANNEL], allowed,
+                    cfg.semantic_quality_floor)
             self.stages.observe("hybrid_stage_seconds", time.monotonic() - t0, stage="candidates")
             if full_text is not None:
                 ahead, prefetched = self._read_ahead(repository, channel_hits, cfg, beside)
@@ -314,7 +324,8 @@ class SearchPipeline:
         partial full-text candidates are taken from these snapshots
         (docs/hybrid-search.md#partial-full-text).
         """
-        ids = preliminary_order(votes_by_lesson(channel_hits), cfg)[: cfg.scan_limit]
+        ids = slots.scan_ids(preliminary_order(votes_by_lesson(channel_hits), cfg),
+                             channel_hits.get(slots.SLOT_CHANNEL, ()), cfg)
         job = beside(list(ids)) if beside is not None and ids else None
         if job is not None:
             try:

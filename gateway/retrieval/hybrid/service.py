@@ -67,7 +67,7 @@ class RetrievalService:
             (``LessonRepository.schema``) gives the projection's facets and the text fields.
         metrics: optional ``gateway.ops.metrics.Metrics``.
         provider: injectable provider (default: :func:`build_provider`).
-        ranking: ranking configuration (default ``rrf_v9``).
+        ranking: ranking configuration (default ``rrf_v10``).
         clock: monotonic seconds for the refresher.
     """
 

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from gateway.config.profiles import INDEX_FACETS
+from gateway.config.profiles import RANKED_FACETS
 from gateway.retrieval.index.backend import SemanticIndex
 from gateway.retrieval.hybrid.channels import lexical_votes, semantic_votes
 from gateway.retrieval.hybrid.cross_language import LanguagePlan
@@ -93,7 +93,7 @@ def index_order(snap: SemanticIndex, probe: ShadowProbe) -> list[str]:
     channels: dict[str, list] = {}
     channels["bm25"], channels["bm25_partial"], _ = lexical_votes(
         snap, probe.query_terms, cfg.channel_caps["bm25"], allowed, cfg.lexical_partial_below)
-    for facet in INDEX_FACETS:
+    for facet in RANKED_FACETS:
         if facet in probe.vectors:
             name = f"semantic:{facet}"
             channels[name], _ = semantic_votes(snap, facet, probe.vectors[facet], cfg.channel_caps[name], allowed,

@@ -10,8 +10,9 @@ retryable ``semantic_unavailable`` error on a hybrid continuation
 The shared tail (:meth:`Stages.finish`, steps 5–7 of
 :mod:`gateway.retrieval.hybrid.search_pipeline`): preliminary RRF order, the
 scan cap, canonical revalidation against fresh snapshots
-(docs/retrieval.md#revalidation) and the final fusion with ``min_score``
-(docs/retrieval.md#min-score).
+(docs/retrieval.md#revalidation), the final fusion with ``min_score``
+(docs/retrieval.md#min-score) and, for a search in a slot language, the
+language slots (:mod:`gateway.retrieval.hybrid.slots`).
 """
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from typing import Any, Mapping, Sequence
 
 from gateway.domain.model import LessonSnapshot
 from gateway.retrieval.filters import SearchFilters
+from gateway.retrieval.hybrid import slots
 from gateway.retrieval.hybrid.fusion import (
+    SEARCH,
     FusionCandidate,
     RankContribution,
     RankingConfig,
@@ -83,11 +86,11 @@ class Stages:
                partial: bool, query: str | None, exclude: str | None = None,
                prefetched: Mapping[str, LessonSnapshot] | None = None,
                config: RankingConfig | None = None) -> HybridList:
-        """Preliminary fusion, scan cap, canonical revalidation, final fusion (steps 5–7)."""
+        """Preliminary fusion, scan cap, canonical revalidation, final fusion, language slots (steps 5–7)."""
         cfg = config or self.service.ranking
         votes = votes_by_lesson(channel_hits, exclude)
         order = preliminary_order(votes, cfg)
-        examined = order[: cfg.scan_limit]
+        examined = slots.scan_ids(order, channel_hits.get(slots.SLOT_CHANNEL, ()), cfg)
         partial |= len(order) > cfg.scan_limit
         t0 = time.monotonic()
         known = dict(prefetched or {})
@@ -155,8 +158,16 @@ class Stages:
         if stale and status == "ready":
             status = "stale"
         votes_of = {c.lesson_id: c.contributions for c in candidates}
+        moved: dict[str, int] = {}
+        if operation == SEARCH and slots.SLOT_CHANNEL in channels and slots.applies(cfg, query):
+            # docs/hybrid-search.md#language-slots (not for a one-facet request: no slot channel ran)
+            by_id = {r.lesson_id: r for r in fused}
+            order_ids, moved = slots.language_slots([r.lesson_id for r in fused], votes_of,
+                                                    slots.korean_lesson(snap), cfg.slot_depth)
+            fused = [by_id[i] for i in order_ids]
         results = tuple(HybridResult(fresh[r.lesson_id], r.score, r.basis, r.channels,
-                                     votes=votes_of.get(r.lesson_id, ()), tier=r.tier) for r in fused)
+                                     votes=votes_of.get(r.lesson_id, ()), tier=r.tier,
+                                     slot_from=moved.get(r.lesson_id)) for r in fused)
         return HybridList(results=results, effective_mode=HYBRID_MODE, ranking_version=cfg.version,
                           semantic_status=status, generation=snap.generation, partial=partial,
                           scanned=len(examined), scan_limit=cfg.scan_limit)

@@ -55,7 +55,7 @@ from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.config.schema import Schema
 from gateway.retrieval.index.analyzer import ANALYZER_VERSION
 from gateway.retrieval.quality import lesson_quality
-from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE
+from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE, WHOLE_PASSAGE
 
 __all__ = [
     "PROJECTION_VERSION",
@@ -182,8 +182,9 @@ class ProjectionDocument:
         revision_id: source revision (0 when built from a bare page).
         projection_version: :data:`PROJECTION_VERSION`.
         facets: ``((facet, text), ...)`` in ``INDEX_FACETS`` order (the three facets, then
-            ``whole``); text may be ``""``.
-        retrieval_hash: ``"sha256:" + hex`` over projection identity and facet texts.
+            ``whole`` and ``whole_passage``, the same text as ``whole``); text may be ``""``.
+        retrieval_hash: ``"sha256:" + hex`` over projection identity and facet texts (``whole_passage``,
+            a copy of ``whole``, left out).
         metadata: the Lesson's :class:`LessonMetadata`.
         truncation: one :class:`FacetTruncation` per cut facet.
         quality: the page's content quality in [0, 1] (:func:`gateway.retrieval.quality.lesson_quality`,
@@ -309,12 +310,16 @@ class ProjectionBuilder:
         cuts: list[FacetTruncation] = []
         full = {facet: "\n".join(line for _, line in lines) for facet, lines in self._lines(page).items()}
         for facet in INDEX_FACETS:
+            if facet == WHOLE_PASSAGE:  # the same text as whole, embedded in document form: one cut, one hash
+                facets.append((facet, dict(facets)[WHOLE]))
+                continue
             text = full[facet]
             if len(text) > self.facet_char_cap:
                 cuts.append(FacetTruncation(facet, len(text), self.facet_char_cap))
                 text = self._cut(text)
             facets.append((facet, text))
-        retrieval_hash = _sha({"projection": self.identity(), "facets": dict(facets)})
+        retrieval_hash = _sha({"projection": self.identity(),
+                               "facets": {f: t for f, t in facets if f != WHOLE_PASSAGE}})
         return ProjectionDocument(lesson_id=lesson_id, revision_id=revision_id, projection_version=self.version,
                                   facets=tuple(facets), retrieval_hash=retrieval_hash,
                                   metadata=self.metadata(page), truncation=tuple(cuts),

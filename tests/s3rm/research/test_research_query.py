@@ -163,7 +163,7 @@ def test_real_stack_prints_results_with_facets_and_citations(stack, capsys, monk
     assert code == 0, err
     report = json.loads(out)
     assert QUERY not in out + err
-    assert report["ranking_version"] == "rrf_v9"
+    assert report["ranking_version"] == "rrf_v10"
     assert set(report["facets"]) == {"situation", "approach", "mechanism"}
     assert all(f["effective_mode"] == "hybrid_v1" for f in report["facets"].values())
     hits = {r["id"]: r for r in report["results"]}
@@ -293,14 +293,14 @@ def test_prompt_holds_the_results_only_and_respects_the_cap():
     assert len(user) < 800 and "R" * 400 not in user
 
 
-def test_fusion_uses_rrf_v9_ranks_and_reports_the_facets():
-    runs = [FacetRun("situation", [{"id": "a"}, {"id": "b"}], "hybrid_v1", "ready", "rrf_v9"),
-            FacetRun("approach", [{"id": "b"}], "hybrid_v1", "ready", "rrf_v9"),
-            FacetRun("mechanism", [{"id": "b"}, {"id": "a"}, {"id": "c"}], "hybrid_v1", "ready", "rrf_v9")]
+def test_fusion_uses_rrf_v10_ranks_and_reports_the_facets():
+    runs = [FacetRun("situation", [{"id": "a"}, {"id": "b"}], "hybrid_v1", "ready", "rrf_v10"),
+            FacetRun("approach", [{"id": "b"}], "hybrid_v1", "ready", "rrf_v10"),
+            FacetRun("mechanism", [{"id": "b"}, {"id": "a"}, {"id": "c"}], "hybrid_v1", "ready", "rrf_v10")]
     hits = fuse_facets(runs, 10)
     assert [h.id for h in hits] == ["b", "a", "c"]
     assert hits[0].facets == {"situation": 2, "approach": 1, "mechanism": 1}
     assert hits[0].score == 1.0 or hits[0].score > hits[1].score > hits[2].score
     from s3rm.research.facets import VersionMismatch
     with pytest.raises(VersionMismatch):
-        fuse_facets([FacetRun("situation", [{"id": "a"}], "hybrid_v1", "ready", "rrf_v8")], 5)
+        fuse_facets([FacetRun("situation", [{"id": "a"}], "hybrid_v1", "ready", "rrf_v9")], 5)
