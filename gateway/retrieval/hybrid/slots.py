@@ -7,8 +7,9 @@ and which an English one; for a query in one of
 filled, in order, by the Korean candidates ranked by the :data:`SLOT_CHANNEL` channel (query vs the
 whole Lesson text embedded in document form, Korean Lessons above the content-quality floor and
 inside the request's filters only), then by the other Korean results in fusion order. Other
-positions never move; the rest of the list follows in fusion order without repeats. The slot channel's candidates are scanned and revalidated like every
-channel's (:func:`scan_ids`), so a refill only ever uses a Lesson that survived revalidation, the
+positions, and those of hits in fusion's relation or exact-identifier tier, never move; the rest of
+the list follows in fusion order without repeats. The slot channel's candidates are scanned and
+revalidated like every channel's (:func:`scan_ids`), so a refill only ever uses a Lesson that survived revalidation, the
 filters and ``min_score``.
 """
 from __future__ import annotations
@@ -85,19 +86,24 @@ def korean_lesson(snap: SemanticIndex) -> Callable[[str], bool]:
 
 
 def language_slots(ordered: Sequence[str], votes: Mapping[str, Sequence[RankContribution]],
-                   is_korean: Callable[[str], bool], depth: int) -> tuple[list[str], dict[str, int]]:
+                   is_korean: Callable[[str], bool], depth: int,
+                   pinned: Container[str] = ()) -> tuple[list[str], dict[str, int]]:
     """The slot refill of one fused list (module doc): ``ordered`` ids, ``votes`` each candidate's valid votes.
 
+    ``pinned`` ids (fusion's relation and exact-identifier tiers) are no slot: they keep their position
+    and are never supplied to another one, so no rest-tier hit passes them.
     Returns the new order and, for every id whose position changed, its 1-based fusion rank (what
     ``explain`` shows as ``slot``).
     """
     own_rank = {}
     for lesson_id in ordered:
+        if lesson_id in pinned:
+            continue
         ranks = [v.rank for v in votes.get(lesson_id, ()) if v.channel == SLOT_CHANNEL]
         if ranks:
             own_rank[lesson_id] = min(ranks)
     own = sorted(own_rank, key=lambda i: (own_rank[i], i))
-    korean = {i for i in ordered[:depth] if is_korean(i)}
+    korean = {i for i in ordered[:depth] if is_korean(i) and i not in pinned}
     new = refill(ordered, korean, own, depth)
     before = {i: n for n, i in enumerate(ordered, 1)}
     moved = {i: before[i] for n, i in enumerate(new, 1) if before[i] != n}

@@ -24,6 +24,7 @@ from gateway.retrieval.filters import SearchFilters
 from gateway.retrieval.hybrid import slots
 from gateway.retrieval.hybrid.fusion import (
     SEARCH,
+    TIER_REST,
     FusionCandidate,
     RankContribution,
     RankingConfig,
@@ -163,7 +164,8 @@ class Stages:
             # docs/hybrid-search.md#language-slots (not for a one-facet request: no slot channel ran)
             by_id = {r.lesson_id: r for r in fused}
             order_ids, moved = slots.language_slots([r.lesson_id for r in fused], votes_of,
-                                                    slots.korean_lesson(snap), cfg.slot_depth)
+                                                    slots.korean_lesson(snap), cfg.slot_depth,
+                                                    pinned={r.lesson_id for r in fused if r.tier != TIER_REST})
             fused = [by_id[i] for i in order_ids]
         results = tuple(HybridResult(fresh[r.lesson_id], r.score, r.basis, r.channels,
                                      votes=votes_of.get(r.lesson_id, ()), tier=r.tier,

@@ -73,6 +73,20 @@ def test_language_slots_use_only_revalidated_candidates_and_report_what_moved():
     assert new == ["k1", "e1"] and moved == {}
 
 
+def test_exact_and_relation_tier_hits_keep_their_positions():
+    """A Korean Lesson fusion put in the exact-identifier (or relation) tier is no Korean slot: the slot
+    order never pushes it below a rest-tier hit, nor supplies it elsewhere (docs/retrieval.md#fusion tiers)."""
+    ordered = ["k1", "e1", "k2", "k3"]  # k1: the verbatim (exact-tier) match of the query
+    votes = {"k1": [vote("full_text", 1), vote(slots.SLOT_CHANNEL, 3)], "e1": [vote("semantic:whole", 1)],
+             "k2": [vote("bm25", 2)], "k3": [vote("bm25", 3), vote(slots.SLOT_CHANNEL, 1)]}
+    is_korean = lambda i: i.startswith("k")  # noqa: E731
+    new, moved = slots.language_slots(ordered, votes, is_korean, depth=10, pinned={"k1"})
+    assert new == ["k1", "e1", "k3", "k2"]  # k1 keeps first place; the rest-tier Korean positions are refilled
+    assert moved == {"k3": 4, "k2": 3}
+    new, _ = slots.language_slots(ordered, votes, is_korean, depth=10)
+    assert new == ["k3", "e1", "k1", "k2"]  # without pins every Korean position is a slot
+
+
 def test_scan_ids_make_room_for_slot_candidates_within_the_scan_limit():
     cfg = RankingConfig(scan_limit=5, slot_depth=3)
     order = ["a", "b", "c", "d", "e", "f", "k1", "k2", "k3", "k4"]

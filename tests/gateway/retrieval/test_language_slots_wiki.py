@@ -125,3 +125,25 @@ def test_pages_of_a_korean_question_slice_one_order(wired):
     first = h.ok("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=5)
     second = h.ok("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=5, cursor=first["next_cursor"])
     assert [r["id"] for r in first["results"] + second["results"]] == whole
+
+
+#: Verbatim words of one Korean Lesson of the corpus (three or more words: an exact query, fusion's exact
+#: tier for the one Lesson holding them, docs/retrieval.md#fusion). Under the first rrf_v10 the slot order
+#: put another Korean Lesson (mostly ko-cron-duplicate) first on every one of these.
+VERBATIM = {"무작위화하거나 고정하고 기록하라": "ko-survey-order",
+            "버전을 무작위로 배포했다": "ko-survey-order",
+            "설정과 실행 기록을": "ko-cron-duplicate",
+            "쓰는 모든 서버": "ko-log-rotation",
+            "빠듯한 학습 작업": "ko-gpu-memory"}
+
+
+@pytest.mark.parametrize("query", VERBATIM)
+def test_a_verbatim_korean_match_stays_first(wired, query):
+    """The slots refill rest-tier Korean positions only: the Lesson holding a Korean query verbatim
+    (exact tier) stays first, and no rest-tier hit comes before an exact-tier one."""
+    h, _ = wired
+    results = search(h, query)
+    tiers = [r["explain"]["tier"] for r in results]
+    assert results[0]["id"] == VERBATIM[query] and tiers[0] == "exact", [(r["id"], t) for r, t in zip(results, tiers)]
+    rank = {"relation": 2, "exact": 1, "rest": 0}
+    assert [rank[t] for t in tiers] == sorted((rank[t] for t in tiers), reverse=True), tiers
