@@ -105,3 +105,21 @@ def test_the_corpus_vectors_come_from_the_seed(backends):
     seed = backends["in_process"][1].provider.seed.stats()
     assert seed["state"] == "on" and seed["hits"] == seed["rows"] > 0, seed  # each text once, then the memo
     assert backends["built_with"] <= 2, backends["built_with"]  # one profile probe per service
+
+
+def test_the_language_slots_order_a_korean_question_alike_on_both_backends(backends):
+    """rrf_v10's slot channel reads the fifth vector (``whole_passage``, docs/hybrid-search.md#language-slots):
+    on PostgreSQL + pgvector (its own table of that vector, layout 2) a Korean question gets the same
+    refilled order as on the in-process index. (The fusion ranks ``explain`` gives moved hits may differ:
+    without the slots one question's fused order swaps two Korean Lessons of close scores between the
+    backends, which the refill then puts in the same slot order.)"""
+    moved = 0
+    for question in sorted(QUESTIONS):
+        lists = {}
+        for name in ("in_process", "pgvector"):
+            repo, svc = backends[name]
+            lists[name] = svc.search_lessons(repo, SearchRequest(query=question)).results
+        ids = {name: [r.snapshot.id for r in results] for name, results in lists.items()}
+        assert ids["pgvector"] == ids["in_process"], question
+        moved += sum(1 for r in lists["pgvector"] if r.slot_from is not None)
+    assert moved, "no Korean question's order was changed by the slots: the test does not exercise them"
