@@ -147,3 +147,32 @@ def test_a_verbatim_korean_match_stays_first(wired, query):
     assert results[0]["id"] == VERBATIM[query] and tiers[0] == "exact", [(r["id"], t) for r, t in zip(results, tiers)]
     rank = {"relation": 2, "exact": 1, "rest": 0}
     assert [rank[t] for t in tiers] == sorted((rank[t] for t in tiers), reverse=True), tiers
+
+
+def test_pages_of_a_korean_question_with_an_english_phrasing_slice_one_order(wired):
+    """also_phrased_as, explain and pages smaller than the slot depth: pages of three cut one list of
+    unique Lessons (docs/tools.md#cursors, docs/retrieval.md#phrasings), each with its explain."""
+    h, _ = wired
+    ask = dict(query=QUESTIONS[1], also_phrased_as=["checkpoints filled the disk and training died"],
+               retrieval_mode="hybrid_v1", explain=True)
+    whole = h.ok("search_lessons", limit=DEPTH, **ask)["results"]
+    paged, cursor = [], None
+    while len(paged) < DEPTH:
+        page = h.ok("search_lessons", limit=3, **ask, **({"cursor": cursor} if cursor else {}))
+        paged += page["results"]
+        cursor = page["next_cursor"]
+        assert cursor or len(paged) >= DEPTH
+    assert [(r["id"], r["explain"]) for r in paged[:DEPTH]] == [(r["id"], r["explain"]) for r in whole]
+    assert len({r["id"] for r in whole}) == len(whole)
+
+
+def test_min_score_holds_for_every_refilled_position(wired):
+    """A Lesson found by the slot channel alone (service score 0) or below ``min_score`` never enters a slot."""
+    h, _ = wired
+    for query in QUESTIONS:
+        every = search(h, query)
+        floor = sorted(r["score"] for r in every)[len(every) // 2]  # about half the first page passes
+        kept = h.ok("search_lessons", query=query, retrieval_mode="hybrid_v1", limit=DEPTH, explain=True,
+                    min_score=floor)["results"]
+        assert kept and all(r["score"] >= floor for r in kept), [(r["id"], r["score"]) for r in kept]
+        assert len({r["id"] for r in kept}) == len(kept)
