@@ -468,10 +468,12 @@ class PgStore:
         return [(r[0], float(r[1])) for r in rows]
 
     def table_bytes(self, generation: str) -> int:
-        """Disk bytes of the generation's tables (:meth:`GenerationInfo.relations`) with their indexes and TOAST."""
+        """Disk bytes of the generation's tables (:meth:`GenerationInfo.relations`) with their indexes and TOAST;
+        a table the generation does not have (a layout-2 generation built before ``whole_passage``) counts 0."""
         info = self._require(generation)
         with self.pool.connection() as conn:
-            return int(conn.execute("SELECT sum(pg_total_relation_size(r)) FROM unnest(%s::regclass[]) AS r",
+            return int(conn.execute("SELECT coalesce(sum(pg_total_relation_size(to_regclass(n))), 0) "
+                                    "FROM unnest(%s::text[]) AS n WHERE to_regclass(n) IS NOT NULL",
                                     (list(info.relations()),)).fetchone()[0])
 
     # ----------------------------------------------------------- dirty queue

@@ -291,3 +291,15 @@ def test_both_vector_layouts_serve_alike_and_layout_2_keeps_1024_dim_vectors_out
         assert left == 0
     finally:
         store.close()
+
+
+def test_a_layout_2_generation_built_before_the_fifth_vector_is_measured_and_retired(store):
+    """A generation registered by rrf_v9 code has four vector tables (no ``whole_passage``, which the
+    fifth facet of INDEX_FACETS names): its disk size is still measured and it still retires."""
+    gen = _gen("gen-v9-")
+    info = store.register(gen, DIMS, layout=2)
+    with store.pool.connection() as conn:
+        conn.execute(f"DROP TABLE {info.vector_table('whole_passage')}")  # what an rrf_v9 build left
+    assert store.table_bytes(gen) > 0
+    store.retire(gen)
+    assert store.generation(gen).state == "retired"
