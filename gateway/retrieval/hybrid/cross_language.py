@@ -109,8 +109,9 @@ def _partition_z(scores: np.ndarray, korean: np.ndarray, counted: np.ndarray) ->
     return z
 
 
-#: ``(index, key, N_k)`` of the last few computations (the correction is off by default; a shipped version
-#: would keep ``N_k`` in the snapshot's own cache instead of holding snapshots here).
+#: ``(index, key, (N_k, density))`` of the last few computations (four facets per snapshot: the current and
+#: the previous snapshot). Holding snapshots here keeps the previous one alive until the next refresh;
+#: keeping ``N_k`` in the snapshot's own cache would not.
 _HUB_CACHE: list[tuple[object, tuple, tuple[np.ndarray, np.ndarray]]] = []
 _HUB_LOCK = threading.Lock()
 
@@ -122,16 +123,17 @@ def k_occurrence(index: SemanticIndex, facet: str, k: int, eligible: np.ndarray 
     centred like a query by ``centering``) scored exactly as a query of that language is (z-scored
     within each Lesson-language partition over the eligible rows), the pseudo-query itself left out.
     Ineligible rows get 0. Cached per index object (query-independent, docs/hybrid-search.md#k-occurrence)."""
-    return _neighbourhood(index, facet, k, eligible, korean_query, centering)[0]
+    return _neighbourhood(index, facet, k, eligible, korean_query, centering, with_density=False)[0]
 
 
 def _neighbourhood(index: SemanticIndex, facet: str, k: int, eligible: np.ndarray | None,
-                   korean_query: bool, centering: float) -> tuple[np.ndarray, np.ndarray]:
+                   korean_query: bool, centering: float, *, with_density: bool) -> tuple[np.ndarray, np.ndarray]:
     """``(N_k, density)``, both ``(n,)``: :func:`k_occurrence`, and per row the mean z it gets from the ``k``
     pseudo-queries that score it highest (its own neighbourhood, as local scaling uses; 0 when
-    ineligible)."""
+    ineligible, and 0 everywhere unless ``with_density``: only the ``ls`` form reads it, and it costs a
+    quarter of the computation)."""
     key = (facet, k, None if eligible is None else np.asarray(eligible, dtype=bool).tobytes(), korean_query,
-           centering)
+           centering, with_density)
     with _HUB_LOCK:
         for owner, owner_key, value in _HUB_CACHE:
             if owner is index and owner_key == key:
@@ -154,7 +156,7 @@ def _neighbourhood(index: SemanticIndex, facet: str, k: int, eligible: np.ndarra
             best = np.argpartition(-z, depth - 1, axis=1)[:, :depth]
             np.add.at(counts, best.ravel(), 1.0)
         reach = min(k, queries.shape[1] - 1)
-        if reach > 0:
+        if with_density and reach > 0:
             top = -np.partition(-z, reach - 1, axis=0)[:reach]   # (reach, n): each row's best pseudo-queries
             density = np.where(np.isfinite(top), top, 0.0).mean(axis=0)
     counts[~counted], density[~counted] = 0.0, 0.0
@@ -169,7 +171,8 @@ def hubness(index: SemanticIndex, facet: str, eligible: np.ndarray | None, plan:
     standard deviations a row is found more often than the k it would be on average); ``log``:
     ``log((1 + N_k) / (1 + k))`` clipped at 0; ``ls`` (local scaling): the row's neighbourhood density
     minus the median density of the eligible rows (negative for rows that no pseudo-query comes near)."""
-    counts, density = _neighbourhood(index, facet, plan.hub_k, eligible, plan.korean_query, plan.centering)
+    counts, density = _neighbourhood(index, facet, plan.hub_k, eligible, plan.korean_query, plan.centering,
+                                     with_density=plan.hub_form == "ls")
     counted = np.ones(len(counts), dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
     if plan.hub_form == "log":
         return np.maximum(0.0, np.log((1.0 + counts) / (1.0 + plan.hub_k)))
