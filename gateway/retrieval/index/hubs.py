@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["CHUNK_ROWS", "centroid", "compute_neighbourhood", "neighbourhood", "neighbourhood_key",
            "partition_z"]
 
-#: Pseudo-queries z-scored and ranked at once: 256 × 5,000 Lessons × 8 B ≈ 10 MB of working buffer.
-CHUNK_ROWS = 256
+#: Pseudo-queries z-scored and ranked at once: 64 × 5,000 Lessons × 8 B ≈ 2.6 MB per working array.
+CHUNK_ROWS = 64
 
 
 def partition_z(scores: np.ndarray, korean: np.ndarray, counted: np.ndarray) -> np.ndarray:
