@@ -259,36 +259,42 @@ def test_dirty_hint_makes_a_new_lesson_findable_and_no_request_waits(fresh):
     assert service.health()["lessons"] == lessons_before + 1  # the count follows dirty refreshes too
 
 
-def test_after_a_write_the_refresher_has_computed_n_k_and_a_korean_search_computes_none(fresh, monkeypatch):
-    """docs/hybrid-search.md#k-occurrence: the k-occurrence of every ranked facet is computed in the refresher's
-    worker before the new snapshot serves; the next Korean query only reads it."""
+def count_n_k(monkeypatch) -> list[tuple[object, str]]:
+    """Every computation of a k-occurrence from now on, as ``(snapshot, facet)`` (docs/hybrid-search.md#k-occurrence-cost)."""
     from gateway.retrieval.index import hubs
 
-    repo, service = fresh
-    ranking = service.ranking
     computed: list[tuple[object, str]] = []
     real = hubs.compute_neighbourhood
+    monkeypatch.setattr(hubs, "compute_neighbourhood",
+                        lambda index, facet, *a, **kw: computed.append((index, facet)) or real(index, facet, *a, **kw))
+    return computed
 
-    def counted(index, facet, *args, **kwargs):
-        computed.append((index, facet))
-        return real(index, facet, *args, **kwargs)
 
-    monkeypatch.setattr(hubs, "compute_neighbourhood", counted)
+def write_korean_lesson(repo, service, lesson_id: str, title: str, **fields: str) -> None:
+    """Create a Korean Lesson, send its dirty hint and wait until the refresher is idle."""
+    repo.put_page(lesson_id, serialize_page(lesson(lesson_id, title=title, **fields), SCHEMA))
+    service.hint_dirty(lesson_id)
+    assert service.refresher.wait_idle(600)
+
+
+def test_after_a_write_the_refresher_has_computed_n_k_and_a_korean_search_computes_none(fresh, monkeypatch):
+    """docs/hybrid-search.md#k-occurrence-cost: the k-occurrence of every ranked facet is computed in the
+    refresher's worker before the new snapshot serves; the next Korean query only reads it."""
+    repo, service = fresh
+    computed = count_n_k(monkeypatch)
     before = service.refresher.current()
-    repo.put_page("ko-hub-write", serialize_page(lesson(
-        "ko-hub-write", title="야간 배치 작업이 디스크를 가득 채움", question="왜 야간 배치가 실패했나?",
+    write_korean_lesson(
+        repo, service, "ko-hub-write", "야간 배치 작업이 디스크를 가득 채움", question="왜 야간 배치가 실패했나?",
         attempt="임시 파일을 작업 끝에 지우도록 바꿈.", context="공유 스토리지의 배치 서버.",
         observation="디스크 사용량이 매일 밤 100%에 도달함.", interpretation="임시 파일이 지워지지 않았음.",
-        reusable_lesson="배치 작업은 임시 파일을 스스로 정리해야 한다.", applicability="배치 서버 운영."), SCHEMA))
-    service.hint_dirty("ko-hub-write")
-    assert service.refresher.wait_idle(600)
+        reusable_lesson="배치 작업은 임시 파일을 스스로 정리해야 한다.", applicability="배치 서버 운영.")
     snap = service.refresher.current()
     assert snap is not before and "ko-hub-write" in snap
     assert sorted(f for index, f in computed if index is snap) == sorted(RANKED_FACETS)  # in the worker
     computed.clear()
     page = harness(repo, service).call("search_lessons", query="배치 작업 때문에 디스크가 가득 참",
                                        retrieval_mode="hybrid_v1", limit=3)
-    assert page["effective_mode"] == "hybrid_v1" and ranking.hub_demotion > 0
+    assert page["effective_mode"] == "hybrid_v1" and service.ranking.hub_demotion > 0
     assert computed == []                             # the request read N_k from the snapshot's cache
     assert "ko-hub-write" in ids(page)
 
@@ -296,30 +302,23 @@ def test_after_a_write_the_refresher_has_computed_n_k_and_a_korean_search_comput
 def test_a_failing_preparation_never_holds_a_write_back_and_the_first_query_computes_n_k(fresh, monkeypatch):
     """The refresher's prepare hook failing (docs/hybrid-search.md#k-occurrence-cost) is logged and the snapshot
     serves anyway; the first Korean query then computes what the hook did not."""
-    from gateway.retrieval.index import hubs
-
     repo, service = fresh
-    computed: list[str] = []
-    real = hubs.compute_neighbourhood
-    monkeypatch.setattr(hubs, "compute_neighbourhood",
-                        lambda index, facet, *a, **kw: computed.append(facet) or real(index, facet, *a, **kw))
+    computed = count_n_k(monkeypatch)
 
     def broken(snapshot):
         raise RuntimeError("preparation failed")
 
     monkeypatch.setattr(service.refresher, "prepare", broken)
-    repo.put_page("ko-prepare-fails", serialize_page(lesson(
-        "ko-prepare-fails", title="로그 수집기가 멈춰 장애 원인을 찾지 못함", question="왜 로그가 비어 있었나?",
+    write_korean_lesson(
+        repo, service, "ko-prepare-fails", "로그 수집기가 멈춰 장애 원인을 찾지 못함", question="왜 로그가 비어 있었나?",
         attempt="수집기 재시작 알림을 추가함.", context="운영 클러스터의 로그 수집기.",
         observation="장애 시간대의 로그가 전혀 없었음.", interpretation="수집기가 조용히 멈춰 있었음.",
-        reusable_lesson="로그 수집기 자체도 감시해야 한다.", applicability="운영 모니터링."), SCHEMA))
-    service.hint_dirty("ko-prepare-fails")
-    assert service.refresher.wait_idle(600)
+        reusable_lesson="로그 수집기 자체도 감시해야 한다.", applicability="운영 모니터링.")
     assert "ko-prepare-fails" in service.refresher.current() and computed == []
     page = harness(repo, service).call("search_lessons", query="로그 수집기가 멈춰서 로그가 없음",
                                        retrieval_mode="hybrid_v1", limit=3)
     assert page["effective_mode"] == "hybrid_v1" and "ko-prepare-fails" in ids(page)
-    assert sorted(computed) == sorted(RANKED_FACETS)
+    assert sorted(f for _, f in computed) == sorted(RANKED_FACETS)
 
 
 def test_stale_hash_drops_the_semantic_contribution_and_reports_stale(fresh):
