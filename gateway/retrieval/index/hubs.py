@@ -11,12 +11,13 @@ swaps a new snapshot in (``gateway.retrieval.hybrid.channels.prepare_snapshot``)
 so a request only reads them; any other variant is computed on first use and
 bounded there.
 
-:func:`compute_neighbourhood` keeps one ``(m, n)`` cosine matrix (m pseudo-queries)
-and z-scores and ranks it :data:`CHUNK_ROWS` rows at a time in one reused
-buffer, never scattering a whole matrix through a boolean index (the first
-implementation held five ``(m, n)`` arrays at its peak); every arithmetic step
-is the one the first implementation made on the same operands, so ``N_k`` (and
-the ``ls`` density) are bit-identical to it (tests/gateway/retrieval/test_hubs.py).
+:func:`compute_neighbourhood` scores the m pseudo-queries in row blocks of at most
+:data:`PRODUCT_BYTES` (one product below that) and z-scores and ranks them
+:data:`CHUNK_ROWS` rows at a time in one reused buffer, never scattering a
+whole matrix through a boolean index (the first implementation held five
+``(m, n)`` arrays at its peak). Every arithmetic step is the one the first
+implementation made on the same operands, so ``N_k`` is bit-identical to it and
+the ``ls`` density equal (tests/gateway/retrieval/test_hubs.py).
 """
 from __future__ import annotations
 
@@ -27,11 +28,13 @@ import numpy as np
 if TYPE_CHECKING:
     from gateway.retrieval.index.backend import SemanticIndex
 
-__all__ = ["CHUNK_ROWS", "centroid", "compute_neighbourhood", "neighbourhood", "neighbourhood_key",
+__all__ = ["CHUNK_ROWS", "PRODUCT_BYTES", "centroid", "compute_neighbourhood", "neighbourhood", "neighbourhood_key",
            "partition_z"]
 
 #: Pseudo-queries z-scored and ranked at once: 64 × 5,000 Lessons × 8 B ≈ 2.6 MB per working array.
 CHUNK_ROWS = 64
+#: Largest ``(m, n)`` float64 cosine matrix made in one product (32 MiB: 2,000 × 2,000); above, row blocks.
+PRODUCT_BYTES = 32 * 2 ** 20
 
 
 def partition_z(scores: np.ndarray, korean: np.ndarray, counted: np.ndarray) -> np.ndarray:
@@ -80,9 +83,18 @@ def neighbourhood(index: "SemanticIndex", facet: str, k: int, eligible: np.ndarr
                                                             with_density=with_density), pin=pin)
 
 
+def _bounds(m: int, size: int) -> list[int]:
+    """Bounds of balanced blocks of ``size`` (at least 2) to ``2·size - 1`` rows over ``m`` rows (one block
+    when ``m < 2·size``): never a one-row block while ``m > 1`` — numpy gathers a one-row block's columns
+    into another memory order than a taller block's and sums its mean in another order."""
+    blocks = max(1, m // max(2, size))
+    return [m * i // blocks for i in range(blocks + 1)]
+
+
 def compute_neighbourhood(index: "SemanticIndex", facet: str, k: int, eligible: np.ndarray | None,
                           korean_query: bool, centering: float, *, with_density: bool,
-                          chunk_rows: int = CHUNK_ROWS) -> tuple[np.ndarray, np.ndarray]:
+                          chunk_rows: int = CHUNK_ROWS,
+                          product_bytes: int = PRODUCT_BYTES) -> tuple[np.ndarray, np.ndarray]:
     """``(N_k, density)``, both float64 ``(n,)``, uncached.
 
     ``N_k``: for every row, how many pseudo-queries hold it among their ``k`` best, where the pseudo-queries
@@ -91,10 +103,11 @@ def compute_neighbourhood(index: "SemanticIndex", facet: str, k: int, eligible: 
     rows), the pseudo-query itself left out. ``density`` (only with ``with_density``, else 0): per row the
     mean z of the ``k`` pseudo-queries scoring it highest. Ineligible rows get 0 in both.
 
-    The ``(m, n)`` cosines of the ``m`` pseudo-queries come from ONE matrix product, as before: BLAS rounds
-    a block of rows differently from the whole product in some shapes (measured with OpenBLAS at 484
-    Lessons), which would move a tie. Everything after it runs ``chunk_rows`` pseudo-queries at a time
-    in one reused buffer; the density's z overwrites the cosines row block by row block.
+    The ``(m, n)`` cosines of the ``m`` pseudo-queries are one matrix product while they fit
+    ``product_bytes`` (and always with ``with_density``: its per-row top needs every pseudo-query), else
+    products of row blocks of at most that size (docs/hybrid-search.md#k-occurrence-cost: why small
+    products stay whole). They are z-scored and ranked ``chunk_rows`` to ``2·chunk_rows - 1``
+    pseudo-queries at a time in one reused buffer; the density's z overwrites the cosines it came from.
     """
     n = len(index)
     korean = np.asarray(index.hangul_rows(), dtype=bool)
@@ -107,35 +120,35 @@ def compute_neighbourhood(index: "SemanticIndex", facet: str, k: int, eligible: 
     queries = columns[:, own]
     if centering:
         queries = queries - centering * columns[:, own].mean(axis=1, keepdims=True)
-    scores = queries.T @ columns                                       # (m, n)
-    m = scores.shape[0]
+    m = queries.shape[1]
     own_rows = np.flatnonzero(own)
     depth = min(k, int(counted.sum()) - 1)
     reach = min(k, m - 1) if with_density else 0
     partitions = [(rows[None, :], stats) for rows in (korean, ~korean)
                   if len(stats := np.flatnonzero(rows & counted))]
     outside = None if counted.all() else ~counted[None, :]
-    # blocks of chunk_rows to 2·chunk_rows - 1 rows, never one row while m > 1: numpy gathers a one-row
-    # block's columns into another memory order than a taller block's, and sums its mean in another order
-    blocks = max(1, m // max(2, chunk_rows))
-    bounds = [m * i // blocks for i in range(blocks + 1)]
-    buffer = np.empty((max(b - a for a, b in zip(bounds, bounds[1:])), n), dtype=np.float64)
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        block, neg = scores[a:b], buffer[:b - a]                       # neg: -z, built in place
-        for rows, stats in partitions:
-            mean, std = _stats(block[:, stats])
-            np.subtract(mean, block, out=neg, where=rows)              # -(s - mean), exactly
-            np.divide(neg, std, out=neg, where=rows)
-        if outside is not None:
-            np.copyto(neg, np.inf, where=outside)
-        neg[np.arange(b - a), own_rows[a:b]] = np.inf
-        if depth > 0:
-            best = np.argpartition(neg, depth - 1, axis=1)[:, :depth]
-            counts += np.bincount(best.ravel(), minlength=n)
-        if reach > 0:
-            np.negative(neg, out=block)                                # z replaces the cosines it came from
+    whole = queries.T @ columns if reach > 0 or m * n * 8 <= product_bytes else None    # (m, n)
+    products = _bounds(m, m if whole is not None else max(2 * chunk_rows, product_bytes // (16 * n)))
+    buffer = np.empty((min(m, 2 * max(2, chunk_rows)), n), dtype=np.float64)
+    for pa, pb in zip(products[:-1], products[1:]):
+        scores = whole[pa:pb] if whole is not None else queries[:, pa:pb].T @ columns
+        chunks = _bounds(pb - pa, chunk_rows)
+        for a, b in zip(chunks[:-1], chunks[1:]):
+            block, neg = scores[a:b], buffer[:b - a]                   # neg: -z, built in place
+            for rows, stats in partitions:
+                mean, std = _stats(block[:, stats])
+                np.subtract(mean, block, out=neg, where=rows)          # -(s - mean), exactly
+                np.divide(neg, std, out=neg, where=rows)
+            if outside is not None:
+                np.copyto(neg, np.inf, where=outside)
+            neg[np.arange(b - a), own_rows[pa + a:pa + b]] = np.inf
+            if depth > 0:
+                best = np.argpartition(neg, depth - 1, axis=1)[:, :depth]
+                counts += np.bincount(best.ravel(), minlength=n)
+            if reach > 0:
+                np.negative(neg, out=block)                            # z replaces the cosines it came from
     if reach > 0:
-        top = -np.partition(-scores, reach - 1, axis=0)[:reach]      # (reach, n): each row's best pseudo-queries
+        top = -np.partition(-whole, reach - 1, axis=0)[:reach]       # (reach, n): each row's best pseudo-queries
         density = np.where(np.isfinite(top), top, 0.0).mean(axis=0)
     counts[~counted], density[~counted] = 0.0, 0.0
     return counts, density

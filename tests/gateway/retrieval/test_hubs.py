@@ -107,6 +107,31 @@ def test_chunked_n_k_and_density_equal_the_first_implementation_bit_for_bit(chun
                 assert np.array_equal(alone[0], old[0]) and not alone[1].any()
 
 
+def test_row_blocks_of_a_large_product_give_the_values_of_the_whole_product():
+    """Above ``PRODUCT_BYTES`` the cosines come from row blocks (here forced at 2,500 Lessons, 384 dims, the sizes
+    where the budget applies): OpenBLAS rounds them as the whole product on this machine, so N_k stays identical."""
+    rng = np.random.default_rng(17)
+    n, korean, dims = 2500, 1000, 384
+    offset = rng.standard_normal((dims, 1))
+    columns = {}
+    for facet in INDEX_FACETS:
+        m = rng.standard_normal((dims, n)) + np.where(np.arange(n) < korean, 1.5, 0.0) * offset
+        m[:, 7::97] = 0.0                                 # empty facets: ties at cosine 0
+        m[:, 11::89] = m[:, 10::89][:, :m[:, 11::89].shape[1]]   # exact duplicates: ties
+        norms = np.linalg.norm(m, axis=0)
+        columns[facet] = (m / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    terms = [("한국어", "학습") if i < korean else ("gpu", "memory") for i in range(n)]
+    zeros = np.zeros(n, np.int64)
+    snap = IndexSnapshot("g", dims, [f"l{i:05d}" for i in range(n)], columns, zeros, np.zeros((n, 32), np.uint8),
+                         np.zeros((n, 32), np.uint8), zeros, zeros, np.zeros((n, 3), np.uint8), np.zeros(n, np.uint8),
+                         terms=terms)
+    eligible = rng.random(n) > 0.1
+    old = first_implementation(snap, "whole", 10, eligible, True, 0.5, False)[0]
+    blocks = hubs.compute_neighbourhood(snap, "whole", 10, eligible, True, 0.5, with_density=False,
+                                        product_bytes=4 * 2 ** 20)
+    assert np.array_equal(blocks[0], old)
+
+
 def test_segmented_and_compacted_snapshots_give_the_values_of_a_fresh_build():
     base = random_index(200, 80, seed=3)
     grown = base.apply([IndexEntry(IndexRecord("l9999", 1, "sha256:" + "22" * 32, "sha256:" + "33" * 32, 0, 0,
