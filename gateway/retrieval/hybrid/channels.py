@@ -13,11 +13,13 @@ indexed revision and retrieval hash (what revalidation compares).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from gateway.config.profiles import RANKED_FACETS
 from gateway.retrieval.index.backend import SemanticIndex
+from gateway.retrieval.index.hubs import centroid, neighbourhood
 from gateway.retrieval.hybrid.fusion import RankContribution, RankingConfig, partial_share
 from gateway.retrieval.hybrid.cross_language import (
     RAW,
@@ -28,7 +30,8 @@ from gateway.retrieval.hybrid.cross_language import (
 )
 from gateway.retrieval.language import query_language
 
-__all__ = ["Votes", "decide_language", "indexed_votes", "lexical_votes", "quality_allowed", "semantic_votes", "split_by_coverage"]
+__all__ = ["Votes", "decide_language", "indexed_votes", "lexical_votes", "prepare_snapshot", "quality_allowed",
+           "semantic_votes", "split_by_coverage"]
 
 #: One channel's votes, best first.
 Votes = list[tuple[str, RankContribution]]
@@ -134,3 +137,27 @@ def decide_language(snap: SemanticIndex, query: str, vectors: Mapping[str, np.nd
             return (ranking.for_query(query, same_language_first=True),
                     replace(plan, other_demotion=ranking.other_demotion))
     return ranking.for_query(query), plan
+
+
+def prepare_snapshot(ranking: RankingConfig) -> Callable[[SemanticIndex], None]:
+    """The refresher's ``prepare`` hook for ``ranking``: computes, into a new snapshot's own cache and before
+    it serves, what the standardised channels of a Hangul or mixed query read from it — per ranked facet
+    the centroid of the eligible Korean rows (``hub_centering``) and the k-occurrence ``N_k``
+    (``hub_demotion``), with the parameters :func:`decide_language` and :func:`semantic_votes` use — so
+    no request computes them after a write (docs/hybrid-search.md#k-occurrence). On the pgvector backend
+    this also reads each ranked facet's vectors into the view (``PgSnapshot.columns``)."""
+
+    def prepare(snap: SemanticIndex) -> None:
+        if not ranking.standardized_languages or len(snap) == 0:
+            return
+        eligible = quality_allowed(snap, None, ranking.semantic_quality_floor)
+        korean = np.asarray(snap.hangul_rows(), dtype=bool)
+        own = korean if eligible is None else korean & np.asarray(eligible, dtype=bool)
+        for facet in RANKED_FACETS:
+            if ranking.hub_centering and own.any():
+                centroid(snap, facet, own, pin=True)
+            if ranking.hub_demotion:
+                neighbourhood(snap, facet, ranking.hub_k, eligible, True, ranking.hub_centering,
+                              with_density=ranking.hub_form == "ls", pin=True)
+
+    return prepare

@@ -24,13 +24,13 @@ weight.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from gateway.retrieval.index.backend import SemanticIndex
+from gateway.retrieval.index.hubs import centroid, neighbourhood, partition_z
 from gateway.retrieval.index.records import SemanticHit
 
 __all__ = ["hubness", "k_occurrence", "LanguageEvidence", "LanguagePlan", "RAW", "centered", "language_evidence",
@@ -92,28 +92,7 @@ def centered(index: SemanticIndex, facet: str, query: np.ndarray, rows: np.ndarr
     """
     if not share or not rows.any():
         return query
-    centroid = np.asarray(index.columns(facet))[:, rows].mean(axis=1)
-    return np.asarray(query, dtype=np.float64) - share * centroid
-
-
-def _partition_z(scores: np.ndarray, korean: np.ndarray, counted: np.ndarray) -> np.ndarray:
-    """``scores`` ``(..., n)`` z-scored along the last axis within the Korean rows and within the others, each
-    with the mean and standard deviation of its ``counted`` rows (a partition without any stays 0)."""
-    z = np.zeros(scores.shape, dtype=np.float64)
-    for rows in (korean, ~korean):
-        stats = rows & counted
-        if stats.any():
-            part = scores[..., stats]
-            std = np.maximum(part.std(axis=-1, keepdims=True), 1e-6)
-            z[..., rows] = (scores[..., rows] - part.mean(axis=-1, keepdims=True)) / std
-    return z
-
-
-#: ``(index, key, (N_k, density))`` of the last few computations (four facets per snapshot: the current and
-#: the previous snapshot). Holding snapshots here keeps the previous one alive until the next refresh;
-#: keeping ``N_k`` in the snapshot's own cache would not.
-_HUB_CACHE: list[tuple[object, tuple, tuple[np.ndarray, np.ndarray]]] = []
-_HUB_LOCK = threading.Lock()
+    return np.asarray(query, dtype=np.float64) - share * centroid(index, facet, rows)
 
 
 def k_occurrence(index: SemanticIndex, facet: str, k: int, eligible: np.ndarray | None,
@@ -122,57 +101,19 @@ def k_occurrence(index: SemanticIndex, facet: str, k: int, eligible: np.ndarray 
     pseudo-queries are the ``eligible`` Lessons of the query's language (their own ``facet`` vector,
     centred like a query by ``centering``) scored exactly as a query of that language is (z-scored
     within each Lesson-language partition over the eligible rows), the pseudo-query itself left out.
-    Ineligible rows get 0. Cached per index object (query-independent, docs/hybrid-search.md#k-occurrence)."""
-    return _neighbourhood(index, facet, k, eligible, korean_query, centering, with_density=False)[0]
-
-
-def _neighbourhood(index: SemanticIndex, facet: str, k: int, eligible: np.ndarray | None,
-                   korean_query: bool, centering: float, *, with_density: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``(N_k, density)``, both ``(n,)``: :func:`k_occurrence`, and per row the mean z it gets from the ``k``
-    pseudo-queries that score it highest (its own neighbourhood, as local scaling uses; 0 when
-    ineligible, and 0 everywhere unless ``with_density``: only the ``ls`` form reads it, and it costs a
-    quarter of the computation)."""
-    key = (facet, k, None if eligible is None else np.asarray(eligible, dtype=bool).tobytes(), korean_query,
-           centering, with_density)
-    with _HUB_LOCK:
-        for owner, owner_key, value in _HUB_CACHE:
-            if owner is index and owner_key == key:
-                return value
-    n = len(index)
-    korean = np.asarray(index.hangul_rows(), dtype=bool)
-    counted = np.ones(n, dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
-    own = (korean if korean_query else ~korean) & counted
-    counts, density = np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.float64)
-    if own.any() and k > 0:
-        columns = np.asarray(index.columns(facet), dtype=np.float64)
-        queries = columns[:, own]
-        if centering:
-            queries = queries - centering * columns[:, own].mean(axis=1, keepdims=True)
-        z = _partition_z(queries.T @ columns, korean, counted)  # (m, n)
-        z[:, ~counted] = -np.inf
-        z[np.arange(queries.shape[1]), np.flatnonzero(own)] = -np.inf
-        depth = min(k, int(counted.sum()) - 1)
-        if depth > 0:
-            best = np.argpartition(-z, depth - 1, axis=1)[:, :depth]
-            np.add.at(counts, best.ravel(), 1.0)
-        reach = min(k, queries.shape[1] - 1)
-        if with_density and reach > 0:
-            top = -np.partition(-z, reach - 1, axis=0)[:reach]   # (reach, n): each row's best pseudo-queries
-            density = np.where(np.isfinite(top), top, 0.0).mean(axis=0)
-    counts[~counted], density[~counted] = 0.0, 0.0
-    with _HUB_LOCK:
-        _HUB_CACHE.append((index, key, (counts, density)))
-        del _HUB_CACHE[:-8]
-    return counts, density
+    Ineligible rows get 0. Query-independent: kept in the snapshot's own cache, where the refresher puts the
+    shipped ranking's values before the snapshot serves (:mod:`gateway.retrieval.index.hubs`,
+    docs/hybrid-search.md#k-occurrence)."""
+    return neighbourhood(index, facet, k, eligible, korean_query, centering, with_density=False)[0]
 
 
 def hubness(index: SemanticIndex, facet: str, eligible: np.ndarray | None, plan: LanguagePlan) -> np.ndarray:
-    """Per-row hub score ``(n,)`` from :func:`_neighbourhood`: ``nk``: ``max(0, (N_k - k) / sd)`` (how many
+    """Per-row hub score ``(n,)`` from :func:`gateway.retrieval.index.hubs.neighbourhood`: ``nk``: ``max(0, (N_k - k) / sd)`` (how many
     standard deviations a row is found more often than the k it would be on average); ``log``:
     ``log((1 + N_k) / (1 + k))`` clipped at 0; ``ls`` (local scaling): the row's neighbourhood density
     minus the median density of the eligible rows (negative for rows that no pseudo-query comes near)."""
-    counts, density = _neighbourhood(index, facet, plan.hub_k, eligible, plan.korean_query, plan.centering,
-                                     with_density=plan.hub_form == "ls")
+    counts, density = neighbourhood(index, facet, plan.hub_k, eligible, plan.korean_query, plan.centering,
+                                    with_density=plan.hub_form == "ls")
     counted = np.ones(len(counts), dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
     if plan.hub_form == "log":
         return np.maximum(0.0, np.log((1.0 + counts) / (1.0 + plan.hub_k)))
@@ -197,7 +138,7 @@ def standardized_scores(index: SemanticIndex, facet: str, query: np.ndarray,
         own = (korean if plan.korean_query else ~korean) & counted
         scored = np.asarray(index.scores(facet, centered(index, facet, query, own, plan.centering)),
                             dtype=np.float64)
-    z = _partition_z(scored, korean, counted)
+    z = partition_z(scored, korean, counted)
     if plan is not None and plan.hub_demotion:
         z = z - plan.hub_demotion * hubness(index, facet, eligible, plan)
     return cosine, z, korean

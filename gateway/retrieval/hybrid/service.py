@@ -41,6 +41,7 @@ from gateway.domain.model import LessonPage, LessonSnapshot
 from gateway.retrieval.hybrid.duplicates import DuplicateChecker
 from gateway.retrieval.embedding.client import EmbeddingProvider, build_provider
 from gateway.retrieval.hybrid.analogy_pipeline import AnalogyPipeline
+from gateway.retrieval.hybrid.channels import prepare_snapshot
 from gateway.retrieval.hybrid.fusion import DEFAULT_RANKING, RankingConfig
 from gateway.retrieval.hybrid.results import HybridList
 from gateway.retrieval.hybrid.search_pipeline import SearchPipeline
@@ -86,7 +87,8 @@ class RetrievalService:
         follower = ChangeFollower(repository, build_checkpoint_store(settings.checkpoint_file), self.own_generation,
                                   max_age_seconds=settings.rc_max_age_seconds)
         self.refresher = refresher_factory(repository, self.provider, self.builder, self.own_generation, settings,
-                                           clock=clock, metrics=metrics, follower=follower)
+                                           clock=clock, metrics=metrics, follower=follower,
+                                           prepare=prepare_snapshot(ranking))
         self._duplicates = DuplicateChecker(self)
         self._shadow = ShadowRunner(metrics=metrics)
         self._text_fields = tuple(f.name for f in repository.schema.lesson.fields if f.type in ("text", "longtext"))

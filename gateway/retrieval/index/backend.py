@@ -12,7 +12,7 @@ in the order of ``ids``.
 """
 from __future__ import annotations
 
-from typing import Iterable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Hashable, Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -65,6 +65,8 @@ class SemanticIndex(Protocol):
     def columns(self, facet: str) -> np.ndarray: ...
 
     def scores(self, facet: str, query: np.ndarray) -> np.ndarray: ...
+
+    def derived(self, key: Hashable, build: Callable[[], Any], *, pin: bool = False) -> Any: ...
 
     def top(self, scores: np.ndarray, k: int, *, allowed: np.ndarray | None = None, exclude: Iterable[str] = (),
             min_score: float | None = None) -> list[SemanticHit]: ...

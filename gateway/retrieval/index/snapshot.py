@@ -47,12 +47,13 @@ records (also used by the pgvector backend) in :mod:`gateway.retrieval.index.rec
 from __future__ import annotations
 
 import time
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.index.bm25 import lucene_scores
+from gateway.retrieval.index.derived import DerivedCache
 from gateway.retrieval.index.records import FilterMask, IndexEntry, IndexRecord, SemanticHit
 from gateway.retrieval.index.segment import ScalarCodes, Segment, hex_digest, live_rows
 
@@ -74,7 +75,8 @@ class IndexSnapshot:
         built_at: wall-clock epoch seconds of construction.
     """
 
-    __slots__ = ("generation", "dims", "built_at", "_segments", "_alive", "_live", "_offsets", "_n", "_cache")
+    __slots__ = ("generation", "dims", "built_at", "_segments", "_alive", "_live", "_offsets", "_n", "_cache",
+                 "_derived", "__weakref__")
 
     def __init__(self, generation: str, dims: int, ids: Sequence[str], columns: Mapping[str, np.ndarray],
                  revision: np.ndarray, rhash: np.ndarray, mhash: np.ndarray, created: np.ndarray,
@@ -103,11 +105,17 @@ class IndexSnapshot:
         self._offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         self._n = int(self._offsets[-1])
         self._cache: dict[str, object] = {}
+        self._derived = DerivedCache()
 
     @classmethod
-    def _assemble(cls, generation: str, dims: int, segments, alive) -> "IndexSnapshot":
+    def _assemble(cls, generation: str, dims: int, segments, alive, same_rows_as: "IndexSnapshot | None" = None
+                  ) -> "IndexSnapshot":
+        """A snapshot of ``segments``/``alive``; ``same_rows_as``: a snapshot with the same rows, vectors and row
+        order, whose pinned derived arrays (``N_k``, centroids) it takes over instead of recomputing them."""
         snap = cls.__new__(cls)
         snap._init(generation, dims, tuple(segments), tuple(alive), None)
+        if same_rows_as is not None:
+            snap._derived = DerivedCache(pinned=same_rows_as._derived.pinned())
         return snap
 
     # ---------------------------------------------------------------- build
@@ -149,7 +157,7 @@ class IndexSnapshot:
             if lesson_id in meta:
                 moved.setdefault(s, []).append(r)
         if not upserts and not masks:
-            return self._assemble(self.generation, self.dims, self._segments, self._alive)
+            return self._assemble(self.generation, self.dims, self._segments, self._alive, same_rows_as=self)
         alive = [masks.get(s, mask) for s, mask in enumerate(self._alive)]
         for mask in masks.values():
             mask.setflags(write=False)
@@ -178,7 +186,7 @@ class IndexSnapshot:
         """The same rows as ONE segment without deletions (an O(n) copy; the refresher runs it in background)."""
         parts = [(seg, live_rows(seg, mask)) for seg, mask in zip(self._segments, self._alive)]
         merged = Segment.build(self.dims, parts, (), {})
-        return self._assemble(self.generation, self.dims, (merged,), (None,))
+        return self._assemble(self.generation, self.dims, (merged,), (None,), same_rows_as=self)
 
     @property
     def segment_count(self) -> int:
@@ -277,19 +285,21 @@ class IndexSnapshot:
         """Read-only ``(dims, n)`` array of ``facet`` (column i = Lesson ``ids[i]``).
 
         A view of the stored block for a one-segment snapshot without
-        deletions; otherwise gathered once per snapshot (an O(n) copy — search
-        never needs it; use :meth:`scores`).
+        deletions; otherwise a new O(n) copy on every call, not kept: search
+        never needs it (use :meth:`scores`), and what is derived from it once
+        per snapshot (``N_k``, centroids) is kept in :meth:`derived` instead.
         """
         if len(self._segments) == 1 and self._alive[0] is None:
             return self._segments[0].blocks[facet][:, :self._n]
-        key = "columns:" + facet
-        out = self._cache.get(key)
-        if out is None:
-            out = np.concatenate([self._segments[s].blocks[facet][:, self._live_of(s)]
-                                  for s in range(len(self._segments))], axis=1)
-            out.setflags(write=False)
-            self._cache[key] = out
-        return out  # type: ignore[return-value]
+        out = np.concatenate([self._segments[s].blocks[facet][:, self._live_of(s)]
+                              for s in range(len(self._segments))], axis=1)
+        out.setflags(write=False)
+        return out
+
+    def derived(self, key: Hashable, build: Callable[[], Any], *, pin: bool = False) -> Any:
+        """This snapshot's memo of a query-independent array computed from it (:class:`DerivedCache`:
+        ``pin`` keeps it for the snapshot's life, otherwise it is one of a bounded few; docs/hybrid-search.md#k-occurrence)."""
+        return self._derived.get(key, build, pin=pin)
 
     def matrix(self, facet: str) -> np.ndarray:
         """Read-only ``(n, dims)`` view of :meth:`columns` (row i = Lesson ``ids[i]``)."""

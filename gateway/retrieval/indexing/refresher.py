@@ -107,13 +107,17 @@ class IndexRefresher:
         metrics: optional ``gateway.ops.metrics.Metrics``.
         follower: optional :class:`ChangeFollower` polled every ``settings.follow_seconds`` when idle.
         wall: wall-clock epoch seconds (follower lag).
+        prepare: optional hook run in this worker on every snapshot before it serves (the ranking's
+            query-independent arrays into the snapshot's own cache,
+            :func:`gateway.retrieval.hybrid.channels.prepare_snapshot`; docs/hybrid-search.md#k-occurrence).
     """
 
     def __init__(self, repository: LessonRepository, provider: EmbeddingProvider, builder: ProjectionBuilder,
                  generation: str, settings: RetrievalSettings, *, clock: Callable[[], float] = time.monotonic,
                  metrics: Any = None, follower: ChangeFollower | None = None,
-                 wall: Callable[[], float] = time.time):
+                 wall: Callable[[], float] = time.time, prepare: Callable[[Any], None] | None = None):
         self.repository = repository
+        self.prepare = prepare
         self.provider = provider
         self.builder = builder
         self.generation = generation
@@ -153,6 +157,7 @@ class IndexRefresher:
         """
         if snapshot.generation != self.generation or snapshot.dims != self.dims:
             raise ValueError("snapshot belongs to another generation")
+        self._prepared(snapshot)
         with self._cond:
             self._state.snapshot = snapshot
 
@@ -455,7 +460,7 @@ class IndexRefresher:
         outcome.examined = len(docs)
         outcome.embedded, outcome.metadata_only, outcome.removed = len(entries) - len(jailed), len(metadata), len(removed)
         changed = bool(entries or metadata or removed) or self._state.snapshot is None
-        new = base.apply(entries, removed, [record_of(d) for d in metadata]) if changed else base
+        new = self._prepared(base.apply(entries, removed, [record_of(d) for d in metadata])) if changed else base
         with self._cond:
             st = self._state
             st.snapshot = new
@@ -505,12 +510,32 @@ class IndexRefresher:
         exactly like the segmented one, so the swap changes no result.
         """
         started = self.clock()
-        merged = built.compacted()
+        merged = self._prepared(built.compacted())  # same rows and order: takes over what ``built`` holds
         with self._cond:
             if self._state.snapshot is built:
                 self._state.snapshot = merged
         if self.metrics is not None:
             self.metrics.observe("semantic_compaction_seconds", self.clock() - started)
+
+    def _prepared(self, snapshot: Any) -> Any:
+        """``snapshot`` after the :attr:`prepare` hook ran on it (in the calling worker, before it serves).
+
+        A failing hook is logged and counted (``semantic_prepare_errors``) and the snapshot serves
+        anyway: what the hook did not compute, the request path computes on first use. Its duration
+        is ``semantic_prepare_seconds``."""
+        if self.prepare is None:
+            return snapshot
+        started = self.clock()
+        try:
+            self.prepare(snapshot)
+        except Exception as exc:  # a missing precomputation must never block a refresh
+            log.warning("snapshot preparation failed (code=%s generation=%s)", type(exc).__name__,
+                        snapshot.generation)
+            if self.metrics is not None:
+                self.metrics.incr("semantic_prepare_errors")
+        if self.metrics is not None:
+            self.metrics.observe("semantic_prepare_seconds", self.clock() - started)
+        return snapshot
 
     # ----------------------------------------------------------- follower
     def _stream_head(self) -> ChangePosition | None:

