@@ -145,7 +145,9 @@ def prepare_snapshot(ranking: RankingConfig) -> Callable[[SemanticIndex], None]:
     the centroid of the eligible Korean rows (``hub_centering``) and the k-occurrence ``N_k``
     (``hub_demotion``), with the parameters :func:`decide_language` and :func:`semantic_votes` use — so
     no request computes them after a write (docs/hybrid-search.md#k-occurrence). On the pgvector backend
-    this also reads each ranked facet's vectors into the view (``PgSnapshot.columns``)."""
+    this also reads each ranked facet's vectors into the view (``PgSnapshot.columns``), also when the view
+    holds no eligible Korean Lesson (then by scoring every row once: an O(n · dims) product, nothing kept
+    on the in-process index)."""
 
     def prepare(snap: SemanticIndex) -> None:
         if not ranking.standardized_languages or len(snap) == 0:
@@ -153,11 +155,14 @@ def prepare_snapshot(ranking: RankingConfig) -> Callable[[SemanticIndex], None]:
         eligible = quality_allowed(snap, None, ranking.semantic_quality_floor)
         korean = np.asarray(snap.hangul_rows(), dtype=bool)
         own = korean if eligible is None else korean & np.asarray(eligible, dtype=bool)
+        reads_vectors = bool(own.any()) and bool(ranking.hub_centering or ranking.hub_demotion)
         for facet in RANKED_FACETS:
             if ranking.hub_centering and own.any():
                 centroid(snap, facet, own, pin=True)
             if ranking.hub_demotion:
                 neighbourhood(snap, facet, ranking.hub_k, eligible, True, ranking.hub_centering,
                               with_density=ranking.hub_form == "ls", pin=True)
+            if not reads_vectors:  # nothing above read the facet; the channels still score every row
+                snap.scores(facet, np.zeros(snap.dims, np.float32))
 
     return prepare

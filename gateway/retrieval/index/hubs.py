@@ -17,7 +17,10 @@ bounded there.
 whole matrix through a boolean index (the first implementation held five
 ``(m, n)`` arrays at its peak). Every arithmetic step is the one the first
 implementation made on the same operands, so ``N_k`` is bit-identical to it and
-the ``ls`` density equal (tests/gateway/retrieval/test_hubs.py).
+the ``ls`` density equal (tests/gateway/retrieval/test_hubs.py) while the product is
+one; the BLAS may round a row block's cosines differently in the last bit, so above
+:data:`PRODUCT_BYTES` a near-tie at the k-th place can resolve otherwise
+(docs/hybrid-search.md#k-occurrence-cost).
 """
 from __future__ import annotations
 

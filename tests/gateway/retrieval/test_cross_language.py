@@ -72,7 +72,8 @@ def backends(pg_cluster):
                                        refresher_factory=backend.refresher_factory(settings, store)))
     # texts the model was sent while both indexes were built (test_the_corpus_vectors_come_from_the_seed)
     built_with = in_process.provider.inputs
-    yield {"in_process": (repo, in_process), "pgvector": (repo, pgvector), "built_with": built_with}
+    yield {"in_process": (repo, in_process), "pgvector": (repo, pgvector), "built_with": built_with,
+           "store": (store, settings)}
     pgvector.stop()
     in_process.stop()
     store.close()
@@ -150,3 +151,46 @@ def test_a_pgvector_view_serves_a_korean_question_without_reading_vectors_or_com
     question = sorted(QUESTIONS)[0]
     ranked = [r.snapshot.id for r in svc.search_lessons(repo, SearchRequest(query=question)).results]
     assert QUESTIONS[question] in ranked[:5] and calls == []
+
+
+def test_a_follower_gateway_prepares_each_view_it_loads_or_syncs_before_it_serves(backends, monkeypatch):
+    """docs/hybrid-search.md#pgvector-backend: a gateway that only follows the shared store (the leader holds the
+    lease) computes N_k and reads the ranked facets into its view at startup (alias switch) and after each sync
+    of new change rows, in its refresher thread; a Korean question on it then reads and computes nothing."""
+    from gateway.config.profiles import RANKED_FACETS
+    from gateway.retrieval.index import hubs
+
+    repo, leader = backends["pgvector"]
+    store, settings = backends["store"]
+    follower = _ready(RetrievalService(settings, repo, provider=leader.provider,
+                                       refresher_factory=backend.refresher_factory(settings, store)))
+    try:
+        assert leader.refresher.is_leader and not follower.refresher.is_leader
+
+        def prepared(view) -> bool:
+            keys = [k for k in view._derived.keys() if k[0] == "neighbourhood"]
+            return set(RANKED_FACETS) <= set(view._columns) and sorted(k[1] for k in keys) == sorted(RANKED_FACETS)
+
+        first = follower.refresher.current()
+        assert prepared(first)
+        lease, view = leader.refresher.lease, leader.refresher.current()
+        record = view.record(QUESTIONS[sorted(QUESTIONS)[0]])
+        store.write(view.generation, lease.holder, lease.token, metadata_updates=[record])  # one new change row
+        synced = wait_until(lambda: (v := follower.refresher.current()) is not first and v, 120,
+                            "the follower to sync the change row")
+        assert synced.seq > first.seq and prepared(synced)
+        calls: list[str] = []
+        compute, columns = hubs.compute_neighbourhood, PgSnapshot.columns
+
+        def read(self, facet):
+            if facet not in self._columns:
+                calls.append(f"read {facet}")
+            return columns(self, facet)
+
+        monkeypatch.setattr(hubs, "compute_neighbourhood", lambda *a, **kw: calls.append("n_k") or compute(*a, **kw))
+        monkeypatch.setattr(PgSnapshot, "columns", read)
+        question = sorted(QUESTIONS)[0]
+        ranked = [r.snapshot.id for r in follower.search_lessons(repo, SearchRequest(query=question)).results]
+        assert QUESTIONS[question] in ranked[:5] and calls == []
+    finally:
+        follower.stop()

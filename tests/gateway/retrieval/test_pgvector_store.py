@@ -303,3 +303,30 @@ def test_a_layout_2_generation_built_before_the_fifth_vector_is_measured_and_ret
     assert store.table_bytes(gen) > 0
     store.retire(gen)
     assert store.generation(gen).state == "retired"
+
+
+def test_a_prepared_view_without_korean_lessons_serves_a_korean_query_without_reading_the_store(store, monkeypatch):
+    """docs/hybrid-search.md#pgvector-backend: the refresher's ``prepare`` hook reads each ranked facet's vectors
+    into a new view before it serves, so no Korean query reads the store's whole facet — also when the view
+    holds no (eligible) Korean Lesson, where there is no ``N_k`` or centroid to compute but the standardised
+    channels still score every row (``PgSnapshot.scores``)."""
+    from gateway.config.profiles import RANKED_FACETS
+    from gateway.retrieval.hybrid.channels import decide_language, prepare_snapshot, semantic_votes
+    from gateway.retrieval.hybrid.fusion import RankingConfig
+
+    gen = _gen()
+    store.register(gen, DIMS)
+    english = [e for e in _entries(24, seed=13) if "dns" in e.terms]
+    view = PgSnapshot.load(store, gen, DIMS, _leader(store, gen)).apply(english)
+    assert not view.hangul_rows().any()
+    ranking = RankingConfig()
+    prepare_snapshot(ranking)(view)                          # what the refresher does before the view serves
+    reads: list[tuple] = []
+    real = PgStore.vectors
+    monkeypatch.setattr(PgStore, "vectors", lambda self, *a, **kw: reads.append(a[1]) or real(self, *a, **kw))
+    query = english[3].vectors
+    cfg, plan = decide_language(view, "디엔에스 장애 복구", query, [], None, ranking)
+    assert plan.korean_query
+    for facet in RANKED_FACETS:
+        semantic_votes(view, facet, query[facet], 10, None, None, plan, cfg.semantic_quality_floor)
+    assert reads == []
