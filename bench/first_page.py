@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from s3rm.mcpsearch import McpSearch, resolve_mcp_url  # noqa: E402
+from s3rm.mcpsearch import McpSearch, resolve_mcp_url
 
 DNS = ("synthetic-ko-dns-ttl-failover-delay", "aws-9", "azure-20190502-2", "azure-20200718-1",
        "azure-20200814-1", "azure-20210401-1")
