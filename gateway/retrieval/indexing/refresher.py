@@ -295,7 +295,7 @@ class IndexRefresher:
                 "indexed": len(snap) - jailed if snap is not None else 0,
                 "lessons": st.canonical_count,
                 "pending": self._pending(st),
-                "failed": len(st.failed_ids | {i for i in st.strikes if i not in st.quarantined}),
+                "failed": len(st.failed_ids | st.busy_ids | {i for i in st.strikes if i not in st.quarantined}),
                 "quarantined": len(st.quarantined),
                 "missing": len(st.missing_ids),
                 "stale_hashes": len(st.stale_ids),
@@ -442,11 +442,12 @@ class IndexRefresher:
                 self._state.inflight_ids = {doc.lesson_id for doc in upserts}
             new = sum(1 for doc in upserts if doc.lesson_id not in base)
             with self._progress.tracking(self.provider, len(docs), upserts, new=new, full=kind == "full"):
-                vectors, failures = self._embed(upserts)
+                vectors, codes, failures = self._embed(upserts)
         except (EmbeddingError, RepositoryError, ToolError) as exc:
             return self._fail(outcome, exc, needed)
+        busy = {i for i, blamed in failures.items() if not blamed}
         with self._cond:
-            strikes = {i: self._state.strikes.get(i, 0) + 1 for i in failures}
+            strikes = {i: self._state.strikes.get(i, 0) + 1 for i, blamed in failures.items() if blamed}
         jailed = {i for i, n in strikes.items() if n >= self.settings.quarantine_after}
         for doc in upserts:
             if doc.lesson_id in jailed:  # indexed for full text only: an equal hash is not retried
@@ -454,9 +455,9 @@ class IndexRefresher:
         entries = [index_entry(doc, vectors[doc.lesson_id]) for doc in upserts if doc.lesson_id in vectors]
         outcome.failed_lessons, outcome.quarantined = len(failures) - len(jailed), len(jailed)
         if failures:
-            log.warning("semantic refresh: %d Lesson(s) failed to embed, %d quarantined (kind=%s codes=%s "
-                        "generation=%s)", len(failures), len(jailed), kind, ",".join(sorted(set(failures.values()))),
-                        self.generation)
+            log.warning("semantic refresh: %d Lesson(s) failed to embed, %d of them while the provider was busy, "
+                        "%d quarantined (kind=%s codes=%s generation=%s)", len(failures), len(busy), len(jailed), kind,
+                        ",".join(sorted(set(codes.values()))), self.generation)
         outcome.examined = len(docs)
         outcome.embedded, outcome.metadata_only, outcome.removed = len(entries) - len(jailed), len(metadata), len(removed)
         changed = bool(entries or metadata or removed) or self._state.snapshot is None
@@ -470,9 +471,12 @@ class IndexRefresher:
             st.failed_ids = frozenset()
             st.stale_seen = False
             st.builds += 1
+            st.busy_ids = (st.busy_ids - set(docs) - set(removed)) | busy
             for lesson_id in set(docs) | set(removed):
                 if lesson_id in strikes:
                     st.strikes[lesson_id] = strikes[lesson_id]
+                elif lesson_id in busy:  # not the Lesson's fault: neither a strike nor a clean attempt
+                    pass
                 elif lesson_id in removed or lesson_id in vectors:
                     st.strikes.pop(lesson_id, None)
                     st.quarantined.pop(lesson_id, None)
@@ -643,8 +647,11 @@ class IndexRefresher:
                 metadata.append(doc)
         return upserts, metadata
 
-    def _embed(self, docs: list[ProjectionDocument]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-        """Vectors of ``docs`` and the Lessons that failed on their own: ``(vectors, {lesson_id: error code})``.
+    def _embed(self, docs: list[ProjectionDocument]
+               ) -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, bool]]:
+        """Vectors of ``docs`` and the Lessons that failed on their own: ``(vectors, {lesson_id: error code},
+        {lesson_id: blamed})``, ``blamed`` False when the Lesson's last failure said the provider was busy (a
+        timeout, no connection, HTTP 429/502/503/504: ``EmbeddingError.blames_text``), which counts no strike.
 
         One batched call first. When it fails with an error that can belong to one
         text (an invalid answer or HTTP 4xx, a timeout, a 5xx), the failing group is
@@ -655,18 +662,20 @@ class IndexRefresher:
         at any step) raises, and nobody is blamed (docs/hybrid-search.md#quarantine).
         """
         try:
-            return self._embed_all(docs), {}
+            return self._embed_all(docs), {}, {}
         except PROVIDER_DOWN:
             raise
         except EmbeddingError as exc:
-            failing: list[tuple[list[ProjectionDocument], str]] = [(docs, exc.code)]
+            failing: list[tuple[list[ProjectionDocument], EmbeddingError]] = [(docs, exc)]
         vectors: dict[str, dict[str, Any]] = {}
-        failures: dict[str, str] = {}
+        codes: dict[str, str] = {}
+        blamed: dict[str, bool] = {}
         while failing:
             halves = []
-            for group, code in failing:
+            for group, error in failing:
                 if len(group) == 1:
-                    failures[group[0].lesson_id] = code
+                    codes[group[0].lesson_id] = error.code
+                    blamed[group[0].lesson_id] = bool(getattr(error, "blames_text", True))
                 else:
                     halves += [group[:len(group) // 2], group[len(group) // 2:]]
             failing = []
@@ -676,10 +685,10 @@ class IndexRefresher:
                 except PROVIDER_DOWN:
                     raise
                 except EmbeddingError as exc:
-                    failing.append((half, exc.code))
+                    failing.append((half, exc))
         if not vectors:
             self.provider.probe()  # raises when the provider cannot embed anything
-        return vectors, failures
+        return vectors, codes, blamed
 
     def _embed_all(self, docs: list[ProjectionDocument], **kwargs: Any) -> dict[str, dict[str, Any]]:
         """Embed every non-empty facet of ``docs`` in one batched call; empty facets get zero vectors."""

