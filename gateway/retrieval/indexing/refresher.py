@@ -295,7 +295,7 @@ class IndexRefresher:
                 "indexed": len(snap) - jailed if snap is not None else 0,
                 "lessons": st.canonical_count,
                 "pending": self._pending(st),
-                "failed": len(st.failed_ids | st.busy_ids | {i for i in st.strikes if i not in st.quarantined}),
+                "failed": len(st.failed_ids | {i for i in (*st.strikes, *st.busy_ids) if i not in st.quarantined}),
                 "quarantined": len(st.quarantined),
                 "missing": len(st.missing_ids),
                 "stale_hashes": len(st.stale_ids),

@@ -130,7 +130,7 @@ class SemanticState:
 
     def lesson_failures(self) -> int:
         """Lessons whose embedding failed in their last attempt and that are not quarantined."""
-        return len({i for i in self.strikes if i not in self.quarantined} | self.busy_ids)
+        return len({i for i in (*self.strikes, *self.busy_ids) if i not in self.quarantined})
 
     def status(self, now: float, max_lag: float) -> str:
         """The semantic_status value (module docstring, docs/retrieval.md#semantic-status)."""
