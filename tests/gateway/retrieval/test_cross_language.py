@@ -131,26 +131,34 @@ def test_a_pgvector_view_serves_a_korean_question_without_reading_vectors_or_com
     """docs/hybrid-search.md#k-occurrence on the shared backend: the refresher reads each ranked facet's vectors
     into a new view and computes its N_k before the view serves; the Korean question reads neither."""
     from gateway.config.profiles import RANKED_FACETS
-    from gateway.retrieval.index import hubs
 
     repo, svc = backends["pgvector"]
     view = svc.refresher.current()
     assert set(RANKED_FACETS) <= set(view._columns)
     keys = view._derived.keys()
     assert sorted(k[1] for k in keys if k[0] == "neighbourhood") == sorted(RANKED_FACETS)
+    calls = _reads_and_n_k(monkeypatch)
+    question = sorted(QUESTIONS)[0]
+    ranked = [r.snapshot.id for r in svc.search_lessons(repo, SearchRequest(query=question)).results]
+    assert QUESTIONS[question] in ranked[:5] and calls == []
+
+
+def _reads_and_n_k(monkeypatch) -> list[str]:
+    """A list that records, from now on, each N_k computation (``"n_k"``) and each read of a whole facet's vectors
+    from PostgreSQL into a view (``"read <facet>"``)."""
+    from gateway.retrieval.index import hubs
+
     calls: list[str] = []
     compute, columns = hubs.compute_neighbourhood, PgSnapshot.columns
 
     def read(self, facet):
         if facet not in self._columns:
-            calls.append(f"read {facet}")                # a read of every vector of the facet from PostgreSQL
+            calls.append(f"read {facet}")
         return columns(self, facet)
 
     monkeypatch.setattr(hubs, "compute_neighbourhood", lambda *a, **kw: calls.append("n_k") or compute(*a, **kw))
     monkeypatch.setattr(PgSnapshot, "columns", read)
-    question = sorted(QUESTIONS)[0]
-    ranked = [r.snapshot.id for r in svc.search_lessons(repo, SearchRequest(query=question)).results]
-    assert QUESTIONS[question] in ranked[:5] and calls == []
+    return calls
 
 
 def test_a_follower_gateway_prepares_each_view_it_loads_or_syncs_before_it_serves(backends, monkeypatch):
@@ -158,7 +166,6 @@ def test_a_follower_gateway_prepares_each_view_it_loads_or_syncs_before_it_serve
     lease) computes N_k and reads the ranked facets into its view at startup (alias switch) and after each sync
     of new change rows, in its refresher thread; a Korean question on it then reads and computes nothing."""
     from gateway.config.profiles import RANKED_FACETS
-    from gateway.retrieval.index import hubs
 
     repo, leader = backends["pgvector"]
     store, settings = backends["store"]
@@ -179,16 +186,7 @@ def test_a_follower_gateway_prepares_each_view_it_loads_or_syncs_before_it_serve
         synced = wait_until(lambda: (v := follower.refresher.current()) is not first and v, 120,
                             "the follower to sync the change row")
         assert synced.seq > first.seq and prepared(synced)
-        calls: list[str] = []
-        compute, columns = hubs.compute_neighbourhood, PgSnapshot.columns
-
-        def read(self, facet):
-            if facet not in self._columns:
-                calls.append(f"read {facet}")
-            return columns(self, facet)
-
-        monkeypatch.setattr(hubs, "compute_neighbourhood", lambda *a, **kw: calls.append("n_k") or compute(*a, **kw))
-        monkeypatch.setattr(PgSnapshot, "columns", read)
+        calls = _reads_and_n_k(monkeypatch)
         question = sorted(QUESTIONS)[0]
         ranked = [r.snapshot.id for r in follower.search_lessons(repo, SearchRequest(query=question)).results]
         assert QUESTIONS[question] in ranked[:5] and calls == []
