@@ -43,9 +43,9 @@ Steps 5–7 are :meth:`gateway.retrieval.hybrid.stages.Stages.finish`, shared wi
 from __future__ import annotations
 
 import time
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import replace
 from types import MappingProxyType
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any, Callable, Mapping, Sequence
 
 from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE, WHOLE_PASSAGE
@@ -115,8 +115,10 @@ class SearchPipeline:
         error strings keep their legacy rank as one channel.
 
         ``request.facet`` (``situation``, ``approach`` or ``mechanism``) narrows the request to ONE
-        channel: the query against that facet only — no full text, no other facet; the service
-        score is then relative to a first rank in that channel (docs/retrieval.md#facet-selector).
+        channel: the query against that facet only — no full text, no other facet — in that channel's
+        order; the service score is then relative to a first rank in that channel, and a Hangul query
+        decides its language from the ``whole`` vector and the BM25 list, which do not vote
+        (docs/retrieval.md#facet-selector).
         ``beside(ids)``, when given, is called on this thread with the read-ahead ids (likely hits,
         in preliminary order) and may return a callable, which then runs on a worker while the
         full-text search runs; its result and errors are the caller's (docs/hybrid-search.md#read-ahead).
