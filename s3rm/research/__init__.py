@@ -1,16 +1,17 @@
-"""``s3rm research-query``: facet-parallel search of the memory, optional rerank and cited synthesis.
+"""``s3rm research-query``: the memory searched whole and facet by facet, optional rerank and cited synthesis.
 
 Contract: docs/research-tools.md#research-query. Modules: :mod:`.facets`
-(parallel facet searches over MCP and their fusion), :mod:`.endpoints` (the
+(the parallel searches over MCP and their order), :mod:`.endpoints` (the
 rerank and chat calls), :mod:`.citations` (the citation check of a synthesis);
 its endpoint settings: :meth:`s3rm.settings.CliSettings.research`.
 
-1. Three ``search_lessons`` calls in parallel over one MCP session, one per
-   facet (:mod:`s3rm.research.facets`), fused with the gateway's own
-   ``rrf_v10`` code into at most :data:`POOL` candidates.
+1. Four ``search_lessons`` calls in parallel over one MCP session, one without
+   a facet and one per facet (:mod:`s3rm.research.facets`): the unrestricted
+   list's order first, then what only the facets found (fused with the gateway's
+   own ``rrf_v10`` code), at most :data:`POOL` candidates.
 2. ``--rerank``: the candidates are reordered by the OpenAI-compatible rerank
    endpoint (:func:`s3rm.research.endpoints.rerank`).
-3. The best ``--limit`` results are printed with the facets (and ranks) that
+3. The best ``--limit`` results are printed with the searches (and ranks) that
    found them, their reusable lesson and citations.
 4. ``--synthesize``: the chat endpoint gets these results only; the answer's
    ``[Lesson:id]`` citations are checked (:mod:`s3rm.research.citations`):
@@ -86,7 +87,7 @@ def run_research(url: str, query: str, *, settings: ResearchSettings, limit: int
     report = ResearchReport(runs=runs, results=pool[:limit])
     for run in runs:
         if run.effective_mode != "hybrid_v1":
-            report.notes.append(f"facet {run.facet} was answered by {run.effective_mode or 'an unknown mode'} "
+            report.notes.append(f"search {run.facet} was answered by {run.effective_mode or 'an unknown mode'} "
                                 f"(semantic_status {run.semantic_status or '?'}): its votes are full-text ranks")
     if do_rerank and pool and settings.rerank is not None:
         try:
@@ -140,7 +141,7 @@ def format_text(report: ResearchReport) -> str:
     facets = ", ".join(f"{r.facet} {r.effective_mode or '?'}/{r.semantic_status or '?'} ({len(r.results)})"
                        for r in report.runs)
     how = "reranked" if report.reranked else f"fused with {RANKING_VERSION}"
-    lines = [f"research-query: {len(report.results)} result(s), {how}; facets: {facets}"]
+    lines = [f"research-query: {len(report.results)} result(s), {how}; searches: {facets}"]
     lines += [f"note: {n}" for n in report.notes]
     if report.rerank_error:
         lines.append(f"rerank failed, fused order kept: {report.rerank_error}")
@@ -222,11 +223,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``s3rm research-query`` to the ``s3rm`` parser."""
     p = subparsers.add_parser(
         "research-query",
-        help="search the memory facet by facet (situation, approach, mechanism), fuse, optionally rerank "
+        help="search the memory whole and facet by facet (situation, approach, mechanism), optionally rerank "
              "and write a synthesis that cites only the results",
-        description="Run search_lessons once per facet (situation, approach, mechanism) in parallel through "
-                    "the MCP endpoint, fuse the three rankings with the gateway's rrf_v10 code and print each "
-                    "result with the facets that found it, its reusable lesson and citations. --rerank and "
+        description="Run search_lessons without a facet and once per facet (situation, approach, mechanism) in "
+                    "parallel through the MCP endpoint; the unfaceted ranking orders the results, the facet "
+                    "rankings (fused with the gateway's rrf_v10 code) add what it lacks; print each result "
+                    "with the searches that found it, its reusable lesson and citations. --rerank and "
                     "--synthesize call the OpenAI-compatible endpoints set in S3RM_RESEARCH_RERANK_URL and "
                     "S3RM_RESEARCH_LLM_URL/_MODEL. Read-only. See docs/research-tools.md.",
     )

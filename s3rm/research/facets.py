@@ -1,28 +1,30 @@
-"""Facet searches over MCP in parallel, fused with the gateway's own ``rrf_v10`` code.
+"""Research-query's searches over MCP in parallel and their order.
 
 Contract: docs/research-tools.md#research-query, docs/retrieval.md#facet-selector,
 docs/retrieval.md#fusion.
 
 :func:`search_facets` opens ONE MCP session (official SDK,
-:class:`s3rm.mcpsearch.McpSearch`) and sends one ``search_lessons`` call
-per facet (``situation``, ``approach``, ``mechanism``) concurrently, each with
-``retrieval_mode=hybrid_v1``, ``facet=<facet>`` and :data:`DEPTH` results.
+:class:`s3rm.mcpsearch.McpSearch`) and sends, concurrently, one unrestricted
+``search_lessons`` call (:data:`SEARCH_RUN`: the gateway's main ranking) and one per
+facet (``situation``, ``approach``, ``mechanism``), each with
+``retrieval_mode=hybrid_v1`` and :data:`DEPTH` results (the facet calls with ``facet=<facet>``).
 
-:func:`fuse_facets` turns the three ranked lists into one with
-:func:`gateway.retrieval.hybrid.fusion.fuse` — the same function and the same
-:data:`~gateway.retrieval.hybrid.fusion.DEFAULT_RANKING` constants the gateway ranks with: a
-Lesson's vote in a facet is its rank there (channel ``semantic:<facet>``),
-``score = Σ w / (k + rank)`` normalised to 0–1 over the three channels, then
-bands and the ``record_origin`` diversity pass. The client has no vectors, no
-verdicts and no full text, so the facet-redundancy penalty, the evidence
-prior and the exact-match tier do not apply here. The run refuses to fuse
+:func:`fuse_facets` orders them: the main list decides the order, and the facet lists
+say which facets found each hit (their ranks) and add the Lessons the main list lacks
+after it, fused with :func:`gateway.retrieval.hybrid.fusion.fuse` and the same
+:data:`~gateway.retrieval.hybrid.fusion.DEFAULT_RANKING` constants the gateway ranks with
+(channel ``semantic:<facet>``, ``score = Σ w / (k + rank)`` normalised to 0–1, bands and the
+``record_origin`` diversity pass). The main ranking holds what a client cannot rebuild from
+ranked lists — full text and BM25, the exact-match tier, the per-query language decision
+and the language slots — and on the bench every facet vote mixed into it cost some group
+(bench/bench_research.py, docs/research-tools.md#research-query). The run refuses to fuse
 when the gateway reports another ``ranking_version`` than this code's.
 
 The gateway admits only a few semantic requests at once and never queues
-them (docs/retrieval.md#resource-isolation): a facet it turned away comes
+them (docs/retrieval.md#resource-isolation): a search it turned away comes
 back as a legacy page while ``semantic_status`` is still ``ready``/``stale``;
-such a facet is asked again, one at a time, up to :data:`RETRIES` times. A
-facet still answered by legacy (semantic search unavailable) votes with its
+such a search is asked again, one at a time, up to :data:`RETRIES` times. A
+search still answered by legacy (semantic search unavailable) votes with its
 full-text ranks, and :class:`FacetRun` says so.
 """
 from __future__ import annotations
@@ -36,10 +38,12 @@ from gateway.retrieval.hybrid.fusion import (
 from s3rm.errors import S3rmError
 from s3rm.mcpsearch import McpSearch
 
-__all__ = ["FACETS", "DEPTH", "RESULT_FIELDS", "FacetRun", "ResearchHit", "search_facets", "fuse_facets",
+__all__ = ["FACETS", "SEARCH_RUN", "research_requests", "DEPTH", "RESULT_FIELDS", "FacetRun", "ResearchHit", "search_facets", "fuse_facets",
            "VersionMismatch"]
 
 FACETS = ("situation", "approach", "mechanism")
+#: The run of the unrestricted ``search_lessons`` call (no ``facet``): the gateway's main ranking as one voter.
+SEARCH_RUN = "search"
 #: Results asked from each facet (search_lessons' page maximum).
 DEPTH = 20
 #: Sequential retries of a facet the gateway answered with legacy although its index was usable.
@@ -79,20 +83,23 @@ class ResearchHit:
 
 
 async def search_facets(url: str, query: str, *, scope: str | None = None, timeout: float = 60.0,
-                        facets: Sequence[str] = FACETS) -> list[FacetRun]:
-    """Run one ``search_lessons`` per facet concurrently over one MCP session.
+                        facets: Sequence[str] | None = None) -> list[FacetRun]:
+    """Run one ``search_lessons`` per run of ``facets`` (default :func:`research_requests`: the unrestricted
+    :data:`SEARCH_RUN`, then one per facet) concurrently over one MCP session.
 
     Raises :class:`s3rm.mcpsearch.SearchError` (tool error) or the transport's exceptions
     (see :func:`s3rm.mcpsearch.describe_failure`).
     """
     import anyio
 
-    runs = [FacetRun(f) for f in facets]
+    runs = [FacetRun(f) for f in (research_requests() if facets is None else facets)]
 
     async with McpSearch(url, timeout=timeout) as search:
         async def one(run: FacetRun) -> None:
             args: dict[str, Any] = {"query": query, "limit": DEPTH, "retrieval_mode": "hybrid_v1",
-                                    "facet": run.facet, "fields": RESULT_FIELDS}
+                                    "fields": RESULT_FIELDS}
+            if run.facet != SEARCH_RUN:
+                args["facet"] = run.facet
             if scope:
                 args["scope"] = scope
             page = await search.call(args)
@@ -118,9 +125,18 @@ async def search_facets(url: str, query: str, *, scope: str | None = None, timeo
     return runs
 
 
-def fuse_facets(runs: Sequence[FacetRun], limit: int) -> list[ResearchHit]:
-    """Fuse the facet lists (module docstring) and return the best ``limit`` hits.
+def research_requests() -> tuple[str, ...]:
+    """The runs research-query asks for, in order: :data:`SEARCH_RUN` (no facet), then :data:`FACETS`."""
+    return (SEARCH_RUN, *FACETS)
 
+
+def fuse_facets(runs: Sequence[FacetRun], limit: int) -> list[ResearchHit]:
+    """The research order of ``runs`` (module docstring) and its best ``limit`` hits.
+
+    The :data:`SEARCH_RUN` list comes first in its own order with the gateway's scores; the Lessons only
+    facet lists found follow in their ``rrf_v10`` fusion order (channel ``semantic:<facet>``, the
+    gateway's weights), each score that fusion's times the lowest main-list score, so they score below
+    every main-list hit (without a main list: the facet fusion alone, its own scores). Every hit names the runs that found it with its rank there.
     Raises :class:`VersionMismatch` when a hybrid answer was ranked with another version.
     """
     for run in runs:
@@ -130,19 +146,32 @@ def fuse_facets(runs: Sequence[FacetRun], limit: int) -> list[ResearchHit]:
     votes: dict[str, list[RankContribution]] = {}
     ranks: dict[str, dict[str, int]] = {}
     fields: dict[str, dict[str, Any]] = {}
+    main: dict[str, float] = {}
     for run in runs:
         for rank, result in enumerate(run.results, start=1):
             lesson_id = result["id"]
-            votes.setdefault(lesson_id, []).append(RankContribution(f"semantic:{run.facet}", rank))
             ranks.setdefault(lesson_id, {})[run.facet] = rank
             fields.setdefault(lesson_id, result)
+            if run.facet == SEARCH_RUN:
+                main.setdefault(lesson_id, _score(result))
+            else:
+                votes.setdefault(lesson_id, []).append(RankContribution(f"semantic:{run.facet}", rank))
+    facet_runs = [r for r in runs if r.facet != SEARCH_RUN]
     candidates = [FusionCandidate(lesson_id=i, contributions=tuple(v),
-                                  record_origin=str(fields[i].get("record_origin", ""))) for i, v in votes.items()]
-    fused = fuse(candidates, operation=SEARCH, channels=[f"semantic:{r.facet}" for r in runs],
-                 calibration=_NO_VECTORS, config=DEFAULT_RANKING)
-    order = {f: n for n, f in enumerate(FACETS)}
-    return [ResearchHit(id=r.lesson_id, score=r.score,
-                        facets=dict(sorted(ranks[r.lesson_id].items(), key=lambda kv: order.get(kv[0], 9))),
-                        fields={k: v for k, v in fields[r.lesson_id].items() if k not in ("score", "basis")})
-            for r in fused[:limit]]
+                                  record_origin=str(fields[i].get("record_origin", "")))
+                  for i, v in votes.items() if i not in main]
+    fused = fuse(candidates, operation=SEARCH, channels=[f"semantic:{r.facet}" for r in facet_runs],
+                 calibration=_NO_VECTORS, config=DEFAULT_RANKING) if candidates else []
+    floor = min(main.values(), default=1.0)
+    order = [*main.items(), *((r.lesson_id, round(r.score * floor, 6)) for r in fused)]
+    position = {f: n for n, f in enumerate(research_requests())}
+    return [ResearchHit(id=lesson_id, score=score,
+                        facets=dict(sorted(ranks[lesson_id].items(), key=lambda kv: position.get(kv[0], 9))),
+                        fields={k: v for k, v in fields[lesson_id].items() if k not in ("score", "basis")})
+            for lesson_id, score in order[:limit]]
 
+
+def _score(result: dict[str, Any]) -> float:
+    """A result's service score (0–1; 0 when the answer carries none, as a legacy page's may not)."""
+    value = result.get("score")
+    return min(1.0, max(0.0, float(value))) if isinstance(value, (int, float)) else 0.0

@@ -114,3 +114,13 @@ def corpus_pages() -> dict[str, LessonPage]:
     for record in (records[i] for i in NOISE):
         pages[record.lesson_id] = lesson(record.lesson_id, **{name: record.fields[name] for name in TEXT_FIELDS})
     return pages
+
+
+def write_corpus(harness) -> None:
+    """Write every page of :func:`corpus_pages` into ``harness``'s wiki (a ``support.write_harness.WriteHarness``)
+    as a browser save would: a direct edit, no gateway."""
+    from gateway.domain.codec import serialize_page
+    from support.schema_dirs import SCHEMA
+
+    for lesson_id, page in corpus_pages().items():
+        harness.raw_edit(lesson_id, serialize_page(page, SCHEMA), "corpus", base=None)

