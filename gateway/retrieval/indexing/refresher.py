@@ -471,7 +471,12 @@ class IndexRefresher:
             st.failed_ids = frozenset()
             st.stale_seen = False
             st.builds += 1
-            st.busy_ids = (st.busy_ids - set(docs) - set(removed)) | busy
+            # a failed Lesson that never reached the index is in neither ``docs`` nor ``removed`` once deleted:
+            # a refresh that read it and found no page forgets its failure too (or it stays ``degraded``)
+            gone = {i for i in (*st.strikes, *st.busy_ids) if i not in fresh and (kind == "full" or i in ids)}
+            st.busy_ids = (st.busy_ids - set(docs) - set(removed) - gone) | busy
+            for lesson_id in gone:
+                st.strikes.pop(lesson_id, None)
             for lesson_id in set(docs) | set(removed):
                 if lesson_id in strikes:
                     st.strikes[lesson_id] = strikes[lesson_id]

@@ -180,6 +180,31 @@ def test_a_busy_provider_failing_some_lessons_quarantines_none_of_them(busy_erro
         service.stop()
 
 
+@pytest.mark.parametrize("full", [True, False], ids=["reconcile", "dirty"])
+@pytest.mark.parametrize("busy", [True, False], ids=["busy", "struck"])
+def test_a_failed_lesson_deleted_before_it_was_ever_indexed_no_longer_counts(busy, full):
+    """A Lesson that failed to embed (busy provider or a strike) and is deleted before any vector of it
+    was indexed is not in the snapshot, so no refresh 'removes' it: it must still leave ``failed``,
+    or the status stays ``degraded`` for the life of the process."""
+    repo, provider, service = build(40, poisoned=None if busy else 7, quarantine_after=3)
+    if busy:
+        provider.busy_on = {"Observation 7 "}
+        provider.busy_error = lambda: EmbeddingTimeout("embedding request timed out")
+    service.start()
+    try:
+        assert service.refresher.wait_idle(WAIT)
+        assert (service.semantic_status(), service.health()["failed"]) == ("degraded", 1)
+        assert "q-007" not in service.refresher.current()
+        repo.delete_page("q-007")
+        if not full:
+            service.hint_dirty("q-007")
+        refresh(service, full=full)
+        health = service.health()
+        assert (service.semantic_status(), health["failed"], health["indexed"]) == ("ready", 0, 39)
+    finally:
+        service.stop()
+
+
 def test_a_lesson_a_server_error_500_answers_every_time_is_still_quarantined():
     """HTTP 500 may be the text's own failure (a server crashing on one input): it counts strikes as before."""
     repo, provider, service = build(40, quarantine_after=2)
