@@ -487,7 +487,7 @@ class IndexRefresher:
                     st.quarantined.pop(lesson_id, None)
                 if lesson_id in jailed:
                     st.quarantined[lesson_id] = docs[lesson_id].retrieval_hash
-            st.retry_ids -= set(docs) | set(removed)
+            st.retry_ids -= (set(docs) | set(removed)) - busy  # a busy provider did not try the text: kept
             done = set(fresh) | set(removed) | (ids if kind != "full" else set(base.ids))
             st.missing_ids -= done
             st.stale_ids -= done

@@ -126,6 +126,24 @@ def test_the_admin_retry_embeds_quarantined_lessons_once_more(five_hundred):
     assert service.refresher.current().vector("whole", "q-123").any()
 
 
+def test_an_admin_retry_that_meets_a_busy_provider_is_not_used_up(five_hundred):
+    """The operator's retry is one more attempt at the text; a timeout says nothing about the text, so the
+    retry stays queued and the next refresh (here a reconcile) makes it once the provider answers."""
+    repo, provider, service = five_hundred
+    refresh(service)
+    assert service.quarantined_count() == 1
+    strict = provider.embed_documents  # the server learns to embed that text, but is busy with it for now
+    provider.embed_documents = lambda texts, **kw: strict([t.replace(POISON, "") for t in texts], **kw)
+    provider.busy_on = {"Observation 123 "}
+    assert service.retry_quarantined() == 1
+    refresh(service, full=False)
+    assert service.quarantined_count() == 1 and service.semantic_status() == "ready"
+    provider.busy_on = set()
+    refresh(service)
+    assert service.quarantined_count() == 0 and service.health()["indexed"] == 500
+    assert service.refresher.current().vector("whole", "q-123").any()
+
+
 def test_an_outage_quarantines_nothing():
     repo, provider, service = build(40, poisoned=7, quarantine_after=1)
     provider.down = True
