@@ -18,6 +18,10 @@ with threads, docs/retrieval.md#one-process) owns one daemon thread. It is woken
   failed (not a profile mismatch), the worker builds again by itself
   :data:`FAILURE_RETRY_SECONDS` after that attempt (finished batches are in
   the vector memo and cache, so it resumes);
+* **failed Lessons** — while a snapshot serves and some Lessons failed to
+  embed in their last attempt (not quarantined), the worker refreshes just
+  those :data:`FAILURE_RETRY_SECONDS` after the refresh that left them failed
+  (docs/hybrid-search.md#quarantine), so an unqueried gateway gets past ``degraded``;
 * **the recent-changes follower** (docs/hybrid-search.md#follower) — when
   idle, every ``S3RM_SEMANTIC_FOLLOW_SECONDS`` the worker polls
   :class:`~gateway.retrieval.indexing.follower.ChangeFollower` and applies the batch
@@ -367,8 +371,14 @@ class IndexRefresher:
                     if retry_at is not None and self.clock() >= retry_at:
                         self._state.full_pending = True  # a failed first build is tried again unasked
                         break
+                    lesson_retry_at = self._lesson_retry_at()
+                    if lesson_retry_at is not None and self.clock() >= lesson_retry_at:
+                        self._state.pending_ids.update(self._state.failed_lessons())  # so are failed Lessons
+                        self._state.lessons_retry_at = self.clock() + FAILURE_RETRY_SECONDS  # also if it fails
+                        break
                     self._idle.set()
-                    waits = ([self._next_follow] if due else []) + ([retry_at] if retry_at is not None else [])
+                    waits = ([self._next_follow] if due else []) + \
+                        [t for t in (retry_at, lesson_retry_at) if t is not None]
                     self._cond.wait(max(0.0, min(waits) - self.clock()) if waits else None)
                 if self._stop:
                     self._idle.set()
@@ -414,6 +424,19 @@ class IndexRefresher:
         if st.snapshot is not None or not st.last_error or st.profile_mismatch or st.last_attempt_at is None:
             return None
         return st.last_attempt_at + FAILURE_RETRY_SECONDS
+
+    def _lesson_retry_at(self) -> float | None:
+        """While a snapshot serves and some Lessons failed to embed in their last attempt (a busy provider or a
+        strike, not quarantined): the clock time at which the worker refreshes just those Lessons by itself,
+        :data:`FAILURE_RETRY_SECONDS` after the refresh that left them failed ended (docs/hybrid-search.md#quarantine).
+
+        Hybrid requests retry them sooner through :meth:`maybe_reconcile`; without this, a gateway nobody
+        queries (``s3rm stack up --wait-semantic`` reads only ``/readyz``) stayed ``degraded``. Caller holds
+        the lock."""
+        st = self._state
+        if st.snapshot is None or st.lessons_retry_at is None or not st.failed_lessons():
+            return None
+        return st.lessons_retry_at
 
     def _refresh(self, kind: str, ids: set[str]) -> RefreshOutcome:
         started = self.clock()
@@ -488,6 +511,7 @@ class IndexRefresher:
                 if lesson_id in jailed:
                     st.quarantined[lesson_id] = docs[lesson_id].retrieval_hash
             st.retry_ids -= (set(docs) | set(removed)) - busy  # a busy provider did not try the text: kept
+            st.lessons_retry_at = self.clock() + FAILURE_RETRY_SECONDS if st.failed_lessons() else None
             done = set(fresh) | set(removed) | (ids if kind != "full" else set(base.ids))
             st.missing_ids -= done
             st.stale_ids -= done

@@ -110,6 +110,8 @@ class SemanticState:
     #: Lessons whose last embedding attempt failed while the provider was busy (a timeout, no connection, HTTP
     #: 429/502/503/504): retried like a struck Lesson, never quarantined for it (docs/hybrid-search.md#quarantine)
     busy_ids: set[str] = field(default_factory=set)
+    #: clock time at which the worker retries :meth:`failed_lessons` by itself (None: nothing to retry)
+    lessons_retry_at: float | None = None
     #: lesson id → retrieval_hash it was quarantined at (indexed with zero vectors: full text only)
     quarantined: dict[str, str] = field(default_factory=dict)
     #: quarantined ids an operator asked to embed again (next refresh of them ignores the equal hash)
@@ -128,9 +130,13 @@ class SemanticState:
         if self.caught_up_wall is None or began_wall > self.caught_up_wall:
             self.caught_up_wall = began_wall
 
+    def failed_lessons(self) -> set[str]:
+        """Ids of the Lessons whose embedding failed in their last attempt and that are not quarantined."""
+        return {i for i in (*self.strikes, *self.busy_ids) if i not in self.quarantined}
+
     def lesson_failures(self) -> int:
-        """Lessons whose embedding failed in their last attempt and that are not quarantined."""
-        return len({i for i in (*self.strikes, *self.busy_ids) if i not in self.quarantined})
+        """How many :meth:`failed_lessons` there are."""
+        return len(self.failed_lessons())
 
     def status(self, now: float, max_lag: float) -> str:
         """The semantic_status value (module docstring, docs/retrieval.md#semantic-status)."""

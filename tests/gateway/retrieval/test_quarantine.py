@@ -254,6 +254,23 @@ def test_a_failed_first_build_is_tried_again_without_any_request(monkeypatch):
         service.stop()
 
 
+def test_lessons_a_busy_provider_failed_are_tried_again_without_any_request(monkeypatch):
+    """The first build of a loaded machine timed some Lessons out; nothing queries (``s3rm stack up
+    --wait-semantic`` only reads /readyz): the worker retries those Lessons by itself and reaches ``ready``."""
+    monkeypatch.setattr(refresher, "FAILURE_RETRY_SECONDS", 0.2)
+    repo, provider, service = build(20)
+    provider.busy_on = {"Observation 7 ", "Observation 11 "}
+    service.start()
+    try:
+        wait_until(lambda: service.health()["failed"] == 2, WAIT, "the first build with two busy failures")
+        assert service.semantic_status() == "degraded"
+        provider.busy_on = set()  # nothing queries, nothing hints: only the worker's own retry
+        wait_until(lambda: service.semantic_status() == "ready", WAIT, "the retried Lessons")
+        assert (service.health()["indexed"], service.health()["failed"]) == (20, 0)
+    finally:
+        service.stop()
+
+
 # ---------------------------------------------------------------- through the gateway
 def _search(url: str, query: str) -> dict:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
