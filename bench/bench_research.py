@@ -9,7 +9,7 @@ per query of the chosen half:
 ``facets_only``  research-query's fusion of the three ``facet=`` lists alone (what it did before the
                  unrestricted list became a voter);
 ``research``     research-query as it ranks now: :func:`s3rm.research.facets.fuse_facets` over the same
-                 calls the command sends (:func:`s3rm.research.facets.research_requests`).
+                 calls the command sends (:data:`s3rm.research.facets.RUNS`).
 
 Each ``search_lessons`` call goes through ``RetrievalService.search_lessons`` with the request the MCP tool
 builds (facet lists cut to the command's page of 20), so the fused lists are exactly what the command fuses
@@ -49,7 +49,7 @@ from gateway.wiki.client import WikiClient  # noqa: E402
 from gateway.wiki.repository import MediaWikiRepository  # noqa: E402
 from s3rm.evaluate.metrics import mrr_at_k, query_score, recall_at_k  # noqa: E402
 from s3rm.evaluate.queryset import GROUPS, load_queries  # noqa: E402
-from s3rm.research.facets import DEPTH, FacetRun, fuse_facets, research_requests, SEARCH_RUN  # noqa: E402
+from s3rm.research.facets import DEPTH, FacetRun, fuse_facets, RUNS, SEARCH_RUN  # noqa: E402
 
 SYSTEMS = ("hybrid", "facets_only", "research")
 
@@ -74,7 +74,7 @@ def collect(files, repo, service) -> dict[str, dict[str, list[dict[str, float]]]
     rows: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for path in files:
         for case in load_queries(path):
-            runs = {facet: page(service, repo, case.query, facet) for facet in research_requests()}
+            runs = {facet: page(service, repo, case.query, facet) for facet in RUNS}
             lists = {
                 "hybrid": [r["id"] for r in runs[SEARCH_RUN].results],
                 "facets_only": [h.id for h in fuse_facets([r for f, r in runs.items() if f != SEARCH_RUN], DEPTH)],

@@ -38,12 +38,14 @@ from gateway.retrieval.hybrid.fusion import (
 from s3rm.errors import S3rmError
 from s3rm.mcpsearch import McpSearch
 
-__all__ = ["FACETS", "SEARCH_RUN", "research_requests", "DEPTH", "RESULT_FIELDS", "FacetRun", "ResearchHit", "search_facets", "fuse_facets",
-           "VersionMismatch"]
+__all__ = ["FACETS", "SEARCH_RUN", "RUNS", "DEPTH", "RESULT_FIELDS", "FacetRun", "ResearchHit", "search_facets",
+           "fuse_facets", "VersionMismatch"]
 
 FACETS = ("situation", "approach", "mechanism")
 #: The run of the unrestricted ``search_lessons`` call (no ``facet``): the gateway's main ranking as one voter.
 SEARCH_RUN = "search"
+#: The runs research-query asks for, in order: :data:`SEARCH_RUN` (no facet), then :data:`FACETS`.
+RUNS = (SEARCH_RUN, *FACETS)
 #: Results asked from each facet (search_lessons' page maximum).
 DEPTH = 20
 #: Sequential retries of a facet the gateway answered with legacy although its index was usable.
@@ -84,7 +86,7 @@ class ResearchHit:
 
 async def search_facets(url: str, query: str, *, scope: str | None = None, timeout: float = 60.0,
                         facets: Sequence[str] | None = None) -> list[FacetRun]:
-    """Run one ``search_lessons`` per run of ``facets`` (default :func:`research_requests`: the unrestricted
+    """Run one ``search_lessons`` per run of ``facets`` (default :data:`RUNS`: the unrestricted
     :data:`SEARCH_RUN`, then one per facet) concurrently over one MCP session.
 
     Raises :class:`s3rm.mcpsearch.SearchError` (tool error) or the transport's exceptions
@@ -92,7 +94,7 @@ async def search_facets(url: str, query: str, *, scope: str | None = None, timeo
     """
     import anyio
 
-    runs = [FacetRun(f) for f in (research_requests() if facets is None else facets)]
+    runs = [FacetRun(f) for f in (RUNS if facets is None else facets)]
 
     async with McpSearch(url, timeout=timeout) as search:
         async def one(run: FacetRun) -> None:
@@ -123,11 +125,6 @@ async def search_facets(url: str, query: str, *, scope: str | None = None, timeo
             for run in refused:
                 await one(run)
     return runs
-
-
-def research_requests() -> tuple[str, ...]:
-    """The runs research-query asks for, in order: :data:`SEARCH_RUN` (no facet), then :data:`FACETS`."""
-    return (SEARCH_RUN, *FACETS)
 
 
 def fuse_facets(runs: Sequence[FacetRun], limit: int) -> list[ResearchHit]:
@@ -164,7 +161,7 @@ def fuse_facets(runs: Sequence[FacetRun], limit: int) -> list[ResearchHit]:
                  calibration=_NO_VECTORS, config=DEFAULT_RANKING) if candidates else []
     floor = min(main.values(), default=1.0)
     order = [*main.items(), *((r.lesson_id, round(r.score * floor, 6)) for r in fused)]
-    position = {f: n for n, f in enumerate(research_requests())}
+    position = {f: n for n, f in enumerate(RUNS)}
     return [ResearchHit(id=lesson_id, score=score,
                         facets=dict(sorted(ranks[lesson_id].items(), key=lambda kv: position.get(kv[0], 9))),
                         fields={k: v for k, v in fields[lesson_id].items() if k not in ("score", "basis")})

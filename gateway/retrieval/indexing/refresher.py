@@ -75,11 +75,11 @@ from gateway.retrieval.embedding.errors import (CircuitOpen, EmbeddingDisabled, 
                                                ProviderProfileMismatch)
 from gateway.retrieval.embedding.client import EmbeddingProvider
 from gateway.retrieval.indexing.follower import ChangeFollower, FollowBatch
-from gateway.retrieval.index.records import IndexEntry, epoch_seconds
+from gateway.retrieval.index.records import epoch_seconds
 from gateway.retrieval.index.snapshot import IndexSnapshot
 from gateway.retrieval.indexing.progress import BuildProgress
 from gateway.retrieval.index.analyzer import analyzer
-from gateway.config.profiles import INDEX_FACETS, WHOLE
+from gateway.config.profiles import INDEX_FACETS
 from gateway.retrieval.indexing.projection import ProjectionBuilder, ProjectionDocument
 from gateway.retrieval.indexing.semantic_state import RefreshOutcome, SemanticState, index_entry, record_of
 from gateway.config.retrieval import RetrievalSettings
@@ -299,7 +299,7 @@ class IndexRefresher:
                 "indexed": len(snap) - jailed if snap is not None else 0,
                 "lessons": st.canonical_count,
                 "pending": self._pending(st),
-                "failed": len(st.failed_ids | {i for i in (*st.strikes, *st.busy_ids) if i not in st.quarantined}),
+                "failed": len(st.failed_ids | st.failed_lessons()),
                 "quarantined": len(st.quarantined),
                 "missing": len(st.missing_ids),
                 "stale_hashes": len(st.stale_ids),
@@ -465,12 +465,12 @@ class IndexRefresher:
                 self._state.inflight_ids = {doc.lesson_id for doc in upserts}
             new = sum(1 for doc in upserts if doc.lesson_id not in base)
             with self._progress.tracking(self.provider, len(docs), upserts, new=new, full=kind == "full"):
-                vectors, codes, failures = self._embed(upserts)
+                vectors, failures = self._embed(upserts)
         except (EmbeddingError, RepositoryError, ToolError) as exc:
             return self._fail(outcome, exc, needed)
-        busy = {i for i, blamed in failures.items() if not blamed}
+        busy = {i for i, error in failures.items() if not error.blames_text}
         with self._cond:
-            strikes = {i: self._state.strikes.get(i, 0) + 1 for i, blamed in failures.items() if blamed}
+            strikes = {i: self._state.strikes.get(i, 0) + 1 for i in failures if i not in busy}
         jailed = {i for i, n in strikes.items() if n >= self.settings.quarantine_after}
         for doc in upserts:
             if doc.lesson_id in jailed:  # indexed for full text only: an equal hash is not retried
@@ -480,7 +480,7 @@ class IndexRefresher:
         if failures:
             log.warning("semantic refresh: %d Lesson(s) failed to embed, %d of them while the provider was busy, "
                         "%d quarantined (kind=%s codes=%s generation=%s)", len(failures), len(busy), len(jailed), kind,
-                        ",".join(sorted(set(codes.values()))), self.generation)
+                        ",".join(sorted({e.code for e in failures.values()})), self.generation)
         outcome.examined = len(docs)
         outcome.embedded, outcome.metadata_only, outcome.removed = len(entries) - len(jailed), len(metadata), len(removed)
         changed = bool(entries or metadata or removed) or self._state.snapshot is None
@@ -676,11 +676,10 @@ class IndexRefresher:
                 metadata.append(doc)
         return upserts, metadata
 
-    def _embed(self, docs: list[ProjectionDocument]
-               ) -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, bool]]:
-        """Vectors of ``docs`` and the Lessons that failed on their own: ``(vectors, {lesson_id: error code},
-        {lesson_id: blamed})``, ``blamed`` False when the Lesson's last failure said the provider was busy (a
-        timeout, no connection, HTTP 429/502/503/504: ``EmbeddingError.blames_text``), which counts no strike.
+    def _embed(self, docs: list[ProjectionDocument]) -> tuple[dict[str, dict[str, Any]], dict[str, EmbeddingError]]:
+        """Vectors of ``docs`` and the Lessons that failed on their own: ``(vectors, {lesson_id: its last error})``;
+        an error whose ``blames_text`` is False (a timeout, no connection, HTTP 429/502/503/504: the provider
+        was busy) counts no strike.
 
         One batched call first. When it fails with an error that can belong to one
         text (an invalid answer or HTTP 4xx, a timeout, a 5xx), the failing group is
@@ -691,20 +690,18 @@ class IndexRefresher:
         at any step) raises, and nobody is blamed (docs/hybrid-search.md#quarantine).
         """
         try:
-            return self._embed_all(docs), {}, {}
+            return self._embed_all(docs), {}
         except PROVIDER_DOWN:
             raise
         except EmbeddingError as exc:
             failing: list[tuple[list[ProjectionDocument], EmbeddingError]] = [(docs, exc)]
         vectors: dict[str, dict[str, Any]] = {}
-        codes: dict[str, str] = {}
-        blamed: dict[str, bool] = {}
+        failures: dict[str, EmbeddingError] = {}
         while failing:
             halves = []
             for group, error in failing:
                 if len(group) == 1:
-                    codes[group[0].lesson_id] = error.code
-                    blamed[group[0].lesson_id] = bool(getattr(error, "blames_text", True))
+                    failures[group[0].lesson_id] = error
                 else:
                     halves += [group[:len(group) // 2], group[len(group) // 2:]]
             failing = []
@@ -717,7 +714,7 @@ class IndexRefresher:
                     failing.append((half, exc))
         if not vectors:
             self.provider.probe()  # raises when the provider cannot embed anything
-        return vectors, codes, blamed
+        return vectors, failures
 
     def _embed_all(self, docs: list[ProjectionDocument], **kwargs: Any) -> dict[str, dict[str, Any]]:
         """Embed every non-empty facet of ``docs`` in one batched call; empty facets get zero vectors."""
